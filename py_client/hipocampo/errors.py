@@ -1,0 +1,69 @@
+"""Typed exceptions. SQL errors keep their SQLSTATE and message."""
+
+from __future__ import annotations
+
+import psycopg
+
+__all__ = [
+    "DimensionMismatchError",
+    "EmbeddingError",
+    "HipocampoError",
+    "InvalidInputError",
+    "LoaderError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "from_db_error",
+]
+
+
+class HipocampoError(Exception):
+    """Base of every hipocampo error. ``sqlstate`` is set when the database raised it."""
+
+    def __init__(self, message: str, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.sqlstate = sqlstate
+
+
+class InvalidInputError(HipocampoError):
+    """Bad arguments (SQLSTATE 22023, 23514, 22P02 …)."""
+
+
+class DimensionMismatchError(InvalidInputError):
+    """A vector's dimensions differ from the model's (SQLSTATE 22000)."""
+
+
+class NotFoundError(HipocampoError):
+    """Unknown knowledge base, document, model … (SQLSTATE P0002)."""
+
+
+class PermissionDeniedError(HipocampoError):
+    """No tenant in the JWT claims, not a member, not an admin (SQLSTATE 42501)."""
+
+
+class EmbeddingError(HipocampoError):
+    """The embedding provider failed (after retries) or returned a malformed answer."""
+
+
+class LoaderError(HipocampoError):
+    """A file cannot be loaded: unsupported type, corrupt or empty."""
+
+
+_BY_STATE: dict[str, type[HipocampoError]] = {
+    "22000": DimensionMismatchError,
+    "22023": InvalidInputError,
+    "22P02": InvalidInputError,
+    "23514": InvalidInputError,
+    "23505": InvalidInputError,
+    "23503": NotFoundError,
+    "P0002": NotFoundError,
+    "42501": PermissionDeniedError,
+}
+
+
+def from_db_error(err: psycopg.Error) -> HipocampoError:
+    """Map a psycopg error to the typed exception of its SQLSTATE (message kept)."""
+    state = err.sqlstate or ""
+    diag = err.diag.message_primary if err.diag else None
+    cls = _BY_STATE.get(state, HipocampoError)
+    return cls(diag or str(err), state or None)

@@ -1,0 +1,51 @@
+-- hipocampo: schemas, extensions and default privileges.
+--
+-- hipocampo          exposed schema (add it to PostgREST's api.schemas): RPCs and views only.
+-- hipocampo_private  tables and internals; never exposed over HTTP.
+--
+-- Extensions live in the `extensions` schema, as on Supabase.
+
+create schema if not exists extensions;
+create extension if not exists vector with schema extensions;
+create extension if not exists pg_trgm with schema extensions;
+create extension if not exists unaccent with schema extensions;
+
+create schema if not exists hipocampo;
+create schema if not exists hipocampo_private;
+
+comment on schema hipocampo is
+'hipocampo RPC surface (exposed through PostgREST). Tables live in hipocampo_private.';
+comment on schema hipocampo_private is
+'hipocampo tables and internal functions. Not exposed over HTTP; protected by RLS.';
+
+grant usage on schema hipocampo to anon, authenticated, service_role;
+grant usage on schema hipocampo_private to authenticated, service_role;
+
+-- Revoke by default: every function is granted explicitly where it is created.
+alter default privileges in schema hipocampo revoke execute on functions from public;
+alter default privileges in schema hipocampo_private revoke execute on functions from public;
+alter default privileges in schema hipocampo revoke all on tables from anon, authenticated;
+alter default privileges in schema hipocampo_private revoke all on tables from anon, authenticated;
+
+-- Full-text configurations: the language stemmer plus unaccent, so "matrícula" matches
+-- "matricula". A knowledge base picks one of these (default portuguese).
+create text search configuration hipocampo_private.portuguese_unaccent (
+    copy = pg_catalog.portuguese
+);
+alter text search configuration hipocampo_private.portuguese_unaccent
+alter mapping for hword, hword_part, word
+with extensions.unaccent, pg_catalog.portuguese_stem;
+
+create text search configuration hipocampo_private.english_unaccent (
+    copy = pg_catalog.english
+);
+alter text search configuration hipocampo_private.english_unaccent
+alter mapping for hword, hword_part, word
+with extensions.unaccent, pg_catalog.english_stem;
+
+create text search configuration hipocampo_private.simple_unaccent (
+    copy = pg_catalog.simple
+);
+alter text search configuration hipocampo_private.simple_unaccent
+alter mapping for hword, hword_part, word
+with extensions.unaccent, pg_catalog.simple;

@@ -1,0 +1,284 @@
+-- Chunks (content + embedding) and the per-KB statistics the BM25 lexical leg needs.
+
+/*
+tsvector_token_count(v tsvector) -> integer
+
+Purpose: number of token occurrences in a tsvector (sum of position counts): the BM25 document length.
+Parameters: v - a tsvector with positions.
+Returns: 0 for an empty vector.
+Errors: none.
+Example: select hipocampo_private.tsvector_token_count(to_tsvector('simple', 'a a b')); -- 3
+*/
+create function hipocampo_private.tsvector_token_count(v tsvector)
+returns integer
+language sql
+immutable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+    select coalesce(sum(coalesce(pg_catalog.array_length(u.positions, 1), 1)), 0)::integer
+    from pg_catalog.unnest(v) as u
+$$;
+
+/*
+text_search_config(language text) -> regconfig
+
+Purpose: the unaccented full-text configuration of a knowledge-base language.
+Parameters: language - 'portuguese' | 'english' | 'simple'.
+Returns: hipocampo_private.<language>_unaccent.
+Errors: 22023 "unsupported text-search language" for any other value.
+Example: select hipocampo_private.text_search_config('portuguese');
+*/
+create function hipocampo_private.text_search_config(language text)
+returns regconfig
+language plpgsql
+immutable
+security invoker
+set search_path = ''
+as $$
+begin
+    return case language
+        when 'portuguese' then 'hipocampo_private.portuguese_unaccent'::regconfig
+        when 'english' then 'hipocampo_private.english_unaccent'::regconfig
+        when 'simple' then 'hipocampo_private.simple_unaccent'::regconfig
+        else null
+    end;
+end;
+$$;
+
+grant execute on function hipocampo_private.tsvector_token_count(tsvector)
+to authenticated, service_role;
+grant execute on function hipocampo_private.text_search_config(text)
+to authenticated, service_role;
+
+create table hipocampo_private.chunks (
+    id bigint generated always as identity primary key,
+    tenant_id uuid not null,
+    kb_id uuid not null,
+    document_id uuid not null,
+    chunk_index integer not null,
+    content text not null,
+    token_count integer not null,
+    metadata jsonb not null default '{}'::jsonb,
+    content_hash text not null,
+    ts_config regconfig not null,
+    -- Lexical leg: stemmed, unaccented terms in the KB's language (GIN index below).
+    fts tsvector generated always as (to_tsvector(ts_config, content)) stored,
+    fts_length integer generated always as (
+        hipocampo_private.tsvector_token_count(to_tsvector(ts_config, content))
+    ) stored,
+    -- Dimensions vary by model; each model has its own partial HNSW index on a typed cast.
+    embedding extensions.vector not null,
+    embedding_model text not null references hipocampo_private.embedding_models (name),
+    created_at timestamptz not null default now(),
+    last_accessed_at timestamptz,
+    expires_at timestamptz,
+    constraint chunks_content_length check (char_length(content) between 1 and 100000),
+    constraint chunks_chunk_index_check check (chunk_index >= 0),
+    constraint chunks_metadata_is_object check (jsonb_typeof(metadata) = 'object'),
+    constraint chunks_tenant_hash_model_key unique (tenant_id, content_hash, embedding_model),
+    constraint chunks_document_fkey foreign key (document_id, tenant_id)
+    references hipocampo_private.documents (id, tenant_id) on delete cascade
+);
+
+-- RLS filters on tenant_id; retrieval scopes on (tenant, kb, model).
+create index chunks_scope_idx on hipocampo_private.chunks (tenant_id, kb_id, embedding_model);
+create index chunks_document_id_idx on hipocampo_private.chunks (document_id);
+create index chunks_fts_idx on hipocampo_private.chunks using gin (fts);
+create index chunks_metadata_idx on hipocampo_private.chunks using gin (metadata jsonb_path_ops);
+create index chunks_expires_at_idx on hipocampo_private.chunks (expires_at)
+where expires_at is not null;
+
+-- BM25 statistics per (KB, embedding model): document frequency per lexeme, and chunk count
+-- plus total length for the average document length. Maintained by statement triggers.
+create table hipocampo_private.kb_term_stats (
+    tenant_id uuid not null,
+    kb_id uuid not null,
+    embedding_model text not null,
+    lexeme text not null,
+    doc_freq integer not null,
+    primary key (kb_id, embedding_model, lexeme)
+);
+
+create table hipocampo_private.kb_text_stats (
+    tenant_id uuid not null,
+    kb_id uuid not null,
+    embedding_model text not null,
+    chunk_count bigint not null,
+    token_total bigint not null,
+    primary key (kb_id, embedding_model)
+);
+
+create index kb_term_stats_tenant_id_idx on hipocampo_private.kb_term_stats (tenant_id);
+create index kb_text_stats_tenant_id_idx on hipocampo_private.kb_text_stats (tenant_id);
+
+alter table hipocampo_private.chunks enable row level security;
+alter table hipocampo_private.kb_term_stats enable row level security;
+alter table hipocampo_private.kb_text_stats enable row level security;
+
+grant select, insert, delete on hipocampo_private.chunks to authenticated;
+grant select on hipocampo_private.kb_term_stats to authenticated;
+grant select on hipocampo_private.kb_text_stats to authenticated;
+grant all on hipocampo_private.chunks to service_role;
+grant all on hipocampo_private.kb_term_stats to service_role;
+grant all on hipocampo_private.kb_text_stats to service_role;
+
+create policy "members can read chunks of their tenant"
+on hipocampo_private.chunks
+for select
+to authenticated
+using (tenant_id = (select hipocampo_private.current_tenant_id()));
+
+create policy "admins can add chunks to their tenant"
+on hipocampo_private.chunks
+for insert
+to authenticated
+with check (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (select hipocampo_private.current_tenant_role()) = 'admin'
+);
+
+create policy "admins can delete chunks of their tenant"
+on hipocampo_private.chunks
+for delete
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (select hipocampo_private.current_tenant_role()) = 'admin'
+);
+
+create policy "members can read term statistics of their tenant"
+on hipocampo_private.kb_term_stats
+for select
+to authenticated
+using (tenant_id = (select hipocampo_private.current_tenant_id()));
+
+create policy "members can read text statistics of their tenant"
+on hipocampo_private.kb_text_stats
+for select
+to authenticated
+using (tenant_id = (select hipocampo_private.current_tenant_id()));
+
+-- definer because every writer of chunks must keep the statistics right, and writers get no
+-- direct write privilege on the statistics tables.
+create function hipocampo_private._chunks_stats_after_insert()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+    insert into hipocampo_private.kb_text_stats as s
+        (tenant_id, kb_id, embedding_model, chunk_count, token_total)
+    select n.tenant_id, n.kb_id, n.embedding_model, count(*), sum(n.fts_length)
+    from new_rows as n
+    group by n.tenant_id, n.kb_id, n.embedding_model
+    on conflict (kb_id, embedding_model) do update
+    set chunk_count = s.chunk_count + excluded.chunk_count,
+        token_total = s.token_total + excluded.token_total;
+
+    insert into hipocampo_private.kb_term_stats as s
+        (tenant_id, kb_id, embedding_model, lexeme, doc_freq)
+    select n.tenant_id, n.kb_id, n.embedding_model, u.lexeme, count(*)
+    from new_rows as n
+    cross join lateral pg_catalog.unnest(n.fts) as u
+    group by n.tenant_id, n.kb_id, n.embedding_model, u.lexeme
+    order by n.kb_id, n.embedding_model, u.lexeme
+    on conflict (kb_id, embedding_model, lexeme) do update
+    set doc_freq = s.doc_freq + excluded.doc_freq;
+    return null;
+end;
+$$;
+
+-- definer for the same reason as _chunks_stats_after_insert.
+create function hipocampo_private._chunks_stats_after_delete()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+    update hipocampo_private.kb_text_stats as s
+    set chunk_count = s.chunk_count - d.n,
+        token_total = s.token_total - d.len
+    from (
+        select o.kb_id, o.embedding_model, count(*) as n, sum(o.fts_length) as len
+        from old_rows as o
+        group by o.kb_id, o.embedding_model
+    ) as d
+    where s.kb_id = d.kb_id and s.embedding_model = d.embedding_model;
+
+    with removed as (
+        select o.kb_id, o.embedding_model, u.lexeme, count(*) as n
+        from old_rows as o
+        cross join lateral pg_catalog.unnest(o.fts) as u
+        group by o.kb_id, o.embedding_model, u.lexeme
+    )
+    update hipocampo_private.kb_term_stats as s
+    set doc_freq = s.doc_freq - r.n
+    from removed as r
+    where s.kb_id = r.kb_id and s.embedding_model = r.embedding_model and s.lexeme = r.lexeme;
+
+    delete from hipocampo_private.kb_term_stats as s
+    where s.doc_freq <= 0
+      and s.kb_id in (select o.kb_id from old_rows as o);
+    return null;
+end;
+$$;
+
+create trigger chunks_stats_after_insert
+after insert on hipocampo_private.chunks
+referencing new table as new_rows
+for each statement execute function hipocampo_private._chunks_stats_after_insert();
+
+create trigger chunks_stats_after_delete
+after delete on hipocampo_private.chunks
+referencing old table as old_rows
+for each statement execute function hipocampo_private._chunks_stats_after_delete();
+
+/*
+_ensure_model_index(model_name text) -> text
+
+Purpose: create the partial HNSW index of one embedding model on chunks, if missing.
+  HNSW m=16, ef_construction=64; opclass vector_cosine_ops because retrieval orders by the
+  cosine-distance operator <=>.
+Parameters: model_name - a registered model.
+Returns: the index name.
+Errors: P0002 "unknown embedding model" when it is not registered.
+Example: select hipocampo_private._ensure_model_index('all-MiniLM-L6-v2');
+*/
+-- definer because creating an index needs ownership of the chunks table.
+create function hipocampo_private._ensure_model_index(model_name text)
+returns text
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    m hipocampo_private.embedding_models;
+    idx text;
+begin
+    select * into m from hipocampo_private.embedding_models as e where e.name = model_name;
+    if not found then
+        raise exception 'unknown embedding model: %', model_name using errcode = 'P0002';
+    end if;
+    idx := 'chunks_embedding_hnsw_' || substr(md5(m.name), 1, 12);
+    execute format(
+        'create index if not exists %I on hipocampo_private.chunks '
+        'using hnsw ((embedding::extensions.vector(%s)) extensions.vector_cosine_ops) '
+        'with (m = 16, ef_construction = 64) where embedding_model = %L',
+        idx, m.dims, m.name
+    );
+    return idx;
+end;
+$$;
+
+grant execute on function hipocampo_private._ensure_model_index(text) to service_role;
+
+comment on table hipocampo_private.chunks is
+'Chunks of documents with their embedding (one row per embedding model) and a generated tsvector.';
+comment on table hipocampo_private.kb_term_stats is
+'BM25 document frequency per lexeme, per knowledge base and embedding model (trigger-maintained).';
+comment on table hipocampo_private.kb_text_stats is
+'BM25 chunk count and total length per knowledge base and embedding model (trigger-maintained).';

@@ -1,0 +1,448 @@
+-- Hybrid retrieval: dense (HNSW or exact cosine) + lexical (Okapi BM25 over the KB's
+-- stemmed, unaccented tsvector with per-KB idf), fused by z-score or RRF, optionally reranked by
+-- trust and recency, diversified with MMR, near-duplicates dropped; logs the access.
+
+/*
+_touch_chunks(ids bigint[]) -> void
+
+Purpose: set last_accessed_at of chunks the caller has just read (at most once every 5 minutes
+  per chunk, to spare writes). Restricted to the caller's tenant unless the caller bypasses RLS.
+*/
+-- definer because members may read chunks but are granted no update on them.
+create function hipocampo_private._touch_chunks(ids bigint [], tenant_id uuid)
+returns void
+language sql
+security definer
+set search_path = ''
+as $$
+    update hipocampo_private.chunks as c
+    set last_accessed_at = now()
+    where c.id = any(_touch_chunks.ids)
+      and c.tenant_id = _touch_chunks.tenant_id
+      and (c.last_accessed_at is null or c.last_accessed_at < now() - interval '5 minutes')
+$$;
+
+grant execute on function hipocampo_private._touch_chunks(bigint [], uuid)
+to authenticated, service_role;
+
+/*
+hybrid_search(query_text text, query_embedding vector, kb_ids uuid[] default null,
+  source_types text[] default null, metadata_filter jsonb default null,
+  match_count integer default null, min_similarity double precision default null,
+  fusion text default null, dense_weight double precision default null,
+  lexical_weight double precision default null, rerank text default null,
+  mmr_lambda double precision default null, embedding_model text default null,
+  tenant_id uuid default null) -> setof record
+
+Purpose: the hybrid retrieval RPC (PostgREST: POST /rpc/hybrid_search with named arguments).
+  Every null argument takes its value from the config rows (hipocampo.effective_config).
+Parameters:
+  query_text       1..retrieval.max_query_chars (2,000) characters.
+  query_embedding  the query vector, dims of the model (L2-normalised).
+  kb_ids           knowledge bases to search (null = all of the tenant's).
+  source_types     filter on documents.source_type (null = any).
+  metadata_filter  jsonb containment filter on chunks.metadata, e.g. {"article": "Art. 5"}.
+  match_count      rows returned, 1..100 (default 5).
+  min_similarity   cosine similarity floor of the dense leg, 0..1 (calibrated per model).
+  fusion           'score' (z-score weighted sum) | 'rrf' (reciprocal rank, k = rrf_k).
+  dense_weight, lexical_weight  weights of the two legs, >= 0.
+  rerank           'none' | 'trust_recency' (similarity*0.6 + trust*0.4 + freshness*0.2, seed 004).
+  mmr_lambda       0..1; 1 = relevance only, 0.5 = seed MMR.
+  embedding_model  null = the active model.
+  tenant_id        only for callers that bypass RLS (service_role); others use their JWT tenant.
+Returns: chunk_id, document_id, kb_id, chunk_index, content, metadata, title, source_uri,
+  source_type, author, published_at, trust_score, dense_score (cosine similarity or null),
+  lexical_score (BM25 or null), fused_score, final_score, rank (1-based).
+Errors:
+  22023 "query_text must be 1..2000 characters" (empty, blank or too long);
+  22023 "query_embedding is required"; 22000 "query_embedding has n dimensions; model m expects d";
+  22023 on an out-of-range match_count, min_similarity, mmr_lambda, weight, fusion or rerank;
+  P0002 "unknown knowledge base: …"; P0002 "unknown embedding model: …"; 42501 no tenant.
+Example:
+  select rank, title, final_score from hipocampo.hybrid_search(
+    query_text => 'prazo para trancamento de matrícula',
+    query_embedding => '[0.01, …]'::extensions.vector,
+    kb_ids => array['…']::uuid[], match_count => 5);
+*/
+create function hipocampo.hybrid_search(
+    query_text text,
+    query_embedding extensions.vector,
+    kb_ids uuid [] default null,
+    source_types text [] default null,
+    metadata_filter jsonb default null,
+    match_count integer default null,
+    min_similarity double precision default null,
+    fusion text default null,
+    dense_weight double precision default null,
+    lexical_weight double precision default null,
+    rerank text default null,
+    mmr_lambda double precision default null,
+    embedding_model text default null,
+    tenant_id uuid default null
+)
+returns table (
+    chunk_id bigint,
+    document_id uuid,
+    kb_id uuid,
+    chunk_index integer,
+    content text,
+    metadata jsonb,
+    title text,
+    source_uri text,
+    source_type text,
+    author text,
+    published_at timestamptz,
+    trust_score real,
+    dense_score double precision,
+    lexical_score double precision,
+    fused_score double precision,
+    final_score double precision,
+    rank integer
+)
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    started timestamptz := clock_timestamp();
+    t uuid := hipocampo_private._resolve_tenant(hybrid_search.tenant_id);
+    cfg jsonb;
+    r jsonb;
+    model text;
+    dims integer;
+    scope uuid [];
+    scope_rows bigint;
+    k integer;
+    n_cand integer;
+    min_sim double precision;
+    fuse text;
+    w_dense double precision;
+    w_lex double precision;
+    rrf_k double precision;
+    rr text;
+    lambda double precision;
+    dup double precision;
+    k1 double precision;
+    b double precision;
+    half_life double precision;
+    exact_max bigint;
+    dense_sql text;
+    c_ids bigint [];
+    c_rel double precision [];
+    c_emb extensions.vector [];
+    sel_ids bigint [] := '{}';
+    sel_emb extensions.vector [] := '{}';
+    taken boolean [];
+    best integer;
+    best_score double precision;
+    s double precision;
+    max_sim double precision;
+    i integer;
+    j integer;
+begin
+    if query_text is null or btrim(query_text) = '' then
+        raise exception 'query_text must be 1..2000 characters (got an empty query)'
+            using errcode = '22023';
+    end if;
+    if query_embedding is null then
+        raise exception 'query_embedding is required' using errcode = '22023';
+    end if;
+
+    -- The model and the scope.
+    if hybrid_search.embedding_model is null then
+        select e.name, e.dims into model, dims from hipocampo_private.embedding_models as e
+        where e.active;
+    else
+        select e.name, e.dims into model, dims from hipocampo_private.embedding_models as e
+        where e.name = hybrid_search.embedding_model;
+    end if;
+    if model is null then
+        raise exception 'unknown embedding model: %',
+            coalesce(hybrid_search.embedding_model, '(no active model)') using errcode = 'P0002';
+    end if;
+    if extensions.vector_dims(query_embedding) <> dims then
+        raise exception 'query_embedding has % dimensions; model % expects %',
+            extensions.vector_dims(query_embedding), model, dims using errcode = '22000';
+    end if;
+
+    select array_agg(kb.id) into scope from hipocampo_private.knowledge_bases as kb
+    where kb.tenant_id = t and (hybrid_search.kb_ids is null or kb.id = any(hybrid_search.kb_ids));
+    if hybrid_search.kb_ids is not null
+        and coalesce(cardinality(scope), 0) < cardinality(array(select distinct unnest(hybrid_search.kb_ids))) then
+        raise exception 'unknown knowledge base: %',
+            (select string_agg(x::text, ', ') from unnest(hybrid_search.kb_ids) as x
+             where x <> all(coalesce(scope, '{}'))) using errcode = 'P0002';
+    end if;
+    scope := coalesce(scope, '{}');
+
+    -- Parameters: argument, else KB override (single KB), else tenant row, else global row.
+    cfg := hipocampo.effective_config(
+        t, case when cardinality(scope) = 1 then scope[1] end
+    );
+    r := coalesce(cfg -> 'retrieval', '{}'::jsonb);
+    if char_length(query_text) > coalesce((r ->> 'max_query_chars')::integer, 2000) then
+        raise exception 'query_text must be 1..% characters (got %)',
+            coalesce((r ->> 'max_query_chars')::integer, 2000), char_length(query_text)
+            using errcode = '22023';
+    end if;
+    k := coalesce(hybrid_search.match_count, (r ->> 'match_count')::integer, 5);
+    min_sim := coalesce(hybrid_search.min_similarity, (r ->> 'min_similarity')::double precision, 0);
+    fuse := coalesce(hybrid_search.fusion, r ->> 'fusion', 'score');
+    w_dense := coalesce(hybrid_search.dense_weight, (r ->> 'dense_weight')::double precision, 1);
+    w_lex := coalesce(hybrid_search.lexical_weight, (r ->> 'lexical_weight')::double precision, 1);
+    rrf_k := coalesce((r ->> 'rrf_k')::double precision, 60);
+    rr := coalesce(hybrid_search.rerank, r ->> 'rerank', 'none');
+    lambda := coalesce(hybrid_search.mmr_lambda, (r ->> 'mmr_lambda')::double precision, 1);
+    dup := coalesce((r ->> 'dedupe_threshold')::double precision, 0.97);
+    k1 := coalesce((r ->> 'bm25_k1')::double precision, 1.2);
+    b := coalesce((r ->> 'bm25_b')::double precision, 0.75);
+    half_life := coalesce((r ->> 'freshness_half_life_days')::double precision, 365);
+    exact_max := coalesce((r ->> 'exact_scan_max_rows')::bigint, 20000);
+    n_cand := greatest(k * coalesce((r ->> 'candidate_multiplier')::integer, 8), 40);
+
+    if k < 1 or k > 100 then
+        raise exception 'match_count must be 1..100 (got %)', k using errcode = '22023';
+    end if;
+    if min_sim < -1 or min_sim > 1 then
+        raise exception 'min_similarity must be -1..1 (got %)', min_sim using errcode = '22023';
+    end if;
+    if lambda < 0 or lambda > 1 then
+        raise exception 'mmr_lambda must be 0..1 (got %)', lambda using errcode = '22023';
+    end if;
+    if w_dense < 0 or w_lex < 0 or w_dense + w_lex = 0 then
+        raise exception 'dense_weight and lexical_weight must be >= 0, not both 0'
+            using errcode = '22023';
+    end if;
+    if fuse not in ('score', 'rrf') then
+        raise exception 'fusion must be score or rrf (got %)', fuse using errcode = '22023';
+    end if;
+    if rr not in ('none', 'trust_recency') then
+        raise exception 'rerank must be none or trust_recency (got %)', rr using errcode = '22023';
+    end if;
+
+    -- Dense leg. The typed cast matches the model's partial HNSW index (vector_cosine_ops <-> <=>).
+    -- Small scopes are scanned exactly ("+ 0" keeps the planner off the index); larger ones use
+    -- HNSW with pgvector's iterative scan so filters still leave n_cand rows.
+    select coalesce(sum(st.chunk_count), 0) into scope_rows from hipocampo_private.kb_text_stats as st
+    where st.kb_id = any(scope) and st.embedding_model = model;
+    if scope_rows > exact_max then
+        perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
+        perform set_config('hnsw.ef_search',
+            greatest(coalesce((r ->> 'hnsw_ef_search')::integer, 100), n_cand)::text, true);
+    end if;
+    dense_sql := format(
+        'select c.id, 1 - (c.embedding::extensions.vector(%1$s) operator(extensions.<=>) $1) as sim '
+        'from hipocampo_private.chunks as c '
+        'join hipocampo_private.documents as d on d.id = c.document_id '
+        'where c.tenant_id = $2 and c.kb_id = any($3) and c.embedding_model = $4 '
+        'and ($5::text[] is null or d.source_type = any($5)) '
+        'and ($6::jsonb is null or c.metadata @> $6) '
+        'and d.status = ''active'' '
+        'and (c.expires_at is null or c.expires_at > now()) '
+        'order by (c.embedding::extensions.vector(%1$s) operator(extensions.<=>) $1)%2$s '
+        'limit $7',
+        dims, case when scope_rows > exact_max then '' else ' + 0' end
+    );
+
+    drop table if exists pg_temp._hs_dense;
+    create temporary table _hs_dense (id bigint primary key, sim double precision) on commit drop;
+    execute 'insert into pg_temp._hs_dense ' || dense_sql
+    using query_embedding, t, scope, model, hybrid_search.source_types,
+          hybrid_search.metadata_filter, n_cand;
+    delete from pg_temp._hs_dense as dd where dd.sim < min_sim;
+
+    -- Lexical leg: Okapi BM25 with OR semantics. Stage 1 scores every chunk matching any query
+    -- lexeme with tf = 1 (GIN + @@ per term); stage 2 rescores the best 4 * n_cand with real tf.
+    drop table if exists pg_temp._hs_lex;
+    create temporary table _hs_lex (id bigint primary key, score double precision) on commit drop;
+    insert into pg_temp._hs_lex
+    with qterms as (
+        select distinct kb.id as kb_id, u.lexeme
+        from hipocampo_private.knowledge_bases as kb
+        cross join lateral pg_catalog.unnest(
+            pg_catalog.to_tsvector(hipocampo_private.text_search_config(kb.language), query_text)
+        ) as u
+        where kb.id = any(scope)
+    ),
+    terms as (
+        select
+            q.kb_id,
+            q.lexeme,
+            ln(1 + (st.chunk_count - ts.doc_freq + 0.5) / (ts.doc_freq + 0.5)) as idf,
+            st.token_total::double precision / greatest(st.chunk_count, 1) as avg_len,
+            ('''' || replace(replace(q.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery as tq
+        from qterms as q
+        inner join hipocampo_private.kb_term_stats as ts
+            on ts.kb_id = q.kb_id and ts.embedding_model = model and ts.lexeme = q.lexeme
+        inner join hipocampo_private.kb_text_stats as st
+            on st.kb_id = q.kb_id and st.embedding_model = model
+        where ts.doc_freq > 0
+    ),
+    kbq as (
+        select
+            terms.kb_id,
+            string_agg(
+                '''' || replace(replace(terms.lexeme, '\', '\\'), '''', '''''') || '''', ' | '
+            )::tsquery as orq
+        from terms
+        group by terms.kb_id
+    ),
+    cand as (
+        select c.id, c.kb_id, c.fts, c.fts_length
+        from kbq
+        inner join hipocampo_private.chunks as c on c.kb_id = kbq.kb_id and c.fts @@ kbq.orq
+        inner join hipocampo_private.documents as d on d.id = c.document_id
+        where c.tenant_id = t and c.embedding_model = model
+          and (hybrid_search.source_types is null or d.source_type = any(hybrid_search.source_types))
+          and (hybrid_search.metadata_filter is null or c.metadata @> hybrid_search.metadata_filter)
+          and d.status = 'active'
+          and (c.expires_at is null or c.expires_at > now())
+    ),
+    stage1 as (
+        select cand.id, cand.kb_id, cand.fts, cand.fts_length,
+            sum(tm.idf * (k1 + 1) / (1 + k1 * (1 - b + b * cand.fts_length / tm.avg_len))) as s1
+        from cand
+        inner join terms as tm on tm.kb_id = cand.kb_id and cand.fts @@ tm.tq
+        group by cand.id, cand.kb_id, cand.fts, cand.fts_length
+        order by s1 desc, cand.id
+        limit n_cand * 4
+    )
+    select s1.id,
+        sum(tm.idf * x.tf * (k1 + 1) / (x.tf + k1 * (1 - b + b * s1.fts_length / tm.avg_len)))
+    from stage1 as s1
+    cross join lateral (
+        select u.lexeme, coalesce(array_length(u.positions, 1), 1)::double precision as tf
+        from pg_catalog.unnest(s1.fts) as u
+    ) as x
+    inner join terms as tm on tm.kb_id = s1.kb_id and tm.lexeme = x.lexeme
+    group by s1.id
+    order by 2 desc, s1.id
+    limit n_cand;
+
+    -- Fusion over the union of both legs, then rerank; candidates into arrays for MMR.
+    drop table if exists pg_temp._hs_fused;
+    create temporary table _hs_fused (
+        id bigint primary key,
+        sim double precision,
+        score double precision,
+        fused double precision,
+        embedding extensions.vector,
+        published_at timestamptz,
+        created_at timestamptz,
+        final double precision
+    ) on commit drop;
+    insert into pg_temp._hs_fused
+    with dense as (
+        select dd.id, dd.sim,
+            row_number() over (order by dd.sim desc, dd.id) as rk,
+            (dd.sim - avg(dd.sim) over ()) / nullif(stddev_pop(dd.sim) over (), 0) as z
+        from pg_temp._hs_dense as dd
+    ),
+    lex as (
+        select l.id, l.score,
+            row_number() over (order by l.score desc, l.id) as rk,
+            (l.score - avg(l.score) over ()) / nullif(stddev_pop(l.score) over (), 0) as z
+        from pg_temp._hs_lex as l
+    ),
+    joined as (
+        select coalesce(dense.id, lex.id) as id, dense.sim, lex.score,
+            case fuse
+                when 'rrf' then
+                    w_dense * coalesce(1.0 / (rrf_k + dense.rk), 0)
+                    + w_lex * coalesce(1.0 / (rrf_k + lex.rk), 0)
+                else
+                    w_dense * coalesce(dense.z, (select min(z) from dense), 0)
+                    + w_lex * coalesce(lex.z, (select min(z) from lex), 0)
+            end as fused
+        from dense full outer join lex on lex.id = dense.id
+    ),
+    scored as (
+        select j.*, c.embedding, d.trust_score, d.published_at, c.created_at,
+            (j.fused - min(j.fused) over ()) / nullif(max(j.fused) over () - min(j.fused) over (), 0)
+                as fused_unit
+        from joined as j
+        inner join hipocampo_private.chunks as c on c.id = j.id
+        inner join hipocampo_private.documents as d on d.id = c.document_id
+    )
+    select s2.id, s2.sim, s2.score, s2.fused, s2.embedding, s2.published_at, s2.created_at,
+        case rr
+            when 'trust_recency' then
+                coalesce(s2.fused_unit, 1) * 0.6 + s2.trust_score * 0.4
+                + 0.2 * exp(-greatest(extract(epoch from now() - coalesce(s2.published_at, s2.created_at)), 0)
+                    / 86400.0 / half_life)
+            else s2.fused
+        end as final
+    from scored as s2;
+
+    select array_agg(f.id order by f.final desc, f.published_at desc nulls last, f.created_at desc, f.id),
+        array_agg(f.final order by f.final desc, f.published_at desc nulls last, f.created_at desc, f.id),
+        array_agg(f.embedding order by f.final desc, f.published_at desc nulls last, f.created_at desc, f.id)
+    into c_ids, c_rel, c_emb
+    from pg_temp._hs_fused as f;
+
+    -- MMR (lambda) with near-duplicate removal (cosine > dedupe_threshold).
+    if c_ids is not null then
+        taken := array_fill(false, array[cardinality(c_ids)]);
+        -- Relevance on a 0..1 scale for the MMR trade-off.
+        s := c_rel[1] - c_rel[cardinality(c_rel)];
+        for i in 1..cardinality(c_rel) loop
+            c_rel[i] := case when s > 0 then (c_rel[i] - c_rel[cardinality(c_rel)]) / s else 1 end;
+        end loop;
+        while cardinality(sel_ids) < k loop
+            best := null;
+            best_score := null;
+            for i in 1..cardinality(c_ids) loop
+                continue when taken[i];
+                max_sim := 0;
+                for j in 1..cardinality(sel_emb) loop
+                    max_sim := greatest(max_sim,
+                        1 - (c_emb[i] operator(extensions.<=>) sel_emb[j]));
+                end loop;
+                if max_sim > dup then
+                    taken[i] := true;
+                    continue;
+                end if;
+                s := lambda * c_rel[i] - (1 - lambda) * max_sim;
+                if best is null or s > best_score then
+                    best := i;
+                    best_score := s;
+                end if;
+                -- With lambda = 1 the first remaining candidate is the best.
+                exit when lambda = 1;
+            end loop;
+            exit when best is null;
+            taken[best] := true;
+            sel_ids := sel_ids || c_ids[best];
+            sel_emb := sel_emb || c_emb[best];
+        end loop;
+    end if;
+
+    return query
+    select c.id, c.document_id, c.kb_id, c.chunk_index, c.content, c.metadata,
+        d.title, d.source_uri, d.source_type, d.author, d.published_at, d.trust_score,
+        f.sim, f.score, f.fused, f.final, o.ord::integer
+    from unnest(sel_ids) with ordinality as o (id, ord)
+    inner join pg_temp._hs_fused as f on f.id = o.id
+    inner join hipocampo_private.chunks as c on c.id = o.id
+    inner join hipocampo_private.documents as d on d.id = c.document_id
+    order by o.ord;
+
+    perform hipocampo_private._touch_chunks(sel_ids, t);
+    perform hipocampo_private._log_access(
+        t, 'hybrid_search', cardinality(sel_ids),
+        encode(sha256(convert_to(query_text, 'UTF8')), 'hex'),
+        extract(epoch from clock_timestamp() - started) * 1000
+    );
+end;
+$$;
+
+grant execute on function hipocampo.hybrid_search(
+    text, extensions.vector, uuid [], text [], jsonb, integer, double precision, text,
+    double precision, double precision, text, double precision, text, uuid
+) to authenticated, service_role;
+
+comment on function hipocampo.hybrid_search(
+    text, extensions.vector, uuid [], text [], jsonb, integer, double precision, text,
+    double precision, double precision, text, double precision, text, uuid
+) is
+'Hybrid retrieval (dense + BM25, z-score or RRF fusion, rerank, MMR) over the caller''s tenant; logs the access.';
