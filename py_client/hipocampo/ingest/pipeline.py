@@ -1,0 +1,201 @@
+"""Ingestion: load -> normalise -> PII scrub -> chunk -> embed -> one transaction per document.
+
+Content-hash dedupe: a document whose scrubbed text (plus title and source_type) hashes as stored
+is skipped before embedding, so re-ingesting it makes zero embedding calls and zero writes; a
+changed one has its chunks replaced. KB status moves draft -> indexing -> ready (or error when
+every document failed), and the run is recorded as an ingestion job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..client import Hipocampo
+from ..embeddings.base import EmbeddingProvider
+from ..errors import HipocampoError, LoaderError
+from ..models import DocumentResult, IngestSummary
+from .chunking import ChunkingRule, chunk_text
+from .loaders import LoadedDocument, load_path
+from .pii import scrub
+
+__all__ = ["DocumentInput", "expand_paths", "ingest_documents", "ingest_paths", "sha256"]
+
+SOURCE_TYPES = (
+    "regulation", "policy", "assembly_minutes", "reservation", "decision",
+    "penalty", "metric", "faq", "manual", "other",
+)
+
+
+def sha256(text: str) -> str:
+    """Hex SHA-256 of ``text`` (UTF-8)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class DocumentInput:
+    """A loaded document plus its ingestion attributes (source_type, trust 0..1, …)."""
+
+    doc: LoadedDocument
+    source_type: str = "other"
+    trust_score: float | None = None
+    doc_type: str | None = None
+
+
+def expand_paths(paths: Iterable[Path]) -> list[Path]:
+    """Files under ``paths`` (directories walked recursively, sorted)."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out.extend(sorted(f for f in p.rglob("*") if f.is_file()))
+        else:
+            out.append(p)
+    return out
+
+
+ProgressHook = Callable[[DocumentResult], None]
+
+
+def ingest_documents(
+    client: Hipocampo,
+    kb_name: str,
+    inputs: Sequence[DocumentInput],
+    embedder: EmbeddingProvider,
+    count_tokens: Callable[[str], int],
+    *,
+    failures: Sequence[DocumentResult] = (),
+    on_document: ProgressHook | None = None,
+) -> IngestSummary:
+    """Ingest already-loaded documents into knowledge base ``kb_name`` (created if missing).
+
+    ``failures`` are documents that failed before this step (e.g. loader errors), counted in the
+    summary and the job record. Chunking rules come from the database config rows
+    (``chunking.<source_type>``).
+
+    Raises:
+        PermissionDeniedError: the actor may not write this tenant's KB.
+        HipocampoError: database errors other than per-document ones.
+    """
+    started = time.perf_counter()
+    kb_id = client.create_kb(kb_name)
+    cfg = client.effective_config(kb_id)
+    rules = cfg.get("chunking", {})
+    existing = client.document_hashes(kb_id)
+    summary = IngestSummary(kb=kb_name, documents_total=len(inputs) + len(failures))
+    summary.documents.extend(failures)
+    summary.documents_failed = len(failures)
+
+    prepared: list[tuple[DocumentInput, str, str, int]] = []
+    for item in inputs:
+        if item.source_type not in SOURCE_TYPES:
+            raise HipocampoError(f"unknown source_type {item.source_type!r}; one of {', '.join(SOURCE_TYPES)}")
+        scrubbed = scrub(item.doc.text)
+        digest = sha256(f"{item.doc.title}\n{item.source_type}\n{scrubbed.text}")
+        if existing.get(item.doc.source_uri) == digest:
+            res = DocumentResult(source_uri=item.doc.source_uri, title=item.doc.title, status="unchanged")
+            summary.documents.append(res)
+            summary.documents_unchanged += 1
+            if on_document:
+                on_document(res)
+            continue
+        prepared.append((item, scrubbed.text, digest, scrubbed.total))
+
+    if not prepared and not failures:
+        summary.seconds = time.perf_counter() - started
+        return summary
+
+    client.set_kb_status(kb_id, "indexing")
+    job = client.start_job(kb_id, summary.documents_total)
+    summary.job_id = job
+    errors: list[dict[str, Any]] = [{"source_uri": f.source_uri, "error": f.error} for f in failures]
+    for item, text, digest, pii in prepared:
+        rule = ChunkingRule.from_config(rules.get(item.source_type) or rules.get("other") or
+                                        {"min_tokens": 200, "max_tokens": 400, "overlap": 50})
+        res = DocumentResult(source_uri=item.doc.source_uri, title=item.doc.title, status="failed", pii_replaced=pii)
+        try:
+            chunks = chunk_text(text, rule, count_tokens)
+            if not chunks:
+                raise LoaderError(f"{item.doc.source_uri}: no text to index")
+            vectors = embedder.embed_documents([c.content for c in chunks])
+            summary.embedding_calls += 1
+            document = {
+                "title": item.doc.title,
+                "source_uri": item.doc.source_uri,
+                "content_hash": digest,
+                "source_type": item.source_type,
+                "doc_type": item.doc_type,
+                "trust_score": item.trust_score,
+                **{k: v for k, v in item.doc.metadata.items() if v is not None},
+            }
+            rows = [
+                {
+                    "chunk_index": i,
+                    "content": c.content,
+                    "token_count": c.token_count,
+                    "content_hash": sha256(c.content),
+                    "metadata": {**c.metadata, "title": item.doc.title},
+                    "embedding": v,
+                }
+                for i, (c, v) in enumerate(zip(chunks, vectors, strict=True))
+            ]
+            out = client.ingest_document(kb_id, document, rows, embedder.model_name)
+            res.status = str(out["status"])
+            res.chunks = int(out["chunks"])
+            summary.documents_ingested += 1
+            summary.chunks_written += res.chunks
+            summary.pii_replaced += pii
+        except HipocampoError as exc:
+            res.error = exc.message
+            summary.documents_failed += 1
+            errors.append({"source_uri": item.doc.source_uri, "error": exc.message, "sqlstate": exc.sqlstate})
+        summary.documents.append(res)
+        if on_document:
+            on_document(res)
+
+    ok = summary.documents_ingested + summary.documents_unchanged
+    status = "succeeded" if summary.documents_failed == 0 else ("partial" if ok else "failed")
+    client.finish_job(
+        job,
+        status,
+        {
+            "documents_ingested": summary.documents_ingested,
+            "documents_unchanged": summary.documents_unchanged,
+            "documents_failed": summary.documents_failed,
+            "chunks_written": summary.chunks_written,
+        },
+        errors,
+    )
+    client.set_kb_status(kb_id, "ready" if ok else "error")
+    summary.seconds = time.perf_counter() - started
+    summary.chunks_per_second = summary.chunks_written / summary.seconds if summary.seconds else 0.0
+    return summary
+
+
+def ingest_paths(
+    client: Hipocampo,
+    kb_name: str,
+    paths: Sequence[Path],
+    embedder: EmbeddingProvider,
+    count_tokens: Callable[[str], int],
+    *,
+    source_type: str = "other",
+    trust_score: float | None = None,
+    on_document: ProgressHook | None = None,
+) -> IngestSummary:
+    """Load files (directories walked) and ingest them; a file that fails to load is recorded
+    as a failed document and the others go on."""
+    inputs: list[DocumentInput] = []
+    failures: list[DocumentResult] = []
+    for path in expand_paths(paths):
+        try:
+            for doc in load_path(path):
+                inputs.append(DocumentInput(doc, source_type, trust_score))
+        except LoaderError as exc:
+            failures.append(DocumentResult(source_uri=str(path), title=path.name, status="failed", error=exc.message))
+    return ingest_documents(
+        client, kb_name, inputs, embedder, count_tokens, failures=failures, on_document=on_document
+    )
