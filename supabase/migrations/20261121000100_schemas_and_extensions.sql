@@ -21,9 +21,10 @@ comment on schema hipocampo_private is
 grant usage on schema hipocampo to anon, authenticated, service_role;
 grant usage on schema hipocampo_private to authenticated, service_role;
 
--- Revoke by default: every function is granted explicitly where it is created.
-alter default privileges in schema hipocampo revoke execute on functions from public;
-alter default privileges in schema hipocampo_private revoke execute on functions from public;
+-- Revoke by default. Per-schema default privileges cannot take back PostgreSQL's built-in
+-- EXECUTE-to-PUBLIC on new functions, and a global `alter default privileges` would change the
+-- user's other schemas too; so every migration that creates functions ends with an explicit
+-- `revoke execute on all functions in schema … from public`, and grants each one explicitly.
 alter default privileges in schema hipocampo revoke all on tables from anon, authenticated;
 alter default privileges in schema hipocampo_private revoke all on tables from anon, authenticated;
 

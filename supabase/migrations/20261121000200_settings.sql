@@ -48,3 +48,7 @@ end;
 $$;
 
 grant execute on function hipocampo_private.seed_default_config(jsonb) to service_role;
+
+-- Revoke by default: PUBLIC keeps no EXECUTE; only the explicit grants above hold.
+revoke execute on all functions in schema hipocampo from public;
+revoke execute on all functions in schema hipocampo_private from public;

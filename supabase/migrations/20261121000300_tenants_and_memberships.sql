@@ -181,3 +181,7 @@ comment on function hipocampo.create_tenant(text, text, uuid) is
 'Create a tenant and optionally its first admin (service_role only).';
 comment on function hipocampo.add_member(uuid, uuid, text) is
 'Add a user to a tenant as admin or member (service_role only).';
+
+-- Revoke by default: PUBLIC keeps no EXECUTE; only the explicit grants above hold.
+revoke execute on all functions in schema hipocampo from public;
+revoke execute on all functions in schema hipocampo_private from public;

@@ -63,10 +63,15 @@ create table hipocampo_private.chunks (
     metadata jsonb not null default '{}'::jsonb,
     content_hash text not null,
     ts_config regconfig not null,
-    -- Lexical leg: stemmed, unaccented terms in the KB's language (GIN index below).
-    fts tsvector generated always as (to_tsvector(ts_config, content)) stored,
+    -- Lexical leg: stemmed, unaccented terms of the document title (metadata.title, a
+    -- contextual header) and the content, in the KB's language (GIN index below).
+    fts tsvector generated always as (
+        to_tsvector(ts_config, coalesce(metadata ->> 'title', '') || E'\n' || content)
+    ) stored,
     fts_length integer generated always as (
-        hipocampo_private.tsvector_token_count(to_tsvector(ts_config, content))
+        hipocampo_private.tsvector_token_count(
+            to_tsvector(ts_config, coalesce(metadata ->> 'title', '') || E'\n' || content)
+        )
     ) stored,
     -- Dimensions vary by model; each model has its own partial HNSW index on a typed cast.
     embedding extensions.vector not null,
@@ -191,7 +196,7 @@ begin
 end;
 $$;
 
--- definer for the same reason as _chunks_stats_after_insert.
+-- definer because, as for inserts, every writer of chunks keeps the statistics right.
 create function hipocampo_private._chunks_stats_after_delete()
 returns trigger
 language plpgsql
@@ -282,3 +287,7 @@ comment on table hipocampo_private.kb_term_stats is
 'BM25 document frequency per lexeme, per knowledge base and embedding model (trigger-maintained).';
 comment on table hipocampo_private.kb_text_stats is
 'BM25 chunk count and total length per knowledge base and embedding model (trigger-maintained).';
+
+-- Revoke by default: PUBLIC keeps no EXECUTE; only the explicit grants above hold.
+revoke execute on all functions in schema hipocampo from public;
+revoke execute on all functions in schema hipocampo_private from public;

@@ -119,3 +119,7 @@ to authenticated, service_role;
 comment on table hipocampo_private.ingestion_jobs is 'One row per ingestion run: status, counts, errors.';
 comment on table hipocampo_private.data_access_log is
 'Who read what: caller, tenant, RPC, rows returned, query hash (sha256), latency in ms.';
+
+-- Revoke by default: PUBLIC keeps no EXECUTE; only the explicit grants above hold.
+revoke execute on all functions in schema hipocampo from public;
+revoke execute on all functions in schema hipocampo_private from public;

@@ -643,3 +643,7 @@ comment on function hipocampo.purge_expired(timestamptz) is
 comment on function hipocampo.start_ingestion_job(uuid, integer) is 'Open an ingestion-job record.';
 comment on function hipocampo.finish_ingestion_job(uuid, text, jsonb, jsonb) is
 'Close an ingestion-job record with its status, counts and errors.';
+
+-- Revoke by default: PUBLIC keeps no EXECUTE; only the explicit grants above hold.
+revoke execute on all functions in schema hipocampo from public;
+revoke execute on all functions in schema hipocampo_private from public;

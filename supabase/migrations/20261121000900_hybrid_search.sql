@@ -26,6 +26,41 @@ grant execute on function hipocampo_private._touch_chunks(bigint [], uuid)
 to authenticated, service_role;
 
 /*
+_bm25(chunk_id bigint, k1 double precision, b double precision) -> double precision
+
+Purpose: Okapi BM25 of one chunk for the query terms in pg_temp._hs_terms (set up by
+  hybrid_search in the same transaction): sum of idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len)).
+Returns: 0 when the chunk has none of the terms.
+*/
+create function hipocampo_private._bm25(chunk_id bigint, k1 double precision, b double precision)
+returns double precision
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+begin
+    -- plpgsql (not sql): the temporary table exists only while hybrid_search runs.
+    return (
+        select coalesce(sum(
+            tm.idf * x.tf * (_bm25.k1 + 1)
+            / (x.tf + _bm25.k1 * (1 - _bm25.b + _bm25.b * c.fts_length / tm.avg_len))
+        ), 0)
+        from hipocampo_private.chunks as c
+        cross join lateral (
+            select u.lexeme, coalesce(array_length(u.positions, 1), 1)::double precision as tf
+            from pg_catalog.unnest(c.fts) as u
+        ) as x
+        inner join pg_temp._hs_terms as tm on tm.kb_id = c.kb_id and tm.lexeme = x.lexeme
+        where c.id = _bm25.chunk_id
+    );
+end;
+$$;
+
+grant execute on function hipocampo_private._bm25(bigint, double precision, double precision)
+to authenticated, service_role;
+
+/*
 hybrid_search(query_text text, query_embedding vector, kb_ids uuid[] default null,
   source_types text[] default null, metadata_filter jsonb default null,
   match_count integer default null, min_similarity double precision default null,
@@ -253,9 +288,15 @@ begin
 
     -- Lexical leg: Okapi BM25 with OR semantics. Stage 1 scores every chunk matching any query
     -- lexeme with tf = 1 (GIN + @@ per term); stage 2 rescores the best 4 * n_cand with real tf.
-    drop table if exists pg_temp._hs_lex;
-    create temporary table _hs_lex (id bigint primary key, score double precision) on commit drop;
-    insert into pg_temp._hs_lex
+    drop table if exists pg_temp._hs_terms;
+    create temporary table _hs_terms (
+        kb_id uuid,
+        lexeme text,
+        idf double precision,
+        avg_len double precision,
+        tq tsquery
+    ) on commit drop;
+    insert into pg_temp._hs_terms
     with qterms as (
         select distinct kb.id as kb_id, u.lexeme
         from hipocampo_private.knowledge_bases as kb
@@ -263,29 +304,27 @@ begin
             pg_catalog.to_tsvector(hipocampo_private.text_search_config(kb.language), query_text)
         ) as u
         where kb.id = any(scope)
-    ),
-    terms as (
-        select
-            q.kb_id,
-            q.lexeme,
-            ln(1 + (st.chunk_count - ts.doc_freq + 0.5) / (ts.doc_freq + 0.5)) as idf,
-            st.token_total::double precision / greatest(st.chunk_count, 1) as avg_len,
-            ('''' || replace(replace(q.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery as tq
-        from qterms as q
-        inner join hipocampo_private.kb_term_stats as ts
-            on ts.kb_id = q.kb_id and ts.embedding_model = model and ts.lexeme = q.lexeme
-        inner join hipocampo_private.kb_text_stats as st
-            on st.kb_id = q.kb_id and st.embedding_model = model
-        where ts.doc_freq > 0
-    ),
-    kbq as (
-        select
-            terms.kb_id,
-            string_agg(
-                '''' || replace(replace(terms.lexeme, '\', '\\'), '''', '''''') || '''', ' | '
-            )::tsquery as orq
-        from terms
-        group by terms.kb_id
+    )
+    select
+        q.kb_id,
+        q.lexeme,
+        ln(1 + (st.chunk_count - ts.doc_freq + 0.5) / (ts.doc_freq + 0.5)),
+        st.token_total::double precision / greatest(st.chunk_count, 1),
+        ('''' || replace(replace(q.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery
+    from qterms as q
+    inner join hipocampo_private.kb_term_stats as ts
+        on ts.kb_id = q.kb_id and ts.embedding_model = model and ts.lexeme = q.lexeme
+    inner join hipocampo_private.kb_text_stats as st
+        on st.kb_id = q.kb_id and st.embedding_model = model
+    where ts.doc_freq > 0;
+
+    drop table if exists pg_temp._hs_lex;
+    create temporary table _hs_lex (id bigint primary key, score double precision) on commit drop;
+    insert into pg_temp._hs_lex
+    with kbq as (
+        select tm.kb_id, string_agg(tm.tq::text, ' | ')::tsquery as orq
+        from pg_temp._hs_terms as tm
+        group by tm.kb_id
     ),
     cand as (
         select c.id, c.kb_id, c.fts, c.fts_length
@@ -299,25 +338,31 @@ begin
           and (c.expires_at is null or c.expires_at > now())
     ),
     stage1 as (
-        select cand.id, cand.kb_id, cand.fts, cand.fts_length,
+        select cand.id,
             sum(tm.idf * (k1 + 1) / (1 + k1 * (1 - b + b * cand.fts_length / tm.avg_len))) as s1
         from cand
-        inner join terms as tm on tm.kb_id = cand.kb_id and cand.fts @@ tm.tq
-        group by cand.id, cand.kb_id, cand.fts, cand.fts_length
+        inner join pg_temp._hs_terms as tm on tm.kb_id = cand.kb_id and cand.fts @@ tm.tq
+        group by cand.id
         order by s1 desc, cand.id
         limit n_cand * 4
     )
-    select s1.id,
-        sum(tm.idf * x.tf * (k1 + 1) / (x.tf + k1 * (1 - b + b * s1.fts_length / tm.avg_len)))
+    select s1.id, hipocampo_private._bm25(s1.id, k1, b)
     from stage1 as s1
-    cross join lateral (
-        select u.lexeme, coalesce(array_length(u.positions, 1), 1)::double precision as tf
-        from pg_catalog.unnest(s1.fts) as u
-    ) as x
-    inner join terms as tm on tm.kb_id = s1.kb_id and tm.lexeme = x.lexeme
-    group by s1.id
     order by 2 desc, s1.id
     limit n_cand;
+
+    -- Complete the scores: every candidate gets both signals (cosine for lexical-only hits,
+    -- BM25 for dense-only hits), so the fusion compares like with like.
+    insert into pg_temp._hs_dense
+    select c.id, 1 - (c.embedding operator(extensions.<=>) query_embedding)
+    from pg_temp._hs_lex as l
+    inner join hipocampo_private.chunks as c on c.id = l.id
+    where not exists (select 1 from pg_temp._hs_dense as dd where dd.id = l.id)
+      and 1 - (c.embedding operator(extensions.<=>) query_embedding) >= min_sim;
+    insert into pg_temp._hs_lex
+    select dd.id, hipocampo_private._bm25(dd.id, k1, b)
+    from pg_temp._hs_dense as dd
+    where not exists (select 1 from pg_temp._hs_lex as l where l.id = dd.id);
 
     -- Fusion over the union of both legs, then rerank; candidates into arrays for MMR.
     drop table if exists pg_temp._hs_fused;
@@ -351,8 +396,8 @@ begin
                     w_dense * coalesce(1.0 / (rrf_k + dense.rk), 0)
                     + w_lex * coalesce(1.0 / (rrf_k + lex.rk), 0)
                 else
-                    w_dense * coalesce(dense.z, (select min(z) from dense), 0)
-                    + w_lex * coalesce(lex.z, (select min(z) from lex), 0)
+                    w_dense * coalesce(dense.z, (select min(dz.z) from dense as dz), 0)
+                    + w_lex * coalesce(lex.z, (select min(lz.z) from lex as lz), 0)
             end as fused
         from dense full outer join lex on lex.id = dense.id
     ),
@@ -446,3 +491,7 @@ comment on function hipocampo.hybrid_search(
     double precision, double precision, text, double precision, text, uuid
 ) is
 'Hybrid retrieval (dense + BM25, z-score or RRF fusion, rerank, MMR) over the caller''s tenant; logs the access.';
+
+-- Revoke by default: PUBLIC keeps no EXECUTE; only the explicit grants above hold.
+revoke execute on all functions in schema hipocampo from public;
+revoke execute on all functions in schema hipocampo_private from public;

@@ -120,7 +120,9 @@ def ingest_documents(
             chunks = chunk_text(text, rule, count_tokens)
             if not chunks:
                 raise LoaderError(f"{item.doc.source_uri}: no text to index")
-            vectors = embedder.embed_documents([c.content for c in chunks])
+            # The title is a contextual header of every chunk, for the embedding as for the
+            # tsvector (which indexes metadata.title + content).
+            vectors = embedder.embed_documents([f"{item.doc.title}\n{c.content}" for c in chunks])
             summary.embedding_calls += 1
             document = {
                 "title": item.doc.title,

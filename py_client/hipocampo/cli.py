@@ -1,0 +1,287 @@
+"""``hipocampo`` command line (typer + rich).
+
+The CLI acts as service_role on the tenant named by ``--tenant`` (a slug; ``default`` is created
+on first use), the way a backend job would.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from . import db
+from .client import Actor, Hipocampo
+from .errors import HipocampoError
+
+__all__ = ["app"]
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+app = typer.Typer(help="hipocampo: Supabase-native RAG and AI memory.", no_args_is_help=True)
+db_app = typer.Typer(help="The database (embedded PostgreSQL or a configured URL).", no_args_is_help=True)
+tenant_app = typer.Typer(help="Tenants.", no_args_is_help=True)
+kb_app = typer.Typer(help="Knowledge bases.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(tenant_app, name="tenant")
+app.add_typer(kb_app, name="kb")
+console = Console()
+err_console = Console(stderr=True)
+
+TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant slug.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    state = f" [{exc.sqlstate}]" if isinstance(exc, HipocampoError) and exc.sqlstate else ""
+    err_console.print(f"[red]error{state}:[/red] {exc}")
+    return typer.Exit(code=1)
+
+
+def _client(tenant: str | None = None, *, create_default: bool = True) -> Hipocampo:
+    url = db.ensure_database()
+    client = Hipocampo(url)
+    if tenant is None:
+        return client
+    tid = client.tenant_id(tenant)
+    if tid is None:
+        if tenant != "default" or not create_default:
+            client.close()
+            raise _fail(HipocampoError(f"unknown tenant {tenant!r}; create it with `hipocampo tenant create`"))
+        tid = client.create_tenant("Default", "default")
+    return client.as_actor(Actor.service(tid))
+
+
+# -- db ---------------------------------------------------------------------------------------
+@db_app.command("start")
+def db_start() -> None:
+    """Start (or reuse) the embedded server, apply the shim and migrations, print the URL."""
+    console.print(db.ensure_database())
+
+
+@db_app.command("stop")
+def db_stop() -> None:
+    """Stop the embedded server."""
+    console.print("stopped" if db.stop() else "not running")
+
+
+@db_app.command("status")
+def db_status() -> None:
+    """Whether the embedded server runs (exit 1 when it does not)."""
+    url = db.external_url()
+    if url:
+        console.print(f"external database configured: {url.split('@')[-1]}")
+        return
+    st = db.status()
+    console.print(f"data dir: {st.data_dir}\nrunning: {st.running}" + (f" (pid {st.pid})\nurl: {st.url}" if st.running else ""))
+    if not st.running:
+        raise typer.Exit(code=1)
+
+
+@db_app.command("url")
+def db_url() -> None:
+    """Print the connection URL (starts the embedded server when needed)."""
+    console.print(db.ensure_database())
+
+
+@db_app.command("migrate")
+def db_migrate() -> None:
+    """Apply pending migrations (and, on the embedded server, the local shim)."""
+    url = db.external_url()
+    res = db.apply_migrations(url, shim=False) if url else db.apply_migrations(db.start(), shim=True)
+    console.print(f"applied {len(res.applied)}, already recorded {len(res.skipped)}")
+
+
+@db_app.command("reset")
+def db_reset(yes: Annotated[bool, typer.Option("--yes", help="Do not ask.")] = False) -> None:
+    """Delete the embedded server's data and start afresh."""
+    if db.external_url():
+        raise _fail(HipocampoError("reset only applies to the embedded server"))
+    if not yes:
+        typer.confirm(f"Delete everything in {db.data_dir()}?", abort=True)
+    console.print(db.reset())
+
+
+# -- tenants ----------------------------------------------------------------------------------
+@tenant_app.command("create")
+def tenant_create(
+    name: str,
+    slug: Annotated[str, typer.Option(help="Unique slug ([a-z0-9_-]).")],
+    admin_user: Annotated[str | None, typer.Option(help="Auth user id made admin.")] = None,
+) -> None:
+    """Create a tenant."""
+    with _client() as client:
+        try:
+            console.print(str(client.create_tenant(name, slug, admin_user)))
+        except HipocampoError as exc:
+            raise _fail(exc) from exc
+
+
+# -- knowledge bases --------------------------------------------------------------------------
+@kb_app.command("create")
+def kb_create(
+    name: str,
+    tenant: TenantOpt = "default",
+    description: Annotated[str | None, typer.Option()] = None,
+    language: Annotated[str, typer.Option(help="portuguese | english | simple")] = "portuguese",
+    tag: Annotated[list[str] | None, typer.Option(help="Tag (repeatable).")] = None,
+) -> None:
+    """Create a knowledge base (idempotent by name)."""
+    with _client(tenant) as client:
+        try:
+            console.print(str(client.create_kb(name, description=description, language=language, tags=tag or [])))
+        except HipocampoError as exc:
+            raise _fail(exc) from exc
+
+
+def _kb_table(kbs: list[Any]) -> Table:
+    table = Table("name", "status", "language", "documents", "chunks", "updated")
+    for kb in kbs:
+        table.add_row(kb.name, kb.status, kb.language, str(kb.documents), str(kb.chunks),
+                      kb.updated_at.strftime("%Y-%m-%d %H:%M") if kb.updated_at else "")
+    return table
+
+
+@kb_app.command("list")
+def kb_list(tenant: TenantOpt = "default", as_json: JsonOpt = False) -> None:
+    """List the tenant's knowledge bases."""
+    with _client(tenant) as client:
+        kbs = client.list_kbs()
+    if as_json:
+        console.print_json(json.dumps([k.model_dump(mode="json") for k in kbs]))
+    else:
+        console.print(_kb_table(kbs))
+
+
+@kb_app.command("status")
+def kb_status(name: str, tenant: TenantOpt = "default", as_json: JsonOpt = False) -> None:
+    """Status and counts of one knowledge base."""
+    with _client(tenant) as client:
+        kbs = [k for k in client.list_kbs() if k.name == name]
+    if not kbs:
+        raise _fail(HipocampoError(f"unknown knowledge base: {name}", "P0002"))
+    if as_json:
+        console.print_json(kbs[0].model_dump_json())
+    else:
+        console.print(_kb_table(kbs))
+
+
+# -- ingest and search ------------------------------------------------------------------------
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or directories.")],
+    kb: Annotated[str, typer.Option("--kb", help="Knowledge base (created if missing).")],
+    tenant: TenantOpt = "default",
+    source_type: Annotated[str, typer.Option(help="regulation, policy, assembly_minutes, …")] = "other",
+    trust: Annotated[float | None, typer.Option(help="Trust score 0..1 of these documents.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Load, scrub PII, chunk, embed and store documents; unchanged ones are skipped."""
+    from .embeddings import count_tokens, provider_from_config
+    from .ingest import expand_paths, ingest_paths
+
+    files = expand_paths(paths)
+    embedder = provider_from_config()
+    with _client(tenant) as client:
+        progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[chunks]} chunks · {task.fields[rate]:.1f} chunks/s"),
+            TimeElapsedColumn(), console=err_console, disable=as_json,
+        )
+        with progress:
+            task = progress.add_task("documents", total=None, chunks=0, rate=0.0)
+            state = {"chunks": 0}
+
+            def tick(res: Any) -> None:
+                state["chunks"] += res.chunks
+                elapsed = progress.tasks[0].elapsed or 1e-9
+                progress.update(task, advance=1, chunks=state["chunks"], rate=state["chunks"] / elapsed)
+
+            try:
+                summary = ingest_paths(client, kb, files, embedder, count_tokens, source_type=source_type,
+                                       trust_score=trust, on_document=tick)
+            except HipocampoError as exc:
+                raise _fail(exc) from exc
+    if as_json:
+        console.print_json(summary.model_dump_json())
+        return
+    console.print(
+        f"[bold]{summary.kb}[/bold]: {summary.documents_ingested} ingested, "
+        f"{summary.documents_unchanged} unchanged, {summary.documents_failed} failed; "
+        f"{summary.chunks_written} chunks, {summary.pii_replaced} PII replaced, "
+        f"{summary.seconds:.1f} s ({summary.chunks_per_second:.1f} chunks/s)"
+    )
+    for d in summary.documents:
+        if d.error:
+            err_console.print(f"[red]failed[/red] {d.source_uri}: {d.error}")
+    if summary.documents_failed and not (summary.documents_ingested + summary.documents_unchanged):
+        raise typer.Exit(code=1)
+
+
+def print_hits(hits: list[Any], width: int = 110) -> None:
+    """A readable table of hits: rank, scores, source and excerpt."""
+    table = Table("#", "score", "dense", "bm25", "source", "excerpt", show_lines=True)
+    for h in hits:
+        src = h.title + (f" · {h.metadata['article']}" if h.metadata.get("article") else "")
+        excerpt = h.content if len(h.content) <= width * 2 else h.content[: width * 2] + "…"
+        table.add_row(str(h.rank), f"{h.final_score:.3f}",
+                      "—" if h.dense_score is None else f"{h.dense_score:.3f}",
+                      "—" if h.lexical_score is None else f"{h.lexical_score:.2f}",
+                      f"{src}\n[dim]{h.source_uri}[/dim]", excerpt)
+    console.print(table)
+
+
+@app.command()
+def search(
+    query: str,
+    kb: Annotated[list[str] | None, typer.Option("--kb", help="Knowledge base (repeatable; default all).")] = None,
+    tenant: TenantOpt = "default",
+    k: Annotated[int | None, typer.Option("-k", "--match-count", help="Hits (default: config).")] = None,
+    source_type: Annotated[list[str] | None, typer.Option(help="Filter (repeatable).")] = None,
+    fusion: Annotated[str | None, typer.Option(help="score | rrf")] = None,
+    rerank: Annotated[str | None, typer.Option(help="none | trust_recency")] = None,
+    mmr_lambda: Annotated[float | None, typer.Option(help="0..1; 1 = relevance only")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Hybrid search: a table of hits with scores and sources."""
+    from .embeddings import provider_from_config
+
+    embedder = provider_from_config()
+    with _client(tenant) as client:
+        try:
+            kb_ids = [client.kb_id(name) for name in kb] if kb else None
+            opts = {k_: v for k_, v in {"fusion": fusion, "rerank": rerank, "mmr_lambda": mmr_lambda}.items() if v is not None}
+            hits = client.search(query, embedder.embed_query(query), kb_ids=kb_ids, source_types=source_type,
+                                 match_count=k, **opts)
+        except HipocampoError as exc:
+            raise _fail(exc) from exc
+    if as_json:
+        console.print_json(json.dumps([h.model_dump(mode="json") for h in hits]))
+    else:
+        print_hits(hits)
+
+
+@app.command()
+def demo(
+    questions: Annotated[int, typer.Option(help="FaQuAD questions to show.")] = 5,
+    evaluate_sets: Annotated[str, typer.Option("--evaluate", help="Comma-separated sets, or 'none'.")] = "faquad",
+) -> None:
+    """The main job on real data: ingest FaQuAD, search it, print the evaluation summary."""
+    from .demo import run_demo
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    run_demo(console, questions=questions, evaluate_sets=[] if evaluate_sets == "none" else evaluate_sets.split(","))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

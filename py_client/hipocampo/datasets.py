@@ -1,0 +1,78 @@
+"""Readers for the shared evaluation data in ``../shared/datasets`` (never copied into the repo).
+
+BEIR layout: ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``queries.jsonl`` (``_id``, ``text``),
+``qrels/test.tsv`` (query-id, corpus-id, score, with a header line).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import repo_root
+
+__all__ = ["BeirSet", "datasets_dir", "load_beir", "load_faquad_questions"]
+
+BEIR_SETS = {
+    "faquad": ("faquad/beir_derived", "portuguese"),
+    "quati": ("quati/beir_derived_human", "portuguese"),
+    "scifact": ("scifact", "english"),
+}
+
+
+def datasets_dir() -> Path:
+    """``$HIPOCAMPO_DATASETS`` or ``<repo>/../shared/datasets``."""
+    env = os.environ.get("HIPOCAMPO_DATASETS")
+    return Path(env) if env else repo_root().parent / "shared" / "datasets"
+
+
+@dataclass
+class BeirSet:
+    """A BEIR-style set: corpus ``{id: (title, text)}``, queries ``{id: text}``,
+    qrels ``{query_id: {doc_id: grade}}`` (grade > 0 = relevant), and the text language."""
+
+    name: str
+    language: str
+    corpus: dict[str, tuple[str, str]]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+
+def _jsonl(path: Path) -> list[dict[str, object]]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def load_beir(name: str, split: str = "test") -> BeirSet:
+    """Load ``faquad``, ``quati`` or ``scifact``; only queries with qrels are kept.
+
+    Raises:
+        KeyError: unknown set. FileNotFoundError: the shared data is missing.
+    """
+    rel, language = BEIR_SETS[name]
+    base = datasets_dir() / rel
+    corpus = {str(d["_id"]): (str(d.get("title") or ""), str(d["text"])) for d in _jsonl(base / "corpus.jsonl")}
+    qrels: dict[str, dict[str, int]] = {}
+    with (base / "qrels" / f"{split}.tsv").open(encoding="utf-8") as fh:
+        for i, line in enumerate(fh):
+            parts = line.rstrip("\n").split("\t")
+            if i == 0 and not parts[-1].lstrip("-").isdigit():
+                continue
+            if len(parts) >= 3 and int(parts[2]) > 0:
+                qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+    queries = {str(q["_id"]): str(q["text"]) for q in _jsonl(base / "queries.jsonl") if str(q["_id"]) in qrels}
+    return BeirSet(name, language, corpus, queries, qrels)
+
+
+def load_faquad_questions(limit: int | None = None) -> list[tuple[str, str, str]]:
+    """FaQuAD questions from ``dataset.json`` as ``(question, answer, document title)``."""
+    data = json.loads((datasets_dir() / "faquad" / "dataset.json").read_text("utf-8"))
+    out: list[tuple[str, str, str]] = []
+    for art in data["data"]:
+        for para in art["paragraphs"]:
+            for qa in para["qas"]:
+                answer = qa["answers"][0]["text"] if qa.get("answers") else ""
+                out.append((qa["question"], answer, art["title"]))
+    return out[:limit] if limit else out

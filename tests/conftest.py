@@ -1,0 +1,138 @@
+"""Session-wide embedded PostgreSQL with the shim and every migration applied.
+
+Layout after psycopg's and basejump's suites: one database for the session; ``db`` is a
+connection whose test runs inside one transaction that is rolled back; ``act`` switches that
+transaction to a role with JWT claims (``set local role …; set_config('request.jwt.claims', …,
+true)``), as PostgREST does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.pop("HIPOCAMPO_DATABASE_URL", None)
+
+from hipocampo import db as hdb  # noqa: E402
+
+DIMS = 384
+MODEL = "all-MiniLM-L6-v2"
+
+
+@pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    """URL of a fresh embedded server (data dir under /tmp, deleted afterwards)."""
+    data = Path(f"/tmp/hipocampo-test-{os.getpid()}") / "data"
+    data.parent.mkdir(parents=True, exist_ok=True)
+    os.environ["HIPOCAMPO_DATA_DIR"] = str(data)
+    url = hdb.start(data)
+    hdb.apply_migrations(url, shim=True)
+    yield url
+    hdb.stop(data)
+    shutil.rmtree(data.parent, ignore_errors=True)
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[psycopg.Connection[dict[str, Any]]]:
+    """A connection whose whole test is one transaction, rolled back at the end."""
+    with psycopg.connect(database_url, row_factory=dict_row) as conn:
+        try:
+            yield conn
+        finally:
+            conn.rollback()
+
+
+Act = Callable[..., None]
+
+
+@pytest.fixture
+def act(db: psycopg.Connection[dict[str, Any]]) -> Act:
+    """``act(role, sub=None, tenant=None, **claims)``: run what follows as that role and claims."""
+
+    def _act(role: str, sub: uuid.UUID | str | None = None, tenant: uuid.UUID | str | None = None,
+             **extra: Any) -> None:
+        claims: dict[str, Any] = {"role": role, **extra}
+        if sub:
+            claims["sub"] = str(sub)
+        if tenant:
+            claims["app_metadata"] = {"tenant_id": str(tenant)}
+        db.execute("reset role")
+        db.execute(f"set local role {role}")
+        db.execute("select set_config('request.jwt.claims', %s, true)", (json.dumps(claims),))
+
+    return _act
+
+
+def unit_vector(seed: int, dims: int = DIMS) -> list[float]:
+    """A deterministic unit vector (not a real embedding) for SQL-level tests."""
+    import random
+
+    rnd = random.Random(seed)
+    v = [rnd.gauss(0, 1) for _ in range(dims)]
+    n = sum(x * x for x in v) ** 0.5
+    return [x / n for x in v]
+
+
+def vec_text(v: list[float]) -> str:
+    return "[" + ",".join(f"{x:.6f}" for x in v) + "]"
+
+
+class World:
+    """Two tenants (A, B), each with an admin and a member, one KB and two documents."""
+
+    def __init__(self, conn: psycopg.Connection[dict[str, Any]], act: Act) -> None:
+        self.conn = conn
+        self.act = act
+        self.admin_a, self.member_a, self.admin_b, self.member_b, self.outsider = (
+            uuid.uuid4() for _ in range(5)
+        )
+        act("service_role")
+        suffix = uuid.uuid4().hex[:8]
+        self.tenant_a = self.one("select hipocampo.create_tenant('A', %s, %s) as v", (f"a-{suffix}", self.admin_a))
+        self.tenant_b = self.one("select hipocampo.create_tenant('B', %s, %s) as v", (f"b-{suffix}", self.admin_b))
+        self.one("select hipocampo.add_member(%s, %s, 'member') as v", (self.tenant_a, self.member_a))
+        self.one("select hipocampo.add_member(%s, %s, 'member') as v", (self.tenant_b, self.member_b))
+        self.kb_a = self.one("select hipocampo.create_knowledge_base('kb', tenant_id => %s) as v", (self.tenant_a,))
+        self.kb_b = self.one("select hipocampo.create_knowledge_base('kb', tenant_id => %s) as v", (self.tenant_b,))
+        self.doc_a = self.ingest(self.kb_a, "a1", ["Prazo de trancamento de matrícula é de 30 dias.",
+                                                   "A biblioteca abre às oito horas."])
+        self.doc_b = self.ingest(self.kb_b, "b1", ["Prazo de trancamento de matrícula é de 45 dias.",
+                                                   "O refeitório fecha às vinte horas."])
+        conn.execute("reset role")
+
+    def one(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        row = self.conn.execute(sql, params).fetchone()  # type: ignore[arg-type]
+        assert row is not None
+        return row["v"]
+
+    def ingest(self, kb: Any, name: str, texts: list[str], seed: int = 0,
+               source_type: str = "regulation", metadata: dict[str, Any] | None = None) -> Any:
+        chunks = [
+            {"chunk_index": i, "content": t, "token_count": len(t.split()), "content_hash": f"{name}-{i}-{seed}",
+             "metadata": metadata or {}, "embedding": unit_vector(hash((name, i, seed)) % 100000)}
+            for i, t in enumerate(texts)
+        ]
+        doc = {"title": name, "source_uri": f"test://{name}", "content_hash": f"{name}-{seed}",
+               "source_type": source_type}
+        r = self.one("select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s) as v",
+                     (kb, json.dumps(doc), json.dumps(chunks), MODEL))
+        return r["document_id"]
+
+
+@pytest.fixture
+def world(db: psycopg.Connection[dict[str, Any]], act: Act) -> World:
+    """Two isolated tenants with data, inside the test's transaction."""
+    return World(db, act)

@@ -1,0 +1,64 @@
+"""Migrations apply from zero, are recorded as the Supabase CLI records them, and stay portable."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import psycopg
+
+from hipocampo import db as hdb
+
+
+def test_every_migration_is_recorded(db: psycopg.Connection[dict[str, Any]]) -> None:
+    files = sorted(hdb.migrations_dir().glob("*.sql"))
+    rows = db.execute("select version, name from supabase_migrations.schema_migrations order by version").fetchall()
+    assert [(r["version"], r["name"]) for r in rows] == [tuple(f.stem.split("_", 1)) for f in files]
+
+
+def test_reapplying_is_a_no_op(database_url: str) -> None:
+    res = hdb.apply_migrations(database_url, shim=True)
+    assert res.applied == []
+    assert len(res.skipped) == len(list(hdb.migrations_dir().glob("*.sql")))
+
+
+def test_migration_names_follow_the_convention() -> None:
+    for f in hdb.migrations_dir().glob("*"):
+        assert re.fullmatch(r"\d{14}_[a-z0-9_]+\.sql", f.name), f.name
+
+
+def test_shim_is_not_in_the_migrations() -> None:
+    for f in hdb.migrations_dir().glob("*.sql"):
+        text = f.read_text().lower()
+        assert "create role" not in text, f.name
+        assert "create schema if not exists auth" not in text, f.name
+        assert not re.search(r"create (or replace )?function auth\.", text), f.name
+
+
+def test_no_pg18_only_features() -> None:
+    # uuidv7() and virtual generated columns are PG18-only; Supabase runs 15/17.
+    for f in hdb.migrations_dir().glob("*.sql"):
+        text = f.read_text().lower()
+        assert "uuidv7" not in text and " virtual" not in text, f.name
+        for ext in re.findall(r"create extension[^;]*;", text):
+            assert "with schema extensions" in ext, (f.name, ext)
+
+
+def test_extensions_live_in_the_extensions_schema(db: psycopg.Connection[dict[str, Any]]) -> None:
+    rows = db.execute(
+        "select e.extname, n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace "
+        "where e.extname in ('vector', 'pg_trgm', 'unaccent')"
+    ).fetchall()
+    assert {r["extname"]: r["nspname"] for r in rows} == {
+        "vector": "extensions", "pg_trgm": "extensions", "unaccent": "extensions"
+    }
+
+
+def test_global_config_is_seeded_from_config_toml(db: psycopg.Connection[dict[str, Any]]) -> None:
+    from hipocampo.config import load_config
+
+    row = db.execute("select config from hipocampo_private.settings where tenant_id is null").fetchone()
+    assert row is not None
+    assert row["config"]["retrieval"] == load_config()["retrieval"]
+    model = db.execute("select name, dims, active from hipocampo_private.embedding_models where active").fetchone()
+    assert model == {"name": "all-MiniLM-L6-v2", "dims": 384, "active": True}
