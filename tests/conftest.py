@@ -26,7 +26,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.pop("HIPOCAMPO_DATABASE_URL", None)
 
-from hipocampo import db as hdb  # noqa: E402
+from hipocampo import db as hdb
 
 DIMS = 384
 MODEL = "all-MiniLM-L6-v2"
@@ -62,8 +62,12 @@ Act = Callable[..., None]
 def act(db: psycopg.Connection[dict[str, Any]]) -> Act:
     """``act(role, sub=None, tenant=None, **claims)``: run what follows as that role and claims."""
 
-    def _act(role: str, sub: uuid.UUID | str | None = None, tenant: uuid.UUID | str | None = None,
-             **extra: Any) -> None:
+    def _act(
+        role: str,
+        sub: uuid.UUID | str | None = None,
+        tenant: uuid.UUID | str | None = None,
+        **extra: Any,
+    ) -> None:
         claims: dict[str, Any] = {"role": role, **extra}
         if sub:
             claims["sub"] = str(sub)
@@ -96,9 +100,7 @@ class World:
     def __init__(self, conn: psycopg.Connection[dict[str, Any]], act: Act) -> None:
         self.conn = conn
         self.act = act
-        self.admin_a, self.member_a, self.admin_b, self.member_b, self.outsider = (
-            uuid.uuid4() for _ in range(5)
-        )
+        self.admin_a, self.member_a, self.admin_b, self.member_b, self.outsider = (uuid.uuid4() for _ in range(5))
         act("service_role")
         suffix = uuid.uuid4().hex[:8]
         self.tenant_a = self.one("select hipocampo.create_tenant('A', %s, %s) as v", (f"a-{suffix}", self.admin_a))
@@ -107,10 +109,19 @@ class World:
         self.one("select hipocampo.add_member(%s, %s, 'member') as v", (self.tenant_b, self.member_b))
         self.kb_a = self.one("select hipocampo.create_knowledge_base('kb', tenant_id => %s) as v", (self.tenant_a,))
         self.kb_b = self.one("select hipocampo.create_knowledge_base('kb', tenant_id => %s) as v", (self.tenant_b,))
-        self.doc_a = self.ingest(self.kb_a, "a1", ["Prazo de trancamento de matrícula é de 30 dias.",
-                                                   "A biblioteca abre às oito horas."])
-        self.doc_b = self.ingest(self.kb_b, "b1", ["Prazo de trancamento de matrícula é de 45 dias.",
-                                                   "O refeitório fecha às vinte horas."])
+        self.doc_a = self.ingest(
+            self.kb_a,
+            "a1",
+            ["Prazo de trancamento de matrícula é de 30 dias.", "A biblioteca abre às oito horas."],
+        )
+        self.doc_b = self.ingest(
+            self.kb_b,
+            "b1",
+            [
+                "Prazo de trancamento de matrícula é de 45 dias.",
+                "O refeitório fecha às vinte horas.",
+            ],
+        )
         conn.execute("reset role")
 
     def one(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
@@ -118,17 +129,36 @@ class World:
         assert row is not None
         return row["v"]
 
-    def ingest(self, kb: Any, name: str, texts: list[str], seed: int = 0,
-               source_type: str = "regulation", metadata: dict[str, Any] | None = None) -> Any:
+    def ingest(
+        self,
+        kb: Any,
+        name: str,
+        texts: list[str],
+        seed: int = 0,
+        source_type: str = "regulation",
+        metadata: dict[str, Any] | None = None,
+    ) -> Any:
         chunks = [
-            {"chunk_index": i, "content": t, "token_count": len(t.split()), "content_hash": f"{name}-{i}-{seed}",
-             "metadata": metadata or {}, "embedding": unit_vector(hash((name, i, seed)) % 100000)}
+            {
+                "chunk_index": i,
+                "content": t,
+                "token_count": len(t.split()),
+                "content_hash": f"{name}-{i}-{seed}",
+                "metadata": metadata or {},
+                "embedding": unit_vector(hash((name, i, seed)) % 100000),
+            }
             for i, t in enumerate(texts)
         ]
-        doc = {"title": name, "source_uri": f"test://{name}", "content_hash": f"{name}-{seed}",
-               "source_type": source_type}
-        r = self.one("select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s) as v",
-                     (kb, json.dumps(doc), json.dumps(chunks), MODEL))
+        doc = {
+            "title": name,
+            "source_uri": f"test://{name}",
+            "content_hash": f"{name}-{seed}",
+            "source_type": source_type,
+        }
+        r = self.one(
+            "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s) as v",
+            (kb, json.dumps(doc), json.dumps(chunks), MODEL),
+        )
         return r["document_id"]
 
 

@@ -83,7 +83,9 @@ def db_status() -> None:
         console.print(f"external database configured: {url.split('@')[-1]}")
         return
     st = db.status()
-    console.print(f"data dir: {st.data_dir}\nrunning: {st.running}" + (f" (pid {st.pid})\nurl: {st.url}" if st.running else ""))
+    console.print(
+        f"data dir: {st.data_dir}\nrunning: {st.running}" + (f" (pid {st.pid})\nurl: {st.url}" if st.running else "")
+    )
     if not st.running:
         raise typer.Exit(code=1)
 
@@ -147,8 +149,14 @@ def kb_create(
 def _kb_table(kbs: list[Any]) -> Table:
     table = Table("name", "status", "language", "documents", "chunks", "updated")
     for kb in kbs:
-        table.add_row(kb.name, kb.status, kb.language, str(kb.documents), str(kb.chunks),
-                      kb.updated_at.strftime("%Y-%m-%d %H:%M") if kb.updated_at else "")
+        table.add_row(
+            kb.name,
+            kb.status,
+            kb.language,
+            str(kb.documents),
+            str(kb.chunks),
+            kb.updated_at.strftime("%Y-%m-%d %H:%M") if kb.updated_at else "",
+        )
     return table
 
 
@@ -194,9 +202,13 @@ def ingest(
     embedder = provider_from_config()
     with _client(tenant) as client:
         progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
             TextColumn("{task.fields[chunks]} chunks · {task.fields[rate]:.1f} chunks/s"),
-            TimeElapsedColumn(), console=err_console, disable=as_json,
+            TimeElapsedColumn(),
+            console=err_console,
+            disable=as_json,
         )
         with progress:
             task = progress.add_task("documents", total=None, chunks=0, rate=0.0)
@@ -208,8 +220,16 @@ def ingest(
                 progress.update(task, advance=1, chunks=state["chunks"], rate=state["chunks"] / elapsed)
 
             try:
-                summary = ingest_paths(client, kb, files, embedder, count_tokens, source_type=source_type,
-                                       trust_score=trust, on_document=tick)
+                summary = ingest_paths(
+                    client,
+                    kb,
+                    files,
+                    embedder,
+                    count_tokens,
+                    source_type=source_type,
+                    trust_score=trust,
+                    on_document=tick,
+                )
             except HipocampoError as exc:
                 raise _fail(exc) from exc
     if as_json:
@@ -234,10 +254,14 @@ def print_hits(hits: list[Any], width: int = 110) -> None:
     for h in hits:
         src = h.title + (f" · {h.metadata['article']}" if h.metadata.get("article") else "")
         excerpt = h.content if len(h.content) <= width * 2 else h.content[: width * 2] + "…"
-        table.add_row(str(h.rank), f"{h.final_score:.3f}",
-                      "—" if h.dense_score is None else f"{h.dense_score:.3f}",
-                      "—" if h.lexical_score is None else f"{h.lexical_score:.2f}",
-                      f"{src}\n[dim]{h.source_uri}[/dim]", excerpt)
+        table.add_row(
+            str(h.rank),
+            f"{h.final_score:.3f}",
+            "—" if h.dense_score is None else f"{h.dense_score:.3f}",
+            "—" if h.lexical_score is None else f"{h.lexical_score:.2f}",
+            f"{src}\n[dim]{h.source_uri}[/dim]",
+            excerpt,
+        )
     console.print(table)
 
 
@@ -260,9 +284,19 @@ def search(
     with _client(tenant) as client:
         try:
             kb_ids = [client.kb_id(name) for name in kb] if kb else None
-            opts = {k_: v for k_, v in {"fusion": fusion, "rerank": rerank, "mmr_lambda": mmr_lambda}.items() if v is not None}
-            hits = client.search(query, embedder.embed_query(query), kb_ids=kb_ids, source_types=source_type,
-                                 match_count=k, **opts)
+            opts = {
+                k_: v
+                for k_, v in {"fusion": fusion, "rerank": rerank, "mmr_lambda": mmr_lambda}.items()
+                if v is not None
+            }
+            hits = client.search(
+                query,
+                embedder.embed_query(query),
+                kb_ids=kb_ids,
+                source_types=source_type,
+                match_count=k,
+                **opts,
+            )
         except HipocampoError as exc:
             raise _fail(exc) from exc
     if as_json:
@@ -280,7 +314,11 @@ def demo(
     from .demo import run_demo
 
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    run_demo(console, questions=questions, evaluate_sets=[] if evaluate_sets == "none" else evaluate_sets.split(","))
+    run_demo(
+        console,
+        questions=questions,
+        evaluate_sets=[] if evaluate_sets == "none" else evaluate_sets.split(","),
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

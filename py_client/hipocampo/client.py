@@ -103,11 +103,16 @@ class Hipocampo:
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Cursor[dict[str, Any]]]:
         """A cursor in a transaction with the actor's role and JWT claims set (``set local``)."""
-        with self._pool.connection() as conn, conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+        with (
+            self._pool.connection() as conn,
+            conn.transaction(),
+            conn.cursor(row_factory=dict_row) as cur,
+        ):
             try:
                 cur.execute(f"set local role {sql.Identifier(self.actor.role).as_string(conn)}")
                 cur.execute(
-                    "select set_config('request.jwt.claims', %s, true)", (json.dumps(self.actor.claims),)
+                    "select set_config('request.jwt.claims', %s, true)",
+                    (json.dumps(self.actor.claims),),
                 )
                 yield cur
             except psycopg.Error as err:
@@ -157,7 +162,14 @@ class Hipocampo:
         with self.transaction() as cur:
             cur.execute(
                 "select hipocampo.create_knowledge_base(%s, %s, %s, %s, %s::jsonb, %s) as id",
-                (name, description, list(tags), language, json.dumps(overrides or {}), self._tenant()),
+                (
+                    name,
+                    description,
+                    list(tags),
+                    language,
+                    json.dumps(overrides or {}),
+                    self._tenant(),
+                ),
             )
             return UUID(str(_one(cur)["id"]))
 
@@ -254,7 +266,12 @@ class Hipocampo:
             NotFoundError: unknown knowledge base or model.
         """
         allowed = {
-            "min_similarity", "fusion", "dense_weight", "lexical_weight", "rerank", "mmr_lambda",
+            "min_similarity",
+            "fusion",
+            "dense_weight",
+            "lexical_weight",
+            "rerank",
+            "mmr_lambda",
             "embedding_model",
         }
         unknown = set(options) - allowed
@@ -271,8 +288,11 @@ class Hipocampo:
             **options,
         }
         casts = {
-            "query_embedding": "::extensions.vector", "kb_ids": "::uuid[]", "source_types": "::text[]",
-            "metadata_filter": "::jsonb", "tenant_id": "::uuid",
+            "query_embedding": "::extensions.vector",
+            "kb_ids": "::uuid[]",
+            "source_types": "::text[]",
+            "metadata_filter": "::jsonb",
+            "tenant_id": "::uuid",
         }
         named = ", ".join(f"{k} => %({k})s{casts.get(k, '')}" for k in args)
         with self.transaction() as cur:

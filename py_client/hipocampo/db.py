@@ -28,7 +28,6 @@ __all__ = [
     "ServerStatus",
     "apply_migrations",
     "data_dir",
-    "database_url",
     "ensure_database",
     "external_url",
     "migrations_dir",
@@ -184,10 +183,7 @@ def apply_migrations(url: str, *, shim: bool) -> MigrationResult:
                     "create table if not exists supabase_migrations.schema_migrations "
                     "(version text primary key, statements text[], name text)"
                 )
-            done = {
-                r[0]
-                for r in conn.execute("select version from supabase_migrations.schema_migrations")
-            }
+            done = {r[0] for r in conn.execute("select version from supabase_migrations.schema_migrations")}
             for file in sorted(migrations_dir().glob("*.sql")):
                 version, _, name = file.stem.partition("_")
                 if version in done:

@@ -58,8 +58,14 @@ def run_demo(console: Console, *, questions: int = 5, evaluate_sets: list[str] |
             console.rule("[bold]evaluation (nDCG@10 / recall@10 through hipocampo.hybrid_search)")
             table = Table("set", "mode", "nDCG@10", "recall@10", "queries", "median ms")
             for r in results:
-                table.add_row(r.dataset, r.mode, f"{r.ndcg10:.3f}", f"{r.recall10:.3f}", str(r.queries),
-                              f"{r.median_ms:.1f}")
+                table.add_row(
+                    r.dataset,
+                    r.mode,
+                    f"{r.ndcg10:.3f}",
+                    f"{r.recall10:.3f}",
+                    str(r.queries),
+                    f"{r.median_ms:.1f}",
+                )
             console.print(table)
     console.print(f"demo finished in {time.perf_counter() - t0:.0f} s")
 

@@ -53,8 +53,13 @@ class EvalResult:
     median_ms: float
 
 
-def index_beir(client: Hipocampo, ds: BeirSet, embedder: EmbeddingProvider,
-               count_tokens: Callable[[str], int], kb_name: str | None = None) -> str:
+def index_beir(
+    client: Hipocampo,
+    ds: BeirSet,
+    embedder: EmbeddingProvider,
+    count_tokens: Callable[[str], int],
+    kb_name: str | None = None,
+) -> str:
     """Ingest the corpus of ``ds`` into KB ``kb_name`` (default ``eval-<name>``); idempotent."""
     name = kb_name or f"eval-{ds.name}"
     client.create_kb(name, language=ds.language, description=f"BEIR corpus of {ds.name}")
@@ -96,6 +101,5 @@ def evaluate(
             nd.append(ndcg_at_k(ranked, ds.qrels[qid], k))
             rc.append(recall_at_k(ranked, ds.qrels[qid], k))
         times.sort()
-        results.append(EvalResult(ds.name, mode, sum(nd) / len(nd), sum(rc) / len(rc), len(nd),
-                                  times[len(times) // 2]))
+        results.append(EvalResult(ds.name, mode, sum(nd) / len(nd), sum(rc) / len(rc), len(nd), times[len(times) // 2]))
     return results

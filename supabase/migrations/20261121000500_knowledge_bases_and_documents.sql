@@ -5,7 +5,7 @@ create table hipocampo_private.knowledge_bases (
     tenant_id uuid not null references hipocampo_private.tenants (id) on delete cascade,
     name text not null,
     description text,
-    tags text [] not null default '{}',
+    tags text[] not null default '{}',
     status text not null default 'draft',
     -- Text-search language of the lexical leg; maps to hipocampo_private.<language>_unaccent.
     language text not null default 'portuguese',

@@ -208,7 +208,7 @@ Example: select hipocampo.create_knowledge_base('regulamentos');
 create function hipocampo.create_knowledge_base(
     name text,
     description text default null,
-    tags text [] default '{}',
+    tags text[] default '{}',
     language text default 'portuguese',
     overrides jsonb default '{}',
     tenant_id uuid default null
@@ -298,7 +298,7 @@ Example: select * from hipocampo.list_knowledge_bases();
 */
 create function hipocampo.list_knowledge_bases(tenant_id uuid default null)
 returns table (
-    id uuid, name text, description text, tags text [], status text, language text,
+    id uuid, name text, description text, tags text[], status text, language text,
     documents bigint, chunks bigint, updated_at timestamptz
 )
 language sql
@@ -602,7 +602,7 @@ grant execute on function hipocampo.register_embedding_model(text, text, integer
 to service_role;
 grant execute on function hipocampo.activate_embedding_model(text) to service_role;
 grant execute on function hipocampo.drop_embedding_model(text) to service_role;
-grant execute on function hipocampo.create_knowledge_base(text, text, text [], text, jsonb, uuid)
+grant execute on function hipocampo.create_knowledge_base(text, text, text[], text, jsonb, uuid)
 to authenticated, service_role;
 grant execute on function hipocampo.knowledge_base_id(text, uuid) to authenticated, service_role;
 grant execute on function hipocampo.list_knowledge_bases(uuid) to authenticated, service_role;
@@ -625,7 +625,7 @@ comment on function hipocampo.activate_embedding_model(text) is
 'Make a registered embedding model the default of retrieval.';
 comment on function hipocampo.drop_embedding_model(text) is
 'Delete an inactive model''s embeddings and registry row, after a confirmed switch.';
-comment on function hipocampo.create_knowledge_base(text, text, text [], text, jsonb, uuid) is
+comment on function hipocampo.create_knowledge_base(text, text, text[], text, jsonb, uuid) is
 'Create (or find by name) a knowledge base in the caller''s tenant.';
 comment on function hipocampo.knowledge_base_id(text, uuid) is 'Knowledge-base id by name.';
 comment on function hipocampo.list_knowledge_bases(uuid) is

@@ -9,7 +9,7 @@ Purpose: set last_accessed_at of chunks the caller has just read (at most once e
   per chunk, to spare writes). Restricted to the caller's tenant unless the caller bypasses RLS.
 */
 -- definer because members may read chunks but are granted no update on them.
-create function hipocampo_private._touch_chunks(ids bigint [], tenant_id uuid)
+create function hipocampo_private._touch_chunks(ids bigint[], tenant_id uuid)
 returns void
 language sql
 security definer
@@ -22,7 +22,7 @@ as $$
       and (c.last_accessed_at is null or c.last_accessed_at < now() - interval '5 minutes')
 $$;
 
-grant execute on function hipocampo_private._touch_chunks(bigint [], uuid)
+grant execute on function hipocampo_private._touch_chunks(bigint[], uuid)
 to authenticated, service_role;
 
 /*
@@ -102,8 +102,8 @@ Example:
 create function hipocampo.hybrid_search(
     query_text text,
     query_embedding extensions.vector,
-    kb_ids uuid [] default null,
-    source_types text [] default null,
+    kb_ids uuid[] default null,
+    source_types text[] default null,
     metadata_filter jsonb default null,
     match_count integer default null,
     min_similarity double precision default null,
@@ -482,12 +482,12 @@ end;
 $$;
 
 grant execute on function hipocampo.hybrid_search(
-    text, extensions.vector, uuid [], text [], jsonb, integer, double precision, text,
+    text, extensions.vector, uuid[], text[], jsonb, integer, double precision, text,
     double precision, double precision, text, double precision, text, uuid
 ) to authenticated, service_role;
 
 comment on function hipocampo.hybrid_search(
-    text, extensions.vector, uuid [], text [], jsonb, integer, double precision, text,
+    text, extensions.vector, uuid[], text[], jsonb, integer, double precision, text,
     double precision, double precision, text, double precision, text, uuid
 ) is
 'Hybrid retrieval (dense + BM25, z-score or RRF fusion, rerank, MMR) over the caller''s tenant; logs the access.';

@@ -13,13 +13,18 @@ from ..conftest import World, unit_vector, vec_text
 Q = vec_text(unit_vector(7))
 
 
-def search(db: psycopg.Connection[dict[str, Any]], text: str = "prazo de trancamento", emb: str = Q,
-           **named: Any) -> list[dict[str, Any]]:
+def search(
+    db: psycopg.Connection[dict[str, Any]],
+    text: str = "prazo de trancamento",
+    emb: str = Q,
+    **named: Any,
+) -> list[dict[str, Any]]:
     # Test vectors are random, so the calibrated similarity floor is lifted unless under test.
     named.setdefault("min_similarity", -1.0)
     args = "".join(f", {k} => %({k})s" for k in named)
     return db.execute(
-        f"select * from hipocampo.hybrid_search(query_text => %(q)s, query_embedding => %(e)s::extensions.vector{args})",
+        "select * from hipocampo.hybrid_search("
+        f"query_text => %(q)s, query_embedding => %(e)s::extensions.vector{args})",
         {"q": text, "e": emb, **named},
     ).fetchall()
 
@@ -35,11 +40,14 @@ def test_returns_scores_and_citation_fields(db: psycopg.Connection[dict[str, Any
     assert rows[0]["final_score"] >= rows[1]["final_score"]
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("", "query_text must be 1..2000 characters (got an empty query)"),
-    ("   ", "query_text must be 1..2000 characters (got an empty query)"),
-    ("x" * 5000, "query_text must be 1..2000 characters (got 5000)"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "query_text must be 1..2000 characters (got an empty query)"),
+        ("   ", "query_text must be 1..2000 characters (got an empty query)"),
+        ("x" * 5000, "query_text must be 1..2000 characters (got 5000)"),
+    ],
+)
 def test_bad_query_text(db: psycopg.Connection[dict[str, Any]], world: World, text: str, message: str) -> None:
     world.act("authenticated", world.member_a, world.tenant_a)
     with pytest.raises(psycopg.errors.InvalidParameterValue) as exc:
@@ -63,12 +71,15 @@ def test_unknown_kb(db: psycopg.Connection[dict[str, Any]], world: World) -> Non
     assert exc.value.diag.message_primary == f"unknown knowledge base: {missing}"
 
 
-@pytest.mark.parametrize(("named", "message"), [
-    ({"match_count": 0}, "match_count must be 1..100 (got 0)"),
-    ({"mmr_lambda": 2.0}, "mmr_lambda must be 0..1 (got 2)"),
-    ({"fusion": "magic"}, "fusion must be score or rrf (got magic)"),
-    ({"rerank": "random"}, "rerank must be none or trust_recency (got random)"),
-])
+@pytest.mark.parametrize(
+    ("named", "message"),
+    [
+        ({"match_count": 0}, "match_count must be 1..100 (got 0)"),
+        ({"mmr_lambda": 2.0}, "mmr_lambda must be 0..1 (got 2)"),
+        ({"fusion": "magic"}, "fusion must be score or rrf (got magic)"),
+        ({"rerank": "random"}, "rerank must be none or trust_recency (got random)"),
+    ],
+)
 def test_bad_options(db: psycopg.Connection[dict[str, Any]], world: World, named: dict[str, Any], message: str) -> None:
     world.act("authenticated", world.member_a, world.tenant_a)
     with pytest.raises(psycopg.errors.InvalidParameterValue) as exc:
@@ -81,12 +92,25 @@ def test_k_rows_under_a_selective_filter(db: psycopg.Connection[dict[str, Any]],
     """Many rows of other KBs/types, few matching the filter: still k rows, both via the exact
     scan and via HNSW (exact_scan_max_rows = 0 forces the index with iterative scan)."""
     world.act("service_role")
-    db.execute("update hipocampo_private.settings set config = %s::jsonb where tenant_id = %s",
-               (json.dumps({"retrieval": {"exact_scan_max_rows": exact_max}}), world.tenant_a))
+    db.execute(
+        "update hipocampo_private.settings set config = %s::jsonb where tenant_id = %s",
+        (json.dumps({"retrieval": {"exact_scan_max_rows": exact_max}}), world.tenant_a),
+    )
     noise = [f"Texto de ruído número {i} sobre outro assunto qualquer." for i in range(300)]
     for part in range(3):
-        world.ingest(world.kb_a, f"noise{part}", noise[part * 100:(part + 1) * 100], seed=part, source_type="other")
-    world.ingest(world.kb_a, "rare", [f"Regra rara {i} de penalidade." for i in range(12)], source_type="penalty")
+        world.ingest(
+            world.kb_a,
+            f"noise{part}",
+            noise[part * 100 : (part + 1) * 100],
+            seed=part,
+            source_type="other",
+        )
+    world.ingest(
+        world.kb_a,
+        "rare",
+        [f"Regra rara {i} de penalidade." for i in range(12)],
+        source_type="penalty",
+    )
     world.act("authenticated", world.member_a, world.tenant_a)
     rows = search(db, "regra de penalidade", source_types=["penalty"], match_count=10, min_similarity=-1.0)
     assert len(rows) == 10
@@ -105,14 +129,18 @@ def test_logs_the_access_and_touches_chunks(db: psycopg.Connection[dict[str, Any
     world.act("authenticated", world.member_a, world.tenant_a)
     rows = search(db, match_count=1)
     world.act("service_role")
-    log = db.execute("select * from hipocampo_private.data_access_log where tenant_id = %s", (world.tenant_a,)).fetchall()
+    log = db.execute(
+        "select * from hipocampo_private.data_access_log where tenant_id = %s", (world.tenant_a,)
+    ).fetchall()
     assert len(log) == 1
     entry = log[0]
     assert entry["caller"] == world.member_a and entry["caller_role"] == "authenticated"
     assert entry["rpc"] == "hybrid_search" and entry["rows_returned"] == 1 and entry["latency_ms"] >= 0
     assert len(entry["query_hash"]) == 64
-    touched = db.execute("select last_accessed_at from hipocampo_private.chunks where id = %s",
-                         (rows[0]["chunk_id"],)).fetchone()
+    touched = db.execute(
+        "select last_accessed_at from hipocampo_private.chunks where id = %s",
+        (rows[0]["chunk_id"],),
+    ).fetchone()
     assert touched is not None and touched["last_accessed_at"] is not None
 
 
@@ -121,10 +149,18 @@ def test_near_duplicates_are_dropped(db: psycopg.Connection[dict[str, Any]], wor
     v = unit_vector(99)
     for i in range(2):
         doc = {"title": f"dup{i}", "source_uri": f"test://dup{i}", "content_hash": f"dup{i}"}
-        chunk = [{"chunk_index": 0, "content": f"Multa por barulho após as 22h, versão {i}.",
-                  "content_hash": f"dup{i}", "embedding": v}]
-        db.execute("select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, 'all-MiniLM-L6-v2')",
-                   (world.kb_a, json.dumps(doc), json.dumps(chunk)))
+        chunk = [
+            {
+                "chunk_index": 0,
+                "content": f"Multa por barulho após as 22h, versão {i}.",
+                "content_hash": f"dup{i}",
+                "embedding": v,
+            }
+        ]
+        db.execute(
+            "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, 'all-MiniLM-L6-v2')",
+            (world.kb_a, json.dumps(doc), json.dumps(chunk)),
+        )
     world.act("authenticated", world.member_a, world.tenant_a)
     rows = search(db, "multa por barulho", emb=vec_text(v), match_count=5)
     assert sum("Multa por barulho" in r["content"] for r in rows) == 1
@@ -141,14 +177,21 @@ def test_deleting_a_document_deletes_its_chunks(db: psycopg.Connection[dict[str,
     world.act("authenticated", world.admin_a, world.tenant_a)
     assert db.execute("select hipocampo.delete_document(%s) as ok", (world.doc_a,)).fetchone() == {"ok": True}
     world.act("service_role")
-    row = db.execute("select count(*) as n from hipocampo_private.chunks where document_id = %s", (world.doc_a,)).fetchone()
+    row = db.execute(
+        "select count(*) as n from hipocampo_private.chunks where document_id = %s", (world.doc_a,)
+    ).fetchone()
     assert row == {"n": 0}
-    stats = db.execute("select chunk_count from hipocampo_private.kb_text_stats where kb_id = %s", (world.kb_a,)).fetchone()
+    stats = db.execute(
+        "select chunk_count from hipocampo_private.kb_text_stats where kb_id = %s", (world.kb_a,)
+    ).fetchone()
     assert stats == {"chunk_count": 0}
 
 
 def test_expired_rows_are_purged(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
     world.act("service_role")
-    db.execute("update hipocampo_private.chunks set expires_at = '2020-01-01' where document_id = %s", (world.doc_a,))
+    db.execute(
+        "update hipocampo_private.chunks set expires_at = '2020-01-01' where document_id = %s",
+        (world.doc_a,),
+    )
     row = db.execute("select hipocampo.purge_expired('2026-01-01'::timestamptz) as r").fetchone()
     assert row == {"r": {"documents": 0, "chunks": 2}}

@@ -11,18 +11,36 @@ import pytest
 from ..conftest import MODEL, World, unit_vector
 
 
-def ingest(db: psycopg.Connection[dict[str, Any]], kb: Any, doc: dict[str, Any], chunks: list[dict[str, Any]]) -> dict[str, Any]:
-    row = db.execute("select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s) as r",
-                     (kb, json.dumps(doc), json.dumps(chunks), MODEL)).fetchone()
+def ingest(
+    db: psycopg.Connection[dict[str, Any]],
+    kb: Any,
+    doc: dict[str, Any],
+    chunks: list[dict[str, Any]],
+) -> dict[str, Any]:
+    row = db.execute(
+        "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s) as r",
+        (kb, json.dumps(doc), json.dumps(chunks), MODEL),
+    ).fetchone()
     assert row is not None
     return dict(row["r"])
 
 
 def chunk(i: int, text: str, dims: int = 384) -> dict[str, Any]:
-    return {"chunk_index": i, "content": text, "token_count": 3, "content_hash": f"h-{text}", "embedding": unit_vector(i, dims)}
+    return {
+        "chunk_index": i,
+        "content": text,
+        "token_count": 3,
+        "content_hash": f"h-{text}",
+        "embedding": unit_vector(i, dims),
+    }
 
 
-DOC = {"title": "Regimento", "source_uri": "test://regimento", "content_hash": "v1", "source_type": "regulation"}
+DOC = {
+    "title": "Regimento",
+    "source_uri": "test://regimento",
+    "content_hash": "v1",
+    "source_type": "regulation",
+}
 
 
 def test_insert_then_unchanged_then_replaced(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
@@ -30,11 +48,18 @@ def test_insert_then_unchanged_then_replaced(db: psycopg.Connection[dict[str, An
     first = ingest(db, world.kb_a, DOC, [chunk(0, "um"), chunk(1, "dois")])
     assert first["status"] == "inserted" and first["chunks"] == 2
     again = ingest(db, world.kb_a, DOC, [chunk(0, "um"), chunk(1, "dois")])
-    assert again == {"document_id": first["document_id"], "status": "unchanged", "chunks": 0, "skipped": 0}
+    assert again == {
+        "document_id": first["document_id"],
+        "status": "unchanged",
+        "chunks": 0,
+        "skipped": 0,
+    }
     changed = ingest(db, world.kb_a, {**DOC, "content_hash": "v2"}, [chunk(0, "três")])
     assert changed["status"] == "replaced" and changed["chunks"] == 1
-    rows = db.execute("select content from hipocampo_private.chunks where document_id = %s",
-                      (first["document_id"],)).fetchall()
+    rows = db.execute(
+        "select content from hipocampo_private.chunks where document_id = %s",
+        (first["document_id"],),
+    ).fetchall()
     assert [r["content"] for r in rows] == ["três"]
 
 
@@ -42,7 +67,9 @@ def test_wrong_dimension_writes_nothing(db: psycopg.Connection[dict[str, Any]], 
     world.act("authenticated", world.admin_a, world.tenant_a)
     with pytest.raises(psycopg.errors.DataException) as exc:
         ingest(db, world.kb_a, DOC, [chunk(0, "um"), chunk(1, "dois", dims=10)])
-    assert exc.value.diag.message_primary == "embedding of chunk 1 has 10 dimensions; model all-MiniLM-L6-v2 expects 384"
+    assert (
+        exc.value.diag.message_primary == "embedding of chunk 1 has 10 dimensions; model all-MiniLM-L6-v2 expects 384"
+    )
 
 
 def test_a_failing_chunk_leaves_no_half_document(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
@@ -51,17 +78,35 @@ def test_a_failing_chunk_leaves_no_half_document(db: psycopg.Connection[dict[str
     with pytest.raises(psycopg.errors.CheckViolation, match="invalid document"):
         ingest(db, world.kb_a, {**DOC, "trust_score": 7}, [chunk(0, "um")])
     db.execute("rollback to savepoint s")
-    assert db.execute("select count(*) as n from hipocampo_private.documents where source_uri = %s",
-                      (DOC["source_uri"],)).fetchone() == {"n": 0}
+    assert db.execute(
+        "select count(*) as n from hipocampo_private.documents where source_uri = %s",
+        (DOC["source_uri"],),
+    ).fetchone() == {"n": 0}
 
 
-@pytest.mark.parametrize(("doc", "chunks", "message"), [
-    ({"title": "x"}, [chunk(0, "um")], "document must be an object with title, source_uri and content_hash"),
-    (DOC, [], "chunks must be a non-empty json array"),
-    ({**DOC, "published_at": "ontem"}, [chunk(0, "um")], 'invalid document field: invalid input syntax for type timestamp with time zone: "ontem"'),
-])
-def test_bad_shapes(db: psycopg.Connection[dict[str, Any]], world: World, doc: dict[str, Any],
-                    chunks: list[dict[str, Any]], message: str) -> None:
+@pytest.mark.parametrize(
+    ("doc", "chunks", "message"),
+    [
+        (
+            {"title": "x"},
+            [chunk(0, "um")],
+            "document must be an object with title, source_uri and content_hash",
+        ),
+        (DOC, [], "chunks must be a non-empty json array"),
+        (
+            {**DOC, "published_at": "ontem"},
+            [chunk(0, "um")],
+            'invalid document field: invalid input syntax for type timestamp with time zone: "ontem"',
+        ),
+    ],
+)
+def test_bad_shapes(
+    db: psycopg.Connection[dict[str, Any]],
+    world: World,
+    doc: dict[str, Any],
+    chunks: list[dict[str, Any]],
+    message: str,
+) -> None:
     world.act("authenticated", world.admin_a, world.tenant_a)
     with pytest.raises(psycopg.errors.InvalidParameterValue) as exc:
         ingest(db, world.kb_a, doc, chunks)
@@ -71,8 +116,10 @@ def test_bad_shapes(db: psycopg.Connection[dict[str, Any]], world: World, doc: d
 def test_unknown_model(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
     world.act("authenticated", world.admin_a, world.tenant_a)
     with pytest.raises(psycopg.errors.NoDataFound, match="unknown embedding model: nope"):
-        db.execute("select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, 'nope')",
-                   (world.kb_a, json.dumps(DOC), json.dumps([chunk(0, "um")])))
+        db.execute(
+            "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, 'nope')",
+            (world.kb_a, json.dumps(DOC), json.dumps([chunk(0, "um")])),
+        )
 
 
 def test_member_cannot_ingest(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
@@ -88,11 +135,16 @@ def test_new_model_lives_beside_the_old_one(db: psycopg.Connection[dict[str, Any
     assert idx is not None
     assert db.execute("select count(*) as n from pg_indexes where indexname = %s", (idx["v"],)).fetchone() == {"n": 1}
     doc = {**DOC, "source_uri": "test://a1", "content_hash": "a1-0"}
-    ingest_new = db.execute("select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, 'test-model-8') as r",
-                            (world.kb_a, json.dumps(doc), json.dumps([chunk(0, "novo", dims=8)]))).fetchone()
+    ingest_new = db.execute(
+        "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, 'test-model-8') as r",
+        (world.kb_a, json.dumps(doc), json.dumps([chunk(0, "novo", dims=8)])),
+    ).fetchone()
     assert ingest_new is not None and ingest_new["r"]["status"] == "replaced"
-    models = db.execute("select embedding_model, count(*) as n from hipocampo_private.chunks where document_id = %s "
-                        "group by 1 order by 1", (world.doc_a,)).fetchall()
+    models = db.execute(
+        "select embedding_model, count(*) as n from hipocampo_private.chunks where document_id = %s "
+        "group by 1 order by 1",
+        (world.doc_a,),
+    ).fetchall()
     assert [m["embedding_model"] for m in models] == [MODEL, "test-model-8"]
     with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState, match="is active"):
         db.execute("savepoint s")

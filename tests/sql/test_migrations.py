@@ -50,7 +50,9 @@ def test_extensions_live_in_the_extensions_schema(db: psycopg.Connection[dict[st
         "where e.extname in ('vector', 'pg_trgm', 'unaccent')"
     ).fetchall()
     assert {r["extname"]: r["nspname"] for r in rows} == {
-        "vector": "extensions", "pg_trgm": "extensions", "unaccent": "extensions"
+        "vector": "extensions",
+        "pg_trgm": "extensions",
+        "unaccent": "extensions",
     }
 
 

@@ -12,8 +12,16 @@ import pytest
 from ..conftest import MODEL, World, unit_vector, vec_text
 
 TABLES = [
-    "tenants", "memberships", "settings", "knowledge_bases", "documents", "chunks",
-    "kb_term_stats", "kb_text_stats", "ingestion_jobs", "data_access_log",
+    "tenants",
+    "memberships",
+    "settings",
+    "knowledge_bases",
+    "documents",
+    "chunks",
+    "kb_term_stats",
+    "kb_text_stats",
+    "ingestion_jobs",
+    "data_access_log",
 ]
 TENANT_COLUMN = {"tenants": "id"}
 
@@ -31,13 +39,17 @@ def test_member_of_a_sees_none_of_b(db: psycopg.Connection[dict[str, Any]], worl
     assert count(db, table, world.tenant_b) == 0
 
 
-@pytest.mark.parametrize("table", ["tenants", "knowledge_bases", "documents", "chunks", "kb_term_stats", "kb_text_stats"])
+@pytest.mark.parametrize(
+    "table", ["tenants", "knowledge_bases", "documents", "chunks", "kb_term_stats", "kb_text_stats"]
+)
 def test_member_of_a_sees_a(db: psycopg.Connection[dict[str, Any]], world: World, table: str) -> None:
     world.act("authenticated", world.member_a, world.tenant_a)
     assert count(db, table, world.tenant_a) > 0
 
 
-def test_claiming_a_tenant_without_membership_gives_nothing(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+def test_claiming_a_tenant_without_membership_gives_nothing(
+    db: psycopg.Connection[dict[str, Any]], world: World
+) -> None:
     world.act("authenticated", world.outsider, world.tenant_a)
     assert count(db, "chunks", world.tenant_a) == 0
     assert count(db, "documents", world.tenant_a) == 0
@@ -64,7 +76,8 @@ def test_member_cannot_insert_into_another_tenant(db: psycopg.Connection[dict[st
     world.act("authenticated", world.admin_a, world.tenant_a)
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
         db.execute(
-            "insert into hipocampo_private.knowledge_bases (tenant_id, name) values (%s, 'evil')", (world.tenant_b,)
+            "insert into hipocampo_private.knowledge_bases (tenant_id, name) values (%s, 'evil')",
+            (world.tenant_b,),
         )
 
 
@@ -89,21 +102,27 @@ def test_rpc_ingest_into_another_tenants_kb_is_unknown(db: psycopg.Connection[di
     doc = {"title": "x", "source_uri": "test://x", "content_hash": "x"}
     chunks = [{"chunk_index": 0, "content": "x", "content_hash": "x", "embedding": unit_vector(1)}]
     with pytest.raises(psycopg.errors.NoDataFound, match=f"unknown knowledge base: {world.kb_b}"):
-        db.execute("select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
-                   (world.kb_b, json.dumps(doc), json.dumps(chunks), MODEL))
+        db.execute(
+            "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
+            (world.kb_b, json.dumps(doc), json.dumps(chunks), MODEL),
+        )
 
 
 def test_rpc_search_of_another_tenants_kb_is_unknown(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
     world.act("authenticated", world.member_a, world.tenant_a)
     with pytest.raises(psycopg.errors.NoDataFound, match="unknown knowledge base"):
-        db.execute("select * from hipocampo.hybrid_search('prazo', %s::extensions.vector, array[%s]::uuid[])",
-                   (vec_text(unit_vector(1)), world.kb_b))
+        db.execute(
+            "select * from hipocampo.hybrid_search('prazo', %s::extensions.vector, array[%s]::uuid[])",
+            (vec_text(unit_vector(1)), world.kb_b),
+        )
 
 
 def test_rpc_search_without_kb_filter_stays_in_the_tenant(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
     world.act("authenticated", world.member_a, world.tenant_a)
-    rows = db.execute("select kb_id, content from hipocampo.hybrid_search('prazo trancamento', %s::extensions.vector)",
-                      (vec_text(unit_vector(1)),)).fetchall()
+    rows = db.execute(
+        "select kb_id, content from hipocampo.hybrid_search('prazo trancamento', %s::extensions.vector)",
+        (vec_text(unit_vector(1)),),
+    ).fetchall()
     assert rows and {r["kb_id"] for r in rows} == {world.kb_a}
     assert all("45 dias" not in r["content"] for r in rows)
 
@@ -123,7 +142,10 @@ def test_rpc_without_tenant_claim_is_refused(db: psycopg.Connection[dict[str, An
 def test_anon_cannot_call_rpcs(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
     world.act("anon")
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
-        db.execute("select * from hipocampo.hybrid_search('prazo', %s::extensions.vector)", (vec_text(unit_vector(1)),))
+        db.execute(
+            "select * from hipocampo.hybrid_search('prazo', %s::extensions.vector)",
+            (vec_text(unit_vector(1)),),
+        )
 
 
 def test_delete_document_of_another_tenant_does_nothing(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
@@ -142,9 +164,15 @@ def test_members_read_only_their_own_memberships(db: psycopg.Connection[dict[str
 
 def test_access_log_is_admin_only_and_per_tenant(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
     world.act("authenticated", world.member_b, world.tenant_b)
-    db.execute("select * from hipocampo.hybrid_search('prazo', %s::extensions.vector)", (vec_text(unit_vector(1)),))
+    db.execute(
+        "select * from hipocampo.hybrid_search('prazo', %s::extensions.vector)",
+        (vec_text(unit_vector(1)),),
+    )
     world.act("authenticated", world.member_a, world.tenant_a)
-    db.execute("select * from hipocampo.hybrid_search('prazo', %s::extensions.vector)", (vec_text(unit_vector(1)),))
+    db.execute(
+        "select * from hipocampo.hybrid_search('prazo', %s::extensions.vector)",
+        (vec_text(unit_vector(1)),),
+    )
     assert count(db, "data_access_log", world.tenant_a) == 0  # members cannot read the log
     world.act("authenticated", world.admin_a, world.tenant_a)
     assert count(db, "data_access_log", world.tenant_a) == 1

@@ -41,7 +41,9 @@ class ChunkingRule:
     def from_config(cls, rule: dict[str, Any]) -> ChunkingRule:
         """Build from a ``[chunking.<type>]`` table; raises ValueError on inconsistent sizes."""
         r = cls(
-            int(rule["min_tokens"]), int(rule["max_tokens"]), int(rule.get("overlap", 0)),
+            int(rule["min_tokens"]),
+            int(rule["max_tokens"]),
+            int(rule.get("overlap", 0)),
             str(rule.get("split", "paragraph")),
         )
         if not 0 < r.min_tokens <= r.max_tokens or not 0 <= r.overlap < r.max_tokens:
@@ -182,9 +184,9 @@ def chunk_text(text: str, rule: ChunkingRule, count_tokens: Callable[[str], int]
 
     for unit in units:
         new_section = unit[3] and cur and unit[2] is not cur[-1][2]
-        if new_section and rule.split != "paragraph" and size(cur) >= rule.min_tokens:
-            close(carry_overlap=False)
-        elif new_section and rule.split == "paragraph" and size(cur) >= rule.min_tokens:
+        if (new_section and rule.split != "paragraph" and size(cur) >= rule.min_tokens) or (
+            new_section and rule.split == "paragraph" and size(cur) >= rule.min_tokens
+        ):
             close(carry_overlap=False)
         if cur and size([*cur, unit]) > rule.max_tokens:
             close(carry_overlap=True)

@@ -81,7 +81,9 @@ def _load_docx(path: Path) -> list[LoadedDocument]:
     props = d.core_properties
     return [
         LoadedDocument(
-            props.title or path.stem, "\n\n".join(parts), path.resolve().as_uri(),
+            props.title or path.stem,
+            "\n\n".join(parts),
+            path.resolve().as_uri(),
             {"author": props.author or None},
         )
     ]
@@ -133,8 +135,7 @@ def load_path(path: Path) -> list[LoadedDocument]:
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
         raise LoaderError(
-            f"{path}: unsupported file type {suffix or '(none)'}; supported: "
-            + ", ".join(SUPPORTED_SUFFIXES)
+            f"{path}: unsupported file type {suffix or '(none)'}; supported: " + ", ".join(SUPPORTED_SUFFIXES)
         )
     if suffix == ".pdf":
         docs = _load_pdf(path)

@@ -26,8 +26,16 @@ from .pii import scrub
 __all__ = ["DocumentInput", "expand_paths", "ingest_documents", "ingest_paths", "sha256"]
 
 SOURCE_TYPES = (
-    "regulation", "policy", "assembly_minutes", "reservation", "decision",
-    "penalty", "metric", "faq", "manual", "other",
+    "regulation",
+    "policy",
+    "assembly_minutes",
+    "reservation",
+    "decision",
+    "penalty",
+    "metric",
+    "faq",
+    "manual",
+    "other",
 )
 
 
@@ -113,8 +121,9 @@ def ingest_documents(
     summary.job_id = job
     errors: list[dict[str, Any]] = [{"source_uri": f.source_uri, "error": f.error} for f in failures]
     for item, text, digest, pii in prepared:
-        rule = ChunkingRule.from_config(rules.get(item.source_type) or rules.get("other") or
-                                        {"min_tokens": 200, "max_tokens": 400, "overlap": 50})
+        rule = ChunkingRule.from_config(
+            rules.get(item.source_type) or rules.get("other") or {"min_tokens": 200, "max_tokens": 400, "overlap": 50}
+        )
         res = DocumentResult(source_uri=item.doc.source_uri, title=item.doc.title, status="failed", pii_replaced=pii)
         try:
             chunks = chunk_text(text, rule, count_tokens)
@@ -198,6 +207,4 @@ def ingest_paths(
                 inputs.append(DocumentInput(doc, source_type, trust_score))
         except LoaderError as exc:
             failures.append(DocumentResult(source_uri=str(path), title=path.name, status="failed", error=exc.message))
-    return ingest_documents(
-        client, kb_name, inputs, embedder, count_tokens, failures=failures, on_document=on_document
-    )
+    return ingest_documents(client, kb_name, inputs, embedder, count_tokens, failures=failures, on_document=on_document)
