@@ -166,3 +166,48 @@ class World:
 def world(db: psycopg.Connection[dict[str, Any]], act: Act) -> World:
     """Two isolated tenants with data, inside the test's transaction."""
     return World(db, act)
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Any:
+    """The real offline model, loaded once."""
+    from hipocampo.embeddings import LocalMiniLM
+
+    return LocalMiniLM()
+
+
+class CountingEmbedder:
+    """Wraps a provider and counts calls and texts (to prove dedupe makes zero calls)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.model_name = inner.model_name
+        self.provider = inner.provider
+        self.dims = inner.dims
+        self.model_version = inner.model_version
+        self.calls = 0
+        self.texts = 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        self.texts += len(texts)
+        return list(self.inner.embed_documents(texts))
+
+    def embed_query(self, text: str) -> list[float]:
+        self.calls += 1
+        return list(self.inner.embed_query(text))
+
+
+@pytest.fixture
+def counting(embedder: Any) -> CountingEmbedder:
+    return CountingEmbedder(embedder)
+
+
+@pytest.fixture
+def service_client(database_url: str) -> Iterator[Any]:
+    """A client acting as service_role on a fresh tenant (data is committed; tenants isolate tests)."""
+    from hipocampo import Actor, Hipocampo
+
+    with Hipocampo(database_url) as root:
+        tid = root.create_tenant("T", f"t-{uuid.uuid4().hex[:10]}", uuid.uuid4())
+        yield root.as_actor(Actor.service(tid))

@@ -4,9 +4,9 @@ Text is cut into structural sections (articles and headings for regulations, hea
 manuals, topics for minutes, paragraphs otherwise), sections into sentences, and sentences are
 packed into chunks of ``min_tokens``..``max_tokens`` MiniLM tokens. A chunk never ends
 mid-sentence, except when a single sentence is longer than ``max_tokens`` (then it is cut at
-clause boundaries, then words). When a chunk is closed for size, the next one starts with the
-last sentences of it, up to ``overlap`` tokens. Each chunk records the section heading and the
-articles it covers in its metadata.
+clause boundaries, then words). Each chunk after the first starts with the last whole sentences
+of the previous one, up to ``overlap`` tokens. Each chunk records the section heading and the
+articles that start in it (overlap excluded) in its metadata.
 """
 
 from __future__ import annotations
@@ -153,20 +153,22 @@ def chunk_text(text: str, rule: ChunkingRule, count_tokens: Callable[[str], int]
 
     chunks: list[Chunk] = []
     cur: list[tuple[str, int, _Section, bool]] = []
+    carried = 0  # units at the start of cur that overlap the previous chunk
 
     def size(items: list[tuple[str, int, _Section, bool]]) -> int:
         return sum(u[1] for u in items) + max(len(items) - 1, 0)
 
-    def close(carry_overlap: bool) -> None:
-        nonlocal cur
-        if not cur:
+    def close() -> None:
+        nonlocal cur, carried
+        if len(cur) <= carried:
             return
+        own = cur[carried:]
         articles: list[str] = []
-        for u in cur:
+        for u in own:
             if u[2].article and u[2].article not in articles:
                 articles.append(u[2].article)
         meta: dict[str, Any] = {}
-        heading = next((u[2].heading for u in cur if u[2].heading), None)
+        heading = next((u[2].heading for u in own if u[2].heading), None)
         if heading:
             meta["section"] = heading
         if articles:
@@ -175,24 +177,24 @@ def chunk_text(text: str, rule: ChunkingRule, count_tokens: Callable[[str], int]
         content = " ".join(u[0] for u in cur)
         chunks.append(Chunk(content, count_tokens(content), meta))
         keep: list[tuple[str, int, _Section, bool]] = []
-        if carry_overlap and rule.overlap > 0:
-            for u in reversed(cur):
-                if size([u, *keep]) > rule.overlap:
-                    break
-                keep.insert(0, u)
+        for u in reversed(cur):
+            if rule.overlap <= 0 or size([u, *keep]) > rule.overlap:
+                break
+            keep.insert(0, u)
         cur = keep
+        carried = len(keep)
 
     for unit in units:
-        new_section = unit[3] and cur and unit[2] is not cur[-1][2]
-        if (new_section and rule.split != "paragraph" and size(cur) >= rule.min_tokens) or (
-            new_section and rule.split == "paragraph" and size(cur) >= rule.min_tokens
-        ):
-            close(carry_overlap=False)
-        if cur and size([*cur, unit]) > rule.max_tokens:
-            close(carry_overlap=True)
-            # The overlap never pushes a chunk past max_tokens.
-            while cur and size([*cur, unit]) > rule.max_tokens:
-                cur.pop(0)
+        new_section = unit[3] and len(cur) > carried and unit[2] is not cur[-1][2]
+        # A structural boundary closes a chunk once it is big enough.
+        if new_section and size(cur[carried:]) >= rule.min_tokens:
+            close()
+        if len(cur) > carried and size([*cur, unit]) > rule.max_tokens:
+            close()
+        # The overlap never pushes a chunk past max_tokens.
+        while carried and size([*cur, unit]) > rule.max_tokens:
+            cur.pop(0)
+            carried -= 1
         cur.append(unit)
-    close(carry_overlap=False)
+    close()
     return chunks

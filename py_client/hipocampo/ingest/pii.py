@@ -28,7 +28,7 @@ _PHONE = re.compile(
     r"|(?<![\d/.-])9\d{4}-\d{4}(?!\d)"
 )
 _CARD = re.compile(r"(?<![\d])(?:\d[ -]?){12,18}\d(?![\d])")
-_BARE_DIGITS = re.compile(r"(?<![\d.,/-])\d{11}(?:\d{3})?(?![\d.,/-])")
+_BARE_DIGITS = re.compile(r"(?<!\d)(?<!\d[.,/-])\d{11}(?:\d{3})?(?!\d)(?![.,/-]\d)")
 
 
 def luhn_is_valid(digits: str) -> bool:

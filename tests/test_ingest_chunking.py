@@ -1,0 +1,94 @@
+"""Chunk boundaries: sizes per type, whole sentences, article metadata, overlap."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import pytest
+
+from hipocampo.config import load_config
+from hipocampo.embeddings.local import count_tokens
+from hipocampo.ingest.chunking import ChunkingRule, chunk_text, split_sentences
+
+RULES = {k: ChunkingRule.from_config(v) for k, v in load_config()["chunking"].items()}
+
+
+def regulation(n_articles: int = 30) -> str:
+    parts = ["CAPÍTULO I\nDAS DISPOSIÇÕES GERAIS"]
+    for i in range(1, n_articles + 1):
+        parts.append(
+            f"Art. {i}º O condômino deverá observar a regra número {i} sobre o uso das áreas comuns. "
+            f"O descumprimento implica advertência escrita e, na reincidência, multa de {i} por cento. "
+            "Cabe recurso ao conselho consultivo no prazo de quinze dias contados da notificação."
+        )
+        if i == 15:
+            parts.append("CAPÍTULO II\nDAS PENALIDADES")
+    return "\n\n".join(parts)
+
+
+def test_regulation_chunks_respect_sizes_and_sentences() -> None:
+    rule = RULES["regulation"]
+    text = regulation()
+    chunks = chunk_text(text, rule, count_tokens)
+    assert len(chunks) > 1
+    sentences = split_sentences(text)
+    runs = {" ".join(sentences[i:j]) for i in range(len(sentences)) for j in range(i + 1, len(sentences) + 1)}
+    for c in chunks:
+        assert c.token_count <= rule.max_tokens
+        # Every chunk is a contiguous run of whole sentences of the source.
+        assert c.content in runs
+    assert all(c.token_count >= rule.min_tokens for c in chunks[:-1])
+
+
+def test_article_and_section_metadata() -> None:
+    chunks = chunk_text(regulation(), RULES["regulation"], count_tokens)
+    assert chunks[0].metadata["article"] == "Art. 1º"
+    assert chunks[0].metadata["section"] == "CAPÍTULO I"
+    arts = [a for c in chunks for a in c.metadata["articles"]]
+    assert "Art. 30º" in arts
+    later = [c for c in chunks if "Art. 20º" in c.metadata.get("articles", [])]
+    assert later and later[0].metadata["section"] in ("CAPÍTULO I", "CAPÍTULO II")
+
+
+def test_overlap_carries_the_last_sentences() -> None:
+    rule = RULES["regulation"]
+    chunks = chunk_text(regulation(60), rule, count_tokens)
+    assert len(chunks) > 2
+    for prev, nxt in pairwise(chunks):
+        sents = split_sentences(prev.content)
+        suffixes = [" ".join(sents[i:]) for i in range(1, len(sents))]
+        carried = [x for x in suffixes if nxt.content.startswith(x + " ")]
+        assert carried, nxt.content[:80]
+        assert count_tokens(max(carried, key=len)) <= rule.overlap
+        # metadata names the articles that start in the chunk, not the carried one
+        assert nxt.metadata["article"] not in prev.metadata["articles"]
+
+
+@pytest.mark.parametrize("kind", ["reservation", "decision", "penalty", "metric"])
+def test_no_overlap_types(kind: str) -> None:
+    rule = RULES[kind]
+    assert rule.overlap == 0
+    text = "\n\n".join(f"Reserva {i} do salão de festas para o dia {i} de maio, das 10h às 22h." for i in range(80))
+    chunks = chunk_text(text, rule, count_tokens)
+    joined = " ".join(c.content for c in chunks)
+    assert joined.count("Reserva 5 do salão") == 1
+    assert all(c.token_count <= rule.max_tokens for c in chunks)
+
+
+def test_a_sentence_longer_than_max_is_cut_at_clauses() -> None:
+    rule = ChunkingRule(10, 40, 0)
+    sentence = ", ".join(f"cláusula número {i} com algum texto" for i in range(30)) + "."
+    chunks = chunk_text(sentence, rule, count_tokens)
+    assert len(chunks) > 1 and all(c.token_count <= 40 for c in chunks)
+
+
+def test_seed_table_is_in_config() -> None:
+    assert (RULES["regulation"].min_tokens, RULES["regulation"].max_tokens, RULES["regulation"].overlap) == (
+        500,
+        800,
+        100,
+    )
+    assert (RULES["assembly_minutes"].min_tokens, RULES["assembly_minutes"].max_tokens) == (300, 500)
+    assert RULES["assembly_minutes"].overlap == 50
+    assert (RULES["reservation"].min_tokens, RULES["reservation"].max_tokens) == (100, 200)
+    assert (RULES["decision"].max_tokens, RULES["penalty"].max_tokens, RULES["metric"].max_tokens) == (400, 400, 300)

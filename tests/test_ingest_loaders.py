@@ -1,0 +1,87 @@
+"""Loaders for .txt .md .pdf .docx .json .html, and clear errors for bad files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hipocampo.errors import LoaderError
+from hipocampo.ingest.loaders import load_path
+
+TEXT = "Art. 1º O horário de silêncio vai das 22h às 8h."
+
+
+def test_txt_and_md(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text(TEXT + "\r\n\r\n\r\n\r\nFim.", encoding="utf-8")
+    (tmp_path / "b.md").write_text(f"# Regimento Interno\n\n{TEXT}\n", encoding="utf-8")
+    a = load_path(tmp_path / "a.txt")[0]
+    assert a.title == "a" and a.text == TEXT + "\n\nFim."
+    b = load_path(tmp_path / "b.md")[0]
+    assert b.title == "Regimento Interno" and TEXT in b.text
+
+
+def test_latin1_text(tmp_path: Path) -> None:
+    (tmp_path / "l.txt").write_bytes("Seção de matrícula".encode("latin-1"))
+    assert load_path(tmp_path / "l.txt")[0].text == "Seção de matrícula"
+
+
+def test_pdf(tmp_path: Path) -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", size=12)
+    pdf.set_title("Regulamento PDF")
+    pdf.multi_cell(0, 10, "Art. 1 O horario de silencio vai das 22h as 8h.")
+    pdf.output(str(tmp_path / "r.pdf"))
+    doc = load_path(tmp_path / "r.pdf")[0]
+    assert doc.title == "Regulamento PDF" and "horario de silencio" in doc.text
+
+
+def test_docx(tmp_path: Path) -> None:
+    import docx
+
+    d = docx.Document()
+    d.core_properties.title = "Regimento DOCX"
+    d.add_heading("Capítulo I", level=1)
+    d.add_paragraph(TEXT)
+    d.save(str(tmp_path / "r.docx"))
+    doc = load_path(tmp_path / "r.docx")[0]
+    assert doc.title == "Regimento DOCX" and "# Capítulo I" in doc.text and TEXT in doc.text
+
+
+def test_html(tmp_path: Path) -> None:
+    (tmp_path / "r.html").write_text(
+        f"<html><head><title>FAQ</title><script>x=1</script></head><body><h1>Regras</h1><p>{TEXT}</p></body></html>",
+        encoding="utf-8",
+    )
+    doc = load_path(tmp_path / "r.html")[0]
+    assert doc.title == "FAQ" and TEXT in doc.text and "x=1" not in doc.text
+
+
+def test_json_list_and_squad(tmp_path: Path) -> None:
+    (tmp_path / "l.json").write_text(json.dumps([{"title": "T1", "text": TEXT, "author": "Síndico"}]), "utf-8")
+    docs = load_path(tmp_path / "l.json")
+    assert docs[0].title == "T1" and docs[0].metadata == {"author": "Síndico"}
+    squad = {"data": [{"title": "REG_GERAL", "paragraphs": [{"context": "p1", "qas": []}, {"context": "p2"}]}]}
+    (tmp_path / "s.json").write_text(json.dumps(squad), "utf-8")
+    doc = load_path(tmp_path / "s.json")[0]
+    assert doc.title == "REG GERAL" and doc.text == "p1\n\np2"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("x.xlsx", b"PK", "unsupported file type .xlsx"),
+        ("bad.pdf", b"%PDF-1.4 garbage", "not a readable PDF"),
+        ("bad.docx", b"not a zip", "not a readable DOCX"),
+        ("bad.json", b"{oops", "invalid JSON"),
+        ("empty.txt", b"   \n ", "no text found"),
+    ],
+)
+def test_bad_files(tmp_path: Path, name: str, content: bytes, message: str) -> None:
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(LoaderError, match=message):
+        load_path(tmp_path / name)

@@ -1,0 +1,118 @@
+"""The ingestion pipeline end to end on the real database and the real offline model."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hipocampo import Actor, Hipocampo, PermissionDeniedError
+from hipocampo.embeddings import count_tokens
+from hipocampo.ingest import ingest_paths
+
+from .conftest import CountingEmbedder
+
+REG = """# Regimento Interno
+
+Art. 1º O horário de silêncio vai das 22h às 8h. Reclamações vão ao síndico pelo e-mail sindico@condominio.com.br.
+
+Art. 2º A multa por barulho é de 10% da taxa condominial. O morador de CPF 529.982.247-25 foi advertido.
+"""
+
+
+def corpus(tmp_path: Path) -> Path:
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "regimento.md").write_text(REG, encoding="utf-8")
+    (d / "faq.html").write_text("<title>FAQ</title><p>A piscina abre às 9h e fecha às 21h.</p>", encoding="utf-8")
+    (d / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    (d / "planilha.xlsx").write_bytes(b"PK")
+    return d
+
+
+def state(client: Hipocampo, kb: str) -> dict[str, Any]:
+    with client.transaction() as cur:
+        cur.execute(
+            "select (select array_agg(c.id order by c.id) from hipocampo_private.chunks c"
+            " where c.kb_id = k.id) as chunks,"
+            " (select array_agg(d.updated_at order by d.id) from hipocampo_private.documents d"
+            " where d.kb_id = k.id) as docs,"
+            " (select count(*) from hipocampo_private.ingestion_jobs j where j.kb_id = k.id) as jobs,"
+            " k.updated_at, k.status"
+            " from hipocampo_private.knowledge_bases k where k.id = %s",
+            (client.kb_id(kb),),
+        )
+        row = cur.fetchone()
+        assert row is not None
+        return dict(row)
+
+
+def test_ingest_scrub_and_dedupe(tmp_path: Path, service_client: Hipocampo, counting: CountingEmbedder) -> None:
+    d = corpus(tmp_path)
+    s1 = ingest_paths(service_client, "regras", [d], counting, count_tokens, source_type="regulation")
+    assert (s1.documents_total, s1.documents_ingested, s1.documents_failed) == (4, 2, 2)
+    assert s1.pii_replaced == 2 and s1.chunks_written >= 2 and s1.job_id is not None
+    errors = sorted(r.error or "" for r in s1.documents if r.status == "failed")
+    assert "not a readable PDF" in errors[0] and "unsupported file type .xlsx" in errors[1]
+    before = state(service_client, "regras")
+    assert before["status"] == "ready" and before["jobs"] == 1
+
+    with service_client.transaction() as cur:
+        cur.execute(
+            "select content, metadata from hipocampo_private.chunks where kb_id = %s", (service_client.kb_id("regras"),)
+        )
+        rows = cur.fetchall()
+    stored = " ".join(r["content"] for r in rows)
+    assert "[EMAIL]" in stored and "[CPF]" in stored and "529.982" not in stored and "sindico@" not in stored
+    assert any(r["metadata"].get("article") == "Art. 1º" for r in rows)
+
+    # Unchanged: zero embedding calls and zero writes.
+    counting.calls = 0
+    (d / "broken.pdf").unlink()
+    (d / "planilha.xlsx").unlink()
+    s2 = ingest_paths(service_client, "regras", [d], counting, count_tokens, source_type="regulation")
+    assert (s2.documents_unchanged, s2.documents_ingested, s2.chunks_written) == (2, 0, 0)
+    assert counting.calls == 0 and s2.job_id is None
+    assert state(service_client, "regras") == before
+
+    # Changed: its chunks are replaced; the other document is untouched.
+    (d / "faq.html").write_text("<title>FAQ</title><p>A piscina abre às 8h e fecha às 22h.</p>", encoding="utf-8")
+    s3 = ingest_paths(service_client, "regras", [d], counting, count_tokens, source_type="regulation")
+    assert (s3.documents_ingested, s3.documents_unchanged) == (1, 1)
+    assert [r.status for r in s3.documents if r.status != "unchanged"] == ["replaced"]
+    assert counting.calls == 1
+    hits = service_client.search(
+        "que horas abre a piscina",
+        counting.embed_query("que horas abre a piscina"),
+        kb_ids=[service_client.kb_id("regras")],
+        match_count=1,
+    )
+    assert "abre às 8h" in hits[0].content and hits[0].title == "FAQ"
+
+
+def test_all_documents_failing_sets_kb_error(
+    tmp_path: Path, service_client: Hipocampo, counting: CountingEmbedder
+) -> None:
+    (tmp_path / "bad.docx").write_bytes(b"nope")
+    summary = ingest_paths(service_client, "ruim", [tmp_path], counting, count_tokens)
+    assert summary.documents_failed == 1 and counting.calls == 0
+    assert state(service_client, "ruim")["status"] == "error"
+
+
+def test_unknown_source_type(tmp_path: Path, service_client: Hipocampo, counting: CountingEmbedder) -> None:
+    (tmp_path / "a.txt").write_text("texto", encoding="utf-8")
+    with pytest.raises(Exception, match="unknown source_type 'memo'"):
+        ingest_paths(service_client, "x", [tmp_path], counting, count_tokens, source_type="memo")
+
+
+def test_a_member_cannot_ingest(tmp_path: Path, database_url: str, counting: CountingEmbedder) -> None:
+    (tmp_path / "a.txt").write_text("texto", encoding="utf-8")
+    with Hipocampo(database_url) as root:
+        user = uuid.uuid4()
+        tid = root.create_tenant("M", f"m-{uuid.uuid4().hex[:8]}")
+        root.add_member(tid, user, "member")
+        member = root.as_actor(Actor.user(user, tid))
+        with pytest.raises(PermissionDeniedError, match="only tenant admins can create knowledge bases"):
+            ingest_paths(member, "kb", [tmp_path], counting, count_tokens)
