@@ -1,8 +1,9 @@
 """Retrieval evaluation through the real RPC: nDCG@10 and recall@10 per mode.
 
 Modes: ``dense`` (lexical weight 0), ``lexical`` (dense weight 0), ``hybrid`` (config fusion),
-plus any extra named option sets. Each BEIR passage is ingested as one document
-(source_type ``faq``: 100..300-token chunks); a document's rank is that of its best chunk.
+plus any extra named option sets. Each BEIR passage is ingested as one document and kept whole
+as one chunk (the eval KB overrides ``chunking.faq`` to 2,000 tokens), since the qrels judge
+passages; a document's rank is that of its best chunk.
 """
 
 from __future__ import annotations
@@ -62,7 +63,10 @@ def index_beir(
 ) -> str:
     """Ingest the corpus of ``ds`` into KB ``kb_name`` (default ``eval-<name>``); idempotent."""
     name = kb_name or f"eval-{ds.name}"
-    client.create_kb(name, language=ds.language, description=f"BEIR corpus of {ds.name}")
+    whole = {"min_tokens": 1, "max_tokens": 2000, "overlap": 0, "split": "paragraph"}
+    client.create_kb(
+        name, language=ds.language, description=f"BEIR corpus of {ds.name}", overrides={"chunking": {"faq": whole}}
+    )
     inputs = [
         DocumentInput(LoadedDocument(title or doc_id, text, f"beir:{ds.name}:{doc_id}"), "faq")
         for doc_id, (title, text) in ds.corpus.items()

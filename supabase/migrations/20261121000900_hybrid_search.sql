@@ -26,14 +26,14 @@ grant execute on function hipocampo_private._touch_chunks(bigint[], uuid)
 to authenticated, service_role;
 
 /*
-_bm25(chunk_id bigint, k1 double precision, b double precision) -> double precision
+_bm25(chunk_ids bigint[], k1 double precision, b double precision) -> setof (id bigint, score double precision)
 
-Purpose: Okapi BM25 of one chunk for the query terms in pg_temp._hs_terms (set up by
-  hybrid_search in the same transaction): sum of idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len)).
-Returns: 0 when the chunk has none of the terms.
+Purpose: Okapi BM25 of chunks for the query terms in pg_temp._hs_terms (set up by hybrid_search
+  in the same transaction): sum over terms of idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len)).
+Returns: one row per chunk id; 0 for a chunk with none of the terms.
 */
-create function hipocampo_private._bm25(chunk_id bigint, k1 double precision, b double precision)
-returns double precision
+create function hipocampo_private._bm25(chunk_ids bigint [], k1 double precision, b double precision)
+returns table (id bigint, score double precision)
 language plpgsql
 stable
 security invoker
@@ -41,23 +41,23 @@ set search_path = ''
 as $$
 begin
     -- plpgsql (not sql): the temporary table exists only while hybrid_search runs.
-    return (
-        select coalesce(sum(
-            tm.idf * x.tf * (_bm25.k1 + 1)
-            / (x.tf + _bm25.k1 * (1 - _bm25.b + _bm25.b * c.fts_length / tm.avg_len))
-        ), 0)
-        from hipocampo_private.chunks as c
-        cross join lateral (
-            select u.lexeme, coalesce(array_length(u.positions, 1), 1)::double precision as tf
-            from pg_catalog.unnest(c.fts) as u
-        ) as x
-        inner join pg_temp._hs_terms as tm on tm.kb_id = c.kb_id and tm.lexeme = x.lexeme
-        where c.id = _bm25.chunk_id
-    );
+    return query
+    select c.id, coalesce(sum(
+        tm.idf * x.tf * (_bm25.k1 + 1)
+        / (x.tf + _bm25.k1 * (1 - _bm25.b + _bm25.b * c.fts_length / tm.avg_len))
+    ), 0)::double precision
+    from hipocampo_private.chunks as c
+    cross join lateral (
+        select u.lexeme, coalesce(array_length(u.positions, 1), 1)::double precision as tf
+        from pg_catalog.unnest(c.fts) as u
+    ) as x
+    left join pg_temp._hs_terms as tm on tm.kb_id = c.kb_id and tm.lexeme = x.lexeme
+    where c.id = any(_bm25.chunk_ids)
+    group by c.id;
 end;
 $$;
 
-grant execute on function hipocampo_private._bm25(bigint, double precision, double precision)
+grant execute on function hipocampo_private._bm25(bigint [], double precision, double precision)
 to authenticated, service_role;
 
 /*
@@ -287,7 +287,7 @@ begin
     delete from pg_temp._hs_dense as dd where dd.sim < min_sim;
 
     -- Lexical leg: Okapi BM25 with OR semantics. Stage 1 scores every chunk matching any query
-    -- lexeme with tf = 1 (GIN + @@ per term); stage 2 rescores the best 4 * n_cand with real tf.
+    -- lexeme with tf = 1 (GIN + @@ per term); stage 2 rescores the best 2 * n_cand with real tf.
     drop table if exists pg_temp._hs_terms;
     create temporary table _hs_terms (
         kb_id uuid,
@@ -344,11 +344,11 @@ begin
         inner join pg_temp._hs_terms as tm on tm.kb_id = cand.kb_id and cand.fts @@ tm.tq
         group by cand.id
         order by s1 desc, cand.id
-        limit n_cand * 4
+        limit n_cand * 2
     )
-    select s1.id, hipocampo_private._bm25(s1.id, k1, b)
-    from stage1 as s1
-    order by 2 desc, s1.id
+    select bm.id, bm.score
+    from hipocampo_private._bm25(array(select s1.id from stage1 as s1), k1, b) as bm
+    order by bm.score desc, bm.id
     limit n_cand;
 
     -- Complete the scores: every candidate gets both signals (cosine for lexical-only hits,
@@ -360,9 +360,13 @@ begin
     where not exists (select 1 from pg_temp._hs_dense as dd where dd.id = l.id)
       and 1 - (c.embedding operator(extensions.<=>) query_embedding) >= min_sim;
     insert into pg_temp._hs_lex
-    select dd.id, hipocampo_private._bm25(dd.id, k1, b)
-    from pg_temp._hs_dense as dd
-    where not exists (select 1 from pg_temp._hs_lex as l where l.id = dd.id);
+    select bm.id, bm.score
+    from hipocampo_private._bm25(
+        array(
+            select dd.id from pg_temp._hs_dense as dd
+            where not exists (select 1 from pg_temp._hs_lex as l where l.id = dd.id)
+        ), k1, b
+    ) as bm;
 
     -- Fusion over the union of both legs, then rerank; candidates into arrays for MMR.
     drop table if exists pg_temp._hs_fused;

@@ -1,12 +1,14 @@
 """Embedding providers: one protocol, an offline default and OpenAI / Azure OpenAI."""
 
 from .base import EmbeddingProvider, l2_normalize
+from .cache import CachingEmbedder
 from .factory import provider_from_config
 from .local import LocalMiniLM, count_tokens
 from .openai_provider import AzureOpenAIEmbeddings, OpenAIEmbeddings
 
 __all__ = [
     "AzureOpenAIEmbeddings",
+    "CachingEmbedder",
     "EmbeddingProvider",
     "LocalMiniLM",
     "OpenAIEmbeddings",

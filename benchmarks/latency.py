@@ -1,0 +1,237 @@
+"""Latency of hipocampo.hybrid_search under RLS at scale, and ingestion throughput.
+
+Usage:  .venv/bin/python benchmarks/latency.py [--tenants 50] [--per-tenant 2000] [--queries 300] [--write]
+
+Builds >= 100k chunks of real text (SciFact abstracts, replicated across tenants: tenant i holds
+a window of 2,000 of the 5,183 abstracts) through the real ingest RPC, then runs SciFact test
+queries as authenticated members (JWT claims, RLS) at 1 and 4 concurrent clients, on the exact
+path (scope <= exact_scan_max_rows) and on the HNSW path (exact_scan_max_rows = 0: iterative
+index scan). Reports p50/p95/p99 in ms and checks that every query returned k rows.
+Also: DB-side ingestion throughput (chunks/s through ingest_document, embedding excluded) and
+the offline embedder's throughput (texts/s). ``--write`` replaces the latency section of
+docs/BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+import uuid
+from typing import Any
+
+from hipocampo import Actor, Hipocampo, db
+from hipocampo.config import repo_root
+from hipocampo.datasets import load_beir
+from hipocampo.embeddings import CachingEmbedder, LocalMiniLM
+from hipocampo.ingest import sha256
+
+BEGIN, END = "<!-- latency:begin -->", "<!-- latency:end -->"
+K = 5
+
+
+def pct(xs: list[float], p: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
+
+
+def build(
+    root: Hipocampo, embedder: CachingEmbedder, tenants: int, per_tenant: int
+) -> tuple[list[tuple[Any, Any, Any]], dict[str, float]]:
+    ds = load_beir("scifact")
+    ids = list(ds.corpus)
+    texts = [f"{ds.corpus[i][0]}\n{ds.corpus[i][1]}" for i in ids]
+    vectors = embedder.embed_documents(texts)  # cached after the first run
+    out: list[tuple[Any, Any, Any]] = []
+    written = 0
+    seconds = 0.0
+    lock = threading.Lock()
+
+    def load_tenant(n: int) -> None:
+        nonlocal written, seconds
+        slug = f"lat-{n:02d}"
+        tid = root.tenant_id(slug) or root.create_tenant(f"Latency {n}", slug)
+        member = uuid.uuid5(uuid.NAMESPACE_URL, f"hipocampo-bench/{slug}")
+        root.add_member(tid, member, "member")
+        client = root.as_actor(Actor.service(tid))
+        kb = client.create_kb("scifact", language="english")
+        have = client.document_hashes(kb)
+        t_db = 0.0
+        n_written = 0
+        for j in range(per_tenant):
+            idx = (n * per_tenant + j) % len(ids)
+            title, text = ds.corpus[ids[idx]]
+            uri = f"beir:scifact:{ids[idx]}"
+            digest = sha256(texts[idx])
+            if have.get(uri) == digest:
+                continue
+            doc = {"title": title or ids[idx], "source_uri": uri, "content_hash": digest, "source_type": "other"}
+            chunk = {
+                "chunk_index": 0,
+                "content": text,
+                "token_count": len(text.split()),
+                "content_hash": digest,
+                "metadata": {"title": title},
+                "embedding": vectors[idx],
+            }
+            t0 = time.perf_counter()
+            client.ingest_document(kb, doc, [chunk], embedder.model_name)
+            t_db += time.perf_counter() - t0
+            n_written += 1
+        client.set_kb_status(kb, "ready")
+        with lock:
+            out.append((tid, member, kb))
+            written += n_written
+            seconds += t_db
+
+    threads: list[threading.Thread] = []
+    wall = time.perf_counter()
+    for n in range(tenants):
+        t = threading.Thread(target=load_tenant, args=(n,))
+        threads.append(t)
+        t.start()
+        if len(threads) >= 2:  # two writers: one per core
+            threads.pop(0).join()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - wall
+    stats = {"chunks_written": written, "wall_s": wall, "chunks_per_s_wall": written / wall if written else 0.0}
+    return sorted(out, key=lambda r: str(r[0])), stats
+
+
+def run_queries(
+    url: str, scopes: list[tuple[Any, Any, Any]], queries: list[tuple[str, list[float]]], clients: int, per_client: int
+) -> dict[str, Any]:
+    lat: list[float] = []
+    short: list[int] = []
+    lock = threading.Lock()
+
+    def worker(c: int) -> None:
+        with Hipocampo(url, pool_size=1) as base:
+            mine: list[float] = []
+            bad: list[int] = []
+            for i in range(per_client):
+                tid, member, kb = scopes[(c * 7 + i) % len(scopes)]
+                client = base.as_actor(Actor.user(member, tid))
+                text, vec = queries[(c * per_client + i) % len(queries)]
+                t0 = time.perf_counter()
+                hits = client.search(text, vec, kb_ids=[kb], match_count=K)
+                mine.append((time.perf_counter() - t0) * 1000)
+                if len(hits) != K:
+                    bad.append(len(hits))
+            with lock:
+                lat.extend(mine)
+                short.extend(bad)
+
+    threads = [threading.Thread(target=worker, args=(c,)) for c in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    return {
+        "clients": clients,
+        "queries": len(lat),
+        "p50": statistics.median(lat),
+        "p95": pct(lat, 95),
+        "p99": pct(lat, 99),
+        "qps": len(lat) / wall,
+        "short": len(short),
+    }
+
+
+def set_exact_max(root: Hipocampo, scopes: list[tuple[Any, Any, Any]], value: int | None) -> None:
+    with root.transaction() as cur:
+        for tid, _, _ in scopes:
+            cfg = {} if value is None else {"retrieval": {"exact_scan_max_rows": value}}
+            cur.execute(
+                "update hipocampo_private.settings set config = %s::jsonb where tenant_id = %s", (json.dumps(cfg), tid)
+            )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--tenants", type=int, default=50)
+    ap.add_argument("--per-tenant", type=int, default=2000)
+    ap.add_argument("--queries", type=int, default=300, help="queries per client")
+    ap.add_argument("--write", action="store_true")
+    args = ap.parse_args()
+    url = db.ensure_database()
+    embedder = CachingEmbedder(LocalMiniLM(), repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
+    with Hipocampo(url, pool_size=4) as root:
+        scopes, ingest = build(root, embedder, args.tenants, args.per_tenant)
+        with root.transaction() as cur:
+            cur.execute(
+                "select count(*) as n from hipocampo_private.chunks c join hipocampo_private.tenants t "
+                "on t.id = c.tenant_id where t.slug like 'lat-%%'"
+            )
+            row = cur.fetchone()
+            total = int(row["n"]) if row else 0
+            cur.execute("analyze hipocampo_private.chunks")
+        print(f"chunks in {len(scopes)} tenants: {total}; ingest {ingest}", flush=True)
+
+        ds = load_beir("scifact")
+        qtexts = list(ds.queries.values())
+        qvecs = embedder.embed_documents(qtexts)
+        queries = list(zip(qtexts, qvecs, strict=True))
+        results: list[tuple[str, dict[str, Any]]] = []
+        for path, value in (("exact", None), ("hnsw", 0)):
+            set_exact_max(root, scopes, value)
+            run_queries(url, scopes, queries, 1, 30)  # warm-up
+            for clients in (1, 4):
+                r = run_queries(url, scopes, queries, clients, args.queries)
+                print(f"{path:5} clients={clients} {r}", flush=True)
+                results.append((path, r))
+        set_exact_max(root, scopes, None)
+
+    fresh = [f"{t} {x}"[:1000] for t, x in list(ds.corpus.values())[:256]]
+    model = LocalMiniLM()
+    model.embed_documents(fresh[:8])
+    t0 = time.perf_counter()
+    model.embed_documents(fresh)
+    emb_rate = len(fresh) / (time.perf_counter() - t0)
+    print(f"embedder: {emb_rate:.1f} abstracts/s", flush=True)
+
+    if args.write:
+        cmd = "python benchmarks/latency.py " + " ".join(sys.argv[1:])
+        lines = [
+            BEGIN,
+            "## Latency and throughput",
+            "",
+            f"Command: `{cmd.strip()}`. {total} chunks (SciFact abstracts) in {len(scopes)} tenants "
+            f"(~{args.per_tenant} each), HNSW m=16 ef_construction=64, queries as authenticated members "
+            f"(RLS) with k = {K}, SciFact test queries; 2-core machine, client and server on it.",
+            "",
+            "| path | clients | queries | p50 ms | p95 ms | p99 ms | queries/s | queries with < k rows |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for path, r in results:
+            lines.append(
+                f"| {path} | {r['clients']} | {r['queries']} | {r['p50']:.1f} | {r['p95']:.1f} | "
+                f"{r['p99']:.1f} | {r['qps']:.0f} | {r['short']} |"
+            )
+        lines += [
+            "",
+            f"Ingestion, DB side (ingest_document RPC, 2 writers, embedding excluded): "
+            f"{ingest['chunks_written']} chunks in {ingest['wall_s']:.0f} s = "
+            f"{ingest['chunks_per_s_wall']:.0f} chunks/s (0 when the data was already there).",
+            f"Embedder (all-MiniLM-L6-v2, torch 2.13 CPU, 2 cores): {emb_rate:.0f} abstracts/s "
+            "(SciFact abstracts, truncated at 256 word pieces).",
+            END,
+        ]
+        path_md = repo_root() / "docs" / "BENCHMARKS.md"
+        doc = path_md.read_text("utf-8") if path_md.exists() else "# Benchmarks\n"
+        text = "\n".join(lines)
+        if BEGIN in doc:
+            doc = doc[: doc.index(BEGIN)] + text + doc[doc.index(END) + len(END) :]
+        else:
+            doc = doc.rstrip("\n") + "\n\n" + text + "\n"
+        path_md.write_text(doc, "utf-8")
+
+
+if __name__ == "__main__":
+    main()
