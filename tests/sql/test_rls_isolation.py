@@ -177,3 +177,69 @@ def test_access_log_is_admin_only_and_per_tenant(db: psycopg.Connection[dict[str
     world.act("authenticated", world.admin_a, world.tenant_a)
     assert count(db, "data_access_log", world.tenant_a) == 1
     assert count(db, "data_access_log", world.tenant_b) == 0
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "select * from hipocampo.document_hashes(%(kb)s)",
+        "select hipocampo.set_knowledge_base_status(%(kb)s, 'error')",
+        "select hipocampo.start_ingestion_job(%(kb)s, 1)",
+    ],
+)
+def test_kb_rpcs_treat_another_tenants_kb_as_unknown(
+    db: psycopg.Connection[dict[str, Any]], world: World, call: str
+) -> None:
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    with pytest.raises(psycopg.errors.NoDataFound) as exc:
+        db.execute(call, {"kb": world.kb_b})
+    assert exc.value.diag.message_primary == f"unknown knowledge base: {world.kb_b}"
+
+
+def test_finish_job_of_another_tenant_is_unknown(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    world.act("service_role")
+    row = db.execute("select hipocampo.start_ingestion_job(%s, 1) as v", (world.kb_b,)).fetchone()
+    assert row is not None
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    with pytest.raises(psycopg.errors.NoDataFound, match="unknown ingestion job"):
+        db.execute("select hipocampo.finish_ingestion_job(%s, 'failed')", (row["v"],))
+
+
+def test_name_lookups_stay_in_the_tenant(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    # Both tenants have a KB named 'kb': each member resolves its own.
+    world.act("authenticated", world.member_a, world.tenant_a)
+    assert db.execute("select hipocampo.knowledge_base_id('kb') as v").fetchone() == {"v": world.kb_a}
+    assert [r["id"] for r in db.execute("select id from hipocampo.list_knowledge_bases()").fetchall()] == [world.kb_a]
+    world.act("authenticated", world.member_b, world.tenant_b)
+    assert db.execute("select hipocampo.knowledge_base_id('kb') as v").fetchone() == {"v": world.kb_b}
+
+
+def test_effective_config_reads_only_the_callers_tenant(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    world.act("service_role")
+    db.execute(
+        'update hipocampo_private.settings set config = \'{"retrieval": {"match_count": 9}}\' where tenant_id = %s',
+        (world.tenant_b,),
+    )
+    world.act("authenticated", world.member_a, world.tenant_a)
+    cfg = db.execute("select hipocampo.effective_config() as c").fetchone()
+    assert cfg is not None and cfg["c"]["retrieval"]["match_count"] == 5
+    db.execute("savepoint s")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="tenant mismatch"):
+        db.execute("select hipocampo.effective_config(%s)", (world.tenant_b,))
+    db.execute("rollback to savepoint s")
+    world.act("authenticated", world.member_b, world.tenant_b)
+    cfg = db.execute("select hipocampo.effective_config() as c").fetchone()
+    assert cfg is not None and cfg["c"]["retrieval"]["match_count"] == 9
+
+
+def test_service_only_rpcs_are_refused_to_users(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    for call in (
+        "select hipocampo.create_tenant('x', 'x')",
+        "select hipocampo.purge_expired()",
+        "select hipocampo.register_embedding_model('m', 'local', 3)",
+    ):
+        db.execute("savepoint s")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for function"):
+            db.execute(call)
+        db.execute("rollback to savepoint s")
