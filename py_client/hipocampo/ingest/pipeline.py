@@ -19,7 +19,7 @@ from ..client import Hipocampo
 from ..embeddings.base import EmbeddingProvider
 from ..errors import HipocampoError, LoaderError
 from ..models import DocumentResult, IngestSummary
-from .chunking import ChunkingRule, chunk_text
+from .chunking import Chunk, ChunkingRule, chunk_text
 from .loaders import LoadedDocument, load_path
 from .pii import scrub
 
@@ -77,11 +77,13 @@ def ingest_documents(
     *,
     failures: Sequence[DocumentResult] = (),
     on_document: ProgressHook | None = None,
+    embed_batch: int = 64,
 ) -> IngestSummary:
     """Ingest already-loaded documents into knowledge base ``kb_name`` (created if missing).
 
     ``failures`` are documents that failed before this step (e.g. loader errors), counted in the
-    summary and the job record. Chunking rules come from the database config rows
+    summary and the job record. Chunks of several documents are embedded together, about
+    ``embed_batch`` per model call. Chunking rules come from the database config rows
     (``chunking.<source_type>``).
 
     Raises:
@@ -120,52 +122,87 @@ def ingest_documents(
     job = client.start_job(kb_id, summary.documents_total)
     summary.job_id = job
     errors: list[dict[str, Any]] = [{"source_uri": f.source_uri, "error": f.error} for f in failures]
-    for item, text, digest, pii in prepared:
-        rule = ChunkingRule.from_config(
-            rules.get(item.source_type) or rules.get("other") or {"min_tokens": 200, "max_tokens": 400, "overlap": 50}
-        )
-        res = DocumentResult(source_uri=item.doc.source_uri, title=item.doc.title, status="failed", pii_replaced=pii)
+
+    def fail(item: DocumentInput, res: DocumentResult, exc: HipocampoError) -> None:
+        res.error = exc.message
+        summary.documents_failed += 1
+        errors.append({"source_uri": item.doc.source_uri, "error": exc.message, "sqlstate": exc.sqlstate})
+
+    def finish(res: DocumentResult) -> None:
+        summary.documents.append(res)
+        if on_document:
+            on_document(res)
+
+    # Documents are chunked, then embedded in batches of about `embed_batch` chunks across
+    # documents (small documents would otherwise cost one model call each); each document is
+    # still written in its own transaction.
+    pending: list[tuple[DocumentInput, str, int, list[Chunk], DocumentResult]] = []
+
+    def flush() -> None:
+        if not pending:
+            return
+        texts = [f"{it.doc.title}\n{c.content}" for it, _, _, chunks, _ in pending for c in chunks]
         try:
-            chunks = chunk_text(text, rule, count_tokens)
-            if not chunks:
-                raise LoaderError(f"{item.doc.source_uri}: no text to index")
             # The title is a contextual header of every chunk, for the embedding as for the
             # tsvector (which indexes metadata.title + content).
-            vectors = embedder.embed_documents([f"{item.doc.title}\n{c.content}" for c in chunks])
+            vectors = iter(embedder.embed_documents(texts))
             summary.embedding_calls += 1
-            document = {
-                "title": item.doc.title,
-                "source_uri": item.doc.source_uri,
-                "content_hash": digest,
-                "source_type": item.source_type,
-                "doc_type": item.doc_type,
-                "trust_score": item.trust_score,
-                **{k: v for k, v in item.doc.metadata.items() if v is not None},
-            }
+        except HipocampoError as exc:
+            for it, _, _, _, res in pending:
+                fail(it, res, exc)
+                finish(res)
+            pending.clear()
+            return
+        for it, digest, pii, chunks, res in pending:
             rows = [
                 {
                     "chunk_index": i,
                     "content": c.content,
                     "token_count": c.token_count,
                     "content_hash": sha256(c.content),
-                    "metadata": {**c.metadata, "title": item.doc.title},
-                    "embedding": v,
+                    "metadata": {**c.metadata, "title": it.doc.title},
+                    "embedding": next(vectors),
                 }
-                for i, (c, v) in enumerate(zip(chunks, vectors, strict=True))
+                for i, c in enumerate(chunks)
             ]
-            out = client.ingest_document(kb_id, document, rows, embedder.model_name)
-            res.status = str(out["status"])
-            res.chunks = int(out["chunks"])
-            summary.documents_ingested += 1
-            summary.chunks_written += res.chunks
-            summary.pii_replaced += pii
-        except HipocampoError as exc:
-            res.error = exc.message
-            summary.documents_failed += 1
-            errors.append({"source_uri": item.doc.source_uri, "error": exc.message, "sqlstate": exc.sqlstate})
-        summary.documents.append(res)
-        if on_document:
-            on_document(res)
+            document = {
+                "title": it.doc.title,
+                "source_uri": it.doc.source_uri,
+                "content_hash": digest,
+                "source_type": it.source_type,
+                "doc_type": it.doc_type,
+                "trust_score": it.trust_score,
+                **{k: v for k, v in it.doc.metadata.items() if v is not None},
+            }
+            try:
+                out = client.ingest_document(kb_id, document, rows, embedder.model_name)
+                res.status = str(out["status"])
+                res.chunks = int(out["chunks"])
+                summary.documents_ingested += 1
+                summary.chunks_written += res.chunks
+                summary.pii_replaced += pii
+            except HipocampoError as exc:
+                fail(it, res, exc)
+            finish(res)
+        pending.clear()
+
+    queued = 0
+    for item, text, digest, pii in prepared:
+        rule = ChunkingRule.from_config(
+            rules.get(item.source_type) or rules.get("other") or {"min_tokens": 200, "max_tokens": 400, "overlap": 50}
+        )
+        res = DocumentResult(source_uri=item.doc.source_uri, title=item.doc.title, status="failed", pii_replaced=pii)
+        chunks = chunk_text(text, rule, count_tokens)
+        if not chunks:
+            fail(item, res, LoaderError(f"{item.doc.source_uri}: no text to index"))
+            finish(res)
+            continue
+        pending.append((item, digest, pii, chunks, res))
+        queued += len(chunks)
+        if queued >= embed_batch:
+            flush()
+            queued = 0
+    flush()
 
     ok = summary.documents_ingested + summary.documents_unchanged
     status = "succeeded" if summary.documents_failed == 0 else ("partial" if ok else "failed")
