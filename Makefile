@@ -1,6 +1,6 @@
 # hipocampo: two commands on a fresh machine.
 #   make demo  - start the embedded Postgres, ingest FaQuAD, search it, print the evaluation summary
-#   make test  - lint (ruff, sqlfluff) and the whole pytest suite against the real embedded Postgres
+#   make test  - lint (ruff, sqlfluff, mypy --strict) and the whole pytest suite against the real embedded Postgres
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -27,6 +27,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check py_client tests benchmarks
 	$(BIN)/ruff format --check py_client tests benchmarks
 	$(BIN)/sqlfluff lint supabase/migrations
+	$(BIN)/mypy --strict --ignore-missing-imports py_client/hipocampo
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q

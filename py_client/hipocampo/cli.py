@@ -284,7 +284,7 @@ def search(
     with _client(tenant) as client:
         try:
             kb_ids = [client.kb_id(name) for name in kb] if kb else None
-            opts = {
+            opts: dict[str, Any] = {
                 k_: v
                 for k_, v in {"fusion": fusion, "rerank": rerank, "mmr_lambda": mmr_lambda}.items()
                 if v is not None

