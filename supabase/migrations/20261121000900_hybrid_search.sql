@@ -32,7 +32,7 @@ Purpose: Okapi BM25 of chunks for the query terms in pg_temp._hs_terms (set up b
   in the same transaction): sum over terms of idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len)).
 Returns: one row per chunk id; 0 for a chunk with none of the terms.
 */
-create function hipocampo_private._bm25(chunk_ids bigint [], k1 double precision, b double precision)
+create function hipocampo_private._bm25(chunk_ids bigint[], k1 double precision, b double precision)
 returns table (id bigint, score double precision)
 language plpgsql
 stable
@@ -57,7 +57,7 @@ begin
 end;
 $$;
 
-grant execute on function hipocampo_private._bm25(bigint [], double precision, double precision)
+grant execute on function hipocampo_private._bm25(bigint[], double precision, double precision)
 to authenticated, service_role;
 
 /*
