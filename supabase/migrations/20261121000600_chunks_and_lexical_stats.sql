@@ -90,13 +90,14 @@ create table hipocampo_private.chunks (
 -- RLS filters on tenant_id; retrieval scopes on (tenant, kb, model).
 create index chunks_scope_idx on hipocampo_private.chunks (tenant_id, kb_id, embedding_model);
 create index chunks_document_id_idx on hipocampo_private.chunks (document_id);
-create index chunks_fts_idx on hipocampo_private.chunks using gin (fts);
+-- No GIN index on fts: the lexical leg reads the inverted index kb_postings below.
 create index chunks_metadata_idx on hipocampo_private.chunks using gin (metadata jsonb_path_ops);
 create index chunks_expires_at_idx on hipocampo_private.chunks (expires_at)
 where expires_at is not null;
 
 -- BM25 statistics per (KB, embedding model): document frequency per lexeme, and chunk count
--- plus total length for the average document length. Maintained by statement triggers.
+-- plus total length for the average document length. Maintained by statement triggers, with
+-- the postings (kb_postings) below.
 create table hipocampo_private.kb_term_stats (
     tenant_id uuid not null,
     kb_id uuid not null,
@@ -115,16 +116,33 @@ create table hipocampo_private.kb_text_stats (
     primary key (kb_id, embedding_model)
 );
 
+-- The inverted index of the BM25 leg: one row per (chunk, lexeme) with the term frequency and
+-- the chunk's length, so a query reads the postings of its few terms by primary key and scores
+-- with arithmetic only (no tsvector work per candidate). tenant_id leads the key because RLS
+-- filters on it.
+create table hipocampo_private.kb_postings (
+    tenant_id uuid not null,
+    kb_id uuid not null,
+    lexeme text not null,
+    chunk_id bigint not null,
+    tf integer not null,
+    chunk_length integer not null,
+    primary key (tenant_id, kb_id, lexeme, chunk_id)
+);
+
 create index kb_term_stats_tenant_id_idx on hipocampo_private.kb_term_stats (tenant_id);
 create index kb_text_stats_tenant_id_idx on hipocampo_private.kb_text_stats (tenant_id);
 
 alter table hipocampo_private.chunks enable row level security;
 alter table hipocampo_private.kb_term_stats enable row level security;
 alter table hipocampo_private.kb_text_stats enable row level security;
+alter table hipocampo_private.kb_postings enable row level security;
 
 grant select, insert, delete on hipocampo_private.chunks to authenticated;
 grant select on hipocampo_private.kb_term_stats to authenticated;
 grant select on hipocampo_private.kb_text_stats to authenticated;
+grant select on hipocampo_private.kb_postings to authenticated;
+grant all on hipocampo_private.kb_postings to service_role;
 grant all on hipocampo_private.chunks to service_role;
 grant all on hipocampo_private.kb_term_stats to service_role;
 grant all on hipocampo_private.kb_text_stats to service_role;
@@ -165,6 +183,12 @@ for select
 to authenticated
 using (tenant_id = (select hipocampo_private.current_tenant_id()));
 
+create policy "members can read postings of their tenant"
+on hipocampo_private.kb_postings
+for select
+to authenticated
+using (tenant_id = (select hipocampo_private.current_tenant_id()));
+
 -- definer because every writer of chunks must keep the statistics right, and writers get no
 -- direct write privilege on the statistics tables.
 create function hipocampo_private._chunks_stats_after_insert()
@@ -192,6 +216,12 @@ begin
     order by n.kb_id, n.embedding_model, u.lexeme
     on conflict (kb_id, embedding_model, lexeme) do update
     set doc_freq = s.doc_freq + excluded.doc_freq;
+
+    insert into hipocampo_private.kb_postings (tenant_id, kb_id, lexeme, chunk_id, tf, chunk_length)
+    select n.tenant_id, n.kb_id, u.lexeme, n.id,
+        coalesce(pg_catalog.array_length(u.positions, 1), 1), n.fts_length
+    from new_rows as n
+    cross join lateral pg_catalog.unnest(n.fts) as u;
     return null;
 end;
 $$;
@@ -228,6 +258,10 @@ begin
     delete from hipocampo_private.kb_term_stats as s
     where s.doc_freq <= 0
       and s.kb_id in (select o.kb_id from old_rows as o);
+
+    delete from hipocampo_private.kb_postings as p
+    using old_rows as o, pg_catalog.unnest(o.fts) as u
+    where p.tenant_id = o.tenant_id and p.kb_id = o.kb_id and p.lexeme = u.lexeme and p.chunk_id = o.id;
     return null;
 end;
 $$;
@@ -285,6 +319,8 @@ comment on table hipocampo_private.chunks is
 'Chunks of documents with their embedding (one row per embedding model) and a generated tsvector.';
 comment on table hipocampo_private.kb_term_stats is
 'BM25 document frequency per lexeme, per knowledge base and embedding model (trigger-maintained).';
+comment on table hipocampo_private.kb_postings is
+'BM25 inverted index: term frequency of each lexeme in each chunk, with the chunk length (trigger-maintained).';
 comment on table hipocampo_private.kb_text_stats is
 'BM25 chunk count and total length per knowledge base and embedding model (trigger-maintained).';
 

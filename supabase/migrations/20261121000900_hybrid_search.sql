@@ -26,41 +26,6 @@ grant execute on function hipocampo_private._touch_chunks(bigint[], uuid)
 to authenticated, service_role;
 
 /*
-_bm25(chunk_ids bigint[], k1 double precision, b double precision) -> setof (id bigint, score double precision)
-
-Purpose: Okapi BM25 of chunks for the query terms in pg_temp._hs_terms (set up by hybrid_search
-  in the same transaction): sum over terms of idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len)).
-Returns: one row per chunk id; 0 for a chunk with none of the terms.
-*/
-create function hipocampo_private._bm25(chunk_ids bigint[], k1 double precision, b double precision)
-returns table (id bigint, score double precision)
-language plpgsql
-stable
-security invoker
-set search_path = ''
-as $$
-begin
-    -- plpgsql (not sql): the temporary table exists only while hybrid_search runs.
-    return query
-    select c.id, coalesce(sum(
-        tm.idf * x.tf * (_bm25.k1 + 1)
-        / (x.tf + _bm25.k1 * (1 - _bm25.b + _bm25.b * c.fts_length / tm.avg_len))
-    ), 0)::double precision
-    from hipocampo_private.chunks as c
-    cross join lateral (
-        select u.lexeme, coalesce(array_length(u.positions, 1), 1)::double precision as tf
-        from pg_catalog.unnest(c.fts) as u
-    ) as x
-    left join pg_temp._hs_terms as tm on tm.kb_id = c.kb_id and tm.lexeme = x.lexeme
-    where c.id = any(_bm25.chunk_ids)
-    group by c.id;
-end;
-$$;
-
-grant execute on function hipocampo_private._bm25(bigint[], double precision, double precision)
-to authenticated, service_role;
-
-/*
 hybrid_search(query_text text, query_embedding vector, kb_ids uuid[] default null,
   source_types text[] default null, metadata_filter jsonb default null,
   match_count integer default null, min_similarity double precision default null,
@@ -255,9 +220,9 @@ begin
         raise exception 'rerank must be none or trust_recency (got %)', rr using errcode = '22023';
     end if;
 
-    -- Dense leg. The typed cast matches the model's partial HNSW index (vector_cosine_ops <-> <=>).
-    -- Small scopes are scanned exactly ("+ 0" keeps the planner off the index); larger ones use
-    -- HNSW with pgvector's iterative scan so filters still leave n_cand rows.
+    -- Dense leg. Large scopes: the typed cast matches the model's partial HNSW index
+    -- (vector_cosine_ops <-> <=>), with pgvector's iterative scan so filters still leave n_cand
+    -- rows. Small scopes are scanned exactly, uncast ("+ 0" keeps the planner off the index).
     select coalesce(sum(st.chunk_count), 0) into scope_rows from hipocampo_private.kb_text_stats as st
     where st.kb_id = any(scope) and st.embedding_model = model;
     if scope_rows > exact_max then
@@ -266,7 +231,7 @@ begin
             greatest(coalesce((r ->> 'hnsw_ef_search')::integer, 100), n_cand)::text, true);
     end if;
     dense_sql := format(
-        'select c.id, 1 - (c.embedding::extensions.vector(%1$s) operator(extensions.<=>) $1) as sim '
+        'select c.id, 1 - (c.embedding%1$s operator(extensions.<=>) $1) as sim '
         'from hipocampo_private.chunks as c '
         'join hipocampo_private.documents as d on d.id = c.document_id '
         'where c.tenant_id = $2 and c.kb_id = any($3) and c.embedding_model = $4 '
@@ -274,9 +239,10 @@ begin
         'and ($6::jsonb is null or c.metadata @> $6) '
         'and d.status = ''active'' '
         'and (c.expires_at is null or c.expires_at > now()) '
-        'order by (c.embedding::extensions.vector(%1$s) operator(extensions.<=>) $1)%2$s '
+        'order by (c.embedding%1$s operator(extensions.<=>) $1)%2$s '
         'limit $7',
-        dims, case when scope_rows > exact_max then '' else ' + 0' end
+        case when scope_rows > exact_max then format('::extensions.vector(%s)', dims) else '' end,
+        case when scope_rows > exact_max then '' else ' + 0' end
     );
 
     drop table if exists pg_temp._hs_dense;
@@ -286,15 +252,15 @@ begin
           hybrid_search.metadata_filter, n_cand;
     delete from pg_temp._hs_dense as dd where dd.sim < min_sim;
 
-    -- Lexical leg: Okapi BM25 with OR semantics. Stage 1 scores every chunk matching any query
-    -- lexeme with tf = 1 (GIN + @@ per term); stage 2 rescores the best 2 * n_cand with real tf.
+    -- Lexical leg: Okapi BM25 with OR semantics over the query's stemmed, unaccented lexemes
+    -- (the KB's language), read from the inverted index kb_postings: one primary-key range per
+    -- term, then arithmetic; filters applied through chunks and documents.
     drop table if exists pg_temp._hs_terms;
     create temporary table _hs_terms (
         kb_id uuid,
         lexeme text,
         idf double precision,
-        avg_len double precision,
-        tq tsquery
+        avg_len double precision
     ) on commit drop;
     insert into pg_temp._hs_terms
     with qterms as (
@@ -309,8 +275,7 @@ begin
         q.kb_id,
         q.lexeme,
         ln(1 + (st.chunk_count - ts.doc_freq + 0.5) / (ts.doc_freq + 0.5)),
-        st.token_total::double precision / greatest(st.chunk_count, 1),
-        ('''' || replace(replace(q.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery
+        st.token_total::double precision / greatest(st.chunk_count, 1)
     from qterms as q
     inner join hipocampo_private.kb_term_stats as ts
         on ts.kb_id = q.kb_id and ts.embedding_model = model and ts.lexeme = q.lexeme
@@ -321,34 +286,24 @@ begin
     drop table if exists pg_temp._hs_lex;
     create temporary table _hs_lex (id bigint primary key, score double precision) on commit drop;
     insert into pg_temp._hs_lex
-    with kbq as (
-        select tm.kb_id, string_agg(tm.tq::text, ' | ')::tsquery as orq
+    with scored as (
+        select p.chunk_id,
+            sum(tm.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.chunk_length / tm.avg_len))) as score
         from pg_temp._hs_terms as tm
-        group by tm.kb_id
-    ),
-    cand as (
-        select c.id, c.kb_id, c.fts, c.fts_length
-        from kbq
-        inner join hipocampo_private.chunks as c on c.kb_id = kbq.kb_id and c.fts @@ kbq.orq
-        inner join hipocampo_private.documents as d on d.id = c.document_id
-        where c.tenant_id = t and c.embedding_model = model
-          and (hybrid_search.source_types is null or d.source_type = any(hybrid_search.source_types))
-          and (hybrid_search.metadata_filter is null or c.metadata @> hybrid_search.metadata_filter)
-          and d.status = 'active'
-          and (c.expires_at is null or c.expires_at > now())
-    ),
-    stage1 as (
-        select cand.id,
-            sum(tm.idf * (k1 + 1) / (1 + k1 * (1 - b + b * cand.fts_length / tm.avg_len))) as s1
-        from cand
-        inner join pg_temp._hs_terms as tm on tm.kb_id = cand.kb_id and cand.fts @@ tm.tq
-        group by cand.id
-        order by s1 desc, cand.id
-        limit n_cand * 2
+        inner join hipocampo_private.kb_postings as p
+            on p.tenant_id = t and p.kb_id = tm.kb_id and p.lexeme = tm.lexeme
+        group by p.chunk_id
     )
-    select bm.id, bm.score
-    from hipocampo_private._bm25(array(select s1.id from stage1 as s1), k1, b) as bm
-    order by bm.score desc, bm.id
+    select sc.chunk_id, sc.score
+    from scored as sc
+    inner join hipocampo_private.chunks as c on c.id = sc.chunk_id
+    inner join hipocampo_private.documents as d on d.id = c.document_id
+    where c.embedding_model = model
+      and (hybrid_search.source_types is null or d.source_type = any(hybrid_search.source_types))
+      and (hybrid_search.metadata_filter is null or c.metadata @> hybrid_search.metadata_filter)
+      and d.status = 'active'
+      and (c.expires_at is null or c.expires_at > now())
+    order by sc.score desc, sc.chunk_id
     limit n_cand;
 
     -- Complete the scores: every candidate gets both signals (cosine for lexical-only hits,
@@ -360,13 +315,21 @@ begin
     where not exists (select 1 from pg_temp._hs_dense as dd where dd.id = l.id)
       and 1 - (c.embedding operator(extensions.<=>) query_embedding) >= min_sim;
     insert into pg_temp._hs_lex
-    select bm.id, bm.score
-    from hipocampo_private._bm25(
-        array(
-            select dd.id from pg_temp._hs_dense as dd
-            where not exists (select 1 from pg_temp._hs_lex as l where l.id = dd.id)
-        ), k1, b
-    ) as bm;
+    select dd.id, coalesce(sum(
+        tm.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.chunk_length / tm.avg_len))
+    ), 0)
+    from pg_temp._hs_dense as dd
+    inner join hipocampo_private.chunks as c on c.id = dd.id
+    cross join pg_temp._hs_terms as tm
+    left join hipocampo_private.kb_postings as p
+        on p.tenant_id = t and p.kb_id = c.kb_id and p.lexeme = tm.lexeme and p.chunk_id = dd.id
+    where tm.kb_id = c.kb_id
+      and not exists (select 1 from pg_temp._hs_lex as l where l.id = dd.id)
+    group by dd.id;
+    -- Dense candidates in a KB without any query term score 0.
+    insert into pg_temp._hs_lex
+    select dd.id, 0 from pg_temp._hs_dense as dd
+    where not exists (select 1 from pg_temp._hs_lex as l where l.id = dd.id);
 
     -- Fusion over the union of both legs, then rerank; candidates into arrays for MMR.
     drop table if exists pg_temp._hs_fused;

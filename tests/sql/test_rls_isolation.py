@@ -20,10 +20,20 @@ TABLES = [
     "chunks",
     "kb_term_stats",
     "kb_text_stats",
+    "kb_postings",
     "ingestion_jobs",
     "data_access_log",
 ]
 TENANT_COLUMN = {"tenants": "id"}
+GLOBAL_TABLES = {"embedding_models"}  # shared registry, readable by all, written by service_role
+
+
+def test_every_table_is_covered(db: psycopg.Connection[dict[str, Any]]) -> None:
+    rows = db.execute(
+        "select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace "
+        "where n.nspname = 'hipocampo_private' and c.relkind = 'r'"
+    ).fetchall()
+    assert {r["relname"] for r in rows} == set(TABLES) | GLOBAL_TABLES
 
 
 def count(db: psycopg.Connection[dict[str, Any]], table: str, tenant: Any) -> int:
@@ -40,7 +50,7 @@ def test_member_of_a_sees_none_of_b(db: psycopg.Connection[dict[str, Any]], worl
 
 
 @pytest.mark.parametrize(
-    "table", ["tenants", "knowledge_bases", "documents", "chunks", "kb_term_stats", "kb_text_stats"]
+    "table", ["tenants", "knowledge_bases", "documents", "chunks", "kb_term_stats", "kb_text_stats", "kb_postings"]
 )
 def test_member_of_a_sees_a(db: psycopg.Connection[dict[str, Any]], world: World, table: str) -> None:
     world.act("authenticated", world.member_a, world.tenant_a)
