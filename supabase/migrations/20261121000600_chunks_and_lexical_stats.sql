@@ -87,6 +87,10 @@ create table hipocampo_private.chunks (
     references hipocampo_private.documents (id, tenant_id) on delete cascade
 );
 
+-- Keep embeddings inline (uncompressed floats do not compress): a row over ~2 kB would
+-- otherwise have its vector moved out of line, and every exact distance would read TOAST.
+alter table hipocampo_private.chunks alter column embedding set storage main;
+
 -- RLS filters on tenant_id; retrieval scopes on (tenant, kb, model).
 create index chunks_scope_idx on hipocampo_private.chunks (tenant_id, kb_id, embedding_model);
 create index chunks_document_id_idx on hipocampo_private.chunks (document_id);

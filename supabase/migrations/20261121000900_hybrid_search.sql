@@ -139,6 +139,9 @@ declare
     max_sim double precision;
     i integer;
     j integer;
+    pass integer;
+    scored_rows bigint;
+    lex_rows bigint;
 begin
     if query_text is null or btrim(query_text) = '' then
         raise exception 'query_text must be 1..2000 characters (got an empty query)'
@@ -285,26 +288,39 @@ begin
 
     drop table if exists pg_temp._hs_lex;
     create temporary table _hs_lex (id bigint primary key, score double precision) on commit drop;
-    insert into pg_temp._hs_lex
-    with scored as (
-        select p.chunk_id,
-            sum(tm.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.chunk_length / tm.avg_len))) as score
-        from pg_temp._hs_terms as tm
-        inner join hipocampo_private.kb_postings as p
-            on p.tenant_id = t and p.kb_id = tm.kb_id and p.lexeme = tm.lexeme
-        group by p.chunk_id
-    )
-    select sc.chunk_id, sc.score
-    from scored as sc
-    inner join hipocampo_private.chunks as c on c.id = sc.chunk_id
-    inner join hipocampo_private.documents as d on d.id = c.document_id
-    where c.embedding_model = model
-      and (hybrid_search.source_types is null or d.source_type = any(hybrid_search.source_types))
-      and (hybrid_search.metadata_filter is null or c.metadata @> hybrid_search.metadata_filter)
-      and d.status = 'active'
-      and (c.expires_at is null or c.expires_at > now())
-    order by sc.score desc, sc.chunk_id
-    limit n_cand;
+    drop table if exists pg_temp._hs_scored;
+    create temporary table _hs_scored (id bigint, score double precision) on commit drop;
+    insert into pg_temp._hs_scored
+    select p.chunk_id,
+        sum(tm.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.chunk_length / tm.avg_len)))
+    from pg_temp._hs_terms as tm
+    inner join hipocampo_private.kb_postings as p
+        on p.tenant_id = t and p.kb_id = tm.kb_id and p.lexeme = tm.lexeme
+    group by p.chunk_id;
+    get diagnostics scored_rows = row_count;
+    -- Filters (model, status, expiry, source type, metadata) are checked on the best 4 * n_cand
+    -- first; only when they leave fewer than n_cand is every scored chunk checked.
+    for pass in 1..2 loop
+        insert into pg_temp._hs_lex
+        select sc.id, sc.score
+        from (
+            select s0.id, s0.score from pg_temp._hs_scored as s0
+            order by s0.score desc, s0.id
+            limit case when pass = 1 then n_cand * 4 end
+        ) as sc
+        inner join hipocampo_private.chunks as c on c.id = sc.id
+        inner join hipocampo_private.documents as d on d.id = c.document_id
+        where c.embedding_model = model
+          and (hybrid_search.source_types is null or d.source_type = any(hybrid_search.source_types))
+          and (hybrid_search.metadata_filter is null or c.metadata @> hybrid_search.metadata_filter)
+          and d.status = 'active'
+          and (c.expires_at is null or c.expires_at > now())
+        order by sc.score desc, sc.id
+        limit n_cand
+        on conflict (id) do nothing;
+        get diagnostics lex_rows = row_count;
+        exit when lex_rows >= n_cand or scored_rows <= n_cand * 4;
+    end loop;
 
     -- Complete the scores: every candidate gets both signals (cosine for lexical-only hits,
     -- BM25 for dense-only hits), so the fusion compares like with like.
@@ -373,7 +389,9 @@ begin
             (j.fused - min(j.fused) over ()) / nullif(max(j.fused) over () - min(j.fused) over (), 0)
                 as fused_unit
         from joined as j
-        inner join hipocampo_private.chunks as c on c.id = j.id
+        -- by id array: the temporary tables have no statistics, and a hash join would scan chunks
+        inner join hipocampo_private.chunks as c
+            on c.id = j.id and c.id = any(array(select l.id from pg_temp._hs_lex as l))
         inner join hipocampo_private.documents as d on d.id = c.document_id
     )
     select s2.id, s2.sim, s2.score, s2.fused, s2.embedding, s2.published_at, s2.created_at,
