@@ -28,6 +28,8 @@ REFERENCE = {
 TARGET = {"faquad": 0.90, "quati": 0.77, "scifact": 0.72}
 EXTRA_MODES = {
     "hybrid dense_weight=1.0": {"dense_weight": 1.0, "lexical_weight": 1.0},
+    "hybrid dense_weight=0.7": {"dense_weight": 0.7, "lexical_weight": 1.0},
+    "hybrid dense_weight=0.5": {"dense_weight": 0.5, "lexical_weight": 1.0},
     "hybrid dense_weight=0.3": {"dense_weight": 0.3, "lexical_weight": 1.0},
     "hybrid rrf": {"fusion": "rrf", "dense_weight": 1.0, "lexical_weight": 1.0},
     "hybrid mmr 0.5": {"mmr_lambda": 0.5},

@@ -127,11 +127,26 @@ declare
     half_life double precision;
     exact_max bigint;
     dense_sql text;
-    c_ids bigint [];
+    d_ids bigint [];
+    d_sims double precision [];
+    t_kb uuid [];
+    t_lex text [];
+    t_idf double precision [];
+    t_avg double precision [];
+    s_ids bigint [];
+    s_scores double precision [];
+    l_ids bigint [];
+    l_scores double precision [];
+    lim integer;
+    f_ids bigint [];
+    f_sim double precision [];
+    f_score double precision [];
+    f_fused double precision [];
+    f_final double precision [];
+    f_emb extensions.vector [];
     c_rel double precision [];
-    c_emb extensions.vector [];
-    sel_ids bigint [] := '{}';
-    sel_emb extensions.vector [] := '{}';
+    sel_pos integer [] := '{}';
+    n integer;
     taken boolean [];
     best integer;
     best_score double precision;
@@ -140,8 +155,6 @@ declare
     i integer;
     j integer;
     pass integer;
-    scored_rows bigint;
-    lex_rows bigint;
 begin
     if query_text is null or btrim(query_text) = '' then
         raise exception 'query_text must be 1..2000 characters (got an empty query)'
@@ -248,129 +261,110 @@ begin
         case when scope_rows > exact_max then '' else ' + 0' end
     );
 
-    drop table if exists pg_temp._hs_dense;
-    create temporary table _hs_dense (id bigint primary key, sim double precision) on commit drop;
-    execute 'insert into pg_temp._hs_dense ' || dense_sql
+    -- Dense candidates, best first, above the similarity floor.
+    execute format(
+        'select coalesce(array_agg(x.id order by x.sim desc, x.id), ''{}''), '
+        'coalesce(array_agg(x.sim order by x.sim desc, x.id), ''{}'') from (%s) as x where x.sim >= $8',
+        dense_sql
+    )
+    into d_ids, d_sims
     using query_embedding, t, scope, model, hybrid_search.source_types,
-          hybrid_search.metadata_filter, n_cand;
-    delete from pg_temp._hs_dense as dd where dd.sim < min_sim;
+          hybrid_search.metadata_filter, n_cand, min_sim;
 
     -- Lexical leg: Okapi BM25 with OR semantics over the query's stemmed, unaccented lexemes
     -- (the KB's language), read from the inverted index kb_postings: one primary-key range per
-    -- term, then arithmetic; filters applied through chunks and documents.
-    drop table if exists pg_temp._hs_terms;
-    create temporary table _hs_terms (
-        kb_id uuid,
-        lexeme text,
-        idf double precision,
-        avg_len double precision
-    ) on commit drop;
-    insert into pg_temp._hs_terms
-    with qterms as (
+    -- term, then arithmetic. idf and the average length come from the per-KB statistics.
+    select
+        coalesce(array_agg(q.kb_id), '{}'),
+        coalesce(array_agg(q.lexeme), '{}'),
+        coalesce(array_agg(ln(1 + (st.chunk_count - ts.doc_freq + 0.5) / (ts.doc_freq + 0.5))), '{}'),
+        coalesce(array_agg(st.token_total::double precision / greatest(st.chunk_count, 1)), '{}')
+    into t_kb, t_lex, t_idf, t_avg
+    from (
         select distinct kb.id as kb_id, u.lexeme
         from hipocampo_private.knowledge_bases as kb
         cross join lateral pg_catalog.unnest(
             pg_catalog.to_tsvector(hipocampo_private.text_search_config(kb.language), query_text)
         ) as u
         where kb.id = any(scope)
-    )
-    select
-        q.kb_id,
-        q.lexeme,
-        ln(1 + (st.chunk_count - ts.doc_freq + 0.5) / (ts.doc_freq + 0.5)),
-        st.token_total::double precision / greatest(st.chunk_count, 1)
-    from qterms as q
+    ) as q
     inner join hipocampo_private.kb_term_stats as ts
         on ts.kb_id = q.kb_id and ts.embedding_model = model and ts.lexeme = q.lexeme
     inner join hipocampo_private.kb_text_stats as st
         on st.kb_id = q.kb_id and st.embedding_model = model
     where ts.doc_freq > 0;
 
-    drop table if exists pg_temp._hs_lex;
-    create temporary table _hs_lex (id bigint primary key, score double precision) on commit drop;
-    drop table if exists pg_temp._hs_scored;
-    create temporary table _hs_scored (id bigint, score double precision) on commit drop;
-    insert into pg_temp._hs_scored
-    select p.chunk_id,
-        sum(tm.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.chunk_length / tm.avg_len)))
-    from pg_temp._hs_terms as tm
-    inner join hipocampo_private.kb_postings as p
-        on p.tenant_id = t and p.kb_id = tm.kb_id and p.lexeme = tm.lexeme
-    group by p.chunk_id;
-    get diagnostics scored_rows = row_count;
+    select
+        coalesce(array_agg(x.chunk_id order by x.score desc, x.chunk_id), '{}'),
+        coalesce(array_agg(x.score order by x.score desc, x.chunk_id), '{}')
+    into s_ids, s_scores
+    from (
+        select p.chunk_id,
+            sum(tm.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.chunk_length / tm.avg_len))) as score
+        from unnest(t_kb, t_lex, t_idf, t_avg) as tm (kb_id, lexeme, idf, avg_len)
+        inner join hipocampo_private.kb_postings as p
+            on p.tenant_id = t and p.kb_id = tm.kb_id and p.lexeme = tm.lexeme
+        group by p.chunk_id
+    ) as x;
+
     -- Filters (model, status, expiry, source type, metadata) are checked on the best 4 * n_cand
     -- first; only when they leave fewer than n_cand is every scored chunk checked.
     for pass in 1..2 loop
-        insert into pg_temp._hs_lex
-        select sc.id, sc.score
+        lim := case when pass = 1 then n_cand * 4 else cardinality(s_ids) end;
+        select coalesce(array_agg(f.id order by f.ord), '{}'), coalesce(array_agg(f.score order by f.ord), '{}')
+        into l_ids, l_scores
         from (
-            select s0.id, s0.score from pg_temp._hs_scored as s0
-            order by s0.score desc, s0.id
-            limit case when pass = 1 then n_cand * 4 end
-        ) as sc
-        inner join hipocampo_private.chunks as c on c.id = sc.id
-        inner join hipocampo_private.documents as d on d.id = c.document_id
-        where c.embedding_model = model
-          and (hybrid_search.source_types is null or d.source_type = any(hybrid_search.source_types))
-          and (hybrid_search.metadata_filter is null or c.metadata @> hybrid_search.metadata_filter)
-          and d.status = 'active'
-          and (c.expires_at is null or c.expires_at > now())
-        order by sc.score desc, sc.id
-        limit n_cand
-        on conflict (id) do nothing;
-        get diagnostics lex_rows = row_count;
-        exit when lex_rows >= n_cand or scored_rows <= n_cand * 4;
+            select u.id, u.score, u.ord
+            from unnest(s_ids[1:lim], s_scores[1:lim]) with ordinality as u (id, score, ord)
+            inner join hipocampo_private.chunks as c on c.id = u.id
+            inner join hipocampo_private.documents as d on d.id = c.document_id
+            where c.embedding_model = model
+              and (hybrid_search.source_types is null or d.source_type = any(hybrid_search.source_types))
+              and (hybrid_search.metadata_filter is null or c.metadata @> hybrid_search.metadata_filter)
+              and d.status = 'active'
+              and (c.expires_at is null or c.expires_at > now())
+            order by u.ord
+            limit n_cand
+        ) as f;
+        exit when cardinality(l_ids) >= n_cand or cardinality(s_ids) <= n_cand * 4;
     end loop;
 
     -- Complete the scores: every candidate gets both signals (cosine for lexical-only hits,
     -- BM25 for dense-only hits), so the fusion compares like with like.
-    insert into pg_temp._hs_dense
-    select c.id, 1 - (c.embedding operator(extensions.<=>) query_embedding)
-    from pg_temp._hs_lex as l
-    inner join hipocampo_private.chunks as c on c.id = l.id
-    where not exists (select 1 from pg_temp._hs_dense as dd where dd.id = l.id)
+    select
+        d_ids || coalesce(array_agg(c.id), '{}'),
+        d_sims || coalesce(array_agg(1 - (c.embedding operator(extensions.<=>) query_embedding)), '{}')
+    into d_ids, d_sims
+    from hipocampo_private.chunks as c
+    where c.id = any(l_ids) and not c.id = any(d_ids)
       and 1 - (c.embedding operator(extensions.<=>) query_embedding) >= min_sim;
-    insert into pg_temp._hs_lex
-    select dd.id, coalesce(sum(
-        tm.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.chunk_length / tm.avg_len))
-    ), 0)
-    from pg_temp._hs_dense as dd
-    inner join hipocampo_private.chunks as c on c.id = dd.id
-    cross join pg_temp._hs_terms as tm
-    left join hipocampo_private.kb_postings as p
-        on p.tenant_id = t and p.kb_id = c.kb_id and p.lexeme = tm.lexeme and p.chunk_id = dd.id
-    where tm.kb_id = c.kb_id
-      and not exists (select 1 from pg_temp._hs_lex as l where l.id = dd.id)
-    group by dd.id;
-    -- Dense candidates in a KB without any query term score 0.
-    insert into pg_temp._hs_lex
-    select dd.id, 0 from pg_temp._hs_dense as dd
-    where not exists (select 1 from pg_temp._hs_lex as l where l.id = dd.id);
+    select l_ids || coalesce(array_agg(x.id), '{}'), l_scores || coalesce(array_agg(x.score), '{}')
+    into l_ids, l_scores
+    from (
+        select c.id, coalesce(sum(
+            tm.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.chunk_length / tm.avg_len))
+        ), 0) as score
+        from hipocampo_private.chunks as c
+        left join unnest(t_kb, t_lex, t_idf, t_avg) as tm (kb_id, lexeme, idf, avg_len)
+            on tm.kb_id = c.kb_id
+        left join hipocampo_private.kb_postings as p
+            on p.tenant_id = t and p.kb_id = c.kb_id and p.lexeme = tm.lexeme and p.chunk_id = c.id
+        where c.id = any(d_ids) and not c.id = any(l_ids)
+        group by c.id
+    ) as x;
 
-    -- Fusion over the union of both legs, then rerank; candidates into arrays for MMR.
-    drop table if exists pg_temp._hs_fused;
-    create temporary table _hs_fused (
-        id bigint primary key,
-        sim double precision,
-        score double precision,
-        fused double precision,
-        embedding extensions.vector,
-        published_at timestamptz,
-        created_at timestamptz,
-        final double precision
-    ) on commit drop;
-    insert into pg_temp._hs_fused
+    -- Fusion over the union of both legs, then rerank; ranked candidates into arrays.
     with dense as (
-        select dd.id, dd.sim,
-            row_number() over (order by dd.sim desc, dd.id) as rk,
-            (dd.sim - avg(dd.sim) over ()) / nullif(stddev_pop(dd.sim) over (), 0) as z
-        from pg_temp._hs_dense as dd
+        select u.id, u.sim,
+            row_number() over (order by u.sim desc, u.id) as rk,
+            (u.sim - avg(u.sim) over ()) / nullif(stddev_pop(u.sim) over (), 0) as z
+        from unnest(d_ids, d_sims) as u (id, sim)
     ),
     lex as (
-        select l.id, l.score,
-            row_number() over (order by l.score desc, l.id) as rk,
-            (l.score - avg(l.score) over ()) / nullif(stddev_pop(l.score) over (), 0) as z
-        from pg_temp._hs_lex as l
+        select u.id, u.score,
+            row_number() over (order by u.score desc, u.id) as rk,
+            (u.score - avg(u.score) over ()) / nullif(stddev_pop(u.score) over (), 0) as z
+        from unnest(l_ids, l_scores) as u (id, score)
     ),
     joined as (
         select coalesce(dense.id, lex.id) as id, dense.sim, lex.score,
@@ -389,44 +383,50 @@ begin
             (j.fused - min(j.fused) over ()) / nullif(max(j.fused) over () - min(j.fused) over (), 0)
                 as fused_unit
         from joined as j
-        -- by id array: the temporary tables have no statistics, and a hash join would scan chunks
-        inner join hipocampo_private.chunks as c
-            on c.id = j.id and c.id = any(array(select l.id from pg_temp._hs_lex as l))
+        inner join hipocampo_private.chunks as c on c.id = j.id
         inner join hipocampo_private.documents as d on d.id = c.document_id
+    ),
+    ranked as (
+        select s2.*,
+            case rr
+                when 'trust_recency' then
+                    coalesce(s2.fused_unit, 1) * 0.6 + s2.trust_score * 0.4
+                    + 0.2 * exp(
+                        -greatest(extract(epoch from now() - coalesce(s2.published_at, s2.created_at)), 0)
+                        / 86400.0 / half_life
+                    )
+                else s2.fused
+            end as final
+        from scored as s2
     )
-    select s2.id, s2.sim, s2.score, s2.fused, s2.embedding, s2.published_at, s2.created_at,
-        case rr
-            when 'trust_recency' then
-                coalesce(s2.fused_unit, 1) * 0.6 + s2.trust_score * 0.4
-                + 0.2 * exp(-greatest(extract(epoch from now() - coalesce(s2.published_at, s2.created_at)), 0)
-                    / 86400.0 / half_life)
-            else s2.fused
-        end as final
-    from scored as s2;
+    select
+        array_agg(x.id order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
+        array_agg(x.sim order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
+        array_agg(x.score order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
+        array_agg(x.fused order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
+        array_agg(x.final order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
+        array_agg(x.embedding order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id)
+    into f_ids, f_sim, f_score, f_fused, f_final, f_emb
+    from ranked as x;
 
-    select array_agg(f.id order by f.final desc, f.published_at desc nulls last, f.created_at desc, f.id),
-        array_agg(f.final order by f.final desc, f.published_at desc nulls last, f.created_at desc, f.id),
-        array_agg(f.embedding order by f.final desc, f.published_at desc nulls last, f.created_at desc, f.id)
-    into c_ids, c_rel, c_emb
-    from pg_temp._hs_fused as f;
-
-    -- MMR (lambda) with near-duplicate removal (cosine > dedupe_threshold).
-    if c_ids is not null then
-        taken := array_fill(false, array[cardinality(c_ids)]);
+    -- MMR (lambda) with near-duplicate removal (cosine > dedupe_threshold), over positions.
+    if f_ids is not null then
+        n := cardinality(f_ids);
+        taken := array_fill(false, array[n]);
         -- Relevance on a 0..1 scale for the MMR trade-off.
-        s := c_rel[1] - c_rel[cardinality(c_rel)];
-        for i in 1..cardinality(c_rel) loop
-            c_rel[i] := case when s > 0 then (c_rel[i] - c_rel[cardinality(c_rel)]) / s else 1 end;
+        c_rel := f_final;
+        s := f_final[1] - f_final[n];
+        for i in 1..n loop
+            c_rel[i] := case when s > 0 then (f_final[i] - f_final[n]) / s else 1 end;
         end loop;
-        while cardinality(sel_ids) < k loop
+        while cardinality(sel_pos) < k loop
             best := null;
             best_score := null;
-            for i in 1..cardinality(c_ids) loop
+            for i in 1..n loop
                 continue when taken[i];
                 max_sim := 0;
-                for j in 1..cardinality(sel_emb) loop
-                    max_sim := greatest(max_sim,
-                        1 - (c_emb[i] operator(extensions.<=>) sel_emb[j]));
+                foreach j in array sel_pos loop
+                    max_sim := greatest(max_sim, 1 - (f_emb[i] operator(extensions.<=>) f_emb[j]));
                 end loop;
                 if max_sim > dup then
                     taken[i] := true;
@@ -442,24 +442,24 @@ begin
             end loop;
             exit when best is null;
             taken[best] := true;
-            sel_ids := sel_ids || c_ids[best];
-            sel_emb := sel_emb || c_emb[best];
+            sel_pos := sel_pos || best;
         end loop;
     end if;
 
     return query
     select c.id, c.document_id, c.kb_id, c.chunk_index, c.content, c.metadata,
         d.title, d.source_uri, d.source_type, d.author, d.published_at, d.trust_score,
-        f.sim, f.score, f.fused, f.final, o.ord::integer
-    from unnest(sel_ids) with ordinality as o (id, ord)
-    inner join pg_temp._hs_fused as f on f.id = o.id
-    inner join hipocampo_private.chunks as c on c.id = o.id
+        f_sim[o.pos], f_score[o.pos], f_fused[o.pos], f_final[o.pos], o.ord::integer
+    from unnest(sel_pos) with ordinality as o (pos, ord)
+    inner join hipocampo_private.chunks as c on c.id = f_ids[o.pos]
     inner join hipocampo_private.documents as d on d.id = c.document_id
     order by o.ord;
 
-    perform hipocampo_private._touch_chunks(sel_ids, t);
+    perform hipocampo_private._touch_chunks(
+        array(select f_ids[x] from unnest(sel_pos) as x), t
+    );
     perform hipocampo_private._log_access(
-        t, 'hybrid_search', cardinality(sel_ids),
+        t, 'hybrid_search', cardinality(sel_pos),
         encode(sha256(convert_to(query_text, 'UTF8')), 'hex'),
         extract(epoch from clock_timestamp() - started) * 1000
     );
