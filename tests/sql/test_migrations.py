@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 
 from hipocampo import db as hdb
 
@@ -64,3 +66,22 @@ def test_global_config_is_seeded_from_config_toml(db: psycopg.Connection[dict[st
     assert row["config"]["retrieval"] == load_config()["retrieval"]
     model = db.execute("select name, dims, active from hipocampo_private.embedding_models where active").fetchone()
     assert model == {"name": "all-MiniLM-L6-v2", "dims": 384, "active": True}
+
+
+def test_a_configured_url_replaces_the_embedded_server(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With HIPOCAMPO_DATABASE_URL set, nothing is started and only migrations are applied."""
+    monkeypatch.setenv("HIPOCAMPO_DATABASE_URL", database_url)
+    monkeypatch.setenv("HIPOCAMPO_DATA_DIR", str(tmp_path / "never-created"))
+    calls: list[bool] = []
+    real = hdb.apply_migrations
+
+    def spy(url: str, *, shim: bool) -> hdb.MigrationResult:
+        calls.append(shim)
+        return real(url, shim=shim)
+
+    monkeypatch.setattr(hdb, "apply_migrations", spy)
+    assert hdb.ensure_database() == database_url
+    assert calls == [False]
+    assert not (tmp_path / "never-created").exists()
