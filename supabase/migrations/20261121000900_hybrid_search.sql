@@ -155,6 +155,7 @@ declare
     i integer;
     j integer;
     pass integer;
+    above bigint;
 begin
     if query_text is null or btrim(query_text) = '' then
         raise exception 'query_text must be 1..2000 characters (got an empty query)'
@@ -246,30 +247,36 @@ begin
         perform set_config('hnsw.ef_search',
             greatest(coalesce((r ->> 'hnsw_ef_search')::integer, 100), n_cand)::text, true);
     end if;
+    -- Nearest chunks first (chunk-level filters only), then document filters on those: the
+    -- best 4 * n_cand first, every chunk of the scope only when that leaves fewer than n_cand.
     dense_sql := format(
-        'select c.id, 1 - (c.embedding%1$s operator(extensions.<=>) $1) as sim '
+        'with nn as ('
+        'select c.id, c.document_id, 1 - (c.embedding%1$s operator(extensions.<=>) $1) as sim '
         'from hipocampo_private.chunks as c '
-        'join hipocampo_private.documents as d on d.id = c.document_id '
         'where c.tenant_id = $2 and c.kb_id = any($3) and c.embedding_model = $4 '
-        'and ($5::text[] is null or d.source_type = any($5)) '
         'and ($6::jsonb is null or c.metadata @> $6) '
-        'and d.status = ''active'' '
         'and (c.expires_at is null or c.expires_at > now()) '
         'order by (c.embedding%1$s operator(extensions.<=>) $1)%2$s '
-        'limit $7',
+        'limit $9), '
+        'ok as (select nn.id, nn.sim from nn '
+        'join hipocampo_private.documents as d on d.id = nn.document_id '
+        'where d.status = ''active'' and ($5::text[] is null or d.source_type = any($5)) '
+        'and nn.sim >= $8 order by nn.sim desc, nn.id limit $7) '
+        'select coalesce(array_agg(ok.id order by ok.sim desc, ok.id), ''{}''), '
+        'coalesce(array_agg(ok.sim order by ok.sim desc, ok.id), ''{}''), '
+        '(select count(*) from nn where nn.sim >= $8) from ok',
         case when scope_rows > exact_max then format('::extensions.vector(%s)', dims) else '' end,
         case when scope_rows > exact_max then '' else ' + 0' end
     );
-
-    -- Dense candidates, best first, above the similarity floor.
-    execute format(
-        'select coalesce(array_agg(x.id order by x.sim desc, x.id), ''{}''), '
-        'coalesce(array_agg(x.sim order by x.sim desc, x.id), ''{}'') from (%s) as x where x.sim >= $8',
-        dense_sql
-    )
-    into d_ids, d_sims
-    using query_embedding, t, scope, model, hybrid_search.source_types,
-          hybrid_search.metadata_filter, n_cand, min_sim;
+    for pass in 1..2 loop
+        lim := case when pass = 1 then n_cand * 4 else scope_rows + 1 end;
+        execute dense_sql
+        into d_ids, d_sims, above
+        using query_embedding, t, scope, model, hybrid_search.source_types,
+              hybrid_search.metadata_filter, n_cand, min_sim, lim;
+        -- Again without the limit only when document filters dropped candidates we need.
+        exit when cardinality(d_ids) >= n_cand or lim > scope_rows or above <= cardinality(d_ids);
+    end loop;
 
     -- Lexical leg: Okapi BM25 with OR semantics over the query's stemmed, unaccented lexemes
     -- (the KB's language), read from the inverted index kb_postings: one primary-key range per

@@ -96,8 +96,8 @@ def test_k_rows_under_a_selective_filter(db: psycopg.Connection[dict[str, Any]],
         "update hipocampo_private.settings set config = %s::jsonb where tenant_id = %s",
         (json.dumps({"retrieval": {"exact_scan_max_rows": exact_max}}), world.tenant_a),
     )
-    noise = [f"Texto de ruído número {i} sobre outro assunto qualquer." for i in range(300)]
-    for part in range(3):
+    noise = [f"Texto de ruído número {i} sobre outro assunto qualquer." for i in range(600)]
+    for part in range(6):  # 600 rows: more than the first pass reads (4 * 80)
         world.ingest(
             world.kb_a,
             f"noise{part}",
