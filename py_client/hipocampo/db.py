@@ -208,7 +208,7 @@ def apply_migrations(url: str, *, shim: bool) -> MigrationResult:
 def seed_config(conn: psycopg.Connection[Any]) -> None:
     """Seed the global config row from config.toml and register the configured embedding model."""
     cfg = load_config()
-    defaults = {k: cfg[k] for k in ("retrieval", "chunking", "embedding") if k in cfg}
+    defaults = {k: cfg[k] for k in ("retrieval", "chunking", "embedding", "memory") if k in cfg}
     emb = cfg.get("embedding", {})
     with conn.transaction():
         conn.execute("select hipocampo_private.seed_default_config(%s::jsonb)", (json.dumps(defaults),))
