@@ -29,7 +29,7 @@ create table hipocampo_private.memories (
     source_ref text,
     conversation_id uuid,
     pinned boolean not null default false,
-    tags text [] not null,
+    tags text[] not null,
     emotion text,
     intensity numeric(3, 1),
     life_domain text,
@@ -88,7 +88,7 @@ create index memories_expires_at_idx on hipocampo_private.memories (expires_at)
 where expires_at is not null;
 
 -- The unique-tags check needs a function: a CHECK cannot hold a subquery.
-create function hipocampo_private.tags_are_unique(tags text [])
+create function hipocampo_private.tags_are_unique(tags text[])
 returns boolean
 language sql
 immutable
@@ -235,7 +235,7 @@ as $$
     )
 $$;
 
-grant execute on function hipocampo_private.tags_are_unique(text []) to authenticated, service_role;
+grant execute on function hipocampo_private.tags_are_unique(text[]) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_event(uuid, uuid, uuid, text, text, jsonb)
 to authenticated, service_role;
 

@@ -23,6 +23,9 @@ TABLES = [
     "kb_postings",
     "ingestion_jobs",
     "data_access_log",
+    "memory_consents",
+    "memories",
+    "memory_events",
 ]
 TENANT_COLUMN = {"tenants": "id"}
 GLOBAL_TABLES = {"embedding_models"}  # shared registry, readable by all, written by service_role
@@ -72,7 +75,7 @@ def test_anon_is_refused_every_table(db: psycopg.Connection[dict[str, Any]], wor
         db.execute(f"select 1 from hipocampo_private.{table} limit 1")
 
 
-@pytest.mark.parametrize("table", [t for t in TABLES if t not in ("settings", "data_access_log")])
+@pytest.mark.parametrize("table", [t for t in TABLES if t not in ("settings", "data_access_log") and "memor" not in t])
 def test_service_role_sees_every_tenant(db: psycopg.Connection[dict[str, Any]], world: World, table: str) -> None:
     world.act("service_role")
     if table == "ingestion_jobs":
