@@ -51,3 +51,9 @@ def test_errors_are_clear(database_url: str) -> None:
     assert res.exit_code == 1 and "error [P0002]: unknown knowledge base: nao-existe" in res.output
     res = runner.invoke(app, ["kb", "list", "--tenant", "nobody-here"])
     assert res.exit_code == 1 and "unknown tenant 'nobody-here'" in res.output
+
+
+def test_worker_runs_memory_maintenance_once(database_url: str) -> None:
+    res = runner.invoke(app, ["worker", "--once"])
+    assert res.exit_code == 0, res.output
+    assert set(json.loads(res.output)) == {"decayed", "deactivated", "expired"}

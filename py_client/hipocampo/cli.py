@@ -306,6 +306,25 @@ def search(
 
 
 @app.command()
+def worker(
+    interval: Annotated[float, typer.Option(help="Seconds between runs.")] = 3600.0,
+    once: Annotated[bool, typer.Option("--once", help="Run once and exit.")] = False,
+) -> None:
+    """Run memory maintenance (decay, expiry) on a schedule: the local stand-in for pg_cron."""
+    import time
+
+    with _client() as client:
+        while True:
+            with client.transaction() as cur:
+                cur.execute("select hipocampo.run_memory_maintenance() as r")
+                row = cur.fetchone()
+            console.print(json.dumps(row["r"] if row else {}))
+            if once:
+                return
+            time.sleep(interval)
+
+
+@app.command()
 def demo(
     questions: Annotated[int, typer.Option(help="FaQuAD questions to show.")] = 5,
     evaluate_sets: Annotated[str, typer.Option("--evaluate", help="Comma-separated sets, or 'none'.")] = "faquad",
