@@ -116,3 +116,17 @@ def test_a_member_cannot_ingest(tmp_path: Path, database_url: str, counting: Cou
         member = root.as_actor(Actor.user(user, tid))
         with pytest.raises(PermissionDeniedError, match="only tenant admins can create knowledge bases"):
             ingest_paths(member, "kb", [tmp_path], counting, count_tokens)
+
+
+def test_identical_text_in_two_kbs_of_one_tenant(
+    tmp_path: Path, service_client: Hipocampo, counting: CountingEmbedder
+) -> None:
+    (tmp_path / "a.txt").write_text("O salão de festas fecha à meia-noite.", encoding="utf-8")
+    for kb in ("kb-um", "kb-dois"):
+        summary = ingest_paths(service_client, kb, [tmp_path], counting, count_tokens)
+        assert summary.chunks_written == 1, kb
+    for kb in ("kb-um", "kb-dois"):
+        hits = service_client.search(
+            "salão de festas", counting.embed_query("salão de festas"), kb_ids=[service_client.kb_id(kb)], match_count=1
+        )
+        assert [h.content for h in hits] == ["O salão de festas fecha à meia-noite."]

@@ -159,7 +159,9 @@ def ingest_documents(
                     "chunk_index": i,
                     "content": c.content,
                     "token_count": c.token_count,
-                    "content_hash": sha256(c.content),
+                    # Scoped to the KB: the unique (tenant, content_hash, model) then dedupes
+                    # within a knowledge base without taking a chunk away from another KB.
+                    "content_hash": sha256(f"{kb_id}:{c.content}"),
                     "metadata": {**c.metadata, "title": it.doc.title},
                     "embedding": next(vectors),
                 }
