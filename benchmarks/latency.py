@@ -31,6 +31,7 @@ from hipocampo.ingest import sha256
 
 BEGIN, END = "<!-- latency:begin -->", "<!-- latency:end -->"
 K = 5
+CLIENTS = (1, 4)
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -181,8 +182,8 @@ def main() -> None:
         results: list[tuple[str, dict[str, Any]]] = []
         for path, value in (("exact", None), ("hnsw", 0)):
             set_exact_max(root, scopes, value)
-            run_queries(url, scopes, queries, 1, 30)  # warm-up
-            for clients in (1, 4):
+            run_queries(url, scopes, queries, 1, 2 * len(scopes))  # warm-up: every tenant twice
+            for clients in CLIENTS:
                 r = run_queries(url, scopes, queries, clients, args.queries)
                 print(f"{path:5} clients={clients} {r}", flush=True)
                 results.append((path, r))

