@@ -26,6 +26,70 @@ grant execute on function hipocampo_private._touch_chunks(bigint[], uuid)
 to authenticated, service_role;
 
 /*
+_mmr(embeddings vector[], relevance double precision[], k integer, lambda double precision,
+  dup double precision) -> integer[]
+
+Purpose: maximal marginal relevance over candidates already ranked best first: repeatedly pick
+  argmax(lambda * relevance - (1 - lambda) * max cosine to the picked ones), skipping any
+  candidate whose cosine to a picked one exceeds dup (near-duplicate). lambda = 1 keeps the
+  ranking and only drops near-duplicates.
+Returns: the positions (1-based) of at most k picked candidates, in pick order.
+Example: select hipocampo_private._mmr(array[…]::extensions.vector[], array[1, 0.5], 5, 0.5, 0.97);
+*/
+create function hipocampo_private._mmr(
+    embeddings extensions.vector[], relevance double precision[], k integer,
+    lambda double precision, dup double precision
+)
+returns integer[]
+language plpgsql
+immutable
+security invoker
+set search_path = ''
+as $$
+declare
+    n integer := coalesce(cardinality(embeddings), 0);
+    taken boolean[] := array_fill(false, array[greatest(n, 1)]);
+    picked integer[] := '{}';
+    best integer;
+    best_score double precision;
+    s double precision;
+    max_sim double precision;
+    i integer;
+    j integer;
+begin
+    while cardinality(picked) < k loop
+        best := null;
+        for i in 1..n loop
+            continue when taken[i];
+            max_sim := 0;
+            foreach j in array picked loop
+                max_sim := greatest(max_sim, 1 - (embeddings[i] operator(extensions.<=>) embeddings[j]));
+            end loop;
+            if max_sim > dup then
+                taken[i] := true;
+                continue;
+            end if;
+            s := lambda * relevance[i] - (1 - lambda) * max_sim;
+            if best is null or s > best_score then
+                best := i;
+                best_score := s;
+            end if;
+            -- With lambda = 1 the first remaining candidate is the best.
+            exit when lambda = 1;
+        end loop;
+        exit when best is null;
+        taken[best] := true;
+        picked := picked || best;
+    end loop;
+    return picked;
+end;
+$$;
+
+grant execute on function hipocampo_private._mmr(
+    extensions.vector[], double precision[], integer, double precision, double precision
+) to authenticated, service_role;
+
+/*
 hybrid_search(query_text text, query_embedding vector, kb_ids uuid[] default null,
   source_types text[] default null, metadata_filter jsonb default null,
   match_count integer default null, min_similarity double precision default null,
@@ -147,13 +211,8 @@ declare
     c_rel double precision [];
     sel_pos integer [] := '{}';
     n integer;
-    taken boolean [];
-    best integer;
-    best_score double precision;
     s double precision;
-    max_sim double precision;
     i integer;
-    j integer;
     pass integer;
     above bigint;
 begin
@@ -416,41 +475,16 @@ begin
     into f_ids, f_sim, f_score, f_fused, f_final, f_emb
     from ranked as x;
 
-    -- MMR (lambda) with near-duplicate removal (cosine > dedupe_threshold), over positions.
+    -- MMR (lambda) with near-duplicate removal (cosine > dedupe_threshold), over positions;
+    -- relevance on a 0..1 scale for the trade-off.
     if f_ids is not null then
         n := cardinality(f_ids);
-        taken := array_fill(false, array[n]);
-        -- Relevance on a 0..1 scale for the MMR trade-off.
         c_rel := f_final;
         s := f_final[1] - f_final[n];
         for i in 1..n loop
             c_rel[i] := case when s > 0 then (f_final[i] - f_final[n]) / s else 1 end;
         end loop;
-        while cardinality(sel_pos) < k loop
-            best := null;
-            best_score := null;
-            for i in 1..n loop
-                continue when taken[i];
-                max_sim := 0;
-                foreach j in array sel_pos loop
-                    max_sim := greatest(max_sim, 1 - (f_emb[i] operator(extensions.<=>) f_emb[j]));
-                end loop;
-                if max_sim > dup then
-                    taken[i] := true;
-                    continue;
-                end if;
-                s := lambda * c_rel[i] - (1 - lambda) * max_sim;
-                if best is null or s > best_score then
-                    best := i;
-                    best_score := s;
-                end if;
-                -- With lambda = 1 the first remaining candidate is the best.
-                exit when lambda = 1;
-            end loop;
-            exit when best is null;
-            taken[best] := true;
-            sel_pos := sel_pos || best;
-        end loop;
+        sel_pos := hipocampo_private._mmr(f_emb, c_rel, k, lambda, dup);
     end if;
 
     return query

@@ -539,13 +539,6 @@ declare
     scores double precision [];
     embs extensions.vector [];
     sel integer [] := '{}';
-    taken boolean [];
-    best integer;
-    best_score double precision;
-    s double precision;
-    max_sim double precision;
-    i integer;
-    j integer;
 begin
     if mode not in ('context', 'answer') then
         raise exception 'mode must be context or answer (got %)', mode using errcode = '22023';
@@ -594,30 +587,8 @@ begin
     where x.score >= threshold;
 
     if ids is not null then
-        taken := array_fill(false, array[cardinality(ids)]);
-        while cardinality(sel) < k loop
-            best := null;
-            for i in 1..cardinality(ids) loop
-                continue when taken[i];
-                max_sim := 0;
-                foreach j in array sel loop
-                    max_sim := greatest(max_sim, 1 - (embs[i] operator(extensions.<=>) embs[j]));
-                end loop;
-                if max_sim > dup then
-                    taken[i] := true;
-                    continue;
-                end if;
-                -- MMR on the 0..1 relevance scale of the scores.
-                s := lambda * scores[i] - (1 - lambda) * max_sim;
-                if best is null or s > best_score then
-                    best := i;
-                    best_score := s;
-                end if;
-            end loop;
-            exit when best is null;
-            taken[best] := true;
-            sel := sel || best;
-        end loop;
+        -- MMR on the scores, near-duplicates dropped (shared with hybrid_search).
+        sel := hipocampo_private._mmr(embs, scores, k, lambda, dup);
     end if;
 
     return query
