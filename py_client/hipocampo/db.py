@@ -42,6 +42,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 # Advisory-lock key serialising concurrent migration runs ("hipocampo" in ASCII, truncated).
 _MIGRATION_LOCK = 0x686970_6F63
+# config.toml sections seeded into the global config row (the one place thresholds live).
+CONFIG_SECTIONS = ("retrieval", "chunking", "embedding", "memory", "conversations", "sessions")
 
 
 def external_url() -> str | None:
@@ -232,7 +234,7 @@ def apply_migrations(url: str, *, shim: bool) -> MigrationResult:
 def seed_config(conn: psycopg.Connection[Any]) -> None:
     """Seed the global config row from config.toml and register the configured embedding model."""
     cfg = load_config()
-    defaults = {k: cfg[k] for k in ("retrieval", "chunking", "embedding", "memory") if k in cfg}
+    defaults = {k: cfg[k] for k in CONFIG_SECTIONS if k in cfg}
     emb = cfg.get("embedding", {})
     with conn.transaction():
         conn.execute("select hipocampo_private.seed_default_config(%s::jsonb)", (json.dumps(defaults),))

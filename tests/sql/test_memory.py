@@ -13,49 +13,9 @@ import pytest
 from psycopg.rows import dict_row
 
 from ..conftest import World, unit_vector, vec_text
+from .memory_helpers import events, remember
 
 Conn = psycopg.Connection[dict[str, Any]]
-
-
-def remember(
-    db: Conn,
-    key: str,
-    value: Any,
-    description: str,
-    category: str | None = "preference",
-    seed: int | None = None,
-    **named: Any,
-) -> dict[str, Any]:
-    args = {
-        "key": key,
-        "value": json.dumps(value),
-        "description": description,
-        "category": category,
-        "embedding": vec_text(unit_vector(seed if seed is not None else hash(key) % 10_000)),
-        **named,
-    }
-    casts = {"value": "::jsonb", "embedding": "::extensions.vector", "tags": "::text[]"}
-    sql = ", ".join(f"{k} => %({k})s{casts.get(k, '')}" for k in args)
-    row = db.execute(f"select hipocampo.remember({sql}) as r", args).fetchone()
-    assert row is not None
-    return dict(row["r"])
-
-
-@pytest.fixture
-def user_a(db: Conn, world: World) -> World:
-    """member_a of tenant A, acting, with consent given."""
-    world.act("authenticated", world.member_a, world.tenant_a)
-    db.execute("select hipocampo.set_memory_consent(true)")
-    return world
-
-
-def events(db: Conn, world: World, event: str) -> list[dict[str, Any]]:
-    world.act("service_role")
-    rows = db.execute(
-        "select * from hipocampo_private.memory_events where tenant_id = %s and event = %s order by id",
-        (world.tenant_a, event),
-    ).fetchall()
-    return rows
 
 
 # -- the gate --------------------------------------------------------------------------------------
@@ -321,13 +281,23 @@ def test_decay_deactivation_and_expiry(db: Conn, user_a: World) -> None:
         assert row is not None
         return dict(row["r"])
 
-    assert run("2026-03-01") == {"decayed": 0, "deactivated": 0, "expired": 0}
-    assert run("2026-04-02") == {"decayed": 1, "deactivated": 0, "expired": 0}  # 91 days without access
-    assert run("2026-04-10") == {"decayed": 0, "deactivated": 0, "expired": 0}  # once per period
-    assert run("2026-07-02") == {"decayed": 1, "deactivated": 0, "expired": 0}
-    assert run("2026-10-01") == {"decayed": 1, "deactivated": 0, "expired": 0}
-    assert run("2026-12-31") == {"decayed": 1, "deactivated": 0, "expired": 1}  # 0.32 left; TTL passed
-    assert run("2027-04-01") == {"decayed": 1, "deactivated": 1, "expired": 0}  # 0.22 < 0.3
+    assert run("2026-03-01") == {"decayed": 0, "deactivated": 0, "expired": 0, "staging_purged": 0}
+    assert run("2026-04-02") == {
+        "decayed": 1,
+        "deactivated": 0,
+        "expired": 0,
+        "staging_purged": 0,
+    }  # 91 days without access
+    assert run("2026-04-10") == {"decayed": 0, "deactivated": 0, "expired": 0, "staging_purged": 0}  # once per period
+    assert run("2026-07-02") == {"decayed": 1, "deactivated": 0, "expired": 0, "staging_purged": 0}
+    assert run("2026-10-01") == {"decayed": 1, "deactivated": 0, "expired": 0, "staging_purged": 0}
+    assert run("2026-12-31") == {
+        "decayed": 1,
+        "deactivated": 0,
+        "expired": 1,
+        "staging_purged": 0,
+    }  # 0.32 left; TTL passed
+    assert run("2027-04-01") == {"decayed": 1, "deactivated": 1, "expired": 0, "staging_purged": 0}  # 0.22 < 0.3
     status = {
         str(r["id"]): (r["status"], round(r["confidence"], 2))
         for r in db.execute("select id, status, confidence from hipocampo_private.memories").fetchall()

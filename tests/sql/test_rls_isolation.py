@@ -26,8 +26,13 @@ TABLES = [
     "memory_consents",
     "memories",
     "memory_events",
+    "memory_staging",
+    "messages",
+    "conversation_summaries",
+    "sessions",
 ]
 TENANT_COLUMN = {"tenants": "id"}
+PERSONAL_TABLES = {"messages", "conversation_summaries", "sessions"}  # rows of one user, tested in test_conversations
 GLOBAL_TABLES = {"embedding_models"}  # shared registry, readable by all, written by service_role
 
 
@@ -75,7 +80,10 @@ def test_anon_is_refused_every_table(db: psycopg.Connection[dict[str, Any]], wor
         db.execute(f"select 1 from hipocampo_private.{table} limit 1")
 
 
-@pytest.mark.parametrize("table", [t for t in TABLES if t not in ("settings", "data_access_log") and "memor" not in t])
+@pytest.mark.parametrize(
+    "table",
+    [t for t in TABLES if t not in ("settings", "data_access_log") and "memor" not in t and t not in PERSONAL_TABLES],
+)
 def test_service_role_sees_every_tenant(db: psycopg.Connection[dict[str, Any]], world: World, table: str) -> None:
     world.act("service_role")
     if table == "ingestion_jobs":

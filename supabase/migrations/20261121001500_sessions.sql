@@ -1,0 +1,455 @@
+-- Session context in Postgres (Supabase has no Redis): last N messages, summary, tools used and
+-- pending confirmations, with an inactivity TTL renewed by activity, an absolute maximum, and a
+-- cap on concurrent sessions per user. Expired sessions are unreadable (RLS) and purged.
+-- Durations come from the config section `sessions` (tenant-configurable within bounds).
+
+create table hipocampo_private.sessions (
+    id uuid primary key default gen_random_uuid(),
+    tenant_id uuid not null references hipocampo_private.tenants (id) on delete cascade,
+    user_id uuid not null,
+    conversation_id uuid not null,
+    -- {"messages": [last N], "summary": text | null, "tools_used": [text]}
+    data jsonb not null default '{"messages": [], "summary": null, "tools_used": []}'::jsonb,
+    -- [{"id", "action", "payload", "expires_at"}]
+    pending_confirmations jsonb not null default '[]'::jsonb,
+    created_at timestamptz not null default now(),
+    last_activity_at timestamptz not null default now(),
+    -- Effective expiry: least(last activity + inactivity TTL, absolute_expires_at).
+    expires_at timestamptz not null,
+    absolute_expires_at timestamptz not null,
+    constraint sessions_data_is_object check (jsonb_typeof(data) = 'object'),
+    constraint sessions_pending_is_array check (jsonb_typeof(pending_confirmations) = 'array'),
+    constraint sessions_expiry_order check (expires_at <= absolute_expires_at)
+);
+
+-- RLS filters on (tenant_id, user_id) and expiry; the purge scans expires_at.
+create index sessions_tenant_user_idx on hipocampo_private.sessions (tenant_id, user_id, expires_at);
+create index sessions_expires_at_idx on hipocampo_private.sessions (expires_at);
+
+alter table hipocampo_private.sessions enable row level security;
+
+grant select, insert, update, delete on hipocampo_private.sessions to authenticated;
+grant all on hipocampo_private.sessions to service_role;
+
+create policy "users read their own live sessions"
+on hipocampo_private.sessions
+for select
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and user_id = (select auth.uid())
+    and expires_at > now()
+);
+
+create policy "users open their own sessions"
+on hipocampo_private.sessions
+for insert
+to authenticated
+with check (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and user_id = (select auth.uid())
+);
+
+create policy "users update their own live sessions"
+on hipocampo_private.sessions
+for update
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and user_id = (select auth.uid())
+    and expires_at > now()
+)
+with check (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and user_id = (select auth.uid())
+);
+
+create policy "users close their own sessions"
+on hipocampo_private.sessions
+for delete
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and user_id = (select auth.uid())
+);
+
+comment on table hipocampo_private.sessions is
+'Session context (last messages, summary, tools, pending confirmations) with TTLs; expired rows are unreadable.';
+
+/*
+_session(session_id uuid, renew boolean) -> hipocampo_private.sessions
+
+Purpose: the caller's live session, locked; renewed (last_activity_at = now(), expires_at =
+  least(now() + inactivity TTL, absolute_expires_at)) when renew.
+Errors: P0002 "unknown or expired session".
+*/
+create function hipocampo_private._session(session_id uuid, renew boolean)
+returns hipocampo_private.sessions
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    s hipocampo_private.sessions;
+    cfg jsonb;
+begin
+    select * into s from hipocampo_private.sessions as x
+    where x.id = _session.session_id and x.expires_at > now()
+      and ((select auth.uid()) is null or x.user_id = (select auth.uid()))
+    for update;
+    if s.id is null then
+        raise exception 'unknown or expired session: %', session_id using errcode = 'P0002';
+    end if;
+    if renew then
+        cfg := coalesce(hipocampo.effective_config(s.tenant_id) -> 'sessions', '{}'::jsonb);
+        update hipocampo_private.sessions as x
+        set last_activity_at = now(),
+            expires_at = least(
+                now() + make_interval(mins => coalesce((cfg ->> 'inactivity_ttl_minutes')::integer, 10)),
+                x.absolute_expires_at
+            )
+        where x.id = s.id
+        returning * into s;
+    end if;
+    return s;
+end;
+$$;
+
+/*
+_session_view(s hipocampo_private.sessions) -> jsonb
+
+Purpose: a session as the API returns it; expired pending confirmations left out.
+*/
+create function hipocampo_private._session_view(s hipocampo_private.sessions)
+returns jsonb
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select jsonb_build_object(
+        'session_id', s.id, 'conversation_id', s.conversation_id,
+        'messages', coalesce(s.data -> 'messages', '[]'::jsonb),
+        'summary', s.data -> 'summary',
+        'tools_used', coalesce(s.data -> 'tools_used', '[]'::jsonb),
+        'pending_confirmations', coalesce((
+            select jsonb_agg(p order by p ->> 'expires_at')
+            from jsonb_array_elements(s.pending_confirmations) as p
+            where (p ->> 'expires_at')::timestamptz > now()
+        ), '[]'::jsonb),
+        'created_at', s.created_at, 'last_activity_at', s.last_activity_at,
+        'expires_at', s.expires_at, 'absolute_expires_at', s.absolute_expires_at
+    )
+$$;
+
+/*
+open_session(conversation_id uuid default null, user_id uuid default null, tenant_id uuid default null)
+  -> jsonb
+
+Purpose: open a session for the caller. Expires after sessions.inactivity_ttl_minutes without
+  activity (renewed by activity) and at the latest sessions.absolute_max_minutes after opening.
+  A user has at most sessions.max_concurrent live sessions: opening one more closes the least
+  recently active ones (listed in "evicted").
+Parameters: conversation_id (default: a new one); user_id / tenant_id only for service_role.
+Returns: the session (see get_session) plus {"evicted": [session ids]}.
+Example: select hipocampo.open_session();
+*/
+create function hipocampo.open_session(
+    conversation_id uuid default null, user_id uuid default null, tenant_id uuid default null
+)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    a record := hipocampo_private._memory_actor(open_session.user_id, open_session.tenant_id);
+    cfg jsonb := coalesce(hipocampo.effective_config(a.actor_tenant) -> 'sessions', '{}'::jsonb);
+    max_live integer := coalesce((cfg ->> 'max_concurrent')::integer, 3);
+    absolute timestamptz := now() + make_interval(mins => coalesce((cfg ->> 'absolute_max_minutes')::integer, 120));
+    s hipocampo_private.sessions;
+    evicted uuid [];
+begin
+    -- One opener per user at a time, so the cap holds under concurrency.
+    perform pg_advisory_xact_lock(hashtextextended('session/' || a.actor_tenant::text || '/' || a.actor_user::text, 0));
+    with doomed as (
+        select x.id from hipocampo_private.sessions as x
+        where x.tenant_id = a.actor_tenant and x.user_id = a.actor_user and x.expires_at > now()
+        order by x.last_activity_at desc, x.created_at desc
+        offset greatest(max_live - 1, 0)
+    ), gone as (
+        delete from hipocampo_private.sessions as x using doomed as d where x.id = d.id returning x.id
+    )
+    select coalesce(array_agg(g.id), '{}') into evicted from gone as g;
+    insert into hipocampo_private.sessions (
+        tenant_id, user_id, conversation_id, expires_at, absolute_expires_at
+    ) values (
+        a.actor_tenant, a.actor_user, coalesce(open_session.conversation_id, gen_random_uuid()),
+        least(now() + make_interval(mins => coalesce((cfg ->> 'inactivity_ttl_minutes')::integer, 10)), absolute),
+        absolute
+    ) returning * into s;
+    return hipocampo_private._session_view(s) || jsonb_build_object('evicted', to_jsonb(evicted));
+end;
+$$;
+
+/*
+get_session(session_id uuid, renew boolean default true) -> jsonb
+
+Purpose: read a live session (reading is activity: renews the TTL unless renew is false).
+Returns: {"session_id", "conversation_id", "messages": [last N], "summary", "tools_used",
+  "pending_confirmations": [live ones], "created_at", "last_activity_at", "expires_at",
+  "absolute_expires_at"}.
+Errors: P0002 "unknown or expired session".
+Example: select hipocampo.get_session('…');
+*/
+create function hipocampo.get_session(session_id uuid, renew boolean default true)
+returns jsonb
+language sql
+security invoker
+set search_path = ''
+as $$
+    select hipocampo_private._session_view(hipocampo_private._session(session_id, renew))
+$$;
+
+/*
+session_add_message(session_id uuid, role text, content text, modality text default 'chat',
+  attachments jsonb default '[]', embedding vector default null, metadata jsonb default '{}') -> bigint
+
+Purpose: add a message to the session's conversation history (hipocampo.add_message) and to the
+  session's last sessions.last_messages messages; renews the session.
+Returns: the message id.
+Errors: P0002 "unknown or expired session"; as add_message.
+Example: select hipocampo.session_add_message('…', 'user', 'Oi, preciso da segunda via');
+*/
+create function hipocampo.session_add_message(
+    session_id uuid,
+    role text,
+    content text,
+    modality text default 'chat',
+    attachments jsonb default '[]'::jsonb,
+    embedding extensions.vector default null,
+    metadata jsonb default '{}'::jsonb
+)
+returns bigint
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    s hipocampo_private.sessions := hipocampo_private._session(session_add_message.session_id, true);
+    keep integer := coalesce(
+        (hipocampo.effective_config(s.tenant_id) -> 'sessions' ->> 'last_messages')::integer, 20);
+    message_id bigint;
+begin
+    message_id := hipocampo.add_message(
+        s.conversation_id, role, content, modality, attachments, embedding, metadata,
+        user_id => s.user_id, tenant_id => s.tenant_id
+    );
+    update hipocampo_private.sessions as x
+    set data = jsonb_set(x.data, '{messages}', coalesce((
+        select jsonb_agg(m.value order by m.ord)
+        from (
+            select e.value, e.ord from jsonb_array_elements(
+                coalesce(x.data -> 'messages', '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
+                    'id', message_id, 'role', session_add_message.role, 'content', session_add_message.content,
+                    'modality', coalesce(session_add_message.modality, 'chat'), 'created_at', now()
+                ))
+            ) with ordinality as e (value, ord)
+            order by e.ord desc
+            limit keep
+        ) as m
+    ), '[]'::jsonb))
+    where x.id = s.id;
+    return message_id;
+end;
+$$;
+
+/*
+update_session(session_id uuid, summary text default null, tool text default null) -> jsonb
+
+Purpose: set the session's summary and/or record a tool used (each tool listed once); renews.
+Returns: the session (see get_session).
+Errors: P0002 "unknown or expired session".
+Example: select hipocampo.update_session('…', tool => 'hybrid_search');
+*/
+create function hipocampo.update_session(session_id uuid, summary text default null, tool text default null)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    s hipocampo_private.sessions := hipocampo_private._session(update_session.session_id, true);
+begin
+    update hipocampo_private.sessions as x
+    set data = x.data
+        || case when update_session.summary is null then '{}'::jsonb
+                else jsonb_build_object('summary', update_session.summary) end
+        || case when update_session.tool is null
+                  or coalesce(x.data -> 'tools_used', '[]'::jsonb) ? update_session.tool then '{}'::jsonb
+                else jsonb_build_object('tools_used',
+                    coalesce(x.data -> 'tools_used', '[]'::jsonb) || to_jsonb(update_session.tool)) end
+    where x.id = s.id
+    returning * into s;
+    return hipocampo_private._session_view(s);
+end;
+$$;
+
+/*
+add_pending_confirmation(session_id uuid, action text, payload jsonb default '{}') -> jsonb
+
+Purpose: park an action awaiting the user's confirmation ("confirma o envio?"). It expires after
+  sessions.pending_confirmation_minutes (5, fixed: tenants cannot change it); renews the session.
+Returns: {"id", "action", "payload", "expires_at"}.
+Errors: P0002 "unknown or expired session"; 22023 empty action.
+Example: select hipocampo.add_pending_confirmation('…', 'send_invoice', '{"invoice": 12}');
+*/
+create function hipocampo.add_pending_confirmation(session_id uuid, action text, payload jsonb default '{}'::jsonb)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    s hipocampo_private.sessions := hipocampo_private._session(add_pending_confirmation.session_id, true);
+    item jsonb;
+begin
+    if action is null or btrim(action) = '' then
+        raise exception 'a pending confirmation needs an action' using errcode = '22023';
+    end if;
+    item := jsonb_build_object(
+        'id', gen_random_uuid(), 'action', action, 'payload', coalesce(payload, '{}'::jsonb),
+        'expires_at', now() + make_interval(mins => coalesce(
+            (hipocampo.effective_config(s.tenant_id) -> 'sessions' ->> 'pending_confirmation_minutes')::integer, 5))
+    );
+    update hipocampo_private.sessions as x
+    set pending_confirmations = coalesce((
+        select jsonb_agg(p) from jsonb_array_elements(x.pending_confirmations) as p
+        where (p ->> 'expires_at')::timestamptz > now()
+    ), '[]'::jsonb) || jsonb_build_array(item)
+    where x.id = s.id;
+    return item;
+end;
+$$;
+
+/*
+resolve_pending_confirmation(session_id uuid, confirmation_id uuid) -> jsonb
+
+Purpose: take a pending confirmation out of the session (the user answered); renews the session.
+Returns: the confirmation {"id", "action", "payload", "expires_at"}.
+Errors: P0002 "unknown or expired session"; P0002 "unknown or expired confirmation" (past its
+  5 minutes: the action must be asked again).
+Example: select hipocampo.resolve_pending_confirmation('…', '…');
+*/
+create function hipocampo.resolve_pending_confirmation(session_id uuid, confirmation_id uuid)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    s hipocampo_private.sessions := hipocampo_private._session(resolve_pending_confirmation.session_id, true);
+    item jsonb;
+begin
+    select p into item from jsonb_array_elements(s.pending_confirmations) as p
+    where p ->> 'id' = confirmation_id::text and (p ->> 'expires_at')::timestamptz > now();
+    update hipocampo_private.sessions as x
+    set pending_confirmations = coalesce((
+        select jsonb_agg(p) from jsonb_array_elements(x.pending_confirmations) as p
+        where (p ->> 'expires_at')::timestamptz > now() and p ->> 'id' <> confirmation_id::text
+    ), '[]'::jsonb)
+    where x.id = s.id;
+    if item is null then
+        raise exception 'unknown or expired confirmation: %', confirmation_id using errcode = 'P0002',
+            hint = 'pending confirmations expire after sessions.pending_confirmation_minutes; ask again';
+    end if;
+    return item;
+end;
+$$;
+
+/*
+close_session(session_id uuid) -> boolean
+
+Purpose: end a session now (its conversation history stays).
+Returns: true when a session was closed.
+Example: select hipocampo.close_session('…');
+*/
+create function hipocampo.close_session(session_id uuid)
+returns boolean
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    n integer;
+begin
+    delete from hipocampo_private.sessions as x
+    where x.id = close_session.session_id
+      and ((select auth.uid()) is null or x.user_id = (select auth.uid()));
+    get diagnostics n = row_count;
+    return n > 0;
+end;
+$$;
+
+/*
+purge_sessions(now timestamptz default now()) -> integer
+
+Purpose: delete expired sessions (inactivity TTL or absolute maximum passed). Scheduled every
+  5 minutes with pg_cron where it exists; locally `hipocampo worker`.
+Returns: the number of sessions deleted.
+Example: select hipocampo.purge_sessions();
+*/
+create function hipocampo.purge_sessions(now timestamptz default now())
+returns integer
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    n integer;
+begin
+    delete from hipocampo_private.sessions as x where x.expires_at <= purge_sessions.now;
+    get diagnostics n = row_count;
+    return n;
+end;
+$$;
+
+grant execute on function hipocampo_private._session(uuid, boolean) to authenticated, service_role;
+grant execute on function hipocampo_private._session_view(hipocampo_private.sessions)
+to authenticated, service_role;
+grant execute on function hipocampo.open_session(uuid, uuid, uuid) to authenticated, service_role;
+grant execute on function hipocampo.get_session(uuid, boolean) to authenticated, service_role;
+grant execute on function hipocampo.session_add_message(
+    uuid, text, text, text, jsonb, extensions.vector, jsonb
+) to authenticated, service_role;
+grant execute on function hipocampo.update_session(uuid, text, text) to authenticated, service_role;
+grant execute on function hipocampo.add_pending_confirmation(uuid, text, jsonb) to authenticated, service_role;
+grant execute on function hipocampo.resolve_pending_confirmation(uuid, uuid) to authenticated, service_role;
+grant execute on function hipocampo.close_session(uuid) to authenticated, service_role;
+grant execute on function hipocampo.purge_sessions(timestamptz) to service_role;
+
+comment on function hipocampo.open_session(uuid, uuid, uuid) is
+'Open a session (inactivity TTL, absolute maximum, at most N live per user).';
+comment on function hipocampo.get_session(uuid, boolean) is 'Read (and renew) a live session.';
+comment on function hipocampo.session_add_message(uuid, text, text, text, jsonb, extensions.vector, jsonb) is
+'Add a message to the session and its conversation history; renews the session.';
+comment on function hipocampo.update_session(uuid, text, text) is 'Set a session''s summary or record a tool used.';
+comment on function hipocampo.add_pending_confirmation(uuid, text, jsonb) is
+'Park an action awaiting confirmation (expires after 5 minutes).';
+comment on function hipocampo.resolve_pending_confirmation(uuid, uuid) is
+'Take an answered pending confirmation out of the session.';
+comment on function hipocampo.close_session(uuid) is 'End a session now.';
+comment on function hipocampo.purge_sessions(timestamptz) is 'Delete expired sessions.';
+
+-- Purge expired sessions every 5 minutes where pg_cron exists (Supabase); skip cleanly otherwise.
+do $$
+begin
+    if exists (select 1 from pg_catalog.pg_extension where extname = 'pg_cron') then
+        perform cron.schedule('hipocampo-session-purge', '*/5 * * * *', 'select hipocampo.purge_sessions()');
+    end if;
+end
+$$;
+
+-- Revoke by default: PUBLIC keeps no EXECUTE; only the explicit grants above hold.
+revoke execute on all functions in schema hipocampo from public;
+revoke execute on all functions in schema hipocampo_private from public;
