@@ -7,10 +7,22 @@ from .errors import (
     HipocampoError,
     InvalidInputError,
     LoaderError,
+    MemoryRejected,
     NotFoundError,
     PermissionDeniedError,
 )
-from .models import DocumentResult, IngestSummary, KnowledgeBase, SearchHit
+from .memory import Memory
+from .models import (
+    DocumentResult,
+    HistoryHit,
+    IngestSummary,
+    KnowledgeBase,
+    MemoryHit,
+    MemoryRecord,
+    Recall,
+    RememberResult,
+    SearchHit,
+)
 
 __version__ = "0.1.0"
 
@@ -21,12 +33,19 @@ __all__ = [
     "EmbeddingError",
     "Hipocampo",
     "HipocampoError",
+    "HistoryHit",
     "IngestSummary",
     "InvalidInputError",
     "KnowledgeBase",
     "LoaderError",
+    "Memory",
+    "MemoryHit",
+    "MemoryRecord",
+    "MemoryRejected",
     "NotFoundError",
     "PermissionDeniedError",
+    "Recall",
+    "RememberResult",
     "SearchHit",
     "__version__",
 ]

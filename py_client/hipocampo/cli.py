@@ -310,13 +310,17 @@ def worker(
     interval: Annotated[float, typer.Option(help="Seconds between runs.")] = 3600.0,
     once: Annotated[bool, typer.Option("--once", help="Run once and exit.")] = False,
 ) -> None:
-    """Run memory maintenance (decay, expiry) on a schedule: the local stand-in for pg_cron."""
+    """Run maintenance on a schedule (memory decay/expiry, staging purge, expired sessions): the
+    local stand-in for pg_cron."""
     import time
 
     with _client() as client:
         while True:
             with client.transaction() as cur:
-                cur.execute("select hipocampo.run_memory_maintenance() as r")
+                cur.execute(
+                    "select hipocampo.run_memory_maintenance() || jsonb_build_object("
+                    "'sessions_purged', hipocampo.purge_sessions()) as r"
+                )
                 row = cur.fetchone()
             console.print(json.dumps(row["r"] if row else {}))
             if once:
@@ -339,6 +343,14 @@ def demo(
         evaluate_sets=[] if evaluate_sets == "none" else evaluate_sets.split(","),
     )
 
+
+def _register_memory() -> None:
+    from .cli_memory import memory_app
+
+    app.add_typer(memory_app, name="memory")
+
+
+_register_memory()
 
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -10,6 +10,7 @@ __all__ = [
     "HipocampoError",
     "InvalidInputError",
     "LoaderError",
+    "MemoryRejected",
     "NotFoundError",
     "PermissionDeniedError",
     "from_db_error",
@@ -49,9 +50,25 @@ class LoaderError(HipocampoError):
     """A file cannot be loaded: unsupported type, corrupt or empty."""
 
 
+class MemoryRejected(HipocampoError):
+    """The memory gate refused a write (recorded in memory_events with its reason).
+
+    ``reason`` is one of no_consent (42501), missing_category (23502), low_confidence (22003),
+    too_short / noise / personal_data / sensitive_data (22023), too_long (22001), quota (53400),
+    explicit_user_wins (55000); see docs/design.md §memory.
+    """
+
+    def __init__(self, message: str, sqlstate: str | None = None, reason: str = "") -> None:
+        super().__init__(message, sqlstate)
+        self.reason = reason
+
+
 _BY_STATE: dict[str, type[HipocampoError]] = {
     "22000": DimensionMismatchError,
     "22023": InvalidInputError,
+    "22003": InvalidInputError,
+    "22004": InvalidInputError,
+    "23502": InvalidInputError,
     "22P02": InvalidInputError,
     "23514": InvalidInputError,
     "23505": InvalidInputError,

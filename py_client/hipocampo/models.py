@@ -8,7 +8,17 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-__all__ = ["DocumentResult", "IngestSummary", "KnowledgeBase", "SearchHit"]
+__all__ = [
+    "DocumentResult",
+    "HistoryHit",
+    "IngestSummary",
+    "KnowledgeBase",
+    "MemoryHit",
+    "MemoryRecord",
+    "Recall",
+    "RememberResult",
+    "SearchHit",
+]
 
 
 class KnowledgeBase(BaseModel):
@@ -78,3 +88,90 @@ class IngestSummary(BaseModel):
     seconds: float = 0.0
     chunks_per_second: float = 0.0
     documents: list[DocumentResult] = Field(default_factory=list)
+
+
+class RememberResult(BaseModel):
+    """What ``hipocampo.remember`` / ``promote_memory`` / ``correct_memory`` did.
+
+    ``status``: created | updated | unchanged | duplicate | staged | kept | corrected (a refusal
+    raises :class:`hipocampo.errors.MemoryRejected` instead). ``memory_id`` is the stored (or
+    existing duplicate) row; ``superseded`` the row it replaced; ``expires_at`` for staged items.
+    """
+
+    status: str
+    memory_id: UUID | None = None
+    superseded: UUID | None = None
+    expires_at: datetime | None = None
+    promoted_from: UUID | None = None
+    intensity: float | None = None
+
+
+class MemoryRecord(BaseModel):
+    """A memory row (long-term or staged), without its embedding."""
+
+    id: UUID
+    tier: str = "long_term"
+    user_id: UUID
+    scope: str
+    category: str
+    key: str
+    value: Any
+    description: str
+    confidence: float
+    status: str
+    source: str
+    source_ref: str | None = None
+    pinned: bool = False
+    tags: list[str] = Field(default_factory=list)
+    emotion: str | None = None
+    intensity: float | None = None
+    life_domain: str | None = None
+    valid_from: datetime
+    valid_to: datetime | None = None
+    supersedes: UUID | None = None
+    access_count: int = 0
+    expires_at: datetime | None = None
+
+
+class MemoryHit(BaseModel):
+    """One row of ``hipocampo.search_memories``: cosine ``similarity`` (-1..1), ``score`` =
+    similarity + pinned bonus, 1-based ``rank``, ``tier`` long_term | staging."""
+
+    memory_id: UUID
+    key: str
+    value: Any
+    description: str
+    category: str
+    scope: str
+    tags: list[str]
+    pinned: bool
+    confidence: float
+    similarity: float
+    score: float
+    rank: int
+    tier: str
+
+
+class Recall(BaseModel):
+    """Memory search result: the hits, and ``fallback`` ('empty_tags' | 'no_memory_with_tags')
+    when a tag filter was dropped rather than returning a silent empty list."""
+
+    hits: list[MemoryHit] = Field(default_factory=list)
+    fallback: str | None = None
+
+
+class HistoryHit(BaseModel):
+    """One row of ``hipocampo.search_history``: cosine ``dense_score``, BM25 ``lexical_score``
+    (None when that leg did not find it), fused ``score``, 1-based ``rank``."""
+
+    message_id: int
+    conversation_id: UUID
+    role: str
+    content: str
+    modality: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    dense_score: float | None = None
+    lexical_score: float | None = None
+    score: float
+    rank: int

@@ -1,0 +1,379 @@
+"""``hipocampo.Memory``: curated long-term memory, short-term staging, conversation history.
+
+A thin layer over the SQL RPCs (the rules live in the database: see docs/design.md §memory):
+this module embeds texts with the configured provider and maps results and refusals to typed
+Python values. Every call runs as the client's actor, so RLS applies unchanged.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from pgvector import Vector
+
+from .client import Hipocampo
+from .embeddings.base import EmbeddingProvider
+from .errors import InvalidInputError, MemoryRejected
+from .models import HistoryHit, MemoryHit, MemoryRecord, Recall, RememberResult
+
+__all__ = ["Memory"]
+
+_RECORD_FIELDS = set(MemoryRecord.model_fields)
+
+
+class Memory:
+    """Memory of one user (the client's JWT user, or ``user_id`` for a service_role client).
+
+    Args:
+        client: a :class:`hipocampo.Hipocampo` acting as the user (``Actor.user``) or as
+            service_role scoped to a tenant (``Actor.service(tenant_id)``, then pass ``user_id``).
+        embedder: embeds memory texts and queries (``dims`` must match the active model);
+            None disables semantic duplicate detection and :meth:`recall`.
+        user_id: the data subject, only for a service_role client.
+
+    Errors: :class:`MemoryRejected` when the gate refuses a write; other database errors as
+    :mod:`hipocampo.errors` types with their SQLSTATE.
+    """
+
+    def __init__(
+        self, client: Hipocampo, embedder: EmbeddingProvider | None = None, *, user_id: UUID | str | None = None
+    ) -> None:
+        self.client = client
+        self.embedder = embedder
+        self.user_id = str(user_id) if user_id else None
+        self.tenant_id = str(client.actor.tenant_id) if client.actor.tenant_id else None
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _subject(self) -> dict[str, Any]:
+        return {"user_id": self.user_id, "tenant_id": self.tenant_id}
+
+    def _vector(self, text: str) -> str | None:
+        if self.embedder is None:
+            return None
+        return str(Vector(self.embedder.embed_documents([text])[0]).to_text())
+
+    def _query_vector(self, text: str) -> str:
+        if self.embedder is None:
+            raise InvalidInputError("semantic search needs an embedder")
+        return str(Vector(self.embedder.embed_query(text)).to_text())
+
+    def _call(self, fn: str, args: Mapping[str, Any], casts: Mapping[str, str] | None = None) -> Any:
+        casts = casts or {}
+        named = ", ".join(f"{k} => %({k})s{casts.get(k, '')}" for k in args)
+        with self.client.transaction() as cur:
+            cur.execute(f"select hipocampo.{fn}({named}) as r", dict(args))
+            row = cur.fetchone()
+        return row["r"] if row else None
+
+    @staticmethod
+    def _result(r: dict[str, Any]) -> RememberResult:
+        if r.get("status") == "rejected":
+            raise MemoryRejected(str(r.get("message")), str(r.get("sqlstate")), str(r.get("reason")))
+        return RememberResult.model_validate(r)
+
+    # -- consent and writes ------------------------------------------------------------------
+    def consent(self, granted: bool = True) -> None:
+        """Record (or revoke) the user's consent to long-term memory (LGPD art. 7 I). Without it
+        every write is refused with reason ``no_consent`` (42501)."""
+        self._call("set_memory_consent", {"granted": granted, **self._subject()})
+
+    def remember(
+        self,
+        key: str,
+        value: Any,
+        description: str,
+        category: str,
+        *,
+        scope: str = "personal",
+        confidence: float = 0.9,
+        source: str = "explicit_user",
+        source_ref: str | None = None,
+        conversation_id: UUID | str | None = None,
+        tags: Sequence[str] | None = None,
+        emotion: str | None = None,
+        intensity: float | None = None,
+        life_domain: str | None = None,
+        pinned: bool = False,
+        expires_at: datetime | None = None,
+    ) -> RememberResult:
+        """Store a memory through the gate (one active value per key; the old one kept as history).
+
+        Args:
+            key: ``a.b`` snake_case (e.g. ``prefs.short_answers``). value: any JSON value.
+            description: the memory text (3 characters .. 3,000 tokens), embedded for search.
+            category: identity_profile | tenant_business | operating_model | goals_kpis |
+                tools_integrations | people_contacts | projects | preference | pattern | style.
+            confidence: 0..1 (floors 0.6, 0.70 for inferred: config ``memory``).
+            intensity: 0..10; below 7 the memory goes to short-term staging (status ``staged``,
+                expires within 30 days unless promoted).
+        Returns: :class:`RememberResult` (created | updated | unchanged | duplicate | staged).
+        Raises: MemoryRejected (the gate; reason + SQLSTATE), InvalidInputError (vocabulary,
+            dimensions, staging expiry beyond 30 days).
+        """
+        args = {
+            "key": key,
+            "value": json.dumps(value),
+            "description": description,
+            "category": category,
+            "embedding": self._vector(description),
+            "scope": scope,
+            "confidence": confidence,
+            "source": source,
+            "source_ref": source_ref,
+            "conversation_id": str(conversation_id) if conversation_id else None,
+            "tags": list(tags) if tags is not None else None,
+            "emotion": emotion,
+            "intensity": intensity,
+            "life_domain": life_domain,
+            "pinned": pinned,
+            "expires_at": expires_at,
+            **self._subject(),
+        }
+        casts = {
+            "value": "::jsonb",
+            "embedding": "::extensions.vector",
+            "intensity": "::numeric",
+            "tags": "::text[]",
+            "conversation_id": "::uuid",
+            "expires_at": "::timestamptz",
+            "user_id": "::uuid",
+            "tenant_id": "::uuid",
+        }
+        return self._result(self._call("remember", args, casts))
+
+    def correct(self, memory_id: UUID | str, value: Any, description: str) -> RememberResult:
+        """ "Isso está errado": replace a memory's value; the old row is deprecated and audited.
+        Raises NotFoundError (P0002) when no active memory with that id is visible."""
+        r = self._call(
+            "correct_memory",
+            {
+                "memory_id": str(memory_id),
+                "value": json.dumps(value),
+                "description": description,
+                "embedding": self._vector(description),
+            },
+            {"memory_id": "::uuid", "value": "::jsonb", "embedding": "::extensions.vector"},
+        )
+        return self._result(r)
+
+    def forget(self, memory_id: UUID | str) -> bool:
+        """ "Esquece isso": soft delete. Returns False when no active memory has that id."""
+        return bool(self._call("forget_memory", {"memory_id": str(memory_id)}, {"memory_id": "::uuid"}))
+
+    def promote(self, staging_id: UUID | str, intensity: float, *, override: bool = False) -> RememberResult:
+        """Move a staged memory to long-term memory when the recomputed ``intensity`` (0..10) is
+        >= 7 (else status ``kept``), or whatever it is with ``override`` (a human decision: the
+        memory is pinned). Raises MemoryRejected (gate), NotFoundError (unknown staged id)."""
+        r = self._call(
+            "promote_memory",
+            {"staging_id": str(staging_id), "intensity": intensity, "override": override},
+            {"staging_id": "::uuid", "intensity": "::numeric"},
+        )
+        return self._result(r)
+
+    def seed_profile(self, profile: Mapping[str, Any], source_ref: str = "onboarding") -> dict[str, str]:
+        """Write the onboarding profile keys (user.name, user.timezone, tenant.segment,
+        prefs.short_answers, …) as memories; idempotent. Returns {key: status}. Raises
+        InvalidInputError (22023) on any other key: free conversation is never stored."""
+        return dict(
+            self._call(
+                "seed_profile",
+                {"profile": json.dumps(dict(profile)), "source_ref": source_ref, **self._subject()},
+                {"profile": "::jsonb", "user_id": "::uuid", "tenant_id": "::uuid"},
+            )
+        )
+
+    # -- reads ---------------------------------------------------------------------------------
+    def recall(
+        self,
+        query: str,
+        *,
+        mode: str = "context",
+        k: int | None = None,
+        tags: Sequence[str] | None = None,
+        emotion: str | None = None,
+        life_domain: str | None = None,
+        category: str | None = None,
+        scope: str | None = None,
+        min_score: float | None = None,
+        include_staging: bool = True,
+    ) -> Recall:
+        """Semantic search of the user's memories (own + tenant_shared), both tiers.
+
+        Thresholds (cosine): ``memory.context_threshold`` for mode ``context``,
+        ``memory.answer_threshold`` for ``answer`` (config rows; docs/BENCHMARKS.md for the local
+        model), +``pinned_bonus`` for pinned, MMR λ ``memory.mmr_lambda``; ``min_score``
+        overrides. An empty or unknown tag filter is dropped and reported in ``fallback``.
+        """
+        with self.client.transaction() as cur:
+            cur.execute(
+                "select * from hipocampo.search_memories(%(q)s::extensions.vector, %(mode)s, %(k)s, "
+                "%(tags)s::text[], %(emotion)s, %(life)s, %(category)s, %(scope)s, %(min)s, %(staging)s)",
+                {
+                    "q": self._query_vector(query),
+                    "mode": mode,
+                    "k": k,
+                    "tags": list(tags) if tags is not None else None,
+                    "emotion": emotion,
+                    "life": life_domain,
+                    "category": category,
+                    "scope": scope,
+                    "min": min_score,
+                    "staging": include_staging,
+                },
+            )
+            rows = cur.fetchall()
+        fallback = next((r["fallback"] for r in rows if r["fallback"]), None)
+        return Recall(hits=[MemoryHit.model_validate(r) for r in rows if r["memory_id"]], fallback=fallback)
+
+    def lookup(
+        self, key: str | None = None, category: str | None = None, *, include_history: bool = False
+    ) -> builtins.list[MemoryRecord]:
+        """Exact lookup by key and/or category (active rows; the whole history with
+        ``include_history``), newest first within a key. Counts as an access."""
+        with self.client.transaction() as cur:
+            cur.execute("select * from hipocampo.lookup_memories(%s, %s, %s)", (key, category, include_history))
+            return [_record(r, "long_term") for r in cur.fetchall()]
+
+    def list(self, *, include_staging: bool = True, include_history: bool = False) -> builtins.list[MemoryRecord]:
+        """Every memory the user can see: long-term (active, or all with ``include_history``) and
+        staged ones (``tier`` = staging)."""
+        out = self.lookup(include_history=include_history)
+        if include_staging:
+            with self.client.transaction() as cur:
+                cur.execute("select * from hipocampo.staged_memories()")
+                out += [_record(r, "staging") for r in cur.fetchall()]
+        return out
+
+    # -- data-subject rights ---------------------------------------------------------------------
+    def export(self) -> dict[str, Any]:
+        """Everything held about the user as JSON (format ``hipocampo.user_export.v1``): consent,
+        memories with history, staged memories, messages, summaries, sessions, events."""
+        return dict(self._call("export_user_data", self._subject(), {"user_id": "::uuid", "tenant_id": "::uuid"}))
+
+    def erase(self) -> dict[str, Any]:
+        """Erase the user from the tenant (LGPD art. 18 VI), one transaction; one pseudonymous
+        audit record remains. Returns the rows deleted per kind and the ``user_ref``."""
+        return dict(self._call("erase_user", self._subject(), {"user_id": "::uuid", "tenant_id": "::uuid"}))
+
+    # -- conversation history --------------------------------------------------------------------
+    def add_message(
+        self,
+        conversation_id: UUID | str,
+        role: str,
+        content: str,
+        *,
+        modality: str = "chat",
+        attachments: Sequence[Mapping[str, Any]] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        language: str | None = None,
+        created_at: datetime | None = None,
+        embed: bool = True,
+    ) -> int:
+        """Append a message (role user | assistant | system | tool; modality chat | voice) to a
+        conversation. Never becomes a memory by itself. Returns the message id."""
+        return int(
+            self._call(
+                "add_message",
+                {
+                    "conversation_id": str(conversation_id),
+                    "role": role,
+                    "content": content,
+                    "modality": modality,
+                    "attachments": json.dumps(list(attachments or [])),
+                    "embedding": self._vector(content) if embed else None,
+                    "metadata": json.dumps(dict(metadata or {})),
+                    "language": language,
+                    "created_at": created_at,
+                    **self._subject(),
+                },
+                {
+                    "conversation_id": "::uuid",
+                    "attachments": "::jsonb",
+                    "embedding": "::extensions.vector",
+                    "metadata": "::jsonb",
+                    "created_at": "::timestamptz",
+                    "user_id": "::uuid",
+                    "tenant_id": "::uuid",
+                },
+            )
+        )
+
+    def add_messages(
+        self, conversation_id: UUID | str, messages: Sequence[Mapping[str, Any]], *, language: str | None = None
+    ) -> builtins.list[int]:
+        """Append many messages ({role, content, [modality, metadata, created_at]}) in one
+        transaction, embedding their contents in one batch. Returns the message ids."""
+        vectors: builtins.list[str | None] = [None] * len(messages)
+        if self.embedder is not None and messages:
+            embedded = self.embedder.embed_documents([str(m["content"]) for m in messages])
+            vectors = [str(Vector(v).to_text()) for v in embedded]
+        ids: builtins.list[int] = []
+        with self.client.transaction() as cur:
+            for m, vec in zip(messages, vectors, strict=True):
+                cur.execute(
+                    "select hipocampo.add_message(%s::uuid, %s, %s, %s, '[]'::jsonb, %s::extensions.vector, "
+                    "%s::jsonb, %s, %s::timestamptz, %s::uuid, %s::uuid) as id",
+                    (
+                        str(conversation_id),
+                        m["role"],
+                        m["content"],
+                        m.get("modality", "chat"),
+                        vec,
+                        json.dumps(dict(m.get("metadata") or {})),
+                        language,
+                        m.get("created_at"),
+                        self.user_id,
+                        self.tenant_id,
+                    ),
+                )
+                row = cur.fetchone()
+                ids.append(int(row["id"]) if row else 0)
+        return ids
+
+    def search_history(
+        self,
+        query: str,
+        *,
+        conversation_id: UUID | str | None = None,
+        k: int | None = None,
+        modality: str | None = None,
+        dense: bool = True,
+    ) -> builtins.list[HistoryHit]:
+        """Hybrid search (BM25 + cosine, z-scored; config ``conversations``) of the user's own
+        history, in one conversation or all. ``k`` defaults to ``conversations.match_count``."""
+        with self.client.transaction() as cur:
+            cur.execute(
+                "select * from hipocampo.search_history(%s, %s::extensions.vector, %s::uuid, %s, %s, %s::uuid, "
+                "%s::uuid)",
+                (
+                    query,
+                    self._query_vector(query) if dense and self.embedder is not None else None,
+                    str(conversation_id) if conversation_id else None,
+                    k,
+                    modality,
+                    self.user_id,
+                    self.tenant_id,
+                ),
+            )
+            return [HistoryHit.model_validate(r) for r in cur.fetchall()]
+
+    def context(self, conversation_id: UUID | str, last_n: int | None = None) -> dict[str, Any]:
+        """A conversation's rolling summary and its last N messages (default
+        ``sessions.last_messages``)."""
+        return dict(
+            self._call(
+                "conversation_context",
+                {"conversation_id": str(conversation_id), "last_n": last_n, **self._subject()},
+                {"conversation_id": "::uuid", "user_id": "::uuid", "tenant_id": "::uuid"},
+            )
+        )
+
+
+def _record(row: dict[str, Any], tier: str) -> MemoryRecord:
+    return MemoryRecord.model_validate({k: v for k, v in row.items() if k in _RECORD_FIELDS} | {"tier": tier})
