@@ -56,4 +56,4 @@ def test_errors_are_clear(database_url: str) -> None:
 def test_worker_runs_memory_maintenance_once(database_url: str) -> None:
     res = runner.invoke(app, ["worker", "--once"])
     assert res.exit_code == 0, res.output
-    assert set(json.loads(res.output)) == {"decayed", "deactivated", "expired"}
+    assert set(json.loads(res.output)) == {"decayed", "deactivated", "expired", "staging_purged", "sessions_purged"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from uuid import NAMESPACE_URL, UUID, uuid5
 
 from rich.console import Console
 from rich.table import Table
@@ -12,8 +13,10 @@ from . import db
 from .client import Actor, Hipocampo
 from .datasets import datasets_dir, load_beir, load_faquad_questions
 from .embeddings import LocalMiniLM, count_tokens
+from .errors import MemoryRejected
 from .evaluation import evaluate, index_beir
 from .ingest import DocumentInput, ingest_documents, load_path
+from .memory import Memory
 
 __all__ = ["run_demo"]
 
@@ -49,6 +52,8 @@ def run_demo(console: Console, *, questions: int = 5, evaluate_sets: list[str] |
                 table.add_row(str(h.rank), f"{h.final_score:.2f}", cite, _excerpt(h.content, answer))
             console.print(table)
 
+        _memory_demo(console, root, tid, embedder)
+
         results = []
         for name in evaluate_sets or []:
             ds = load_beir(name)
@@ -68,6 +73,55 @@ def run_demo(console: Console, *, questions: int = 5, evaluate_sets: list[str] |
                 )
             console.print(table)
     console.print(f"demo finished in {time.perf_counter() - t0:.0f} s")
+
+
+def _memory_demo(console: Console, root: Hipocampo, tenant_id: UUID, embedder: LocalMiniLM) -> None:
+    """Profile seed, a refusal, a staged item, a correction and a recall, as a demo user."""
+    console.rule("[bold]memory: profile seed, gate, correction, recall")
+    user = uuid5(NAMESPACE_URL, "hipocampo:demo-user")
+    service = root.as_actor(Actor.service(tenant_id))
+    mem = Memory(service.as_actor(Actor.user(user, tenant_id)), embedder)
+    service.add_member(tenant_id, user, "member")
+    mem.erase()  # the demo starts from a clean slate each run (and shows erasure works)
+    mem.consent()
+    seeded = mem.seed_profile(
+        {
+            "user.name": "Ana",
+            "user.preferred_language": "pt-BR",
+            "user.role_title": "síndica",
+            "tenant.segment": "condomínios residenciais",
+            "prefs.short_answers": True,
+            "prefs.no_emojis": True,
+        }
+    )
+    console.print(f"seed_profile: {seeded}")
+    for key, value, text, category, intensity in [
+        (
+            "tools_integrations.billing",
+            "Superlógica",
+            "Usa o Superlógica para emitir boletos",
+            "tools_integrations",
+            None,
+        ),
+        ("projects.fachada", "pintura", "Está organizando a pintura da fachada do prédio", "projects", 5.0),
+        ("prefs.greeting", "bom dia", "bom dia", "preference", None),
+    ]:
+        try:
+            r = mem.remember(key, value, text, category, intensity=intensity)
+            console.print(f"remember {key!r}: [green]{r.status}[/green]")
+        except MemoryRejected as exc:
+            console.print(f"remember {key!r}: [yellow]refused ({exc.reason}, {exc.sqlstate})[/yellow] {exc}")
+    billing = mem.lookup("tools_integrations.billing")[0]
+    fixed = mem.correct(billing.id, "Omie", "Usa o Omie para emitir boletos")
+    console.print(f"correction 'isso está errado, é o Omie': {fixed.status}; history:")
+    for m in mem.lookup("tools_integrations.billing", include_history=True):
+        console.print(f"  {m.status:<10} {m.value!r}  ({m.description})")
+    for question in ["Qual sistema ela usa para boletos?", "Quem é a usuária e qual o cargo dela?"]:
+        recall = mem.recall(question, k=3, min_score=0.2)
+        table = Table("#", "score", "tier", "memory", title=f"recall: {question}")
+        for h in recall.hits:
+            table.add_row(str(h.rank), f"{h.score:.2f}", h.tier, f"{h.key} = {h.value!r}")
+        console.print(table)
 
 
 def _excerpt(content: str, answer: str, width: int = 240) -> str:
