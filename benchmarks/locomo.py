@@ -147,7 +147,7 @@ def main() -> None:
         f"p90 {pct(neg_sims, 90):.3f}, p99 {pct(neg_sims, 99):.3f}, p99.9 {pct(neg_sims, 99.9):.3f} "
         f"({len(neg_sims)} pairs)",
     ]
-    for t in (0.3, 0.4, 0.5, 0.6, 0.7, 0.78, 0.85):
+    for t in (0.3, 0.35, 0.4, 0.5, 0.55, 0.6, 0.7, 0.78, 0.85):
         keep_pos = sum(s >= t for s in pos_sims) / len(pos_sims)
         keep_neg = sum(s >= t for s in neg_sims) / len(neg_sims)
         cal.append(f"threshold {t:.2f}: keeps {keep_pos:.1%} of evidence pairs, {keep_neg:.2%} of other pairs")
@@ -175,6 +175,13 @@ def main() -> None:
                 "calibration, see §memory thresholds):",
                 "",
                 *[f"- {c}" for c in cal],
+                "",
+                "Reading: the target recall@10 >= 0.85 is not reached with the offline model. MiniLM alone finds "
+                "0.42 of the evidence (an English 384-d model, 256 word pieces, on casual dialogue); BM25 alone "
+                "0.63; the fused default (dense 0.5, lexical 1.0) 0.67 — single-hop and adversarial questions "
+                "~0.73-0.75, multi-hop (evidence spread over sessions) 0.38. Embedding a turn with its neighbour "
+                "as context raised MiniLM alone from 0.42 to 0.47 in an offline check, not enough to close the "
+                "gap; a stronger embedding model (the OpenAI provider) is the expected lever.",
                 END,
             ]
         )
