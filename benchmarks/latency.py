@@ -28,15 +28,11 @@ from hipocampo.config import repo_root
 from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM
 from hipocampo.ingest import sha256
+from report import pct, write_section
 
 BEGIN, END = "<!-- latency:begin -->", "<!-- latency:end -->"
 K = 5
 CLIENTS = (1, 4)
-
-
-def pct(xs: list[float], p: float) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
 def build(
@@ -229,14 +225,7 @@ def main() -> None:
             "(SciFact abstracts, truncated at 256 word pieces).",
             END,
         ]
-        path_md = repo_root() / "docs" / "BENCHMARKS.md"
-        doc = path_md.read_text("utf-8") if path_md.exists() else "# Benchmarks\n"
-        text = "\n".join(lines)
-        if BEGIN in doc:
-            doc = doc[: doc.index(BEGIN)] + text + doc[doc.index(END) + len(END) :]
-        else:
-            doc = doc.rstrip("\n") + "\n\n" + text + "\n"
-        path_md.write_text(doc, "utf-8")
+        write_section(BEGIN, END, "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from hipocampo import Actor, Hipocampo, Memory, db
 from hipocampo.config import repo_root
 from hipocampo.datasets import datasets_dir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM
+from report import pct, write_section
 
 BEGIN, END = "<!-- locomo:begin -->", "<!-- locomo:end -->"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -47,11 +48,6 @@ def turns_of(conversation: dict[str, Any]) -> list[dict[str, Any]]:
             out.append({"role": "user", "content": text, "metadata": {"dia_id": t["dia_id"], "session_date": date}})
         n += 1
     return out
-
-
-def pct(xs: list[float], p: float) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
 def main() -> None:
@@ -185,13 +181,7 @@ def main() -> None:
                 END,
             ]
         )
-        path_md = repo_root() / "docs" / "BENCHMARKS.md"
-        doc = path_md.read_text("utf-8")
-        if BEGIN in doc:
-            doc = doc[: doc.index(BEGIN)] + text + doc[doc.index(END) + len(END) :]
-        else:
-            doc = doc.rstrip("\n") + "\n\n" + text + "\n"
-        path_md.write_text(doc, "utf-8")
+        write_section(BEGIN, END, text)
 
 
 if __name__ == "__main__":

@@ -30,15 +30,11 @@ from hipocampo import db
 from hipocampo.config import repo_root
 from hipocampo.datasets import datasets_dir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM
+from report import pct, write_section
 
 BEGIN, END = "<!-- memory:begin -->", "<!-- memory:end -->"
 POOL = 5000
 CATEGORIES = ["preference", "projects", "people_contacts", "goals_kpis", "pattern"]
-
-
-def pct(xs: list[float], p: float) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
 def pool_texts() -> list[str]:
@@ -244,14 +240,7 @@ def main() -> None:
                 f"{r['p95']:.1f} | {r['p99']:.1f} | {outcomes} |"
             )
         lines.append(END)
-        path_md = repo_root() / "docs" / "BENCHMARKS.md"
-        doc = path_md.read_text("utf-8")
-        text = "\n".join(lines)
-        if BEGIN in doc:
-            doc = doc[: doc.index(BEGIN)] + text + doc[doc.index(END) + len(END) :]
-        else:
-            doc = doc.rstrip("\n") + "\n\n" + text + "\n"
-        path_md.write_text(doc, "utf-8")
+        path_md = write_section(BEGIN, END, "\n".join(lines))
         print(f"wrote {path_md}")
 
 

@@ -132,6 +132,33 @@ $$;
 select hipocampo_private._ensure_model_index(e.name) from hipocampo_private.embedding_models as e;
 
 /*
+_active_model(v vector, label text) -> text
+
+Purpose: the active embedding model's name, after checking that `v` has its dimensions.
+Parameters: v - a vector; label - its name in the error message (e.g. 'query_embedding').
+Errors: 22000 "<label> has N dimensions; model M expects D".
+Example: model := hipocampo_private._active_model(embedding, 'embedding');
+*/
+create function hipocampo_private._active_model(v extensions.vector, label text)
+returns text
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    m hipocampo_private.embedding_models;
+begin
+    select * into m from hipocampo_private.embedding_models as e where e.active;
+    if extensions.vector_dims(v) <> m.dims then
+        raise exception '% has % dimensions; model % expects %', label, extensions.vector_dims(v), m.name, m.dims
+            using errcode = '22000';
+    end if;
+    return m.name;
+end;
+$$;
+
+/*
 _remember(…same parameters as hipocampo.remember…, tier text) -> jsonb
 
 Purpose: the gate and the write behind remember (tier 'auto') and promote_memory (tier
@@ -247,13 +274,7 @@ begin
       and (_remember.scope = 'tenant_shared' or s.user_id = a.actor_user);
 
     if embedding is not null then
-        select e.name into model from hipocampo_private.embedding_models as e where e.active;
-        if extensions.vector_dims(embedding) <> (select e.dims from hipocampo_private.embedding_models as e
-                                                   where e.name = model) then
-            raise exception 'embedding has % dimensions; model % expects %', extensions.vector_dims(embedding),
-                model, (select e.dims from hipocampo_private.embedding_models as e where e.name = model)
-                using errcode = '22000';
-        end if;
+        model := hipocampo_private._active_model(embedding, 'embedding');
         -- A semantic duplicate of another active memory (not the one being replaced), in either tier.
         select d.id into dup_id from (
             select m.id, m.embedding from hipocampo_private.memories as m
@@ -569,14 +590,7 @@ begin
     threshold := coalesce(min_score, case mode
         when 'answer' then coalesce((cfg ->> 'answer_threshold')::double precision, 0.85)
         else coalesce((cfg ->> 'context_threshold')::double precision, 0.78) end);
-    select e.name into model from hipocampo_private.embedding_models as e where e.active;
-    if extensions.vector_dims(query_embedding)
-        <> (select e.dims from hipocampo_private.embedding_models as e where e.name = model) then
-        raise exception 'query_embedding has % dimensions; model % expects %',
-            extensions.vector_dims(query_embedding), model,
-            (select e.dims from hipocampo_private.embedding_models as e where e.name = model)
-            using errcode = '22000';
-    end if;
+    model := hipocampo_private._active_model(query_embedding, 'query_embedding');
     if use_tags is not null and cardinality(use_tags) = 0 then
         why := 'empty_tags';
         use_tags := null;
@@ -738,6 +752,7 @@ begin
 end;
 $$;
 
+grant execute on function hipocampo_private._active_model(extensions.vector, text) to authenticated, service_role;
 grant execute on function hipocampo_private._remember(
     text, jsonb, text, text, extensions.vector, text, double precision, text, text, uuid, text[], text, numeric,
     text, boolean, integer, timestamptz, uuid, uuid, text

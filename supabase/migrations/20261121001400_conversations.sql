@@ -154,13 +154,7 @@ begin
         raise exception 'conversation_id is required' using errcode = '23502';
     end if;
     if embedding is not null then
-        select e.name into model from hipocampo_private.embedding_models as e where e.active;
-        if extensions.vector_dims(embedding)
-            <> (select e.dims from hipocampo_private.embedding_models as e where e.name = model) then
-            raise exception 'embedding has % dimensions; model % expects %', extensions.vector_dims(embedding),
-                model, (select e.dims from hipocampo_private.embedding_models as e where e.name = model)
-                using errcode = '22000';
-        end if;
+        model := hipocampo_private._active_model(embedding, 'embedding');
     end if;
     insert into hipocampo_private.messages (
         tenant_id, user_id, conversation_id, role, content, modality, attachments, metadata, ts_config,
@@ -335,14 +329,7 @@ begin
         raise exception 'query_text must have 1..2000 characters' using errcode = '22023';
     end if;
     if query_embedding is not null then
-        select e.name into model from hipocampo_private.embedding_models as e where e.active;
-        if extensions.vector_dims(query_embedding)
-            <> (select e.dims from hipocampo_private.embedding_models as e where e.name = model) then
-            raise exception 'query_embedding has % dimensions; model % expects %',
-                extensions.vector_dims(query_embedding), model,
-                (select e.dims from hipocampo_private.embedding_models as e where e.name = model)
-                using errcode = '22000';
-        end if;
+        model := hipocampo_private._active_model(query_embedding, 'query_embedding');
     end if;
 
     -- Query lexemes in each text-search configuration the searched messages use.
