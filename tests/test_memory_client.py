@@ -69,6 +69,9 @@ def test_staging_and_promotion(mem: Memory) -> None:
 def test_seed_profile_history_export_erase(mem: Memory) -> None:
     seeded = mem.seed_profile({"user.name": "Ana", "prefs.no_emojis": True, "tenant.segment": "condominios"})
     assert set(seeded.values()) == {"created"}
+    # Seeded in SQL without vectors, embedded by the client afterwards: findable by meaning.
+    assert mem.recall("Qual é o nome da usuária?", k=3, min_score=0.2).hits[0].key == "user.name"
+    assert mem.embed_missing() == 0
     assert set(mem.seed_profile({"user.name": "Ana"}).values()) == {"unchanged"}
     with pytest.raises(InvalidInputError, match="unknown profile keys: conversa"):
         mem.seed_profile({"conversa": "oi tudo bem"})

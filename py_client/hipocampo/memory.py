@@ -180,13 +180,35 @@ class Memory:
         """Write the onboarding profile keys (user.name, user.timezone, tenant.segment,
         prefs.short_answers, …) as memories; idempotent. Returns {key: status}. Raises
         InvalidInputError (22023) on any other key: free conversation is never stored."""
-        return dict(
+        result = dict(
             self._call(
                 "seed_profile",
                 {"profile": json.dumps(dict(profile)), "source_ref": source_ref, **self._subject()},
                 {"profile": "::jsonb", "user_id": "::uuid", "tenant_id": "::uuid"},
             )
         )
+        if self.embedder is not None:
+            self.embed_missing([k for k, status in result.items() if status in ("created", "updated")])
+        return result
+
+    def embed_missing(self, keys: Sequence[str] | None = None) -> int:
+        """Embed the user's active memories that have no vector (written in SQL, e.g. the
+        profile seed), optionally only those ``keys``. Returns how many were embedded."""
+        if self.embedder is None:
+            return 0
+        missing = [m for m in self.lookup() if keys is None or m.key in keys]
+        with self.client.transaction() as cur:
+            cur.execute(
+                "select id from hipocampo_private.memories where id = any(%s) and embedding is null",
+                ([m.id for m in missing],),
+            )
+            ids = {r["id"] for r in cur.fetchall()}
+        todo = [m for m in missing if m.id in ids]
+        if not todo:
+            return 0
+        vectors = self.embedder.embed_documents([m.description for m in todo])
+        items = [{"memory_id": str(m.id), "embedding": list(v)} for m, v in zip(todo, vectors, strict=True)]
+        return int(self._call("set_memory_embeddings", {"items": json.dumps(items)}, {"items": "::jsonb"}))
 
     # -- reads ---------------------------------------------------------------------------------
     def recall(

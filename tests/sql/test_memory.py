@@ -330,3 +330,18 @@ def test_seed_profile_is_idempotent_and_refuses_free_text(db: Conn, user_a: Worl
     assert {r["key"]: r["category"] for r in rows}["tenant.segment"] == "tenant_business"
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="unknown profile keys: conversa"):
         db.execute('select hipocampo.seed_profile(\'{"conversa": "falei com o síndico ontem"}\')')
+
+
+def test_set_memory_embeddings_fills_only_missing_vectors(db: Conn, user_a: World) -> None:
+    r = db.execute('select hipocampo.seed_profile(\'{"user.name": "Ana", "prefs.no_emojis": true}\') as r')
+    assert r.fetchone() == {"r": {"user.name": "created", "prefs.no_emojis": "created"}}
+    rows = db.execute("select id, description from hipocampo_private.memories order by key").fetchall()
+    assert [x["description"] for x in rows] == ["Prefere respostas sem emojis: sim", "Nome do usuário: Ana"]
+    items = [{"memory_id": str(x["id"]), "embedding": unit_vector(i)} for i, x in enumerate(rows)]
+    n = db.execute("select hipocampo.set_memory_embeddings(%s::jsonb) as n", (json.dumps(items),)).fetchone()
+    assert n == {"n": 2}
+    n = db.execute("select hipocampo.set_memory_embeddings(%s::jsonb) as n", (json.dumps(items),)).fetchone()
+    assert n == {"n": 0}
+    bad = [{"memory_id": str(rows[0]["id"]), "embedding": [1, 2, 3]}]
+    with pytest.raises(psycopg.errors.DataException, match="embedding has 3 dimensions"), db.transaction():
+        db.execute("select hipocampo.set_memory_embeddings(%s::jsonb)", (json.dumps(bad),))
