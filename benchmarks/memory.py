@@ -123,7 +123,7 @@ def run(
     lock = threading.Lock()
 
     def worker(c: int) -> None:
-        rnd = random.Random(f"{kind}-{clients}-{c}")
+        rnd = random.Random(f"{kind}-{clients}-{c}-{time.time_ns()}")  # new values every run
         mine: list[float] = []
         seen: dict[str, int] = {}
         with psycopg.connect(url) as conn:
