@@ -102,9 +102,11 @@ def test_history_search_ranks_by_bm25_and_cosine(db: Conn, user_a: World) -> Non
 def test_history_is_private_to_its_user(db: Conn, world: World) -> None:
     conv = uuid.uuid4()
     world.act("authenticated", world.member_a, world.tenant_a)
-    add(db, conv, "user", "Meu apartamento é o 302")
+    first = add(db, conv, "user", "Meu apartamento é o 302")
+    db.execute("select hipocampo.update_conversation_summary(%s, 'Apartamento 302', %s)", (conv, first))
     for user, tenant in ((world.admin_a, world.tenant_a), (world.member_b, world.tenant_b)):
         world.act("authenticated", user, tenant)
+        assert db.execute("select count(*) as n from hipocampo_private.conversation_summaries").fetchone() == {"n": 0}
         assert db.execute("select * from hipocampo.search_history('apartamento')").fetchall() == []
         assert db.execute("select count(*) as n from hipocampo_private.messages").fetchone() == {"n": 0}
         ctx = db.execute("select hipocampo.conversation_context(%s) as c", (conv,)).fetchone()

@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from ..conftest import World, unit_vector, vec_text
+from ..conftest import World
 from .memory_helpers import remember
 
 Conn = psycopg.Connection[dict[str, Any]]
@@ -143,4 +143,3 @@ def test_memory_metrics_views(db: Conn, world: World) -> None:
     # A plain member sees their own numbers only; another tenant sees nothing of A.
     world.act("authenticated", world.member_b, world.tenant_b)
     assert db.execute("select * from hipocampo.memory_rejections").fetchall() == []
-    assert vec_text(unit_vector(1))
