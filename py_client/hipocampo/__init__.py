@@ -13,6 +13,7 @@ from .errors import (
 )
 from .memory import Memory
 from .models import (
+    Answer,
     DocumentResult,
     HistoryHit,
     IngestSummary,
@@ -22,12 +23,15 @@ from .models import (
     Recall,
     RememberResult,
     SearchHit,
+    Source,
 )
+from .orchestrator import Orchestrator
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Actor",
+    "Answer",
     "DimensionMismatchError",
     "DocumentResult",
     "EmbeddingError",
@@ -43,9 +47,11 @@ __all__ = [
     "MemoryRecord",
     "MemoryRejected",
     "NotFoundError",
+    "Orchestrator",
     "PermissionDeniedError",
     "Recall",
     "RememberResult",
     "SearchHit",
+    "Source",
     "__version__",
 ]

@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 # Advisory-lock key serialising concurrent migration runs ("hipocampo" in ASCII, truncated).
 _MIGRATION_LOCK = 0x686970_6F63
 # config.toml sections seeded into the global config row (the one place thresholds live).
-CONFIG_SECTIONS = ("retrieval", "chunking", "embedding", "memory", "conversations", "sessions")
+CONFIG_SECTIONS = ("retrieval", "chunking", "embedding", "memory", "conversations", "sessions", "rag", "context_pack")
 
 
 def external_url() -> str | None:

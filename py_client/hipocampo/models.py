@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, Field
 
 __all__ = [
+    "Answer",
     "DocumentResult",
     "HistoryHit",
     "IngestSummary",
@@ -18,6 +19,7 @@ __all__ = [
     "Recall",
     "RememberResult",
     "SearchHit",
+    "Source",
 ]
 
 
@@ -175,3 +177,46 @@ class HistoryHit(BaseModel):
     lexical_score: float | None = None
     score: float
     rank: int
+
+
+AnswerSource = Literal["CACHE", "LLM", "EXTRACTIVE", "REFUSAL"]
+
+
+class Source(BaseModel):
+    """A cited source of an answer: ``n`` is its citation marker (``[n]`` in the answer text)."""
+
+    n: int
+    document: str
+    document_id: UUID
+    source_uri: str
+    chunk_id: int
+    excerpt: str
+    score: float
+    support: float = 0.0
+
+
+class Answer(BaseModel):
+    """The result of ``Orchestrator.ask``: a cited answer, or a refusal with its reason code.
+
+    ``answer`` is the text to show: the answer with citation markers ``[n]``, or for a refusal the
+    standard message (rag.refusal_message, "Não encontrei informações confiáveis para responder
+    essa pergunta."), followed for conflicts by what the sources disagree on.
+
+    ``answer_source``: CACHE | LLM | EXTRACTIVE | REFUSAL (the HTTP header X-Answer-Source).
+    ``reason`` (refusals): invalid_question, prompt_injection, sensitive_data, secret, rate_limited,
+    rag_disabled, no_evidence, low_confidence, conflicting_sources, cross_check_failed,
+    number_not_in_evidence, generation_failed, database_unavailable (docs/design.md §answers).
+    ``confidence`` in [0, 1]; ``timings_ms`` per step (ms); ``trace_id`` = the audit row's key.
+    """
+
+    question: str
+    answer: str
+    refused: bool
+    reason: str | None = None
+    confidence: float = 0.0
+    sources: list[Source] = Field(default_factory=list)
+    conflicts: list[dict[str, Any]] = Field(default_factory=list)
+    answer_source: AnswerSource
+    trace_id: UUID
+    retry_after_ms: int | None = None
+    timings_ms: dict[str, float] = Field(default_factory=dict)

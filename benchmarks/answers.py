@@ -1,0 +1,219 @@
+"""Answers that cite or refuse: answerable, unanswerable, conflicts, numbers, latency.
+
+Usage:  .venv/bin/python benchmarks/answers.py [--limit N] [--write]
+
+- Answerable: FaQuAD questions over a KB of FaQuAD's 249 paragraphs (one document each, source
+  type regulation, trust 0.9: FaQuAD's texts are a university's regulations) -> answered with the
+  gold paragraph among the cited sources (target >= 0.90).
+- Unanswerable: Quati's questions (web topics) over the same KB, and FaQuAD questions whose gold
+  paragraph was removed (a second KB without every fifth paragraph) -> refused (target >= 0.95).
+- Conflicts: benchmarks/data/conflicts (policies in two versions that disagree on a deadline, a
+  value, a date) -> refused as conflicting_sources; answered from the newer once the older is
+  less trusted, and once it is marked superseded.
+- Numbers: answers with a number absent from their evidence (target 0).
+- Latency (offline extractive path, cache off): Orchestrator.ask and hipocampo.context_pack p50/p95.
+
+Runs as service_role of tenant "bench-answers" on the embedded server (or HIPOCAMPO_DATABASE_URL),
+rate limit off (a batch job), cache off. ``--write`` puts the results in docs/BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hipocampo import Actor, Hipocampo, Orchestrator, db
+from hipocampo.config import repo_root
+from hipocampo.datasets import load_beir
+from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
+from hipocampo.generation import numbers_absent
+from hipocampo.ingest import DocumentInput, ingest_documents, load_path
+from hipocampo.ingest.loaders import LoadedDocument
+from report import pct, write_section
+
+BEGIN, END = "<!-- answers:begin -->", "<!-- answers:end -->"
+CONFLICTS = Path(__file__).parent / "data" / "conflicts"
+WHOLE = {"min_tokens": 1, "max_tokens": 2000, "overlap": 0, "split": "paragraph"}
+
+
+def ingest_paragraphs(client: Hipocampo, name: str, corpus: dict[str, tuple[str, str]], embedder: Any) -> Any:
+    client.create_kb(name, language="portuguese", overrides={"chunking": {"regulation": WHOLE}})
+    docs = [
+        DocumentInput(LoadedDocument(title or pid, text, f"faquad:{pid}"), "regulation", trust_score=0.9)
+        for pid, (title, text) in corpus.items()
+    ]
+    ingest_documents(client, name, docs, embedder, count_tokens)
+    return client.kb_id(name)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--limit", type=int, default=0, help="FaQuAD questions (0 = all 900)")
+    ap.add_argument("--write", action="store_true")
+    args = ap.parse_args()
+
+    url = db.ensure_database()
+    embedder = CachingEmbedder(LocalMiniLM(), repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
+    fq, qt = load_beir("faquad"), load_beir("quati")
+    with Hipocampo(url) as root:
+        tid = root.tenant_id("bench-answers") or root.create_tenant("Benchmark (answers)", "bench-answers")
+        client = root.as_actor(Actor.service(tid))
+        kb_full = ingest_paragraphs(client, "faquad-paragraphs", fq.corpus, embedder)
+        held_out = set(sorted(fq.corpus)[::5])
+        kb_held = ingest_paragraphs(
+            client, "faquad-without-held-out", {k: v for k, v in fq.corpus.items() if k not in held_out}, embedder
+        )
+        orch = Orchestrator(client, embedder)
+
+        def ask(q: str, kb: Any) -> Any:
+            return orch.ask(q, kb_ids=[kb], use_cache=False, rate_limit=False)
+
+        questions = list(fq.queries.items())
+        if args.limit:
+            questions = questions[: args.limit]
+        # Answerable.
+        answered_gold, reasons, times, bad_numbers, answered = 0, Counter[str](), [], 0, 0
+        for qid, q in questions:
+            t0 = time.perf_counter()
+            a = ask(q, kb_full)
+            times.append((time.perf_counter() - t0) * 1000)
+            if a.refused:
+                reasons[a.reason or "?"] += 1
+                continue
+            answered += 1
+            gold = {f"faquad:{d}" for d in fq.qrels[qid]}
+            answered_gold += any(s.source_uri in gold for s in a.sources)
+            bad_numbers += bool(_numbers_absent_from_sources(client, a))
+        ans_rate = answered_gold / len(questions)
+        # Unanswerable: Quati over the FaQuAD KB; FaQuAD questions whose paragraph is gone.
+        quati = [ask(q, kb_full) for q in qt.queries.values()]
+        quati_refused = sum(a.refused for a in quati) / len(quati)
+        gone = [(qid, q) for qid, q in questions if set(fq.qrels[qid]) <= held_out]
+        removed = [ask(q, kb_held) for _, q in gone]
+        removed_refused = sum(a.refused for a in removed) / max(len(removed), 1)
+        for a in [*quati, *removed]:
+            if not a.refused:
+                answered += 1
+                bad_numbers += bool(_numbers_absent_from_sources(client, a))
+        # Conflicts.
+        conflict_rows = conflicts(client, orch, embedder)
+        # context_pack latency.
+        cp_times = context_pack_latency(client, embedder, kb_full, [q for _, q in questions[:100]])
+
+    ask_p50, ask_p95 = statistics.median(times), pct(times, 95)
+    cp_p50, cp_p95 = statistics.median(cp_times), pct(cp_times, 95)
+    lines = [
+        BEGIN,
+        "## Answers that cite or refuse (benchmarks/answers.py)",
+        "",
+        f"Command: `.venv/bin/python benchmarks/answers.py{' --limit ' + str(args.limit) if args.limit else ''}"
+        " --write` (offline: all-MiniLM-L6-v2 + extractive answerer; rag config as seeded: top_k 4,"
+        " min_score 0.35, min_confidence 0.65).",
+        "",
+        "| set | questions | result | target |",
+        "|---|---|---|---|",
+        f"| FaQuAD answerable: answered with the gold paragraph cited | {len(questions)} | {ans_rate:.3f} | ≥ 0.90 |",
+        f"| Quati over the FaQuAD KB: refused | {len(quati)} | {quati_refused:.3f} | ≥ 0.95 |",
+        f"| FaQuAD, gold paragraph removed: refused | {len(removed)} | {removed_refused:.3f} | ≥ 0.95 |",
+        f"| answers with a number absent from their evidence | {answered} answers | {bad_numbers} | 0 |",
+        "",
+        "Refusal reasons on the answerable set: "
+        + (", ".join(f"{k} {v}" for k, v in reasons.most_common()) or "none")
+        + ".",
+        "",
+        "Conflicts (benchmarks/data/conflicts; both versions trust 0.9, then the older at trust 0.6, then the"
+        " older superseded):",
+        "",
+        "| question | both active | older less trusted | older superseded |",
+        "|---|---|---|---|",
+        *[f"| {r['question']} | {r['both']} | {r['less_trusted']} | {r['superseded']} |" for r in conflict_rows],
+        "",
+        f"Latency (ms, {len(times)} asks, cache off; context_pack over {len(cp_times)} calls): "
+        f"ask p50 {ask_p50:.1f} / p95 {ask_p95:.1f}; context_pack p50 {cp_p50:.1f} / p95 {cp_p95:.1f}.",
+        END,
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        print(f"written to {write_section(BEGIN, END, text)}")
+    return 0
+
+
+def _numbers_absent_from_sources(client: Hipocampo, answer: Any) -> list[str]:
+    """Numbers of the answer absent from the full content of its cited chunks."""
+    ids = [s.chunk_id for s in answer.sources]
+    with client.transaction() as cur:
+        cur.execute("select content from hipocampo_private.chunks where id = any(%s)", (ids,))
+        evidence = [{"content": r["content"]} for r in cur.fetchall()]
+    return numbers_absent(answer.answer, evidence)
+
+
+def conflicts(client: Hipocampo, orch: Orchestrator, embedder: Any) -> list[dict[str, str]]:
+    cases = json.loads((CONFLICTS / "cases.json").read_text("utf-8"))
+    client.create_kb("policies", language="portuguese")
+    files = sorted(p for p in CONFLICTS.glob("*.md"))
+    docs = [DocumentInput(d, "policy", trust_score=0.9) for f in files for d in load_path(f)]
+    ingest_documents(client, "policies", docs, embedder, count_tokens)
+    kb = client.kb_id("policies")
+    with client.transaction() as cur:
+        cur.execute("select id, source_uri from hipocampo_private.documents where kb_id = %s", (kb,))
+        by_file = {Path(r["source_uri"]).name: r["id"] for r in cur.fetchall()}
+
+    def status(doc: Any, st: str, trust: float) -> None:
+        with client.transaction() as cur:
+            cur.execute("select hipocampo.set_document_status(%s, %s, %s::real)", (doc, st, trust))
+
+    def verdict(case: dict[str, Any]) -> str:
+        a = orch.ask(case["question"], kb_ids=[kb], rate_limit=False)
+        if a.refused:
+            return f"refused ({a.reason})"
+        newer = by_file[case["newer"]]
+        cites_newer = all(str(s.document_id) == str(newer) for s in a.sources)
+        ok = case["expected"] in a.answer and cites_newer
+        return f"answered from the newer: {'yes' if ok else 'NO'} ({case['expected']})"
+
+    rows = []
+    for case in cases:
+        older = by_file[case["older"]]
+        both = verdict(case)
+        status(older, "active", 0.6)
+        less = verdict(case)
+        status(older, "superseded", 0.9)
+        sup = verdict(case)
+        status(older, "active", 0.9)
+        rows.append({"question": case["question"], "both": both, "less_trusted": less, "superseded": sup})
+    return rows
+
+
+def context_pack_latency(client: Hipocampo, embedder: Any, kb: Any, questions: list[str]) -> list[float]:
+    user, conversation = uuid.uuid4(), uuid.uuid4()
+    tenant = client.actor.tenant_id
+    with client.transaction() as cur:
+        for i in range(12):
+            cur.execute(
+                "select hipocampo.add_message(%s, %s, %s, user_id => %s, tenant_id => %s)",
+                (conversation, "user" if i % 2 == 0 else "assistant", f"mensagem {i} sobre matrícula", user, tenant),
+            )
+    times = []
+    for q in questions:
+        vec = "[" + ",".join(f"{x:.6f}" for x in embedder.embed_query(q)) + "]"
+        t0 = time.perf_counter()
+        with client.transaction() as cur:
+            cur.execute(
+                "select hipocampo.context_pack(%s, %s, %s::extensions.vector, 'chat', 2000, array[%s]::uuid[],"
+                " user_id => %s, tenant_id => %s)",
+                (conversation, q, vec, kb, user, tenant),
+            )
+        times.append((time.perf_counter() - t0) * 1000)
+    return times
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""Answer generation over selected evidence, and the post-validation of numbers.
+
+Two generators share one interface (:class:`Generator`):
+
+- :class:`ExtractiveAnswerer` (offline default, ``rag.provider = "extractive"``): quotes the best
+  two-sentence window of each supporting evidence chunk (chosen in SQL by
+  ``hipocampo.evidence_support``), each followed by its citation marker ``[n]``. Deterministic.
+- :class:`ChatAnswerer` (``rag.provider = "openai" | "azure"``): chat completions through the
+  ``openai`` SDK, prompted with ``rag.context_prompt`` and the numbered evidence.
+
+:func:`numbers_absent` is the post-validation gate: every number in an answer must appear in the
+evidence (issue: answers §3).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import openai
+
+from .errors import HipocampoError
+
+__all__ = ["ChatAnswerer", "ExtractiveAnswerer", "GenerationError", "Generator", "generator_for", "numbers_absent"]
+
+Evidence = Mapping[str, Any]
+
+_CITATION = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+class GenerationError(HipocampoError):
+    """The generator failed (API error after retries, empty completion)."""
+
+
+class Generator(Protocol):
+    """Writes an answer from evidence. ``answer_source`` is ``EXTRACTIVE`` or ``LLM``."""
+
+    answer_source: str
+
+    def generate(self, question: str, evidence: Sequence[Evidence], config: Mapping[str, Any]) -> str:
+        """The answer text with citation markers ``[n]`` (n = evidence item's ``n``).
+
+        Raises:
+            GenerationError: the generator could not produce an answer.
+        """
+        ...
+
+
+def _numbers(text: str) -> set[str]:
+    """Numbers of a text as digit strings ("1.200,50" -> "120050"), citation markers left out."""
+    return {re.sub(r"\D", "", m) for m in _NUMBER.findall(_CITATION.sub(" ", text))}
+
+
+def numbers_absent(answer: str, evidence: Sequence[Evidence]) -> list[str]:
+    """The numbers of ``answer`` that appear in no evidence chunk (empty = the answer passes)."""
+    known: set[str] = set()
+    for item in evidence:
+        known |= _numbers(str(item.get("content") or "")) | _numbers(str(item.get("title") or ""))
+    return sorted(_numbers(answer) - known)
+
+
+class ExtractiveAnswerer:
+    """Quotes evidence: the best window of each chunk whose support reaches ``rag.min_confidence``
+    (at least the first chunk), at most ``max_quotes`` (default 2), in evidence order."""
+
+    answer_source = "EXTRACTIVE"
+
+    def __init__(self, max_quotes: int = 2) -> None:
+        self.max_quotes = max_quotes
+
+    def generate(self, question: str, evidence: Sequence[Evidence], config: Mapping[str, Any]) -> str:
+        floor = float(config["min_confidence"])
+        chosen = [e for e in evidence if float(e.get("support") or 0) >= floor][: self.max_quotes] or list(evidence[:1])
+        if not chosen:
+            raise GenerationError("no evidence to quote")
+        quotes: list[str] = []
+        seen: set[str] = set()
+        for item in chosen:
+            text = " ".join(str(item.get("best_window") or item.get("content") or "").split())
+            if text and text not in seen:
+                seen.add(text)
+                quotes.append(f"{text} [{item['n']}]")
+        return " ".join(quotes)
+
+
+class ChatAnswerer:
+    """OpenAI / Azure OpenAI chat completions (``temperature`` 0).
+
+    The API key, endpoint and base URL come from the environment variables NAMED in the rag config
+    (``api_key_secret``, ``endpoint_secret``, ``base_url_secret``): the database stores names only.
+
+    Args:
+        config: the effective rag config (``hipocampo.rag_config``): provider, chat_model or
+            azure_deployment, azure_api_version, the *_secret names, context_prompt.
+        client: an ``openai.OpenAI`` / ``openai.AzureOpenAI`` to use instead (tests).
+        max_retries: SDK retries on 429/5xx/connection errors (default 3); timeout in seconds.
+    """
+
+    answer_source = "LLM"
+
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        *,
+        client: Any | None = None,
+        max_retries: int = 3,
+        timeout: float = 30.0,
+    ) -> None:
+        self.provider = str(config.get("provider", "openai"))
+        key = os.environ.get(str(config.get("api_key_secret") or "OPENAI_API_KEY"), "")
+        if client is not None:
+            self._client = client
+        elif self.provider == "azure":
+            self._client = openai.AzureOpenAI(
+                api_key=key or "missing-key",
+                azure_endpoint=os.environ.get(str(config.get("endpoint_secret") or "AZURE_OPENAI_ENDPOINT"), ""),
+                api_version=str(config.get("azure_api_version") or "2024-10-21"),
+                max_retries=max_retries,
+                timeout=timeout,
+            )
+        else:
+            self._client = openai.OpenAI(
+                api_key=key or "missing-key",
+                base_url=os.environ.get(str(config.get("base_url_secret") or "OPENAI_BASE_URL")) or None,
+                max_retries=max_retries,
+                timeout=timeout,
+            )
+        self.model = str(config.get("azure_deployment") if self.provider == "azure" else config.get("chat_model"))
+
+    def generate(self, question: str, evidence: Sequence[Evidence], config: Mapping[str, Any]) -> str:
+        context = "\n\n".join(f"[{e['n']}] {e.get('title', '')}\n{e.get('content', '')}" for e in evidence)
+        messages = [
+            {"role": "system", "content": f"{config.get('context_prompt', '')}\n\n{context}"},
+            {"role": "user", "content": question},
+        ]
+        try:
+            resp = self._client.chat.completions.create(model=self.model, messages=messages, temperature=0)
+        except openai.APIStatusError as exc:
+            raise GenerationError(f"chat completion failed with HTTP {exc.status_code}: {exc}") from exc
+        except openai.APIConnectionError as exc:
+            raise GenerationError(f"chat endpoint unreachable: {exc}") from exc
+        text = (resp.choices[0].message.content or "").strip() if resp.choices else ""
+        if not text:
+            raise GenerationError("the chat completion was empty")
+        return text
+
+
+def generator_for(config: Mapping[str, Any]) -> Generator:
+    """The generator the rag config names: ``extractive`` (default), ``openai`` or ``azure``."""
+    provider = str(config.get("provider", "extractive"))
+    if provider == "extractive":
+        return ExtractiveAnswerer()
+    if provider in ("openai", "azure"):
+        return ChatAnswerer(config)
+    raise ValueError(f"unknown rag.provider {provider!r} (extractive | openai | azure)")

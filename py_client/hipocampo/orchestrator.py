@@ -1,0 +1,275 @@
+"""The answer-or-refuse pipeline (``Orchestrator.ask``, ``hipocampo ask``, POST /ask).
+
+Per call: guardrails (no retrieval, no model call when they refuse) -> rate limit (token bucket in
+Postgres) -> answer cache -> question embedding -> ``hipocampo.answer_evidence`` (retrieval,
+support, conflicts, evidence under the token budget, confidence and cross-check gates, all in SQL)
+-> generation (extractive or LLM) -> post-validation of numbers -> cache -> audit row. Every call
+gets a trace id and an audit row (``hipocampo.record_answer``); timings per step are logged at
+DEBUG as JSON (logger ``hipocampo.orchestrator``). Rules and thresholds come from the database
+(``hipocampo.rag_config``), never from this module.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from pgvector import Vector
+
+from .client import Hipocampo
+from .embeddings import EmbeddingProvider
+from .errors import HipocampoError, InvalidInputError
+from .generation import GenerationError, Generator, generator_for, numbers_absent
+from .guardrails import check_question
+from .models import Answer, Source
+
+__all__ = ["Orchestrator"]
+
+log = logging.getLogger("hipocampo.orchestrator")
+
+
+class Orchestrator:
+    """Answers questions over a tenant's knowledge bases, citing sources or refusing.
+
+    Args:
+        client: a :class:`Hipocampo` acting as the caller (a user through JWT claims, so RLS
+            applies; or service_role with a tenant).
+        embedder: the provider of the knowledge bases' embedding model (e.g. ``LocalMiniLM``).
+        generator: overrides the generator the rag config names (default: ``generator_for``).
+    """
+
+    def __init__(self, client: Hipocampo, embedder: EmbeddingProvider, generator: Generator | None = None) -> None:
+        self.client = client
+        self.embedder = embedder
+        self.generator = generator
+
+    def config(self, kb_ids: Sequence[UUID] | None = None, agent: str | None = None) -> dict[str, Any]:
+        """The effective rag config (``hipocampo.rag_config``) for these knowledge bases / agent."""
+        kb = kb_ids[0] if kb_ids and len(kb_ids) == 1 else None
+        with self.client.transaction() as cur:
+            cur.execute("select hipocampo.rag_config(%s::uuid, %s, %s::uuid) as v", (kb, agent, self.client._tenant()))
+            row = cur.fetchone()
+            assert row is not None
+            return dict(row["v"])
+
+    def ask(
+        self,
+        question: str,
+        *,
+        kb_ids: Sequence[UUID] | None = None,
+        agent: str | None = None,
+        use_cache: bool = True,
+        rate_limit: bool = True,
+    ) -> Answer:
+        """Answer ``question`` with cited sources, or refuse with a reason code.
+
+        Args:
+            question: 3..2,000 characters (rag.question_min_chars / question_max_chars).
+            kb_ids: knowledge bases to answer from (default: the agent binding's).
+            agent: agent binding name (its knowledge bases and rag overrides apply).
+            use_cache: read and write the answer cache (TTL rag.cache_ttl_seconds = 600 s).
+            rate_limit: spend a token of the caller's bucket (rag.rate_limit_per_minute = 60);
+                batch jobs of a trusted backend turn it off.
+
+        Returns:
+            :class:`Answer`; a refusal has ``refused=True``, ``answer=None`` and ``reason`` (see
+            :class:`Answer`); the standard refusal text is ``rag.refusal_message``.
+
+        Raises:
+            InvalidInputError: no knowledge base named and no agent binding with one.
+            NotFoundError: unknown agent binding or knowledge base.
+            PermissionDeniedError: no tenant in the JWT claims / not a member.
+            DimensionMismatchError: the embedder's dims differ from the active model's.
+        """
+        trace = uuid.uuid4()
+        start = time.perf_counter()
+        timings: dict[str, float] = {}
+
+        def lap(step: str, since: float) -> float:
+            now = time.perf_counter()
+            timings[step] = round((now - since) * 1000, 2)
+            return now
+
+        t = time.perf_counter()
+        cfg = self.config(kb_ids, agent)
+        kbs = [UUID(str(k)) for k in (kb_ids or cfg.get("kb_ids") or [])]
+        if not kbs:
+            raise InvalidInputError("no knowledge base: pass kb_ids or an agent bound to knowledge bases", "22023")
+        t = lap("config", t)
+
+        def finish(ans: dict[str, Any], candidates: int = 0, filtered: int = 0) -> Answer:
+            result = Answer(question=question, trace_id=trace, timings_ms=timings, **ans)
+            total = (time.perf_counter() - start) * 1000
+            timings["total"] = round(total, 2)
+            self._audit(result, kbs, agent, candidates, filtered, total)
+            log.debug(
+                json.dumps(
+                    {
+                        "event": "ask",
+                        "trace_id": str(trace),
+                        "answer_source": result.answer_source,
+                        "reason": result.reason,
+                        "confidence": result.confidence,
+                        "timings_ms": timings,
+                    }
+                )
+            )
+            return result
+
+        def refuse(reason: str, **extra: Any) -> dict[str, Any]:
+            message = str(cfg["refusal_message"])
+            if reason == "conflicting_sources":
+                message += " " + _disagreement(extra.get("conflicts") or [])
+            return {"answer": message, "refused": True, "reason": reason, "answer_source": "REFUSAL", **extra}
+
+        reason = check_question(question, int(cfg["question_min_chars"]), int(cfg["question_max_chars"]))
+        t = lap("guardrails", t)
+        if reason:
+            return finish(refuse(reason))
+
+        limit: dict[str, Any] = {"allowed": True}
+        if rate_limit:
+            with self.client.transaction() as cur:
+                cur.execute("select hipocampo.take_rate_limit(tenant_id => %s::uuid) as v", (self.client._tenant(),))
+                row = cur.fetchone()
+            limit = dict(row["v"]) if row else limit
+            t = lap("rate_limit", t)
+        if not limit.get("allowed"):
+            return finish(refuse("rate_limited", retry_after_ms=int(limit.get("retry_after_ms") or 0)))
+
+        if use_cache:
+            cached = self._cache_get(question, kbs, agent)
+            t = lap("cache", t)
+            if cached:
+                cached.pop("answer_source", None)
+                return finish({**cached, "refused": False, "reason": None, "answer_source": "CACHE"})
+
+        vector = self.embedder.embed_query(question)
+        t = lap("embed", t)
+        with self.client.transaction() as cur:
+            cur.execute(
+                "select hipocampo.answer_evidence(%s, %s::extensions.vector, %s::uuid[], %s, %s::uuid) as v",
+                (question, Vector(list(vector)).to_text(), kbs, agent, self.client._tenant()),
+            )
+            row = cur.fetchone()
+        assert row is not None
+        decision: dict[str, Any] = row["v"]
+        t = lap("evidence", t)
+        evidence: list[dict[str, Any]] = decision["evidence"]
+        candidates, filtered = int(decision["candidates"]), int(decision["filtered"])
+        confidence = float(decision["confidence"])
+        conflicts: list[dict[str, Any]] = decision["conflicts"]
+        if decision["decision"] != "answer":
+            return finish(refuse(decision["reason"], confidence=confidence, conflicts=conflicts), candidates, filtered)
+
+        generator = self.generator or generator_for(cfg)
+        try:
+            text = generator.generate(question, evidence, cfg)
+        except GenerationError as exc:
+            log.warning("generation failed (trace %s): %s", trace, exc)
+            return finish(refuse("generation_failed", confidence=confidence), candidates, filtered)
+        t = lap("generate", t)
+        absent = numbers_absent(text, evidence)
+        if absent:
+            log.info("answer refused: numbers %s absent from the evidence (trace %s)", absent, trace)
+            return finish(refuse("number_not_in_evidence", confidence=confidence), candidates, filtered)
+        sources = _cited(text, evidence)
+        answer = {
+            "answer": text,
+            "refused": False,
+            "reason": None,
+            "confidence": confidence,
+            "sources": [s.model_dump(mode="json") for s in sources],
+            "conflicts": conflicts,
+            "answer_source": generator.answer_source,
+        }
+        if use_cache:
+            self._cache_put(question, kbs, agent, answer)
+            t = lap("cache_put", t)
+        return finish(answer, candidates, filtered)
+
+    # -- database helpers --------------------------------------------------------------------
+    def _cache_get(self, question: str, kbs: list[UUID], agent: str | None) -> dict[str, Any] | None:
+        with self.client.transaction() as cur:
+            cur.execute(
+                "select hipocampo.cache_get(%s, %s::uuid[], %s, %s::uuid) as v",
+                (question, kbs, agent, self.client._tenant()),
+            )
+            row = cur.fetchone()
+        return dict(row["v"]) if row and row["v"] else None
+
+    def _cache_put(self, question: str, kbs: list[UUID], agent: str | None, answer: dict[str, Any]) -> None:
+        with self.client.transaction() as cur:
+            cur.execute(
+                "select hipocampo.cache_put(%s, %s::uuid[], %s::jsonb, %s, %s::uuid)",
+                (question, kbs, json.dumps(answer), agent, self.client._tenant()),
+            )
+
+    def _audit(
+        self, ans: Answer, kbs: list[UUID], agent: str | None, candidates: int, filtered: int, total_ms: float
+    ) -> None:
+        try:
+            with self.client.transaction() as cur:
+                cur.execute(
+                    "select hipocampo.record_answer(%s, %s::text, %s::text, %s::text, %s::real, %s::integer,"
+                    " %s::integer, %s::bigint[], %s::jsonb, %s::real, %s::uuid[], %s::text, null, %s::uuid)",
+                    (
+                        ans.trace_id,
+                        ans.question,
+                        ans.answer_source,
+                        ans.reason,
+                        ans.confidence,
+                        candidates,
+                        filtered,
+                        [s.chunk_id for s in ans.sources],
+                        json.dumps(ans.timings_ms),
+                        total_ms,
+                        kbs,
+                        agent,
+                        self.client._tenant(),
+                    ),
+                )
+        except HipocampoError as exc:  # the answer stands; a lost audit row is logged loudly
+            log.error("audit row of trace %s not written: %s", ans.trace_id, exc)
+
+
+def _cited(text: str, evidence: list[dict[str, Any]]) -> list[Source]:
+    """The evidence items the answer cites with ``[n]`` (all of them when it cites none)."""
+    marked = {int(n) for group in re.findall(r"\[(\d+(?:\s*,\s*\d+)*)\]", text) for n in group.split(",")}
+    items = [e for e in evidence if int(e["n"]) in marked] or evidence
+    return [
+        Source(
+            n=int(e["n"]),
+            document=str(e.get("title") or ""),
+            document_id=UUID(str(e["document_id"])),
+            source_uri=str(e.get("source_uri") or ""),
+            chunk_id=int(e["chunk_id"]),
+            excerpt=str(e.get("best_window") or e.get("content") or "")[:600],
+            score=float(e.get("score") or 0),
+            support=float(e.get("support") or 0),
+        )
+        for e in items
+    ]
+
+
+_KIND = {"deadline_days": "prazo (dias)", "date": "data", "money": "valor (R$)"}
+
+
+def _disagreement(conflicts: list[dict[str, Any]]) -> str:
+    """One sentence naming what the sources disagree on, e.g. "As fontes divergem sobre prazo
+    (dias), escopo internacional: 30 em 'Política 2023'; 45 em 'Política 2024'."."""
+    parts = []
+    for c in conflicts:
+        if c.get("resolved"):
+            continue
+        seen: dict[str, str] = {}
+        for v in c.get("values") or []:
+            seen.setdefault(f"{v['value']} em '{v['title']}'", "")
+        parts.append(f"{_KIND.get(c['kind'], c['kind'])}, escopo {c['scope']}: " + "; ".join(seen))
+    return "As fontes divergem sobre " + " | ".join(parts) + "." if parts else "As fontes divergem."
