@@ -345,9 +345,12 @@ def demo(
 
 
 def _register_memory() -> None:
+    from .cli_answers import ask, serve
     from .cli_memory import memory_app
 
     app.add_typer(memory_app, name="memory")
+    app.command()(ask)
+    app.command()(serve)
 
 
 _register_memory()

@@ -73,14 +73,24 @@ class Hipocampo:
         url: libpq connection URL (see :func:`hipocampo.db.ensure_database`).
         actor: who the calls act as (default service_role without tenant).
         pool_size: connections kept open (psycopg_pool), default 4.
+        pool_timeout_s: seconds to wait for a connection (default 30); then PoolTimeout.
 
     Errors from the database are raised as :mod:`hipocampo.errors` types carrying the SQLSTATE.
     """
 
-    def __init__(self, url: str, actor: Actor | None = None, *, pool_size: int = 4) -> None:
+    def __init__(
+        self, url: str, actor: Actor | None = None, *, pool_size: int = 4, pool_timeout_s: float = 30.0
+    ) -> None:
         self.url = url
         self.actor = actor or Actor.service()
-        self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=True)
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=pool_size,
+            open=True,
+            timeout=pool_timeout_s,
+            kwargs={"connect_timeout": max(1, int(pool_timeout_s))},
+        )
 
     def close(self) -> None:
         """Close the connection pool."""

@@ -104,9 +104,9 @@ class Orchestrator:
         t = lap("config", t)
 
         def finish(ans: dict[str, Any], candidates: int = 0, filtered: int = 0) -> Answer:
-            result = Answer(question=question, trace_id=trace, timings_ms=timings, **ans)
             total = (time.perf_counter() - start) * 1000
             timings["total"] = round(total, 2)
+            result = Answer(question=question, trace_id=trace, timings_ms=timings, **ans)
             self._audit(result, kbs, agent, candidates, filtered, total)
             log.debug(
                 json.dumps(

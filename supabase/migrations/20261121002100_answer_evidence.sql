@@ -343,7 +343,9 @@ declare
         answer_evidence.agent, t
     );
     kbs uuid[] := coalesce(answer_evidence.kb_ids,
-        (select array_agg(x::uuid) from jsonb_array_elements_text(cfg -> 'kb_ids') as x));
+        (select array_agg(x::uuid) from jsonb_array_elements_text(
+            case when jsonb_typeof(cfg -> 'kb_ids') = 'array' then cfg -> 'kb_ids' else '[]'::jsonb end
+        ) as x));
     top_k integer := (cfg ->> 'top_k')::integer;
     min_score double precision := (cfg ->> 'min_score')::double precision;
     min_confidence double precision := (cfg ->> 'min_confidence')::double precision;

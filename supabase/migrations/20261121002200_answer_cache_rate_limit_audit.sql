@@ -295,7 +295,7 @@ declare
 begin
     insert into hipocampo_private.rate_limit_buckets as r (bucket, tokens, capacity)
     values (_take_token.bucket, per_minute, per_minute)
-    on conflict (bucket) do nothing;
+    on conflict on constraint rate_limit_buckets_pkey do nothing;
     select * into b from hipocampo_private.rate_limit_buckets as r where r.bucket = _take_token.bucket for update;
     level := least(per_minute, b.tokens + extract(epoch from (clock_timestamp() - b.updated_at)) * per_minute / 60);
     if level >= cost then

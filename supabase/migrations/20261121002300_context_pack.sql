@@ -210,7 +210,9 @@ begin
             context_pack.agent, a.actor_tenant
         );
         kbs := coalesce(context_pack.kb_ids,
-            (select array_agg(x::uuid) from jsonb_array_elements_text(rag -> 'kb_ids') as x));
+            (select array_agg(x::uuid) from jsonb_array_elements_text(
+            case when jsonb_typeof(rag -> 'kb_ids') = 'array' then rag -> 'kb_ids' else '[]'::jsonb end
+        ) as x));
         if query_embedding is null then
             rag_state := jsonb_build_object('skipped', true, 'reason', 'no_query_embedding');
         elsif not coalesce((rag ->> 'enabled')::boolean, true) then

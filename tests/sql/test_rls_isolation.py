@@ -30,10 +30,14 @@ TABLES = [
     "messages",
     "conversation_summaries",
     "sessions",
+    "agent_bindings",
+    "answer_audit",
 ]
 TENANT_COLUMN = {"tenants": "id"}
 PERSONAL_TABLES = {"messages", "conversation_summaries", "sessions"}  # rows of one user, tested in test_conversations
 GLOBAL_TABLES = {"embedding_models"}  # shared registry, readable by all, written by service_role
+# No client role reads or writes these: only their RPCs (cache_get/cache_put, take_rate_limit).
+SERVICE_ONLY_TABLES = {"answer_cache", "rate_limit_buckets"}
 
 
 def test_every_table_is_covered(db: psycopg.Connection[dict[str, Any]]) -> None:
@@ -41,7 +45,17 @@ def test_every_table_is_covered(db: psycopg.Connection[dict[str, Any]]) -> None:
         "select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace "
         "where n.nspname = 'hipocampo_private' and c.relkind = 'r'"
     ).fetchall()
-    assert {r["relname"] for r in rows} == set(TABLES) | GLOBAL_TABLES
+    assert {r["relname"] for r in rows} == set(TABLES) | GLOBAL_TABLES | SERVICE_ONLY_TABLES
+
+
+@pytest.mark.parametrize("table", sorted(SERVICE_ONLY_TABLES))
+@pytest.mark.parametrize("role", ["anon", "authenticated"])
+def test_service_only_tables_refuse_client_roles(
+    db: psycopg.Connection[dict[str, Any]], world: World, table: str, role: str
+) -> None:
+    world.act(role, world.admin_a if role == "authenticated" else None, world.tenant_a if role != "anon" else None)
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        db.execute(f"select 1 from hipocampo_private.{table} limit 1")
 
 
 def count(db: psycopg.Connection[dict[str, Any]], table: str, tenant: Any) -> int:
@@ -82,7 +96,13 @@ def test_anon_is_refused_every_table(db: psycopg.Connection[dict[str, Any]], wor
 
 @pytest.mark.parametrize(
     "table",
-    [t for t in TABLES if t not in ("settings", "data_access_log") and "memor" not in t and t not in PERSONAL_TABLES],
+    [
+        t
+        for t in TABLES
+        if t not in ("settings", "data_access_log", "agent_bindings", "answer_audit")
+        and "memor" not in t
+        and t not in PERSONAL_TABLES
+    ],
 )
 def test_service_role_sees_every_tenant(db: psycopg.Connection[dict[str, Any]], world: World, table: str) -> None:
     world.act("service_role")

@@ -1,0 +1,82 @@
+"""``hipocampo ask`` and ``hipocampo serve``."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .errors import HipocampoError
+from .models import Answer
+
+__all__ = ["ask", "print_answer", "serve"]
+
+console = Console()
+
+
+def print_answer(ans: Answer, out: Console | None = None) -> None:
+    """An answer with its sources table, or a refusal with its reason code."""
+    out = out or console
+    if ans.refused:
+        out.print(f"[yellow]REFUSAL ({ans.reason})[/yellow] {ans.answer}")
+    else:
+        out.print(f"[green]{ans.answer_source}[/green] (confidence {ans.confidence:.2f}) {ans.answer}")
+        table = Table("#", "document", "chunk", "score", "excerpt", show_lines=True)
+        for s in ans.sources:
+            excerpt = s.excerpt[:200] + ("…" if len(s.excerpt) > 200 else "")
+            table.add_row(str(s.n), s.document, str(s.chunk_id), f"{s.score:.2f}", excerpt)
+        out.print(table)
+    out.print(f"[dim]trace {ans.trace_id}; {json.dumps(ans.timings_ms)}[/dim]")
+
+
+def ask(
+    question: str,
+    kb: Annotated[list[str] | None, typer.Option("--kb", help="Knowledge base (repeatable).")] = None,
+    agent: Annotated[str | None, typer.Option(help="Agent binding name (its KBs and overrides).")] = None,
+    tenant: Annotated[str, typer.Option("--tenant", "-t", help="Tenant slug.")] = "default",
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the answer cache.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the Answer as JSON.")] = False,
+) -> None:
+    """Answer with cited sources, or refuse ("Não encontrei informações confiáveis…") with a reason."""
+    from .cli import _client, _fail
+    from .embeddings import provider_from_config
+    from .orchestrator import Orchestrator
+
+    with _client(tenant) as client:
+        try:
+            kb_ids = [client.kb_id(name) for name in kb] if kb else None
+            ans = Orchestrator(client, provider_from_config()).ask(
+                question, kb_ids=kb_ids, agent=agent, use_cache=not no_cache
+            )
+        except HipocampoError as exc:
+            raise _fail(exc) from exc
+    if as_json:
+        console.print_json(ans.model_dump_json())
+    else:
+        print_answer(ans)
+
+
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address (default [http] host).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default [http] port).")] = None,
+) -> None:
+    """HTTP API (FastAPI): POST /ask, POST /context-pack, GET /healthz, GET /readyz, docs at /docs.
+    Needs the JWT secret in the variable named by [http] jwt_secret_env (SUPABASE_JWT_SECRET)."""
+    import uvicorn
+
+    from . import db
+    from .config import load_config
+    from .embeddings import provider_from_config
+    from .server import create_app
+
+    http = load_config().get("http", {})
+    env = str(http.get("jwt_secret_env", "SUPABASE_JWT_SECRET"))
+    if not os.environ.get(env):
+        console.print(f"[red]error:[/red] set ${env} (the HS256 secret of your JWTs) before serving")
+        raise typer.Exit(code=1)
+    app = create_app(db.ensure_database(), provider_from_config())
+    uvicorn.run(app, host=host or str(http.get("host", "127.0.0.1")), port=port or int(http.get("port", 8000)))

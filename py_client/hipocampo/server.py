@@ -1,0 +1,252 @@
+"""The HTTP API (``hipocampo serve``): POST /ask, POST /context-pack, GET /healthz, GET /readyz.
+
+Auth: ``Authorization: Bearer <JWT>``, a Supabase-style HS256 token (secret from the environment
+variable named by ``[http] jwt_secret_env`` in config.toml). Its ``role`` claim (authenticated |
+service_role) and the claims themselves are set on the database transaction exactly as PostgREST
+does (``set local role``; ``request.jwt.claims``), so RLS applies unchanged. A per-IP token bucket
+(``hipocampo.take_ip_rate_limit``) runs before auth; the per user one inside ``ask``.
+
+Responses of /ask carry ``X-Answer-Source`` (CACHE | LLM | EXTRACTIVE | REFUSAL) and
+``X-Trace-ID``. When the database is unreachable /readyz answers 503 and /ask refuses with reason
+``database_unavailable`` (503), never a 500.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from typing import Any
+from uuid import UUID
+
+import jwt
+import psycopg
+from fastapi import FastAPI, Header, Request
+from fastapi.responses import JSONResponse
+from pgvector import Vector
+from pydantic import BaseModel, Field
+
+from .client import Actor, Hipocampo
+from .config import load_config
+from .embeddings import EmbeddingProvider
+from .errors import HipocampoError, InvalidInputError, NotFoundError, PermissionDeniedError
+from .orchestrator import Orchestrator
+
+__all__ = ["AskRequest", "ContextPackRequest", "create_app"]
+
+log = logging.getLogger("hipocampo.server")
+
+
+class AskRequest(BaseModel):
+    """Body of POST /ask."""
+
+    question: str = Field(description="3..2,000 characters (rag.question_min_chars / question_max_chars)")
+    kb_ids: list[UUID] | None = Field(default=None, description="knowledge bases (default: the agent's)")
+    agent: str | None = Field(default=None, description="agent binding name")
+    use_cache: bool = True
+    tenant_id: UUID | None = Field(default=None, description="service_role only: the tenant to act on")
+
+
+class ContextPackRequest(BaseModel):
+    """Body of POST /context-pack."""
+
+    conversation_id: UUID
+    query: str
+    modality: str = Field(default="chat", description="chat | voice")
+    token_budget: int | None = Field(default=None, description="tokens (default context_pack.default_token_budget)")
+    kb_ids: list[UUID] | None = None
+    agent: str | None = None
+    session_id: UUID | None = None
+    user_id: UUID | None = Field(default=None, description="service_role only")
+    tenant_id: UUID | None = Field(default=None, description="service_role only")
+
+
+class _AuthError(Exception):
+    pass
+
+
+def create_app(
+    url: str,
+    embedder: EmbeddingProvider | None = None,
+    *,
+    jwt_secret: str | None = None,
+    pool_timeout_s: float = 5.0,
+) -> FastAPI:
+    """The FastAPI app over the database at ``url``.
+
+    Args:
+        url: libpq URL of the hipocampo database (connected as a role that may ``set role``).
+        embedder: question embeddings (default: the offline ``LocalMiniLM``, loaded on first use).
+        jwt_secret: HS256 secret (default: the environment variable ``[http] jwt_secret_env``).
+        pool_timeout_s: seconds to wait for a connection before answering 503.
+
+    Raises:
+        RuntimeError: no JWT secret configured.
+    """
+    import os
+
+    http = load_config().get("http", {})
+    secret = jwt_secret or os.environ.get(str(http.get("jwt_secret_env", "SUPABASE_JWT_SECRET")), "")
+    if not secret:
+        raise RuntimeError(f"no JWT secret: set ${http.get('jwt_secret_env', 'SUPABASE_JWT_SECRET')}")
+    audience = str(http.get("jwt_audience", "authenticated"))
+    refusal_text = str(load_config().get("rag", {}).get("refusal_message", ""))
+    app = FastAPI(title="hipocampo", version="0.1.0", description="Answers that cite or refuse, and ContextPacks.")
+    root = Hipocampo(url, pool_timeout_s=pool_timeout_s)
+    state: dict[str, Any] = {"embedder": embedder}
+
+    def get_embedder() -> EmbeddingProvider:
+        if state["embedder"] is None:
+            from .embeddings import LocalMiniLM
+
+            state["embedder"] = LocalMiniLM()
+        emb: EmbeddingProvider = state["embedder"]
+        return emb
+
+    def actor_of(authorization: str | None, tenant_id: UUID | None) -> Actor:
+        if not authorization or not authorization.lower().startswith("bearer "):
+            raise _AuthError("missing bearer token")
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                authorization[7:].strip(),
+                secret,
+                algorithms=["HS256"],
+                options={"verify_aud": False, "require": ["exp", "role"]},
+            )
+        except jwt.PyJWTError as exc:
+            raise _AuthError(f"invalid token: {exc}") from exc
+        role = claims.get("role")
+        if role == "service_role":
+            return Actor("service_role", claims, tenant_id)
+        if role == "authenticated" and claims.get("sub") and claims.get("aud") in (audience, [audience]):
+            return Actor("authenticated", claims, None)
+        raise _AuthError("token role must be authenticated (with sub and aud) or service_role")
+
+    def error(status: int, message: str, trace: str, **headers: str) -> JSONResponse:
+        return JSONResponse({"error": message, "trace_id": trace}, status, headers={"X-Trace-ID": trace, **headers})
+
+    def ip_limited(request: Request, trace: str) -> JSONResponse | None:
+        ip = request.client.host if request.client else "0.0.0.0"
+        try:
+            with root.as_actor(Actor.service()).transaction() as cur:
+                cur.execute("select hipocampo.take_ip_rate_limit(%s::inet) as v", (_inet(ip),))
+                row = cur.fetchone()
+        except (HipocampoError, psycopg.Error, OSError):
+            return None  # the database is down: the endpoint itself answers 503
+        res = row["v"] if row else {"allowed": True}
+        if res.get("allowed"):
+            return None
+        retry = str(max(1, int(res.get("retry_after_ms", 1000)) // 1000))
+        return error(429, "too many requests from this address", trace, **{"Retry-After": retry})
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        """Liveness: the process answers."""
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    def readyz() -> JSONResponse:
+        """Readiness: 200 when the database answers, 503 otherwise."""
+        try:
+            with root.transaction() as cur:
+                cur.execute("select 1")
+        except (HipocampoError, psycopg.Error, OSError) as exc:
+            return JSONResponse({"status": "unavailable", "error": str(exc)}, 503)
+        return JSONResponse({"status": "ready"})
+
+    @app.post("/ask")
+    def ask(body: AskRequest, request: Request, authorization: str | None = Header(default=None)) -> JSONResponse:
+        """Answer with cited sources or refuse (see ``Orchestrator.ask``)."""
+        trace = str(uuid.uuid4())
+        limited = ip_limited(request, trace)
+        if limited:
+            return limited
+        try:
+            actor = actor_of(authorization, body.tenant_id)
+        except _AuthError as exc:
+            return error(401, str(exc), trace)
+        orch = Orchestrator(root.as_actor(actor), get_embedder())
+        try:
+            ans = orch.ask(body.question, kb_ids=body.kb_ids, agent=body.agent, use_cache=body.use_cache)
+        except PermissionDeniedError as exc:
+            return error(403, exc.message, trace)
+        except NotFoundError as exc:
+            return error(404, exc.message, trace)
+        except InvalidInputError as exc:
+            return error(422, exc.message, trace)
+        except (HipocampoError, psycopg.Error, OSError) as exc:
+            log.error("ask failed (trace %s): %s", trace, exc)
+            payload = {
+                "question": body.question,
+                "answer": refusal_text,
+                "refused": True,
+                "reason": "database_unavailable",
+                "answer_source": "REFUSAL",
+                "trace_id": trace,
+                "sources": [],
+                "confidence": 0.0,
+            }
+            return JSONResponse(payload, 503, headers={"X-Answer-Source": "REFUSAL", "X-Trace-ID": trace})
+        status = 429 if ans.reason == "rate_limited" else 200
+        headers = {"X-Answer-Source": ans.answer_source, "X-Trace-ID": str(ans.trace_id)}
+        if ans.retry_after_ms:
+            headers["Retry-After"] = str(max(1, ans.retry_after_ms // 1000))
+        return JSONResponse(json.loads(ans.model_dump_json()), status, headers=headers)
+
+    @app.post("/context-pack")
+    def context_pack(
+        body: ContextPackRequest, request: Request, authorization: str | None = Header(default=None)
+    ) -> JSONResponse:
+        """The ContextPack of one turn (``hipocampo.context_pack``)."""
+        trace = str(uuid.uuid4())
+        limited = ip_limited(request, trace)
+        if limited:
+            return limited
+        try:
+            actor = actor_of(authorization, body.tenant_id)
+        except _AuthError as exc:
+            return error(401, str(exc), trace)
+        client = root.as_actor(actor)
+        try:
+            vec = Vector(list(get_embedder().embed_query(body.query))).to_text()
+            with client.transaction() as cur:
+                cur.execute(
+                    "select hipocampo.context_pack(%s::uuid, %s, %s::extensions.vector, %s, %s::integer, %s::uuid[],"
+                    " %s, %s::uuid, %s::uuid, %s::uuid) as v",
+                    (
+                        body.conversation_id,
+                        body.query,
+                        vec,
+                        body.modality,
+                        body.token_budget,
+                        body.kb_ids,
+                        body.agent,
+                        body.session_id,
+                        body.user_id,
+                        body.tenant_id,
+                    ),
+                )
+                row = cur.fetchone()
+        except PermissionDeniedError as exc:
+            return error(403, exc.message, trace)
+        except NotFoundError as exc:
+            return error(404, exc.message, trace)
+        except InvalidInputError as exc:
+            return error(422, exc.message, trace)
+        except (HipocampoError, psycopg.Error, OSError) as exc:
+            log.error("context-pack failed (trace %s): %s", trace, exc)
+            return error(503, "database unavailable", trace)
+        return JSONResponse(row["v"] if row else {}, headers={"X-Trace-ID": trace})
+
+    app.state.hipocampo = root
+    return app
+
+
+def _inet(host: str) -> str:
+    """A client host as an inet literal (test clients report a name, not an address)."""
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return "127.0.0.1"

@@ -1,0 +1,236 @@
+"""The SQL side of answers: rag config layers and secrets, evidence support, conflicts and their
+resolution, the answer decision, cache invalidation, token buckets, the audit row and views."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+
+from ..conftest import World, unit_vector, vec_text
+
+Conn = psycopg.Connection[dict[str, Any]]
+
+
+def one(db: Conn, sql: str, params: tuple[Any, ...] = ()) -> Any:
+    row = db.execute(sql, params).fetchone()  # type: ignore[arg-type]
+    assert row is not None
+    return row["v"]
+
+
+def test_rag_config_layers_tenant_kb_agent(db: Conn, world: World) -> None:
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    assert one(db, "select hipocampo.rag_config() ->> 'top_k' as v") == "4"
+    one(db, """select hipocampo.set_tenant_config('rag', '{"top_k": 6}') as v""")
+    one(db, """select hipocampo.set_knowledge_base_config(%s, 'rag', '{"min_confidence": 0.7}') as v""", (world.kb_a,))
+    one(db, """select hipocampo.set_agent_binding('portaria', array[%s]::uuid[], '{"top_k": 3}') as v""", (world.kb_a,))
+    cfg = one(db, "select hipocampo.rag_config(%s) as v", (world.kb_a,))
+    assert (cfg["top_k"], cfg["min_confidence"]) == (6, 0.7)
+    agent = one(db, "select hipocampo.rag_config(null, 'portaria') as v")
+    assert (agent["top_k"], agent["min_confidence"], agent["kb_ids"]) == (3, 0.7, [str(world.kb_a)])
+    # Members read; tenant B sees neither the binding nor A's overrides.
+    world.act("authenticated", world.member_a, world.tenant_a)
+    assert one(db, "select hipocampo.rag_config(null, 'portaria') ->> 'top_k' as v") == "3"
+    world.act("authenticated", world.admin_b, world.tenant_b)
+    assert one(db, "select hipocampo.rag_config() ->> 'top_k' as v") == "4"
+    with pytest.raises(psycopg.errors.NoDataFound, match="unknown agent binding: portaria"), db.transaction():
+        db.execute("select hipocampo.rag_config(null, 'portaria')")
+
+
+def test_only_admins_write_rag_config_within_bounds_and_never_secrets(db: Conn, world: World) -> None:
+    world.act("authenticated", world.member_a, world.tenant_a)
+    for sql in (
+        """select hipocampo.set_tenant_config('rag', '{"top_k": 5}')""",
+        f"select hipocampo.set_agent_binding('x', array['{world.kb_a}']::uuid[])",
+    ):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="only tenant admins"), db.transaction():
+            db.execute(sql)
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    cases = [
+        ('{"top_k": 50}', psycopg.errors.NumericValueOutOfRange, r"rag.top_k must lie in \[1, 20\]"),
+        ('{"api_key": "abc"}', psycopg.errors.InvalidParameterValue, "secrets are never stored"),
+        ('{"api_key_secret": "sk-abcdefghijklmnop"}', psycopg.errors.InvalidParameterValue, "secrets are never"),
+        ('{"api_key_secret": "my key!"}', psycopg.errors.InvalidParameterValue, "must be the name of a secret"),
+        ('{"question_max_chars": 10}', psycopg.errors.InvalidParameterValue, "is fixed and cannot be changed"),
+        ('{"nope": 1}', psycopg.errors.InvalidParameterValue, "unknown key rag.nope"),
+    ]
+    for patch, exc, msg in cases:
+        with pytest.raises(exc, match=msg), db.transaction():
+            db.execute("select hipocampo.set_tenant_config('rag', %s::jsonb)", (patch,))
+    assert one(db, """select hipocampo.set_tenant_config('rag', '{"api_key_secret": "TENANT_A_OPENAI"}') as v""") == {
+        "api_key_secret": "TENANT_A_OPENAI"
+    }
+
+
+def test_evidence_support_measures_question_coverage(db: Conn, world: World) -> None:
+    world.act("authenticated", world.member_a, world.tenant_a)
+    ids = [r["id"] for r in db.execute("select id from hipocampo_private.chunks order by chunk_index").fetchall()]
+    rows = db.execute(
+        "select * from hipocampo.evidence_support('Qual o prazo de trancamento de matrícula?', %s)", (ids,)
+    ).fetchall()
+    by_id = {r["chunk_id"]: r for r in rows}
+    assert by_id[ids[0]]["support"] == pytest.approx(1.0)
+    assert by_id[ids[0]]["best_window"].startswith("Prazo de trancamento")
+    assert by_id[ids[1]]["support"] == pytest.approx(0.0)
+
+
+POLICY = "O prazo do pedido de reembolso de viagem {scope} é de até {days} dias após o retorno."
+
+
+def policy_kb(db: Conn, world: World, old: dict[str, Any], new: dict[str, Any]) -> tuple[Any, Any, Any]:
+    world.act("service_role")
+    kb = one(db, "select hipocampo.create_knowledge_base('politicas', tenant_id => %s) as v", (world.tenant_a,))
+    docs = []
+    for name, v in (("old", old), ("new", new)):
+        texts = [POLICY.format(scope="nacional", days=v["nac"]), POLICY.format(scope="internacional", days=v["int"])]
+        docs.append(world.ingest(kb, f"reembolso-{name}", texts, seed=7, source_type="policy"))
+        db.execute("update hipocampo_private.documents set trust_score = 0.9 where id = %s", (docs[-1],))
+    return kb, docs[0], docs[1]
+
+
+def test_conflicts_per_scope_and_their_resolution(db: Conn, world: World) -> None:
+    kb, old, new = policy_kb(db, world, {"nac": 30, "int": 60}, {"nac": 30, "int": 45})
+    ids = [r["id"] for r in db.execute("select id from hipocampo_private.chunks where kb_id = %s", (kb,)).fetchall()]
+    q_int = "Qual o prazo do pedido de reembolso de viagem internacional?"
+    found = one(db, "select hipocampo.detect_conflicts(%s, %s) as v", (q_int, ids))
+    assert [(c["kind"], c["scope"], c["resolved"]) for c in found] == [("deadline_days", "internacional", False)]
+    assert sorted(v["value"] for v in found[0]["values"]) == ["45", "60"]
+    # The question names "nacional": the documents agree there (30 = 30).
+    assert (
+        one(db, "select hipocampo.detect_conflicts(%s, %s) as v", (q_int.replace("internacional", "nacional"), ids))
+        == []
+    )
+    # Less trust resolves it in favour of the more trusted document.
+    db.execute("update hipocampo_private.documents set trust_score = 0.6 where id = %s", (old,))
+    found = one(db, "select hipocampo.detect_conflicts(%s, %s) as v", (q_int, ids))
+    assert (found[0]["resolved"], found[0]["winner_document_id"]) == (True, str(new))
+
+
+def test_sentence_values_and_scopes(db: Conn) -> None:
+    rows = db.execute(
+        "select kind, value from hipocampo_private._sentence_values("
+        "'Prazo de 30 (trinta) dias ou 2 meses, até 05/03/2025, multa de R$ 1.200,50.')"
+    ).fetchall()
+    assert [(r["kind"], r["value"]) for r in rows] == [
+        ("deadline_days", "30"),
+        ("deadline_days", "60"),
+        ("date", "2025-03-05"),
+        ("money", "1200.50"),
+    ]
+
+
+def answer(db: Conn, question: str, kb: Any, seed: int = 7) -> dict[str, Any]:
+    v: dict[str, Any] = one(
+        db,
+        "select hipocampo.answer_evidence(%s, %s::extensions.vector, array[%s]::uuid[]) as v",
+        (question, vec_text(unit_vector(seed)), kb),
+    )
+    return v
+
+
+def test_answer_evidence_refuses_conflicts_and_answers_once_resolved(db: Conn, world: World) -> None:
+    kb, old, new = policy_kb(db, world, {"nac": 30, "int": 60}, {"nac": 30, "int": 45})
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    q = "Qual o prazo do pedido de reembolso de viagem internacional?"
+    r = answer(db, q, kb)
+    assert (r["decision"], r["reason"]) == ("refuse", "conflicting_sources")
+    one(db, "select hipocampo.set_document_status(%s, 'superseded') as v", (old,))
+    r = answer(db, q, kb)
+    assert (r["decision"], r["reason"]) == ("answer", None)
+    assert {e["document_id"] for e in r["evidence"]} == {str(new)}
+    assert r["confidence"] >= 0.65
+
+
+def test_answer_evidence_gates(db: Conn, world: World) -> None:
+    world.act("authenticated", world.member_a, world.tenant_a)
+    r = answer(db, "Qual a cor do cavalo branco de Napoleão?", world.kb_a)
+    assert (r["decision"], r["reason"]) == ("refuse", "no_evidence")
+    # One regulation at trust 0.5 (below rag.authoritative_trust): cross-check fails.
+    r = answer(db, "Qual o prazo de trancamento de matrícula?", world.kb_a)
+    assert (r["decision"], r["reason"]) == ("refuse", "cross_check_failed")
+    world.act("service_role")
+    db.execute("update hipocampo_private.documents set trust_score = 0.9 where id = %s", (world.doc_a,))
+    world.act("authenticated", world.member_a, world.tenant_a)
+    r = answer(db, "Qual o prazo de trancamento de matrícula?", world.kb_a)
+    assert (r["decision"], r["evidence"][0]["best_window"]) == (
+        "answer",
+        "Prazo de trancamento de matrícula é de 30 dias.",
+    )
+    # Tenant B's knowledge base does not exist for A (RLS): never B's 45 days.
+    with pytest.raises(psycopg.errors.NoDataFound, match="unknown knowledge base"), db.transaction():
+        answer(db, "Qual o prazo de trancamento de matrícula?", world.kb_b)
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="no knowledge base"), db.transaction():
+        db.execute("select hipocampo.answer_evidence('prazo?', %s::extensions.vector)", (vec_text(unit_vector(1)),))
+
+
+def test_cache_is_keyed_by_normalised_question_and_invalidated_by_kb_changes(db: Conn, world: World) -> None:
+    world.act("authenticated", world.member_a, world.tenant_a)
+    chunk = one(db, "select min(id) as v from hipocampo_private.chunks where kb_id = %s", (world.kb_a,))
+    ans = json.dumps({"answer": "30 dias [1]", "sources": [{"chunk_id": chunk}]})
+    assert one(
+        db, "select hipocampo.cache_put('Qual é o prazo?', array[%s]::uuid[], %s::jsonb) as v", (world.kb_a, ans)
+    )
+    assert one(
+        db, "select hipocampo.cache_get('  qual e o PRAZO ', array[%s]::uuid[]) ->> 'answer' as v", (world.kb_a,)
+    ) == ("30 dias [1]")
+    # Tenant B cannot read it, nor plant an answer citing A's chunk.
+    world.act("authenticated", world.member_b, world.tenant_b)
+    assert one(db, "select hipocampo.cache_get('Qual é o prazo?', array[%s]::uuid[]) as v", (world.kb_a,)) is None
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match=f"cited chunk {chunk} is not in"), db.transaction():
+        db.execute("select hipocampo.cache_put('q', array[%s]::uuid[], %s::jsonb)", (world.kb_b, ans))
+    # Any document change in the KB drops it.
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    one(db, "select hipocampo.set_document_status(%s, trust_score => 0.8::real) as v", (world.doc_a,))
+    assert one(db, "select hipocampo.cache_get('Qual é o prazo?', array[%s]::uuid[]) as v", (world.kb_a,)) is None
+    assert one(
+        db, "select hipocampo.cache_put('Qual é o prazo?', array[%s]::uuid[], %s::jsonb) as v", (world.kb_a, ans)
+    )
+    world.ingest(world.kb_a, "a2", ["Novo regulamento."], seed=3)
+    assert one(db, "select hipocampo.cache_get('Qual é o prazo?', array[%s]::uuid[]) as v", (world.kb_a,)) is None
+
+
+def test_token_bucket_per_user_and_ip(db: Conn, world: World) -> None:
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    one(db, """select hipocampo.set_tenant_config('rag', '{"rate_limit_per_minute": 2}') as v""")
+    world.act("authenticated", world.member_a, world.tenant_a)
+    results = [one(db, "select hipocampo.take_rate_limit() as v") for _ in range(3)]
+    assert [r["allowed"] for r in results] == [True, True, False]
+    assert results[2]["retry_after_ms"] > 0
+    # Another user of the tenant has a bucket of their own.
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    assert one(db, "select hipocampo.take_rate_limit() as v")["allowed"]
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="cost must be positive"), db.transaction():
+        db.execute("select hipocampo.take_rate_limit(0)")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), db.transaction():
+        db.execute("select hipocampo.take_ip_rate_limit('203.0.113.9')")
+    world.act("service_role")
+    ip = f"198.51.100.{uuid.uuid4().int % 250}"
+    assert one(db, "select hipocampo.take_ip_rate_limit(%s::inet) as v", (ip,))["allowed"]
+
+
+def test_audit_rows_are_pseudonymous_and_feed_the_views(db: Conn, world: World) -> None:
+    world.act("authenticated", world.member_a, world.tenant_a)
+    trace = uuid.uuid4()
+    one(
+        db,
+        "select hipocampo.record_answer(%s, 'Qual o prazo?', 'REFUSAL', 'low_confidence', 0.3::real, 4, 3,"
+        " '{}'::bigint[], '{}'::jsonb, 12.5::real, array[%s]::uuid[]) as v",
+        (trace, world.kb_a),
+    )
+    # Members cannot read the audit; admins read their tenant's; the user is a pseudonym.
+    assert db.execute("select * from hipocampo_private.answer_audit").fetchall() == []
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    row = db.execute("select * from hipocampo_private.answer_audit where trace_id = %s", (trace,)).fetchone()
+    assert row is not None and row["user_ref"] != str(world.member_a) and len(row["question_sha256"]) == 64
+    stats = db.execute("select * from hipocampo.rag_answer_stats").fetchall()
+    assert [(s["query_count"], s["refusals"], float(s["filtered_rate"])) for s in stats] == [(1, 1, 0.75)]
+    assert [(r["reason"], r["refusals"]) for r in db.execute("select * from hipocampo.rag_refusals").fetchall()] == [
+        ("low_confidence", 1)
+    ]
+    emb = db.execute("select * from hipocampo.embedding_stats where kb_id = %s", (world.kb_a,)).fetchone()
+    assert emb is not None and (emb["embeddings_total"], emb["embeddings_stale"]) == (2, 0)
+    world.act("authenticated", world.admin_b, world.tenant_b)
+    assert db.execute("select * from hipocampo.rag_answer_stats").fetchall() == []
