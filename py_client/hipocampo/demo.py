@@ -17,6 +17,7 @@ from .errors import MemoryRejected
 from .evaluation import evaluate, index_beir
 from .ingest import DocumentInput, ingest_documents, load_path
 from .memory import Memory
+from .orchestrator import Orchestrator
 
 __all__ = ["run_demo"]
 
@@ -53,6 +54,7 @@ def run_demo(console: Console, *, questions: int = 5, evaluate_sets: list[str] |
             console.print(table)
 
         _memory_demo(console, root, tid, embedder)
+        _answers_demo(console, root, tid, embedder, kb, [q for q, _, _ in picked[:3]])
 
         results = []
         for name in evaluate_sets or []:
@@ -122,6 +124,48 @@ def _memory_demo(console: Console, root: Hipocampo, tenant_id: UUID, embedder: L
         for h in recall.hits:
             table.add_row(str(h.rank), f"{h.score:.2f}", h.tier, f"{h.key} = {h.value!r}")
         console.print(table)
+
+
+def _answers_demo(
+    console: Console, root: Hipocampo, tenant_id: UUID, embedder: LocalMiniLM, kb: UUID, questions: list[str]
+) -> None:
+    """Cited answers to real FaQuAD questions, two refusals, and a ContextPack that carries a
+    remembered preference, all as the demo user (RLS applies)."""
+    from pgvector import Vector
+
+    from .cli_answers import print_answer
+
+    console.rule("[bold]answers that cite or refuse (hipocampo ask)")
+    user = uuid5(NAMESPACE_URL, "hipocampo:demo-user")
+    client = root.as_actor(Actor.user(user, tenant_id))
+    orch = Orchestrator(client, embedder)
+    unanswerable = ["Qual é a capital da Austrália?", "Quanto custa um ingresso para a final da Copa do Mundo?"]
+    for q in [*questions, *unanswerable]:
+        console.print(f"[bold cyan]? {q}[/bold cyan]")
+        print_answer(orch.ask(q, kb_ids=[kb], use_cache=False), console)
+    console.rule("[bold]ContextPack (memory -> session -> RAG) for a conversation")
+    mem = Memory(client, embedder)
+    conversation = uuid5(NAMESPACE_URL, "hipocampo:demo-conversation")
+    mem.add_message(conversation, "user", "Preciso entender as regras de estágio do curso.")
+    mem.add_message(conversation, "assistant", "Claro! O que você quer saber sobre o estágio?")
+    question = "Qual a carga horária do estágio supervisionado?"
+    with client.transaction() as cur:
+        cur.execute(
+            "select hipocampo.context_pack(%s, %s, %s::extensions.vector, 'voice', 600, array[%s]::uuid[]) as v",
+            (conversation, question, Vector(embedder.embed_query(question)).to_text(), kb),
+        )
+        row = cur.fetchone()
+    pack = row["v"] if row else {}
+    console.print(
+        f"modality {pack['modality']}, budget {pack['token_budget']} tokens, used {pack['tokens_used']}; "
+        f"window {pack['window']['policy']} ({pack['window']['included']} of {pack['window']['total_messages']})"
+    )
+    for m in pack["memories"]:
+        flag = " (preference)" if m["preference"] else ""
+        console.print(f"  memory{flag}: {m['key']} = {m['value']!r}")
+    for c in pack["chunks"]:
+        console.print(f"  {c['citation']} (chunk {c['chunk_id']}): {c['content'][:120]}…")
+    console.print(f"  rag: {pack['rag']}")
 
 
 def _excerpt(content: str, answer: str, width: int = 240) -> str:
