@@ -154,11 +154,7 @@ class RagContextProvider:
         self.store = store
         self.score_threshold = score_threshold
         if top_k is None or context_prompt is None:
-            kb = store.client.kb_id(store.namespace)
-            with store.client.transaction() as cur:
-                cur.execute("select hipocampo.rag_config(%s::uuid, null, %s::uuid) as v", (kb, store.client._tenant()))
-                row = cur.fetchone()
-            cfg: dict[str, Any] = row["v"] if row else {}
+            cfg = store.client.rag_config(store.client.kb_id(store.namespace))
             top_k = top_k if top_k is not None else int(cfg["top_k"])
             context_prompt = context_prompt if context_prompt is not None else str(cfg["context_prompt"])
         self.top_k = top_k

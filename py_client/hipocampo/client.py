@@ -206,6 +206,17 @@ class Hipocampo:
             cur.execute("select hipocampo.effective_config(%s, %s) as c", (self._tenant(), kb_id))
             return dict(_one(cur)["c"])
 
+    def rag_config(self, kb_id: UUID | None = None, agent: str | None = None) -> dict[str, Any]:
+        """The effective rag section (``hipocampo.rag_config``): global <- tenant <- KB <- agent
+        binding, plus ``kb_ids`` (the agent's knowledge bases or ``[kb_id]``) and ``agent``.
+
+        Raises:
+            NotFoundError: unknown agent binding. PermissionDeniedError: no tenant.
+        """
+        with self.transaction() as cur:
+            cur.execute("select hipocampo.rag_config(%s::uuid, %s, %s::uuid) as c", (kb_id, agent, self._tenant()))
+            return dict(_one(cur)["c"])
+
     # -- documents ---------------------------------------------------------------------------
     def document_hashes(self, kb_id: UUID) -> dict[str, str]:
         """``{source_uri: content_hash}`` of the KB's documents."""

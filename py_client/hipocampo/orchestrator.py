@@ -51,12 +51,7 @@ class Orchestrator:
 
     def config(self, kb_ids: Sequence[UUID] | None = None, agent: str | None = None) -> dict[str, Any]:
         """The effective rag config (``hipocampo.rag_config``) for these knowledge bases / agent."""
-        kb = kb_ids[0] if kb_ids and len(kb_ids) == 1 else None
-        with self.client.transaction() as cur:
-            cur.execute("select hipocampo.rag_config(%s::uuid, %s, %s::uuid) as v", (kb, agent, self.client._tenant()))
-            row = cur.fetchone()
-            assert row is not None
-            return dict(row["v"])
+        return self.client.rag_config(kb_ids[0] if kb_ids and len(kb_ids) == 1 else None, agent)
 
     def ask(
         self,
@@ -268,8 +263,6 @@ def _disagreement(conflicts: list[dict[str, Any]]) -> str:
     for c in conflicts:
         if c.get("resolved"):
             continue
-        seen: dict[str, str] = {}
-        for v in c.get("values") or []:
-            seen.setdefault(f"{v['value']} em '{v['title']}'", "")
+        seen = dict.fromkeys(f"{v['value']} em '{v['title']}'" for v in c.get("values") or [])
         parts.append(f"{_KIND.get(c['kind'], c['kind'])}, escopo {c['scope']}: " + "; ".join(seen))
     return "As fontes divergem sobre " + " | ".join(parts) + "." if parts else "As fontes divergem."

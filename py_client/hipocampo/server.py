@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import uuid
 from typing import Any
 from uuid import UUID
@@ -29,7 +30,7 @@ from pydantic import BaseModel, Field
 from .client import Actor, Hipocampo
 from .config import load_config
 from .embeddings import EmbeddingProvider
-from .errors import HipocampoError, InvalidInputError, NotFoundError, PermissionDeniedError
+from .errors import DimensionMismatchError, HipocampoError, InvalidInputError, NotFoundError, PermissionDeniedError
 from .orchestrator import Orchestrator
 
 __all__ = ["AskRequest", "ContextPackRequest", "create_app"]
@@ -65,6 +66,15 @@ class _AuthError(Exception):
     pass
 
 
+# HTTP status of the typed errors a request can cause (anything else from the database is 503).
+_STATUS: dict[type[HipocampoError], int] = {
+    PermissionDeniedError: 403,
+    NotFoundError: 404,
+    InvalidInputError: 422,
+    DimensionMismatchError: 422,
+}
+
+
 def create_app(
     url: str,
     embedder: EmbeddingProvider | None = None,
@@ -83,8 +93,6 @@ def create_app(
     Raises:
         RuntimeError: no JWT secret configured.
     """
-    import os
-
     http = load_config().get("http", {})
     secret = jwt_secret or os.environ.get(str(http.get("jwt_secret_env", "SUPABASE_JWT_SECRET")), "")
     if not secret:
@@ -168,12 +176,8 @@ def create_app(
         orch = Orchestrator(root.as_actor(actor), get_embedder())
         try:
             ans = orch.ask(body.question, kb_ids=body.kb_ids, agent=body.agent, use_cache=body.use_cache)
-        except PermissionDeniedError as exc:
-            return error(403, exc.message, trace)
-        except NotFoundError as exc:
-            return error(404, exc.message, trace)
-        except InvalidInputError as exc:
-            return error(422, exc.message, trace)
+        except (PermissionDeniedError, NotFoundError, InvalidInputError) as exc:
+            return error(_STATUS[type(exc)], exc.message, trace)
         except (HipocampoError, psycopg.Error, OSError) as exc:
             log.error("ask failed (trace %s): %s", trace, exc)
             payload = {
@@ -227,12 +231,8 @@ def create_app(
                     ),
                 )
                 row = cur.fetchone()
-        except PermissionDeniedError as exc:
-            return error(403, exc.message, trace)
-        except NotFoundError as exc:
-            return error(404, exc.message, trace)
-        except InvalidInputError as exc:
-            return error(422, exc.message, trace)
+        except (PermissionDeniedError, NotFoundError, InvalidInputError) as exc:
+            return error(_STATUS[type(exc)], exc.message, trace)
         except (HipocampoError, psycopg.Error, OSError) as exc:
             log.error("context-pack failed (trace %s): %s", trace, exc)
             return error(503, "database unavailable", trace)

@@ -112,21 +112,19 @@ begin
         for item in
             select jsonb_build_object(
                 'memory_id', m.id, 'key', m.key, 'value', m.value, 'description', m.description,
-                'category', m.category, 'scope', m.scope,
-                'similarity', 1 - (m.embedding operator(extensions.<=>) query_embedding),
-                'preference', m.category in ('preference', 'style') or m.key like 'prefs.%'
+                'category', m.category, 'scope', m.scope, 'similarity', 1 - x.distance, 'preference', x.preference
             ) as j
             from hipocampo_private.memories as m
+            cross join lateral (
+                select
+                    m.category in ('preference', 'style') or m.key like 'prefs.%' as preference,
+                    m.embedding operator(extensions.<=>) query_embedding as distance
+            ) as x
             where m.tenant_id = a.actor_tenant and m.status = 'active'
               and (m.user_id = a.actor_user and m.scope = 'personal' or m.scope = 'tenant_shared')
               and m.embedding_model = model
-              and (
-                  m.category in ('preference', 'style') or m.key like 'prefs.%'
-                  or 1 - (m.embedding operator(extensions.<=>) query_embedding)
-                  >= (mem ->> 'context_threshold')::double precision
-              )
-            order by (m.category in ('preference', 'style') or m.key like 'prefs.%') desc,
-                     m.embedding operator(extensions.<=>) query_embedding
+              and (x.preference or 1 - x.distance >= (mem ->> 'context_threshold')::double precision)
+            order by x.preference desc, x.distance
             limit (mem ->> 'match_count')::integer
         loop
             cost := hipocampo_private._pack_tokens(item ->> 'description');
