@@ -1,11 +1,17 @@
 # hipocampo: two commands on a fresh machine.
 #   make demo  - start the embedded Postgres, ingest FaQuAD, search it, print the evaluation summary
-#   make test  - lint (ruff, sqlfluff, mypy --strict) and the whole pytest suite against the real embedded Postgres
+#   make test  - lint (ruff, sqlfluff, mypy --strict, deno check/lint/fmt) and the whole pytest suite against the
+#                real embedded Postgres (edge functions served by real Deno)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Deno for the edge functions (supabase/functions): the npm package, pinned, into .deno/; its npm:
+# imports (postgres.js, jose) are cached in .deno/cache.
+DENO_VERSION := 2.9.6
+DENO := .deno/node_modules/.bin/deno
+export DENO_DIR := $(CURDIR)/.deno/cache
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
@@ -18,18 +24,24 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+$(DENO):
+	npm install --prefix .deno --no-audit --no-fund --loglevel=error deno@$(DENO_VERSION)
+
 venv: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/hipocampo demo
 
-lint: $(STAMP)
+lint: $(STAMP) $(DENO)
 	$(BIN)/ruff check py_client tests benchmarks
 	$(BIN)/ruff format --check py_client tests benchmarks
 	$(BIN)/sqlfluff lint supabase/migrations
 	$(BIN)/mypy --strict --ignore-missing-imports py_client/hipocampo
+	$(DENO) fmt --check supabase/functions
+	$(DENO) lint supabase/functions
+	$(DENO) check supabase/functions/*/index.ts
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(DENO)
 	$(BIN)/python -m pytest -q
 
 test: lint pytest
@@ -39,4 +51,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/latency.py
 
 clean:
-	rm -rf $(VENV) .hipocampo
+	rm -rf $(VENV) .hipocampo .deno

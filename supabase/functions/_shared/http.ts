@@ -1,0 +1,76 @@
+/**
+ * HTTP helpers shared by hipocampo's edge functions: JSON responses with CORS and X-Trace-ID,
+ * typed HTTP errors, and the HTTP status of a database error's SQLSTATE (the same mapping as the
+ * Python client's typed exceptions, py_client/hipocampo/errors.py).
+ */
+
+export const corsHeaders: Record<string, string> = {
+  "Access-Control-Allow-Origin": "*",
+  "Access-Control-Allow-Headers": "authorization, x-client-info, apikey, content-type",
+  "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+  "Access-Control-Expose-Headers": "x-trace-id, retry-after",
+};
+
+/** An error that becomes an HTTP response `{"error", "trace_id"}` with `status` and `headers`. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * A non-200 answer a route returns rather than throws: the transaction still commits (e.g. the
+ * memory gate's refusal, whose attempt stays recorded).
+ */
+export class Reply {
+  constructor(readonly status: number, readonly body: Record<string, unknown>) {}
+}
+
+/** A JSON response with the CORS headers and `X-Trace-ID`. */
+export function json(
+  body: unknown,
+  status: number,
+  trace: string,
+  headers: Record<string, string> = {},
+): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { ...corsHeaders, "Content-Type": "application/json", "X-Trace-ID": trace, ...headers },
+  });
+}
+
+/**
+ * HTTP status of a SQLSTATE: 42501 (no tenant, not a member, no consent) -> 403; P0002 / 23503
+ * (unknown knowledge base, memory, conversation) -> 404; 53400 (memory quota) and 55000 (an
+ * inferred write over an explicit one) -> 409; other classes 22 / 23 (bad input: 22023, 22P02,
+ * 22000 dimensions, 23514 …) -> 422; 08 / 53 / 57 (connection, resources, shutdown) -> 503;
+ * anything else -> 500.
+ */
+export function statusOfSqlstate(code: string): number {
+  if (code === "42501") return 403;
+  if (code === "P0002" || code === "23503") return 404;
+  if (code === "53400" || code === "55000") return 409;
+  if (code.startsWith("22") || code.startsWith("23")) return 422;
+  if (code.startsWith("08") || code.startsWith("53") || code.startsWith("57")) return 503;
+  return 500;
+}
+
+/** The request body as a JSON object; 400 when it is not one (an empty body reads as `{}`). */
+export async function readObject(req: Request): Promise<Record<string, unknown>> {
+  const text = await req.text();
+  if (text.trim() === "") return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new HttpError(400, "the body is not valid JSON");
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new HttpError(400, "the body must be a JSON object");
+  }
+  return value as Record<string, unknown>;
+}

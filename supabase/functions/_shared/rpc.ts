@@ -1,0 +1,92 @@
+/**
+ * Thin HTTP over one RPC: a JSON body's keys become the RPC's named arguments, each cast in SQL to
+ * its declared type. Only the names listed in an `Rpc` reach SQL (never a key of the request), and
+ * every value travels inside one JSON parameter, so the SQL text is fixed per RPC and call shape.
+ */
+import { HttpError } from "./http.ts";
+import type { Tx } from "./db.ts";
+
+/** SQL types an argument may have. `vector` is `extensions.vector` (a JSON array of numbers). */
+export type SqlType =
+  | "text"
+  | "uuid"
+  | "integer"
+  | "bigint"
+  | "double precision"
+  | "numeric"
+  | "boolean"
+  | "timestamptz"
+  | "jsonb"
+  | "vector"
+  | "text[]"
+  | "uuid[]";
+
+/** One RPC of the `hipocampo` schema: its name, typed arguments, required ones, result shape. */
+export interface Rpc {
+  name: string;
+  params: Record<string, SqlType>;
+  required?: string[];
+  /** `rows`: a set-returning function (result: array of rows); `value`: one value. */
+  returns: "rows" | "value";
+}
+
+function argument(name: string, type: SqlType): string {
+  const field = `($1::text)::jsonb -> '${name}'`;
+  const text = `($1::text)::jsonb ->> '${name}'`;
+  switch (type) {
+    case "jsonb":
+      return field;
+    case "vector":
+      return `(${text})::extensions.vector`;
+    case "text[]":
+    case "uuid[]":
+      return `array(select jsonb_array_elements_text(${field}))::${type}`;
+    default:
+      return `(${text})::${type}`;
+  }
+}
+
+/** Checks `body` against `rpc` (unknown keys, missing required ones, JSON shapes): HttpError 422. */
+export function checkArguments(rpc: Rpc, body: Record<string, unknown>): void {
+  const unknown = Object.keys(body).filter((k) => !(k in rpc.params));
+  if (unknown.length) {
+    throw new HttpError(
+      422,
+      `unknown parameter(s) ${unknown.join(", ")}; ${rpc.name} takes ${Object.keys(rpc.params).join(", ")}`,
+    );
+  }
+  for (const name of rpc.required ?? []) {
+    if (body[name] === undefined || body[name] === null) {
+      throw new HttpError(422, `${name} is required`);
+    }
+  }
+  for (const [name, value] of Object.entries(body)) {
+    const type = rpc.params[name];
+    if (value === null) continue;
+    if (type.endsWith("[]") && !Array.isArray(value)) {
+      throw new HttpError(422, `${name} must be a JSON array`);
+    }
+    if (type === "vector" && !(Array.isArray(value) && value.every((x) => typeof x === "number"))) {
+      throw new HttpError(422, `${name} must be a JSON array of numbers (the embedding)`);
+    }
+  }
+}
+
+/** The SQL text calling `rpc` with the arguments present in `body` (named notation). */
+export function rpcSql(rpc: Rpc, body: Record<string, unknown>): string {
+  const args = Object.keys(rpc.params)
+    .filter((name) => body[name] !== undefined)
+    .map((name) => `${name} => ${argument(name, rpc.params[name])}`)
+    .join(", ");
+  return rpc.returns === "rows"
+    ? `select * from hipocampo.${rpc.name}(${args})`
+    : `select hipocampo.${rpc.name}(${args}) as result`;
+}
+
+/** Calls `rpc` inside `tx` with `body`'s arguments: rows, or the single value. */
+export async function callRpc(tx: Tx, rpc: Rpc, body: Record<string, unknown>): Promise<unknown> {
+  checkArguments(rpc, body);
+  const used = Object.keys(body).some((name) => body[name] !== undefined);
+  const rows = await tx.unsafe(rpcSql(rpc, body), used ? [JSON.stringify(body)] : []);
+  return rpc.returns === "rows" ? [...rows] : rows[0]?.result ?? null;
+}

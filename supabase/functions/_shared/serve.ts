@@ -1,0 +1,103 @@
+/**
+ * The request cycle every hipocampo edge function shares: CORS preflight, a trace id, the
+ * per-address token bucket, JWT -> actor, the route's work in one transaction as that actor, and
+ * errors as JSON (`{"error", "sqlstate"?, "trace_id"}`) with the status of their SQLSTATE. One
+ * JSON log line per request (function, route, status, ms, trace id).
+ */
+import { type Actor, actorOf } from "./auth.ts";
+import { asActor, takeIpRateLimit, type Tx } from "./db.ts";
+import { corsHeaders, HttpError, json, readObject, Reply, statusOfSqlstate } from "./http.ts";
+
+/** What a route gets: the verified actor, the JSON body (GET: the query string) and the transaction. */
+export interface RouteContext {
+  actor: Actor;
+  body: Record<string, unknown>;
+  tx: Tx;
+}
+
+/** A route: its method and what it answers (JSON, status 200; a `Reply` sets another status). */
+export interface Route {
+  method: "GET" | "POST";
+  run: (ctx: RouteContext) => Promise<unknown>;
+}
+
+function clientAddress(req: Request, info: Deno.ServeHandlerInfo): string {
+  const forwarded = req.headers.get("x-forwarded-for")?.split(",")[0]?.trim();
+  if (forwarded) return forwarded;
+  const addr = info.remoteAddr as Deno.NetAddr;
+  return addr.hostname ?? "127.0.0.1";
+}
+
+function errorResponse(err: unknown, trace: string): Response {
+  if (err instanceof HttpError) {
+    return json({ error: err.message, trace_id: trace }, err.status, trace, err.headers);
+  }
+  const e = err as { code?: unknown; message?: unknown };
+  const code = typeof e?.code === "string" ? e.code : "";
+  if (/^[0-9A-Z]{5}$/.test(code)) {
+    return json({ error: String(e.message), sqlstate: code, trace_id: trace }, statusOfSqlstate(code), trace);
+  }
+  // No SQLSTATE: the connection failed (refused, timed out, closed) or the function is misconfigured.
+  console.error(JSON.stringify({ level: "error", trace_id: trace, error: String(e?.message ?? err) }));
+  return json({ error: "database unavailable", trace_id: trace }, 503, trace);
+}
+
+/**
+ * A `Deno.serve` handler for `routes`, keyed by the last segment of the path ("" for the
+ * function's root: `/functions/v1/memory/recall` -> "recall", `/functions/v1/context-pack` -> "").
+ */
+export function handler(
+  fn: string,
+  routes: Record<string, Route>,
+): (req: Request, info: Deno.ServeHandlerInfo) => Promise<Response> {
+  return async (req, info) => {
+    if (req.method === "OPTIONS") return new Response(null, { status: 204, headers: corsHeaders });
+    const trace = crypto.randomUUID();
+    const started = performance.now();
+    const segments = new URL(req.url).pathname.split("/").filter(Boolean);
+    const last = segments.at(-1) ?? "";
+    const key = last === fn ? "" : last;
+    let response: Response;
+    try {
+      const route = routes[key];
+      if (!route) {
+        throw new HttpError(
+          404,
+          `no route ${key || "/"} in ${fn}; routes: ${Object.keys(routes).join(", ")}`,
+        );
+      }
+      if (req.method !== route.method) {
+        throw new HttpError(405, `use ${route.method}`, { Allow: route.method });
+      }
+      const limit = await takeIpRateLimit(clientAddress(req, info));
+      if (!limit.allowed) {
+        const retry = String(Math.max(1, Math.floor(limit.retry_after_ms / 1000)));
+        throw new HttpError(429, "too many requests from this address", { "Retry-After": retry });
+      }
+      const actor = await actorOf(req);
+      const body = route.method === "POST"
+        ? await readObject(req)
+        : Object.fromEntries(new URL(req.url).searchParams) as Record<string, unknown>;
+      const result = await asActor(actor, (tx) => route.run({ actor, body, tx }));
+      response = result instanceof Reply
+        ? json({ ...result.body, trace_id: trace }, result.status, trace)
+        : json(result, 200, trace);
+    } catch (err) {
+      response = errorResponse(err, trace);
+    }
+    console.log(JSON.stringify({
+      level: "debug",
+      function: fn,
+      route: key,
+      status: response.status,
+      ms: Math.round(performance.now() - started),
+      trace_id: trace,
+    }));
+    return response;
+  };
+}
+
+/** Serves `routes` (port `PORT`, default 8000, when run outside Supabase's edge runtime). */
+export function serve(fn: string, routes: Record<string, Route>): void {
+  Deno.serve({ port: Number(Deno.env.get("PORT") ?? "8000"), onListen: () => {} }, handler(fn, routes));
+}

@@ -1,0 +1,365 @@
+"""The Deno edge functions (supabase/functions) served by real Deno against the session database.
+
+Each function runs as its own ``deno run`` process (as Supabase's edge runtime runs one worker per
+function) with ``SUPABASE_DB_URL`` pointing at the embedded server and HS256 tokens signed with
+``HIPOCAMPO_JWT_SECRET``; requests go over HTTP with httpx. Data is committed through the Python
+client (the functions use their own connections), in a tenant of this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jwt
+import pytest
+
+from hipocampo import Actor, Hipocampo
+from hipocampo.embeddings import count_tokens
+from hipocampo.ingest import DocumentInput, ingest_documents
+from hipocampo.ingest.loaders import LoadedDocument
+
+REPO = Path(__file__).resolve().parents[1]
+FUNCTIONS = ("context-pack", "search", "memory", "conversations")
+SECRET = "edge-functions-test-secret-0123456789abcdef"
+ESTAGIO = (
+    "Regulamento de estágio. O estágio supervisionado tem carga horária mínima de 400 horas. "
+    "O relatório final deve ser entregue ao coordenador em até 15 dias após o término."
+)
+
+
+def deno_binary() -> str:
+    """Deno from `make` (npm package into .deno/) or from PATH."""
+    local = REPO / ".deno" / "node_modules" / ".bin" / "deno"
+    if local.exists():
+        return str(local)
+    found = shutil.which("deno")
+    if not found:
+        pytest.fail("deno not found: `make test` installs it from npm into .deno/")
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class EdgeFunction:
+    """One function served by `deno run` on a free port; ``url`` is its root."""
+
+    def __init__(self, name: str, db_url: str) -> None:
+        self.name = name
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}/functions/v1/{name}"
+        env = {
+            **os.environ,
+            "SUPABASE_DB_URL": db_url,
+            "HIPOCAMPO_JWT_SECRET": SECRET,
+            "PORT": str(self.port),
+            "NO_COLOR": "1",
+            "DENO_DIR": os.environ.get("DENO_DIR", str(REPO / ".deno" / "cache")),
+        }
+        self.log = Path(f"/tmp/hipocampo-edge-{name}-{self.port}.log")
+        self.proc = subprocess.Popen(
+            [deno_binary(), "run", "--allow-net", "--allow-env", "--allow-read", "--allow-write",
+             f"supabase/functions/{name}/index.ts"],
+            cwd=REPO,
+            env=env,
+            stdout=self.log.open("w"),
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120  # the first run fetches postgres.js and jose from npm
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{name} exited: {self.log.read_text()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"{name} did not listen in 120 s: {self.log.read_text()}")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+    def lines(self) -> list[dict[str, Any]]:
+        """The JSON log lines the function printed."""
+        out = []
+        for line in self.log.read_text().splitlines():
+            if line.startswith("{"):
+                out.append(json.loads(line))
+        return out
+
+
+def token(
+    role: str = "authenticated", sub: uuid.UUID | None = None, tenant: Any = None, *, secret: str = SECRET
+) -> str:
+    claims: dict[str, Any] = {"role": role, "exp": int(time.time()) + 600}
+    if role == "authenticated":
+        claims["aud"] = "authenticated"
+    if sub:
+        claims["sub"] = str(sub)
+    if tenant:
+        claims["app_metadata"] = {"tenant_id": str(tenant)}
+    return jwt.encode(claims, secret, algorithm="HS256")
+
+
+def bearer(tok: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {tok}"}
+
+
+class Env:
+    """Tenant A (admin + member, a knowledge base with one regulation) and tenant B (one member)."""
+
+    def __init__(self, url: str, embedder: Any) -> None:
+        self.root = Hipocampo(url)
+        self.embedder = embedder
+        self.admin, self.member, self.other_member, self.stranger = (uuid.uuid4() for _ in range(4))
+        self.tenant = self.root.create_tenant("Edge A", f"edge-a-{uuid.uuid4().hex[:8]}", self.admin)
+        self.root.add_member(self.tenant, self.member, "member")
+        self.root.add_member(self.tenant, self.other_member, "member")
+        self.tenant_b = self.root.create_tenant("Edge B", f"edge-b-{uuid.uuid4().hex[:8]}", self.stranger)
+        service = self.root.as_actor(Actor.service(self.tenant))
+        service.create_kb("regulamentos")
+        doc = DocumentInput(LoadedDocument("Regulamento de estágio", ESTAGIO, "test://estagio"), "regulation", 0.9)
+        ingest_documents(service, "regulamentos", [doc], embedder, count_tokens)
+        self.kb = str(service.kb_id("regulamentos"))
+
+    def vec(self, text: str) -> list[float]:
+        return [float(x) for x in self.embedder.embed_query(text)]
+
+    def events(self, user: uuid.UUID, event: str) -> list[str]:
+        """Reasons of the user's memory events of one kind, oldest first."""
+        with self.root.as_actor(Actor.service(self.tenant)).transaction() as cur:
+            cur.execute(
+                "select reason from hipocampo_private.memory_events where user_id = %s and event = %s order by id",
+                (user, event),
+            )
+            return [r["reason"] for r in cur.fetchall()]
+
+    def user(self, sub: uuid.UUID | None = None, tenant: Any = None) -> dict[str, str]:
+        return bearer(token("authenticated", sub or self.member, tenant or self.tenant))
+
+
+@pytest.fixture(scope="module")
+def env(database_url: str, embedder: Any) -> Iterator[Env]:
+    e = Env(database_url, embedder)
+    yield e
+    e.root.close()
+
+
+@pytest.fixture(scope="module")
+def fn(database_url: str) -> Iterator[dict[str, EdgeFunction]]:
+    started: dict[str, EdgeFunction] = {}
+    try:
+        for name in FUNCTIONS:
+            started[name] = EdgeFunction(name, database_url)
+        yield started
+    finally:
+        for f in started.values():
+            f.stop()
+
+
+def test_auth_methods_routes_and_cors(env: Env, fn: dict[str, EdgeFunction]) -> None:
+    url = fn["search"].url
+    body = {"query_text": "estágio", "query_embedding": env.vec("estágio")}
+    r = httpx.post(url, json=body)
+    assert (r.status_code, r.json()["error"]) == (401, "missing bearer token")
+    assert uuid.UUID(r.headers["X-Trace-ID"]) and r.json()["trace_id"] == r.headers["X-Trace-ID"]
+    forged = token("authenticated", env.member, env.tenant, secret="another-secret-of-enough-length-000000")
+    r = httpx.post(url, json=body, headers=bearer(forged))
+    assert r.status_code == 401 and r.json()["error"].startswith("invalid token: signature verification failed")
+    expired = jwt.encode(
+        {"role": "authenticated", "sub": str(env.member), "aud": "authenticated", "exp": int(time.time()) - 5},
+        SECRET,
+        algorithm="HS256",
+    )
+    assert httpx.post(url, json=body, headers=bearer(expired)).status_code == 401
+    r = httpx.post(url, json=body, headers=bearer(token("anon")))
+    assert (r.status_code, r.json()["error"]) == (
+        401,
+        "token role must be authenticated (with sub and aud) or service_role",
+    )
+    r = httpx.get(url, headers=env.user())
+    assert (r.status_code, r.headers["Allow"]) == (405, "POST")
+    r = httpx.post(f"{fn['memory'].url}/nope", json={}, headers=env.user())
+    assert r.status_code == 404 and r.json()["error"].startswith("no route nope in memory; routes: remember, recall")
+    r = httpx.post(url, content=b"{not json", headers=env.user())
+    assert (r.status_code, r.json()["error"]) == (400, "the body is not valid JSON")
+    r = httpx.options(url)
+    assert r.status_code == 204 and r.headers["Access-Control-Allow-Origin"] == "*"
+    assert "authorization" in r.headers["Access-Control-Allow-Headers"]
+
+
+def test_search_returns_cited_hits_and_rls_holds(env: Env, fn: dict[str, EdgeFunction]) -> None:
+    url = fn["search"].url
+    q = "Qual a carga horária mínima do estágio?"
+    r = httpx.post(url, json={"query_text": q, "query_embedding": env.vec(q), "kb_ids": [env.kb]}, headers=env.user())
+    assert r.status_code == 200, r.text
+    hits = r.json()["results"]
+    assert [h["title"] for h in hits] == ["Regulamento de estágio"]
+    assert hits[0]["source_uri"] == "test://estagio" and "400 horas" in hits[0]["content"]
+    # A member of tenant B sees nothing of tenant A, even naming A's knowledge base.
+    stranger = env.user(env.stranger, env.tenant_b)
+    r = httpx.post(url, json={"query_text": q, "query_embedding": env.vec(q), "kb_ids": [env.kb]}, headers=stranger)
+    assert (r.status_code, r.json()["sqlstate"], r.json()["error"]) == (
+        404,
+        "P0002",
+        f"unknown knowledge base: {env.kb}",
+    )
+    # A user of no tenant at all: 42501 -> 403.
+    nobody = env.user(uuid.uuid4(), uuid.uuid4())
+    r = httpx.post(url, json={"query_text": q, "query_embedding": env.vec(q)}, headers=nobody)
+    assert (r.status_code, r.json()["sqlstate"]) == (403, "42501")
+    # Bad input: unknown parameter, wrong shapes, wrong dimensions (22000), empty query (22023).
+    r = httpx.post(url, json={"query_text": q, "query_embedding": env.vec(q), "top": 3}, headers=env.user())
+    assert r.status_code == 422 and r.json()["error"].startswith("unknown parameter(s) top; hybrid_search takes")
+    r = httpx.post(url, json={"query_text": q}, headers=env.user())
+    assert (r.status_code, r.json()["error"]) == (422, "query_embedding is required")
+    r = httpx.post(url, json={"query_text": q, "query_embedding": "x"}, headers=env.user())
+    assert r.json()["error"] == "query_embedding must be a JSON array of numbers (the embedding)"
+    r = httpx.post(url, json={"query_text": q, "query_embedding": [0.1, 0.2, 0.3]}, headers=env.user())
+    assert (r.status_code, r.json()["sqlstate"]) == (422, "22000")
+    r = httpx.post(url, json={"query_text": q, "query_embedding": env.vec(q), "kb_ids": ["x"]}, headers=env.user())
+    assert (r.status_code, r.json()["sqlstate"]) == (422, "22P02")
+
+
+def test_memory_routes_run_the_gate_and_isolate_users(env: Env, fn: dict[str, EdgeFunction]) -> None:
+    url, me = fn["memory"].url, env.user()
+    text = "Prefere respostas curtas e diretas"
+    remember = {
+        "key": "prefs.short_answers",
+        "value": True,
+        "description": text,
+        "category": "preference",
+        "embedding": env.vec(text),
+        "tags": ["estilo"],
+    }
+    r = httpx.post(f"{url}/remember", json=remember, headers=me)
+    # No consent yet (LGPD art. 7 I): refused, and the attempt stays recorded (the reply commits).
+    assert (r.status_code, r.json()["sqlstate"], r.json()["reason"]) == (403, "42501", "no_consent")
+    assert env.events(env.member, "memory.write_rejected") == ["no_consent"]
+    r = httpx.post(f"{url}/consent", json={"granted": True}, headers=me)
+    assert r.json() == {"granted": True}
+    r = httpx.post(f"{url}/remember", json=remember, headers=me)
+    assert r.status_code == 200, r.text
+    memory_id = r.json()["memory_id"]
+    noise = {**remember, "key": "misc.ok", "description": "bom dia", "embedding": env.vec("bom dia")}
+    r = httpx.post(f"{url}/remember", json=noise, headers=me)
+    assert (r.status_code, r.json()["sqlstate"], r.json()["reason"]) == (422, "22023", "noise")
+    assert env.events(env.member, "memory.write_rejected") == ["no_consent", "noise"]
+    r = httpx.post(f"{url}/recall", json={"query_embedding": env.vec("respostas curtas")}, headers=me)
+    assert [m["memory_id"] for m in r.json()["results"]] == [memory_id]
+    r = httpx.post(f"{url}/lookup", json={"key": "prefs.short_answers"}, headers=me)
+    (row,) = r.json()["results"]
+    assert row["id"] == memory_id and "embedding" not in row
+    # Another member of the same tenant does not see a personal memory.
+    other = env.user(env.other_member)
+    assert httpx.post(f"{url}/lookup", json={"key": "prefs.short_answers"}, headers=other).json()["results"] == []
+    r = httpx.post(f"{url}/forget", json={"memory_id": memory_id}, headers=other)
+    assert (r.status_code, r.json()) == (200, {"forgotten": False})
+    # Correct, then forget; export carries the history.
+    corrected = "Prefere respostas detalhadas"
+    r = httpx.post(
+        f"{url}/correct",
+        json={"memory_id": memory_id, "value": False, "description": corrected, "embedding": env.vec(corrected)},
+        headers=me,
+    )
+    assert r.status_code == 200, r.text
+    new_id = r.json()["memory_id"]
+    assert new_id != memory_id
+    assert httpx.post(f"{url}/forget", json={"memory_id": new_id}, headers=me).json() == {"forgotten": True}
+    r = httpx.get(f"{url}/export", headers=me)
+    assert r.status_code == 200, r.text
+    statuses = {m["id"]: m["status"] for m in r.json()["memories"]}
+    assert statuses == {memory_id: "deprecated", new_id: "deleted"}
+    assert httpx.post(f"{url}/export", headers=me).status_code == 405
+
+
+def test_conversations_feed_the_context_pack_for_chat_and_voice(env: Env, fn: dict[str, EdgeFunction]) -> None:
+    conv, me = str(uuid.uuid4()), env.user()
+    for i, (role, modality) in enumerate([("user", "chat"), ("assistant", "chat"), ("user", "voice")]):
+        r = httpx.post(
+            f"{fn['conversations'].url}/messages",
+            json={
+                "conversation_id": conv,
+                "role": role,
+                "content": f"mensagem {i} sobre estágio",
+                "modality": modality,
+            },
+            headers=me,
+        )
+        assert r.status_code == 200 and int(r.json()["message_id"]) > 0
+    r = httpx.post(
+        f"{fn['conversations'].url}/messages",
+        json={"conversation_id": conv, "role": "robot", "content": "x"},
+        headers=me,
+    )
+    assert (r.status_code, r.json()["sqlstate"]) == (422, "23514")
+    q = "Qual a carga horária mínima do estágio?"
+    packs = []
+    for modality in ("chat", "voice"):
+        body = {
+            "conversation_id": conv,
+            "query": q,
+            "query_embedding": env.vec(q),
+            "modality": modality,
+            "token_budget": 400,
+            "kb_ids": [env.kb],
+        }
+        r = httpx.post(fn["context-pack"].url, json=body, headers=me)
+        assert r.status_code == 200, r.text
+        packs.append(r.json())
+    chat, voice = packs
+    assert [m["content"] for m in chat["messages"]] == [f"mensagem {i} sobre estágio" for i in range(3)]
+    assert chat["messages"] == voice["messages"] and chat["window"]["policy"] == "all"
+    assert (chat["modality"], voice["modality"]) == ("chat", "voice")
+    assert chat["tokens_used"] <= 400
+    assert any(c["source_uri"] == "test://estagio" for c in chat["chunks"])
+    # Another member cannot read this conversation's pack.
+    r = httpx.post(
+        fn["context-pack"].url, json={"conversation_id": conv, "query": q}, headers=env.user(env.other_member)
+    )
+    assert (r.status_code, r.json()["messages"], r.json()["window"]["total_messages"]) == (200, [], 0)
+    # service_role acts for a tenant and user it names.
+    service = bearer(token("service_role"))
+    body = {"conversation_id": conv, "query": q, "user_id": str(env.member), "tenant_id": str(env.tenant)}
+    r = httpx.post(fn["context-pack"].url, json=body, headers=service)
+    assert len(r.json()["messages"]) == 3
+    logged = [line for line in fn["context-pack"].lines() if line.get("function") == "context-pack"]
+    assert logged and {"status", "ms", "trace_id"} <= logged[-1].keys()
+
+
+def test_per_address_rate_limit(env: Env, fn: dict[str, EdgeFunction]) -> None:
+    headers = {**env.user(), "X-Forwarded-For": f"203.0.113.{uuid.uuid4().int % 250 + 1}"}
+    with httpx.Client() as http:
+        for _ in range(400):
+            r = http.post(fn["memory"].url + "/lookup", json={}, headers=headers)
+            if r.status_code == 429:
+                break
+    assert r.status_code == 429 and int(r.headers["Retry-After"]) >= 1
+    assert r.json()["error"] == "too many requests from this address"
+
+
+def test_database_down_answers_503(tmp_path: Path) -> None:
+    f = EdgeFunction("search", f"postgresql://postgres@/postgres?host={tmp_path}&port=1")
+    try:
+        r = httpx.post(f.url, json={"query_text": "x", "query_embedding": [0.0]}, headers=bearer(token("service_role")))
+    finally:
+        f.stop()
+    assert (r.status_code, r.json()["error"]) == (503, "database unavailable")
