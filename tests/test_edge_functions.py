@@ -13,9 +13,11 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +56,52 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class Embeddings:
+    """A local OpenAI-compatible /v1/embeddings endpoint serving the real offline model's vectors
+    (as a self-hosted embedding server would); records each request and its Authorization."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                outer.requests.append((self.headers.get("authorization", ""), body))
+                texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
+                data = json.dumps(
+                    {
+                        "object": "list",
+                        "model": body["model"],
+                        "data": [
+                            {
+                                "object": "embedding",
+                                "index": i,
+                                "embedding": [float(x) for x in embedder.embed_query(t)],
+                            }
+                            for i, t in enumerate(texts)
+                        ],
+                        "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+
 class EdgeFunction:
     """One function served by `deno run` on a free port; ``url`` is its root."""
 
-    def __init__(self, name: str, db_url: str) -> None:
+    def __init__(self, name: str, db_url: str, extra_env: dict[str, str] | None = None) -> None:
         self.name = name
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}/functions/v1/{name}"
@@ -68,6 +112,7 @@ class EdgeFunction:
             "PORT": str(self.port),
             "NO_COLOR": "1",
             "DENO_DIR": os.environ.get("DENO_DIR", str(REPO / ".deno" / "cache")),
+            **(extra_env or {}),
         }
         self.log = Path(f"/tmp/hipocampo-edge-{name}-{self.port}.log")
         self.proc = subprocess.Popen(
@@ -164,11 +209,20 @@ def env(database_url: str, embedder: Any) -> Iterator[Env]:
 
 
 @pytest.fixture(scope="module")
-def fn(database_url: str) -> Iterator[dict[str, EdgeFunction]]:
+def embeddings(embedder: Any) -> Iterator[Embeddings]:
+    e = Embeddings(embedder)
+    yield e
+    e.server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def fn(database_url: str, embeddings: Embeddings) -> Iterator[dict[str, EdgeFunction]]:
+    # The rag config names the variables (rag.api_key_secret, rag.base_url_secret); only they hold values.
+    secrets = {"OPENAI_API_KEY": "sk-edge-test", "OPENAI_BASE_URL": embeddings.base_url}
     started: dict[str, EdgeFunction] = {}
     try:
         for name in FUNCTIONS:
-            started[name] = EdgeFunction(name, database_url)
+            started[name] = EdgeFunction(name, database_url, secrets)
         yield started
     finally:
         for f in started.values():
@@ -230,7 +284,13 @@ def test_search_returns_cited_hits_and_rls_holds(env: Env, fn: dict[str, EdgeFun
     r = httpx.post(url, json={"query_text": q, "query_embedding": env.vec(q), "top": 3}, headers=env.user())
     assert r.status_code == 422 and r.json()["error"].startswith("unknown parameter(s) top; hybrid_search takes")
     r = httpx.post(url, json={"query_text": q}, headers=env.user())
-    assert (r.status_code, r.json()["error"]) == (422, "query_embedding is required")
+    assert (r.status_code, r.json()["error"]) == (
+        422,
+        "query_embedding is required: the active embedding model all-MiniLM-L6-v2 runs offline in the"
+        " Python client (provider local)",
+    )
+    r = httpx.post(url, json={"query_embedding": env.vec(q)}, headers=env.user())
+    assert (r.status_code, r.json()["error"]) == (422, "query_text is required")
     r = httpx.post(url, json={"query_text": q, "query_embedding": "x"}, headers=env.user())
     assert r.json()["error"] == "query_embedding must be a JSON array of numbers (the embedding)"
     r = httpx.post(url, json={"query_text": q, "query_embedding": [0.1, 0.2, 0.3]}, headers=env.user())
@@ -363,3 +423,35 @@ def test_database_down_answers_503(tmp_path: Path) -> None:
     finally:
         f.stop()
     assert (r.status_code, r.json()["error"]) == (503, "database unavailable")
+
+
+def test_vectors_computed_through_the_models_openai_endpoint(
+    env: Env, fn: dict[str, EdgeFunction], embeddings: Embeddings
+) -> None:
+    """With the active model served by an OpenAI-compatible endpoint (provider openai), requests may
+    send text only: the function embeds it with the openai SDK, key and base URL from the variables
+    the rag config names."""
+    with env.root.transaction() as cur:
+        cur.execute("update hipocampo_private.embedding_models set provider = 'openai' where active")
+    try:
+        q = "Qual a carga horária mínima do estágio?"
+        r = httpx.post(fn["search"].url, json={"query_text": q, "kb_ids": [env.kb]}, headers=env.user())
+        assert r.status_code == 200, r.text
+        assert [h["source_uri"] for h in r.json()["results"]] == ["test://estagio"]
+        auth, body = embeddings.requests[-1]
+        assert (auth, body["model"], body["input"]) == ("Bearer sk-edge-test", "all-MiniLM-L6-v2", q)
+        me = env.user(env.other_member)
+        assert httpx.post(f"{fn['memory'].url}/consent", json={"granted": True}, headers=me).status_code == 200
+        text = "Trabalha como síndica do condomínio Sol"
+        remember = {"key": "user.role_title", "value": "síndica", "description": text, "category": "identity_profile"}
+        r = httpx.post(f"{fn['memory'].url}/remember", json=remember, headers=me)
+        assert r.status_code == 200, r.text
+        r = httpx.post(f"{fn['memory'].url}/recall", json={"query": "qual é o trabalho dela?"}, headers=me)
+        assert [m["key"] for m in r.json()["results"]] == ["user.role_title"]
+        pack = {"conversation_id": str(uuid.uuid4()), "query": q, "kb_ids": [env.kb]}
+        r = httpx.post(fn["context-pack"].url, json=pack, headers=env.user())
+        assert [c["source_uri"] for c in r.json()["chunks"]] == ["test://estagio"]
+        assert [b["input"] for _, b in embeddings.requests[-3:]] == [text, "qual é o trabalho dela?", q]
+    finally:
+        with env.root.transaction() as cur:
+            cur.execute("update hipocampo_private.embedding_models set provider = 'local' where active")

@@ -5,6 +5,7 @@
  */
 import { HttpError } from "./http.ts";
 import type { Tx } from "./db.ts";
+import { embedQuery } from "./embed.ts";
 
 /** SQL types an argument may have. `vector` is `extensions.vector` (a JSON array of numbers). */
 export type SqlType =
@@ -28,6 +29,14 @@ export interface Rpc {
   required?: string[];
   /** `rows`: a set-returning function (result: array of rows); `value`: one value. */
   returns: "rows" | "value";
+  /**
+   * Embed the text of `from` into the vector argument `into` when the body has no `into`
+   * (embed.ts: the active model through its OpenAI / Azure endpoint). With the offline model
+   * (provider local) that fails with 422 when `required`, else the RPC runs without the vector.
+   */
+  embed?: { from: string; into: string; required: boolean };
+  /** Body keys accepted for `embed.from` that are not arguments of the RPC. */
+  extra?: string[];
 }
 
 function argument(name: string, type: SqlType): string {
@@ -48,7 +57,7 @@ function argument(name: string, type: SqlType): string {
 
 /** Checks `body` against `rpc` (unknown keys, missing required ones, JSON shapes): HttpError 422. */
 export function checkArguments(rpc: Rpc, body: Record<string, unknown>): void {
-  const unknown = Object.keys(body).filter((k) => !(k in rpc.params));
+  const unknown = Object.keys(body).filter((k) => !(k in rpc.params) && !rpc.extra?.includes(k));
   if (unknown.length) {
     throw new HttpError(
       422,
@@ -62,7 +71,7 @@ export function checkArguments(rpc: Rpc, body: Record<string, unknown>): void {
   }
   for (const [name, value] of Object.entries(body)) {
     const type = rpc.params[name];
-    if (value === null) continue;
+    if (value === null || type === undefined) continue;
     if (type.endsWith("[]") && !Array.isArray(value)) {
       throw new HttpError(422, `${name} must be a JSON array`);
     }
@@ -83,10 +92,29 @@ export function rpcSql(rpc: Rpc, body: Record<string, unknown>): string {
     : `select hipocampo.${rpc.name}(${args}) as result`;
 }
 
-/** Calls `rpc` inside `tx` with `body`'s arguments: rows, or the single value. */
-export async function callRpc(tx: Tx, rpc: Rpc, body: Record<string, unknown>): Promise<unknown> {
+/** Calls `rpc` inside `tx` with `body`'s arguments (embedding the query text if needed): rows, or the value. */
+export async function callRpc(tx: Tx, rpc: Rpc, request: Record<string, unknown>): Promise<unknown> {
+  let body = request;
+  const embed = rpc.embed;
+  if (embed && (body[embed.into] === undefined || body[embed.into] === null)) {
+    const text = body[embed.from];
+    if (typeof text === "string" && text.trim() !== "") {
+      checkArguments({ ...rpc, required: [] }, body);
+      const kbIds = Array.isArray(body.kb_ids) && body.kb_ids.length === 1 ? String(body.kb_ids[0]) : null;
+      const scope = {
+        kb_id: kbIds,
+        agent: body.agent as string | null,
+        tenant_id: body.tenant_id as string | null,
+      };
+      try {
+        body = { ...body, [embed.into]: await embedQuery(tx, text, scope) };
+      } catch (err) {
+        if (embed.required || !(err instanceof HttpError && err.status === 422)) throw err;
+      }
+    }
+  }
   checkArguments(rpc, body);
-  const used = Object.keys(body).some((name) => body[name] !== undefined);
+  const used = Object.keys(rpc.params).some((name) => body[name] !== undefined);
   const rows = await tx.unsafe(rpcSql(rpc, body), used ? [JSON.stringify(body)] : []);
   return rpc.returns === "rows" ? [...rows] : rows[0]?.result ?? null;
 }

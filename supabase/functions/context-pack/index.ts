@@ -4,7 +4,8 @@
  * cited chunks, session state, modality; fits token_budget).
  *
  * Body: {"conversation_id": uuid, "query": text, "query_embedding"?: number[] (the active
- * model's dimensions; without it memories and chunks are skipped), "modality"?: "chat" | "voice",
+ * model's dimensions; left out, computed through the model's OpenAI / Azure endpoint, or - with
+ * the offline model - memories and chunks are skipped), "modality"?: "chat" | "voice",
  * "token_budget"?: tokens, "kb_ids"?: uuid[], "agent"?: text, "session_id"?: uuid,
  * "user_id"? / "tenant_id"?: service_role only}.
  * Returns the pack (jsonb). Errors: 401 token; 403 (42501) not a member; 404 (P0002) unknown
@@ -32,6 +33,7 @@ export const contextPack: Rpc = {
   },
   required: ["conversation_id", "query"],
   returns: "value",
+  embed: { from: "query", into: "query_embedding", required: false },
 };
 
 if (import.meta.main) {

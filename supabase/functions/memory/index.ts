@@ -7,7 +7,7 @@
  *   the stored / existing memory; refused by the gate with 403 (42501 no consent), 422 (22023
  *   noise / personal or sensitive data / too short, 22003 low confidence, 23502 no category,
  *   22001 too long) or 409 (53400 quota of 50 active memories, 55000 inferred over explicit).
- * - recall    -> hipocampo.search_memories(query_embedding, mode?, match_count?, filter_*?):
+ * - recall    -> hipocampo.search_memories(query_embedding | "query" text, mode?, match_count?, filter_*?):
  *   {"results": [...]} ranked with scores (thresholds: memory.context / memory.direct).
  * - lookup    -> hipocampo.lookup_memories(key?, category?, include_history?): {"results": [...]}
  *   (embeddings left out).
@@ -17,6 +17,8 @@
  * - seed-profile -> hipocampo.seed_profile(profile, source_ref?, user_id?, tenant_id?).
  * - export (GET; ?user_id=&tenant_id= for service_role) -> hipocampo.export_user_data.
  * - erase     -> hipocampo.erase_user(user_id?, tenant_id?): LGPD erasure, pseudonymous audit kept.
+ * Vectors left out are computed from the text ("description", "query") through the active
+ *   model's OpenAI / Azure endpoint (_shared/embed.ts); with the offline model they must be sent.
  * Errors as every function: 401 token, 404 unknown route or memory (P0002), 405, 429, 503.
  * Example: curl -X POST "$SUPABASE_URL/functions/v1/memory/forget" -H "Authorization: Bearer $JWT"
  *   -d '{"memory_id": "…"}'
@@ -54,6 +56,7 @@ export const memoryRpcs: Record<string, Rpc> = {
     },
     required: ["key", "value", "description"],
     returns: "value",
+    embed: { from: "description", into: "embedding", required: false },
   },
   recall: {
     name: "search_memories",
@@ -71,6 +74,8 @@ export const memoryRpcs: Record<string, Rpc> = {
     },
     required: ["query_embedding"],
     returns: "rows",
+    embed: { from: "query", into: "query_embedding", required: true },
+    extra: ["query"],
   },
   lookup: {
     name: "lookup_memories",
@@ -82,6 +87,7 @@ export const memoryRpcs: Record<string, Rpc> = {
     params: { memory_id: "uuid", value: "jsonb", description: "text", embedding: "vector" },
     required: ["memory_id", "value", "description"],
     returns: "value",
+    embed: { from: "description", into: "embedding", required: false },
   },
   forget: { name: "forget_memory", params: { memory_id: "uuid" }, required: ["memory_id"], returns: "value" },
   consent: {

@@ -4,7 +4,8 @@
  * citation (title, source_uri, chunk_id) and scores.
  *
  * Body: {"query_text": text (1..2,000 characters), "query_embedding": number[] (the active
- * model's dimensions), "kb_ids"?: uuid[], "source_types"?: text[], "metadata_filter"?: object,
+ * model's dimensions; left out, it is computed through the model's OpenAI / Azure endpoint, and
+ * required when the model is the offline one), "kb_ids"?: uuid[], "source_types"?: text[], "metadata_filter"?: object,
  * "match_count"?: 1..100, "min_similarity"?, "fusion"?: "zscore" | "rrf", "dense_weight"?,
  * "lexical_weight"?, "rerank"?, "mmr_lambda"?: 0..1, "embedding_model"?, "tenant_id"?:
  * service_role only}. Defaults: the tenant's retrieval config.
@@ -37,6 +38,7 @@ export const hybridSearch: Rpc = {
   },
   required: ["query_text", "query_embedding"],
   returns: "rows",
+  embed: { from: "query_text", into: "query_embedding", required: true },
 };
 
 if (import.meta.main) {

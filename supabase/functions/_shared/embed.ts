@@ -1,0 +1,83 @@
+/**
+ * The query embedding when a request does not bring one: the active embedding model of the
+ * database (`hipocampo_private.embedding_models`, readable by authenticated) through the official
+ * `openai` SDK, configured by the effective rag config (`hipocampo.rag_config`: embedding_model /
+ * embedding_deployment / embedding_api_version / embedding_normalize, and the NAMES of the
+ * environment variables holding the key, endpoint and base URL - secrets are never stored).
+ * The offline model (provider `local`) runs in the Python client only: then the caller must send
+ * the embedding.
+ */
+import OpenAI, { AzureOpenAI } from "npm:openai@7.55.0";
+import type { Tx } from "./db.ts";
+import { HttpError } from "./http.ts";
+
+/** Where the rag config comes from: a knowledge base's or agent's overrides, a tenant (service_role). */
+export interface EmbedScope {
+  kb_id?: string | null;
+  agent?: string | null;
+  tenant_id?: string | null;
+}
+
+interface ActiveModel {
+  name: string;
+  dims: number;
+  provider: "local" | "openai" | "azure";
+}
+
+/**
+ * A `dims`-long vector for `text` (L2-normalised when rag.embedding_normalize).
+ *
+ * Errors: HttpError 422 (provider local: send the embedding), 502 (the embedding endpoint
+ * failed or returned other dimensions than the model's).
+ */
+export async function embedQuery(tx: Tx, text: string, scope: EmbedScope = {}): Promise<number[]> {
+  const [model] = await tx.unsafe(
+    "select name, dims, provider from hipocampo_private.embedding_models where active",
+  ) as unknown as ActiveModel[];
+  if (!model || model.provider === "local") {
+    throw new HttpError(
+      422,
+      `query_embedding is required: the active embedding model ${model?.name ?? "(none)"} ` +
+        "runs offline in the Python client (provider local)",
+    );
+  }
+  const [{ cfg }] = await tx.unsafe(
+    "select hipocampo.rag_config($1::uuid, $2::text, $3::uuid) as cfg",
+    [scope.kb_id ?? null, scope.agent ?? null, scope.tenant_id ?? null],
+  ) as unknown as { cfg: Record<string, unknown> }[];
+  const env = (name: unknown) => (typeof name === "string" && name ? Deno.env.get(name) : undefined);
+  const apiKey = env(cfg.api_key_secret) ?? "missing-key";
+  const client = model.provider === "azure"
+    ? new AzureOpenAI({
+      apiKey,
+      endpoint: env(cfg.endpoint_secret),
+      apiVersion: String(cfg.embedding_api_version || "2024-10-21"),
+      deployment: String(cfg.embedding_deployment || model.name),
+      maxRetries: 3,
+      timeout: 30_000,
+    })
+    : new OpenAI({ apiKey, baseURL: env(cfg.base_url_secret), maxRetries: 3, timeout: 30_000 });
+  const name = String(cfg.embedding_model || model.name);
+  let vector: number[];
+  try {
+    const resp = await client.embeddings.create({
+      model: name,
+      input: text,
+      ...(name.startsWith("text-embedding-3") ? { dimensions: model.dims } : {}),
+    });
+    vector = resp.data[0]?.embedding ?? [];
+  } catch (err) {
+    throw new HttpError(502, `embedding request failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (vector.length !== model.dims) {
+    throw new HttpError(
+      502,
+      `the embedding endpoint returned ${vector.length} dimensions; ${model.name} has ${model.dims}`,
+    );
+  }
+  if (cfg.embedding_normalize !== false) {
+    const norm = Math.hypot(...vector);
+    if (norm > 0) vector = vector.map((x) => x / norm);
+  }
+  return vector;
+}
