@@ -102,6 +102,11 @@ def db_migrate() -> None:
     url = db.external_url()
     res = db.apply_migrations(url, shim=False) if url else db.apply_migrations(db.start(), shim=True)
     console.print(f"applied {len(res.applied)}, already recorded {len(res.skipped)}")
+    for version in res.drifted:
+        console.print(
+            f"[yellow]warning:[/yellow] migration {version} was edited after this database applied it;"
+            " add a new migration for the change (local database: `hipocampo db reset`)"
+        )
 
 
 @db_app.command("reset")

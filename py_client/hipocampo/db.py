@@ -15,7 +15,7 @@ import os
 import re
 import shutil
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -174,10 +174,13 @@ def migrations_dir() -> Path:
 
 @dataclass(frozen=True)
 class MigrationResult:
-    """Versions applied by one run (``applied``) and those found already recorded (``skipped``)."""
+    """Versions applied by one run (``applied``), those found already recorded (``skipped``), and
+    the recorded ones whose file no longer matches what was applied (``drifted``: a landed
+    migration was edited; the database may lack what the file now defines)."""
 
     applied: list[str]
     skipped: list[str]
+    drifted: list[str] = field(default_factory=list)
 
 
 def _shim_sql() -> str:
@@ -197,6 +200,7 @@ def apply_migrations(url: str, *, shim: bool) -> MigrationResult:
     """
     applied: list[str] = []
     skipped: list[str] = []
+    drifted: list[str] = []
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("select pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
         try:
@@ -209,13 +213,28 @@ def apply_migrations(url: str, *, shim: bool) -> MigrationResult:
                     "create table if not exists supabase_migrations.schema_migrations "
                     "(version text primary key, statements text[], name text)"
                 )
-            done = {r[0] for r in conn.execute("select version from supabase_migrations.schema_migrations")}
+            done: dict[str, list[str] | None] = {
+                r[0]: r[1]
+                for r in conn.execute("select version, statements from supabase_migrations.schema_migrations")
+            }
             for file in sorted(migrations_dir().glob("*.sql")):
                 version, _, name = file.stem.partition("_")
+                sql = file.read_text("utf-8")
                 if version in done:
                     skipped.append(version)
+                    # Recorded by hipocampo: one statement, the whole file (the Supabase CLI splits
+                    # statements its own way; those rows are not compared).
+                    recorded = done[version]
+                    if recorded is not None and len(recorded) == 1 and recorded[0] != sql:
+                        drifted.append(version)
+                        log.warning(
+                            "migration %s_%s differs from what this database applied: a landed migration"
+                            " was edited; add a new migration for the change (a local database:"
+                            " `hipocampo db reset`)",
+                            version,
+                            name,
+                        )
                     continue
-                sql = file.read_text("utf-8")
                 with conn.transaction():
                     conn.execute(sql)  # type: ignore[arg-type,unused-ignore]
                     conn.execute(
@@ -228,7 +247,7 @@ def apply_migrations(url: str, *, shim: bool) -> MigrationResult:
             seed_config(conn)
         finally:
             conn.execute("select pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
-    return MigrationResult(applied, skipped)
+    return MigrationResult(applied, skipped, drifted)
 
 
 def seed_config(conn: psycopg.Connection[Any]) -> None:

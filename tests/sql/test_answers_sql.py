@@ -192,6 +192,31 @@ def test_cache_is_keyed_by_normalised_question_and_invalidated_by_kb_changes(db:
     assert one(db, "select hipocampo.cache_get('Qual é o prazo?', array[%s]::uuid[]) as v", (world.kb_a,)) is None
 
 
+def test_cache_ttl_follows_the_kb_and_agent_overrides(db: Conn, world: World) -> None:
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    chunk = one(db, "select min(id) as v from hipocampo_private.chunks where kb_id = %s", (world.kb_a,))
+    ans = json.dumps({"answer": "30 dias [1]", "sources": [{"chunk_id": chunk}]})
+    put = "select hipocampo.cache_put('Qual é o prazo?', array[%s]::uuid[], %s::jsonb, %s) as v"
+    expiry = (
+        "select extract(epoch from expires_at - now())::integer as v from hipocampo_private.answer_cache"
+        " where kb_ids = array[%s]::uuid[] and agent = %s"
+    )
+    one(db, """select hipocampo.set_knowledge_base_config(%s, 'rag', '{"cache_ttl_seconds": 0}') as v""", (world.kb_a,))
+    assert one(db, put, (world.kb_a, ans, None)) is False  # the KB says: never cache
+    one(
+        db, """select hipocampo.set_knowledge_base_config(%s, 'rag', '{"cache_ttl_seconds": 60}') as v""", (world.kb_a,)
+    )
+    assert one(db, put, (world.kb_a, ans, None)) is True
+    world.act("service_role")
+    assert one(db, expiry, (world.kb_a, "")) == 60
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    binding = """select hipocampo.set_agent_binding('voz', array[%s]::uuid[], '{"cache_ttl_seconds": 30}') as v"""
+    one(db, binding, (world.kb_a,))
+    assert one(db, put, (world.kb_a, ans, "voz")) is True
+    world.act("service_role")
+    assert one(db, expiry, (world.kb_a, "voz")) == 30
+
+
 def test_token_bucket_per_user_and_ip(db: Conn, world: World) -> None:
     world.act("authenticated", world.admin_a, world.tenant_a)
     one(db, """select hipocampo.set_tenant_config('rag', '{"rate_limit_per_minute": 2}') as v""")

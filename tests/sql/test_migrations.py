@@ -24,6 +24,28 @@ def test_reapplying_is_a_no_op(database_url: str) -> None:
     assert len(res.skipped) == len(list(hdb.migrations_dir().glob("*.sql")))
 
 
+def test_an_edited_landed_migration_is_reported(database_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    first = sorted(hdb.migrations_dir().glob("*.sql"))[0].stem.split("_", 1)[0]
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "update supabase_migrations.schema_migrations set statements = array['-- the applied text']"
+            " where version = %s",
+            (first,),
+        )
+        try:
+            with caplog.at_level("WARNING", logger="hipocampo.db"):
+                res = hdb.apply_migrations(database_url, shim=True)
+        finally:
+            text = next(hdb.migrations_dir().glob(f"{first}_*.sql")).read_text("utf-8")
+            conn.execute(
+                "update supabase_migrations.schema_migrations set statements = array[%s] where version = %s",
+                (text, first),
+            )
+    assert (res.applied, res.drifted) == ([], [first])
+    assert f"migration {first}_schemas_and_extensions differs from what this database applied" in caplog.text
+    assert hdb.apply_migrations(database_url, shim=True).drifted == []
+
+
 def test_migration_names_follow_the_convention() -> None:
     for f in hdb.migrations_dir().glob("*"):
         assert re.fullmatch(r"\d{14}_[a-z0-9_]+\.sql", f.name), f.name
