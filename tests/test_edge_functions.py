@@ -364,7 +364,7 @@ def test_conversations_feed_the_context_pack_for_chat_and_voice(env: Env, fn: di
             },
             headers=me,
         )
-        assert r.status_code == 200 and int(r.json()["message_id"]) > 0
+        assert r.status_code == 200 and isinstance(r.json()["message_id"], int) and r.json()["message_id"] > 0
     r = httpx.post(
         f"{fn['conversations'].url}/messages",
         json={"conversation_id": conv, "role": "robot", "content": "x"},
@@ -438,6 +438,7 @@ def test_vectors_computed_through_the_models_openai_endpoint(
         r = httpx.post(fn["search"].url, json={"query_text": q, "kb_ids": [env.kb]}, headers=env.user())
         assert r.status_code == 200, r.text
         assert [h["source_uri"] for h in r.json()["results"]] == ["test://estagio"]
+        assert isinstance(r.json()["results"][0]["chunk_id"], int)
         auth, body = embeddings.requests[-1]
         assert (auth, body["model"], body["input"]) == ("Bearer sk-edge-test", "all-MiniLM-L6-v2", q)
         me = env.user(env.other_member)

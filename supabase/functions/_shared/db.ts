@@ -27,6 +27,10 @@ export function connect(url: string, max = 3): Sql {
     connect_timeout: 5,
     idle_timeout: 20,
     onnotice: () => {},
+    // bigint ids (chunk_id, message_id) as JSON numbers, as PostgREST returns them (exact below 2^53).
+    types: {
+      int8: { to: 20, from: [20], serialize: (x: unknown) => String(x), parse: (x: string) => Number(x) },
+    },
     ...(socketDir?.startsWith("/") ? { path: `${socketDir}/.s.PGSQL.${port}` } : {}),
   });
 }

@@ -21,6 +21,11 @@ export interface Route {
   run: (ctx: RouteContext) => Promise<unknown>;
 }
 
+/**
+ * The caller's address for the per-address bucket: the first X-Forwarded-For entry (Supabase's
+ * gateway sets it), else the socket's peer. Behind no proxy that rewrites the header, a client
+ * could choose it: put the functions behind one.
+ */
 function clientAddress(req: Request, info: Deno.ServeHandlerInfo): string {
   const forwarded = req.headers.get("x-forwarded-for")?.split(",")[0]?.trim();
   if (forwarded) return forwarded;

@@ -5,7 +5,7 @@
  * Routes (POST, JSON body; names and types as the RPCs'):
  * - messages -> hipocampo.add_message(conversation_id, role, content, modality?, attachments?,
  *   embedding?, metadata?, language?, user_id? / tenant_id?: service_role only):
- *   {"message_id": bigint as text}. role user | assistant | system | tool (23514 otherwise).
+ *   {"message_id": number}. role user | assistant | system | tool (23514 otherwise).
  * - summary  -> hipocampo.update_conversation_summary(conversation_id, summary,
  *   through_message_id, …): the rolling summary the ContextPack carries; {"updated": true}.
  * - history  -> hipocampo.search_history(query_text, query_embedding?, filter_conversation_id?,
@@ -61,7 +61,7 @@ export const conversationRpcs: Record<string, Rpc> = {
 export const routes: Record<string, Route> = {
   messages: {
     method: "POST",
-    run: async ({ tx, body }) => ({ message_id: String(await callRpc(tx, conversationRpcs.messages, body)) }),
+    run: async ({ tx, body }) => ({ message_id: await callRpc(tx, conversationRpcs.messages, body) }),
   },
   summary: {
     method: "POST",
