@@ -59,6 +59,36 @@ def test_shim_is_not_in_the_migrations() -> None:
         assert not re.search(r"create (or replace )?function auth\.", text), f.name
 
 
+# Functions and syntax newer than PostgreSQL 15 (Supabase runs 15 and 17): version they came in.
+NEWER_THAN_15 = {
+    r"\bany_value\s*\(": 16,
+    r"\barray_(sample|shuffle)\s*\(": 16,
+    r"\bpg_input_(is_valid|error_info)\s*\(": 16,
+    r"\bjson_(object|array|arrayagg|objectagg)\s*\(": 16,
+    r"\bis\s+json\b": 16,
+    r"\bsystem_user\b": 16,
+    r"\bdate_(add|subtract)\s*\(": 16,
+    r"\brandom_normal\s*\(": 16,
+    r"\bjson_(table|exists|query|value)\s*\(": 17,
+    r"\buuid_extract_(timestamp|version)\s*\(": 17,
+    r"\bto_(bin|oct)\s*\(": 17,
+    r"\brandom\s*\(\s*[^)\s]": 17,
+    r"\bmerge\s+into\b[^;]*\breturning\b": 17,
+    r"\bgrant\s+maintain\b": 17,
+    r"\buuidv[47]\s*\(": 18,
+    r"\b(casefold|array_reverse|array_sort|crc32c?)\s*\(": 18,
+    r"\bvirtual\b": 18,
+}
+
+
+def test_nothing_newer_than_postgres_15() -> None:
+    for f in hdb.migrations_dir().glob("*.sql"):
+        text = f.read_text().lower()
+        for pattern, version in NEWER_THAN_15.items():
+            match = re.search(pattern, text)
+            assert match is None, f"{f.name}: {match.group(0)!r} needs PostgreSQL {version}"
+
+
 def test_no_pg18_only_features() -> None:
     # uuidv7() and virtual generated columns are PG18-only; Supabase runs 15/17.
     for f in hdb.migrations_dir().glob("*.sql"):
