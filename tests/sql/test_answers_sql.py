@@ -131,9 +131,16 @@ def answer(db: Conn, question: str, kb: Any, seed: int = 7) -> dict[str, Any]:
     return v
 
 
-def test_answer_evidence_refuses_conflicts_and_answers_once_resolved(db: Conn, world: World) -> None:
+@pytest.mark.parametrize("exact_scan_max_rows", [None, 0], ids=["exact", "hnsw"])
+def test_answer_evidence_refuses_conflicts_and_answers_once_resolved(
+    db: Conn, world: World, exact_scan_max_rows: int | None
+) -> None:
     kb, old, new = policy_kb(db, world, {"nac": 30, "int": 60}, {"nac": 30, "int": 45})
     world.act("authenticated", world.admin_a, world.tenant_a)
+    if exact_scan_max_rows is not None:
+        # Retrieval and the near-duplicate lookup through the model's HNSW index (iterative scan).
+        patch = json.dumps({"exact_scan_max_rows": exact_scan_max_rows})
+        one(db, "select hipocampo.set_tenant_config('retrieval', %s::jsonb) as v", (patch,))
     q = "Qual o prazo do pedido de reembolso de viagem internacional?"
     r = answer(db, q, kb)
     assert (r["decision"], r["reason"]) == ("refuse", "conflicting_sources")
