@@ -6,12 +6,9 @@ claims, RLS, headers, 503 when the database is down) and the Agent Framework con
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
 import time
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import jwt
@@ -26,6 +23,8 @@ from hipocampo.guardrails import check_question
 from hipocampo.ingest import DocumentInput, ingest_documents
 from hipocampo.ingest.loaders import LoadedDocument
 from hipocampo.server import create_app
+
+from .openai_endpoint import LocalOpenAI
 
 REGULAMENTO = (
     "Regulamento de estágio. O estágio supervisionado tem carga horária mínima de 400 horas. "
@@ -156,51 +155,10 @@ def test_rate_limit_per_user(env: Env) -> None:
             cur.execute("""select hipocampo.set_tenant_config('rag', '{"rate_limit_per_minute": null}')""")
 
 
-class _Chat:
-    """A local OpenAI-compatible /chat/completions endpoint answering a scripted text."""
-
-    def __init__(self) -> None:
-        self.reply = ""
-        self.requests: list[dict[str, Any]] = []
-        chat = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                chat.requests.append(body)
-                data = json.dumps(
-                    {
-                        "id": "c1",
-                        "object": "chat.completion",
-                        "created": int(time.time()),
-                        "model": body["model"],
-                        "choices": [
-                            {
-                                "index": 0,
-                                "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": chat.reply},
-                            }
-                        ],
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-
 def test_chat_generator_through_the_openai_sdk_and_number_post_validation(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    chat = _Chat()
+    chat = LocalOpenAI()
     monkeypatch.setenv("OPENAI_BASE_URL", chat.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     orch = Orchestrator(env.user, env.embedder)
@@ -216,7 +174,7 @@ def test_chat_generator_through_the_openai_sdk_and_number_post_validation(
     chat.reply = "O estágio tem no mínimo 500 horas [1]."
     bad = orch.ask(q, kb_ids=[env.kb], use_cache=False)
     assert (bad.refused, bad.reason) == (True, "number_not_in_evidence")
-    chat.server.shutdown()
+    chat.close()
 
 
 def token(sub: uuid.UUID | None, tenant: Any, role: str = "authenticated", secret: str = SECRET) -> str:

@@ -13,11 +13,9 @@ import os
 import shutil
 import socket
 import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,8 @@ from hipocampo import Actor, Hipocampo
 from hipocampo.embeddings import count_tokens
 from hipocampo.ingest import DocumentInput, ingest_documents
 from hipocampo.ingest.loaders import LoadedDocument
+
+from .openai_endpoint import LocalOpenAI, local_openai
 
 REPO = Path(__file__).resolve().parents[1]
 FUNCTIONS = ("context-pack", "search", "memory", "conversations")
@@ -54,48 +54,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-class Embeddings:
-    """A local OpenAI-compatible /v1/embeddings endpoint serving the real offline model's vectors
-    (as a self-hosted embedding server would); records each request and its Authorization."""
-
-    def __init__(self, embedder: Any) -> None:
-        self.requests: list[tuple[str, dict[str, Any]]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                outer.requests.append((self.headers.get("authorization", ""), body))
-                texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
-                data = json.dumps(
-                    {
-                        "object": "list",
-                        "model": body["model"],
-                        "data": [
-                            {
-                                "object": "embedding",
-                                "index": i,
-                                "embedding": [float(x) for x in embedder.embed_query(t)],
-                            }
-                            for i, t in enumerate(texts)
-                        ],
-                        "usage": {"prompt_tokens": 1, "total_tokens": 1},
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
 
 class EdgeFunction:
@@ -209,14 +167,14 @@ def env(database_url: str, embedder: Any) -> Iterator[Env]:
 
 
 @pytest.fixture(scope="module")
-def embeddings(embedder: Any) -> Iterator[Embeddings]:
-    e = Embeddings(embedder)
-    yield e
-    e.server.shutdown()
+def embeddings(embedder: Any) -> Iterator[LocalOpenAI]:
+    """The endpoint serves the real offline model's vectors, as a self-hosted embedding server would."""
+    with local_openai(lambda text: [float(x) for x in embedder.embed_query(text)]) as endpoint:
+        yield endpoint
 
 
 @pytest.fixture(scope="module")
-def fn(database_url: str, embeddings: Embeddings) -> Iterator[dict[str, EdgeFunction]]:
+def fn(database_url: str, embeddings: LocalOpenAI) -> Iterator[dict[str, EdgeFunction]]:
     # The rag config names the variables (rag.api_key_secret, rag.base_url_secret); only they hold values.
     secrets = {"OPENAI_API_KEY": "sk-edge-test", "OPENAI_BASE_URL": embeddings.base_url}
     started: dict[str, EdgeFunction] = {}
@@ -426,7 +384,7 @@ def test_database_down_answers_503(tmp_path: Path) -> None:
 
 
 def test_vectors_computed_through_the_models_openai_endpoint(
-    env: Env, fn: dict[str, EdgeFunction], embeddings: Embeddings
+    env: Env, fn: dict[str, EdgeFunction], embeddings: LocalOpenAI
 ) -> None:
     """With the active model served by an OpenAI-compatible endpoint (provider openai), requests may
     send text only: the function embeds it with the openai SDK, key and base URL from the variables
@@ -439,7 +397,7 @@ def test_vectors_computed_through_the_models_openai_endpoint(
         assert r.status_code == 200, r.text
         assert [h["source_uri"] for h in r.json()["results"]] == ["test://estagio"]
         assert isinstance(r.json()["results"][0]["chunk_id"], int)
-        auth, body = embeddings.requests[-1]
+        auth, body = embeddings.auths[-1], embeddings.requests[-1]
         assert (auth, body["model"], body["input"]) == ("Bearer sk-edge-test", "all-MiniLM-L6-v2", q)
         me = env.user(env.other_member)
         assert httpx.post(f"{fn['memory'].url}/consent", json={"granted": True}, headers=me).status_code == 200
@@ -452,7 +410,7 @@ def test_vectors_computed_through_the_models_openai_endpoint(
         pack = {"conversation_id": str(uuid.uuid4()), "query": q, "kb_ids": [env.kb]}
         r = httpx.post(fn["context-pack"].url, json=pack, headers=env.user())
         assert [c["source_uri"] for c in r.json()["chunks"]] == ["test://estagio"]
-        assert [b["input"] for _, b in embeddings.requests[-3:]] == [text, "qual é o trabalho dela?", q]
+        assert [b["input"] for b in embeddings.requests[-3:]] == [text, "qual é o trabalho dela?", q]
     finally:
         with env.root.transaction() as cur:
             cur.execute("update hipocampo_private.embedding_models set provider = 'local' where active")

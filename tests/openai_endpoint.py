@@ -1,0 +1,107 @@
+"""A local OpenAI-compatible HTTP endpoint for tests (no internet here): /embeddings (OpenAI and
+Azure deployment paths) and /chat/completions, driven through the real ``openai`` SDKs.
+
+Records every request (``paths``, ``auths`` - the Authorization header - and ``requests`` - the
+JSON bodies), answers scripted failures first (``fail``: status codes, with retry-after-ms 1),
+then embeddings from ``vectorize`` (default: deterministic, un-normalised, ``dims`` long, or the
+request's ``dimensions``; float or base64 encoding) and chat completions with ``reply``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class LocalOpenAI:
+    def __init__(self, vectorize: Callable[[str], list[float]] | None = None, dims: int = 8) -> None:
+        self.fail: list[int] = []
+        self.requests: list[dict[str, Any]] = []
+        self.paths: list[str] = []
+        self.auths: list[str] = []
+        self.dims = dims
+        self.reply = ""
+        self.vectorize = vectorize
+        state = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                state.paths.append(self.path)
+                state.auths.append(self.headers.get("authorization", ""))
+                state.requests.append(body)
+                if state.fail:
+                    code = state.fail.pop(0)
+                    msg = {"error": {"message": f"scripted {code}", "type": "test"}}
+                    self._send(code, msg, {"retry-after-ms": "1"})
+                elif "/chat/completions" in self.path:
+                    self._send(200, state._chat(body))
+                else:
+                    self._send(200, state._embeddings(body))
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.base_url = f"{self.url}/v1"
+
+    def _embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = []
+        for i, text in enumerate(inputs):
+            if self.vectorize:
+                vec = self.vectorize(text)
+            else:
+                dims = body.get("dimensions") or self.dims
+                vec = [float(len(text) + j) for j in range(dims)]  # deterministic, not normalised
+            emb: Any = vec
+            if body.get("encoding_format") == "base64":
+                emb = base64.b64encode(struct.pack(f"<{len(vec)}f", *vec)).decode()
+            data.append({"object": "embedding", "index": i, "embedding": emb})
+        return {
+            "object": "list",
+            "data": data,
+            "model": body["model"],
+            "usage": {"prompt_tokens": 1, "total_tokens": 1},
+        }
+
+    def _chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": "c1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": self.reply}}],
+        }
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@contextmanager
+def local_openai(vectorize: Callable[[str], list[float]] | None = None) -> Iterator[LocalOpenAI]:
+    """A running ``LocalOpenAI``, shut down on exit."""
+    endpoint = LocalOpenAI(vectorize)
+    try:
+        yield endpoint
+    finally:
+        endpoint.close()
