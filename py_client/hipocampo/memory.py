@@ -368,7 +368,11 @@ class Memory:
         dense: bool = True,
     ) -> builtins.list[HistoryHit]:
         """Hybrid search (BM25 + cosine, z-scored; config ``conversations``) of the user's own
-        history, in one conversation or all. ``k`` defaults to ``conversations.match_count``."""
+        history, in one conversation or all. Each message is read with its neighbours
+        (``context_weights_before`` / ``_after``) and its date words (``date_weight``,
+        ``time_zone``); see docs/design.md §Memory (history). ``k`` defaults to
+        ``conversations.match_count``. Returns at most k ``HistoryHit`` (scores: cosine, BM25,
+        fused). Raises ``InvalidInputError`` (22023) for an empty or > 2,000-character query."""
         with self.client.transaction() as cur:
             cur.execute(
                 "select * from hipocampo.search_history(%s, %s::extensions.vector, %s::uuid, %s, %s, %s::uuid, "

@@ -72,7 +72,18 @@ def test_bad_messages_are_refused(db: Conn, user_a: World) -> None:
         add(db, conv, "user", "oi", embedding="[1,2,3]")
 
 
+def without_context(db: Conn, world: World) -> None:
+    """Tenant A's admin turns the context windows and date words off (plain BM25 and cosine)."""
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    db.execute(
+        "select hipocampo.set_tenant_config('conversations', %s::jsonb)",
+        ('{"context_weights_before": [], "context_weights_after": [], "date_weight": 0}',),
+    )
+    world.act("authenticated", world.member_a, world.tenant_a)
+
+
 def test_history_search_ranks_by_bm25_and_cosine(db: Conn, user_a: World) -> None:
+    without_context(db, user_a)
     conv = uuid.uuid4()
     texts = [
         "A taxa condominial vence no dia 10",
@@ -85,7 +96,7 @@ def test_history_search_ranks_by_bm25_and_cosine(db: Conn, user_a: World) -> Non
     assert rows[0]["message_id"] == ids[1] and rows[0]["lexical_score"] > 0
     assert [r["message_id"] for r in rows] == [ids[1]]
     rows = db.execute(
-        "select message_id, dense_score from hipocampo.search_history('quando vence?', %s::extensions.vector, "
+        "select message_id, dense_score from hipocampo.search_history('qual o horário?', %s::extensions.vector, "
         "filter_conversation_id => %s, match_count => 2)",
         (vec_text(unit_vector(102)), conv),
     ).fetchall()
@@ -97,6 +108,122 @@ def test_history_search_ranks_by_bm25_and_cosine(db: Conn, user_a: World) -> Non
         db.transaction(),
     ):
         db.execute("select * from hipocampo.search_history('  ')")
+
+
+def test_history_search_reads_a_message_with_its_neighbours(db: Conn, user_a: World) -> None:
+    # The answer ("Um pôr do sol") shares no word with the question; the turn before it does.
+    conv = uuid.uuid4()
+    texts = [
+        "Oi! Tudo bem por aí?",
+        "Tudo ótimo. O que você pintou no fim de semana?",
+        "Um pôr do sol na praia",
+        "Que lindo!",
+        "Amanhã tenho consulta no dentista",
+        "Boa sorte com o dentista",
+        "Obrigado, até mais",
+    ]
+    ids = [add(db, conv, "user", t, embedding=vec_text(unit_vector(200 + i))) for i, t in enumerate(texts)]
+    rows = db.execute("select message_id, lexical_score from hipocampo.search_history('o que ela pintou?')").fetchall()
+    got = [r["message_id"] for r in rows]
+    # weights: the message itself 1, the previous 0.5 / 0.3 / 0.2, the next 0.3 / 0.2 (config.toml)
+    assert got[:2] == [ids[1], ids[2]]
+    assert set(got) == {ids[0], ids[1], ids[2], ids[3], ids[4]}
+    # The dense leg scores the weighted sum of the context's embeddings.
+    row = db.execute(
+        "select dense_score from hipocampo.search_history('pintura', %s::extensions.vector, match_count => 7) "
+        "where message_id = %s",
+        (vec_text(unit_vector(202)), ids[2]),
+    ).fetchone()
+    context = [
+        a + 0.5 * b + 0.3 * c + 0.2 * d + 0.3 * e + 0.2 * f
+        for a, b, c, d, e, f in zip(
+            unit_vector(202),
+            unit_vector(201),
+            unit_vector(200),
+            [0.0] * len(unit_vector(0)),
+            unit_vector(203),
+            unit_vector(204),
+            strict=True,
+        )
+    ]
+    q = unit_vector(202)
+    expected = sum(x * y for x, y in zip(q, context, strict=True)) / sum(x * x for x in context) ** 0.5
+    assert row is not None and abs(row["dense_score"] - expected) < 1e-5
+    # Only voice messages come back with filter_modality, though chat neighbours give context.
+    add(db, conv, "user", "Foi o pôr do sol mais bonito do ano", modality="voice")
+    rows = db.execute(
+        "select modality from hipocampo.search_history('pôr do sol', filter_modality => 'voice')"
+    ).fetchall()
+    assert [r["modality"] for r in rows] == ["voice"]
+
+
+def test_history_search_matches_a_message_by_its_date(db: Conn, user_a: World) -> None:
+    # The same words on two days: the question's date picks the message of that day.
+    conv = uuid.uuid4()
+    messages = [("2024-01-15", "Fui ao médico fazer exames de rotina")]
+    messages += [(f"2024-03-{10 + i}", f"Anotei a tarefa número {i} da reforma da cozinha") for i in range(7)]
+    messages += [("2024-06-10", "Fui ao médico fazer exames de rotina")]
+    messages += [(f"2024-07-{10 + i}", f"Comprei o material número {i} da reforma") for i in range(3)]
+    ids = [add(db, conv, "user", text, created_at=f"{day} 10:00-03", language="portuguese") for day, text in messages]
+    rows = db.execute(
+        "select message_id from hipocampo.search_history('Quando fui ao médico em junho de 2024?', match_count => 3)"
+    ).fetchall()
+    assert rows[0]["message_id"] == ids[8]
+    rows = db.execute(
+        "select message_id from hipocampo.search_history('médico em janeiro', match_count => 3)"
+    ).fetchall()
+    assert rows[0]["message_id"] == ids[0]
+    # Month names follow the message's language.
+    assert db.execute(
+        "select hipocampo_private._date_words('2024-03-05', hipocampo_private.text_search_config('portuguese')) as w"
+    ).fetchone() == {"w": "5 março 2024"}
+    assert db.execute("select hipocampo_private._date_words('2023-05-08', 'pg_catalog.english') as w").fetchone() == {
+        "w": "8 may 2023"
+    }
+
+
+def test_history_context_config_is_validated(db: Conn, world: World) -> None:
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    for patch, error, message in (
+        (
+            '{"context_weights_before": [0.5, 2]}',
+            psycopg.errors.NumericValueOutOfRange,
+            r"conversations.context_weights_before must lie in \[0, 1\] \(got \[0.5, 2\]\)",
+        ),
+        (
+            '{"context_weights_after": ["x"]}',
+            psycopg.errors.NumericValueOutOfRange,
+            r"conversations.context_weights_after must lie in \[0, 1\]",
+        ),
+        (
+            '{"context_weights_after": [0.1, 0.1, 0.1, 0.1, 0.1, 0.1]}',
+            psycopg.errors.InvalidParameterValue,
+            "conversations.context_weights_after must have at most 5 items",
+        ),
+        (
+            '{"context_weights_after": 0.3}',
+            psycopg.errors.InvalidParameterValue,
+            "conversations.context_weights_after must be a array",
+        ),
+        (
+            '{"date_weight": 9}',
+            psycopg.errors.NumericValueOutOfRange,
+            r"conversations.date_weight must lie in \[0, 5\]",
+        ),
+        (
+            '{"context_weights_after_max_items": 9}',
+            psycopg.errors.InvalidParameterValue,
+            "unknown key conversations.context_weights_after_max_items",
+        ),
+    ):
+        with pytest.raises(error, match=message), db.transaction():
+            db.execute("select hipocampo.set_tenant_config('conversations', %s::jsonb)", (patch,))
+    db.execute("""select hipocampo.set_tenant_config('conversations', '{"time_zone": "Mars/Olympus"}')""")
+    with (
+        pytest.raises(psycopg.errors.InvalidParameterValue, match=r"unknown conversations\.time_zone: Mars/Olympus"),
+        db.transaction(),
+    ):
+        db.execute("select * from hipocampo.search_history('oi')")
 
 
 def test_history_is_private_to_its_user(db: Conn, world: World) -> None:
