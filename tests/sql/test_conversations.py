@@ -134,17 +134,11 @@ def test_history_search_reads_a_message_with_its_neighbours(db: Conn, user_a: Wo
         "where message_id = %s",
         (vec_text(unit_vector(202)), ids[2]),
     ).fetchone()
+    # Message 2 has two messages before it (0.5, 0.3) and two after it (0.3, 0.2).
+    weighted = ((1.0, 202), (0.5, 201), (0.3, 200), (0.3, 203), (0.2, 204))
     context = [
-        a + 0.5 * b + 0.3 * c + 0.2 * d + 0.3 * e + 0.2 * f
-        for a, b, c, d, e, f in zip(
-            unit_vector(202),
-            unit_vector(201),
-            unit_vector(200),
-            [0.0] * len(unit_vector(0)),
-            unit_vector(203),
-            unit_vector(204),
-            strict=True,
-        )
+        sum(w * x for w, x in zip((w for w, _ in weighted), xs, strict=True))
+        for xs in zip(*(unit_vector(seed) for _, seed in weighted), strict=True)
     ]
     q = unit_vector(202)
     expected = sum(x * y for x, y in zip(q, context, strict=True)) / sum(x * x for x in context) ** 0.5
