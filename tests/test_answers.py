@@ -13,6 +13,7 @@ from typing import Any
 
 import jwt
 import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
 from fastapi.testclient import TestClient
 
 from hipocampo import Actor, Hipocampo, Orchestrator
@@ -24,6 +25,7 @@ from hipocampo.ingest import DocumentInput, ingest_documents
 from hipocampo.ingest.loaders import LoadedDocument
 from hipocampo.server import create_app
 
+from .jwks_endpoint import LocalJWKS
 from .openai_endpoint import LocalOpenAI
 
 REGULAMENTO = (
@@ -239,6 +241,49 @@ def test_http_contract(env: Env) -> None:
         )
         assert cp.status_code == 200 and cp.json()["tokens_used"] <= 500 and cp.json()["chunks"]
         assert "/ask" in http.get("/openapi.json").json()["paths"]
+
+
+def test_http_asymmetric_signing_keys(env: Env) -> None:
+    # A project on asymmetric JWT signing keys: ES256 / RS256 tokens checked against its JWKS.
+    jwks = LocalJWKS()
+    try:
+        app = create_app(env.url, env.embedder, jwks_url=jwks.url)
+        claims = {
+            "role": "authenticated",
+            "exp": int(time.time()) + 600,
+            "aud": "authenticated",
+            "sub": str(env.member),
+            "app_metadata": {"tenant_id": str(env.tenant)},
+        }
+        body = {"conversation_id": str(uuid.uuid4()), "query": "trancamento de matrícula", "kb_ids": [str(env.kb)]}
+
+        def post(tok: str) -> Any:
+            return http.post("/context-pack", json=body, headers={"authorization": "Bearer " + tok})
+
+        with TestClient(app) as http:
+            assert post(jwks.sign(claims)).status_code == 200
+            assert post(jwks.sign(claims, "rs-key-1")).status_code == 200
+            assert jwks.fetches == 1  # keys cached
+            forged = post(jwks.sign(claims, key=ec.generate_private_key(ec.SECP256R1())))
+            assert (forged.status_code, forged.json()["error"]) == (401, "invalid token: Signature verification failed")
+            unknown = post(jwks.sign(claims, "es-key-2", key=ec.generate_private_key(ec.SECP256R1())))
+            assert unknown.status_code == 401
+            assert unknown.json()["error"].startswith("invalid token: Unable to find a signing key that matches")
+            hs = post(token(env.member, env.tenant))
+            assert (hs.status_code, hs.json()["error"]) == (
+                401,
+                "invalid token: signing algorithm 'HS256' is not configured here",
+            )
+        # A fresh server whose JWKS cannot be read answers 503 (an unknown kid in a cached set
+        # refetches at most once per cooldown, so the first server above would answer 401).
+        jwks.down = True
+        with TestClient(create_app(env.url, env.embedder, jwks_url=jwks.url)) as http:
+            down = post(jwks.sign(claims))
+            assert down.status_code == 503 and down.json()["error"].startswith("cannot read the signing keys")
+        with pytest.raises(RuntimeError, match="no JWT key: set"):
+            create_app(env.url, env.embedder, jwt_secret="", jwks_url="")
+    finally:
+        jwks.close()
 
 
 def test_http_when_the_database_is_down(embedder: Any) -> None:

@@ -22,12 +22,14 @@ from typing import Any
 import httpx
 import jwt
 import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from hipocampo import Actor, Hipocampo
 from hipocampo.embeddings import count_tokens
 from hipocampo.ingest import DocumentInput, ingest_documents
 from hipocampo.ingest.loaders import LoadedDocument
 
+from .jwks_endpoint import LocalJWKS
 from .openai_endpoint import LocalOpenAI, local_openai
 
 REPO = Path(__file__).resolve().parents[1]
@@ -216,6 +218,50 @@ def test_auth_methods_routes_and_cors(env: Env, fn: dict[str, EdgeFunction]) -> 
     r = httpx.options(url)
     assert r.status_code == 204 and r.headers["Access-Control-Allow-Origin"] == "*"
     assert "authorization" in r.headers["Access-Control-Allow-Headers"]
+
+
+def test_asymmetric_signing_keys(env: Env, database_url: str) -> None:
+    # A project on asymmetric JWT signing keys and no HS256 secret: the key set is read from
+    # $SUPABASE_URL/auth/v1/.well-known/jwks.json (the edge runtime sets SUPABASE_URL).
+    jwks = LocalJWKS()
+    project = jwks.url.removesuffix("/auth/v1/.well-known/jwks.json")
+    started = [EdgeFunction("search", database_url, {"HIPOCAMPO_JWT_SECRET": "", "SUPABASE_URL": project})]
+    try:
+        url = started[0].url
+        q = "Qual a carga horária mínima do estágio?"
+        body = {"query_text": q, "query_embedding": env.vec(q), "kb_ids": [env.kb]}
+        claims = {
+            "role": "authenticated",
+            "exp": int(time.time()) + 600,
+            "aud": "authenticated",
+            "sub": str(env.member),
+            "app_metadata": {"tenant_id": str(env.tenant)},
+        }
+        r = httpx.post(url, json=body, headers=bearer(jwks.sign(claims)))
+        assert r.status_code == 200 and [h["title"] for h in r.json()["results"]] == ["Regulamento de estágio"]
+        assert httpx.post(url, json=body, headers=bearer(jwks.sign(claims, "rs-key-1"))).status_code == 200
+        assert jwks.fetches == 1  # cached
+        forged = jwks.sign(claims, key=ec.generate_private_key(ec.SECP256R1()))
+        r = httpx.post(url, json=body, headers=bearer(forged))
+        assert (r.status_code, r.json()["error"]) == (401, "invalid token: signature verification failed")
+        r = httpx.post(url, json=body, headers=env.user())
+        assert (r.status_code, r.json()["error"]) == (
+            401,
+            "invalid token: signing algorithm 'HS256' is not configured here",
+        )
+        # The key set cannot be read: 503, not a 401 that would sign the user out.
+        jwks.down = True
+        down = {"HIPOCAMPO_JWT_SECRET": "", "HIPOCAMPO_JWKS_URL": jwks.url}
+        started.append(EdgeFunction("search", database_url, down))
+        r = httpx.post(started[1].url, json=body, headers=bearer(jwks.sign(claims)))
+        assert (r.status_code, r.json()["error"]) == (
+            503,
+            "cannot read the signing keys: Expected 200 OK from the JSON Web Key Set HTTP response",
+        )
+    finally:
+        for f in started:
+            f.stop()
+        jwks.close()
 
 
 def test_search_returns_cited_hits_and_rls_holds(env: Env, fn: dict[str, EdgeFunction]) -> None:

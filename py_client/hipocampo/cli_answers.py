@@ -65,7 +65,8 @@ def serve(
     port: Annotated[int | None, typer.Option(help="Port (default [http] port).")] = None,
 ) -> None:
     """HTTP API (FastAPI): POST /ask, POST /context-pack, GET /healthz, GET /readyz, docs at /docs.
-    Needs the JWT secret in the variable named by [http] jwt_secret_env (SUPABASE_JWT_SECRET)."""
+    Needs the JWT secret in the variable named by [http] jwt_secret_env (SUPABASE_JWT_SECRET), or the
+    JWKS URL of the project's asymmetric signing keys in [http] jwks_url_env (SUPABASE_JWKS_URL)."""
     import uvicorn
 
     from . import db
@@ -75,8 +76,12 @@ def serve(
 
     http = load_config().get("http", {})
     env = str(http.get("jwt_secret_env", "SUPABASE_JWT_SECRET"))
-    if not os.environ.get(env):
-        console.print(f"[red]error:[/red] set ${env} (the HS256 secret of your JWTs) before serving")
+    jwks_env = str(http.get("jwks_url_env", "SUPABASE_JWKS_URL"))
+    if not os.environ.get(env) and not os.environ.get(jwks_env):
+        console.print(
+            f"[red]error:[/red] set ${env} (the HS256 secret of your JWTs) or ${jwks_env} (the JWKS URL of "
+            "your project's asymmetric signing keys) before serving"
+        )
         raise typer.Exit(code=1)
     app = create_app(db.ensure_database(), provider_from_config())
     uvicorn.run(app, host=host or str(http.get("host", "127.0.0.1")), port=port or int(http.get("port", 8000)))

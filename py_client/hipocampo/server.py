@@ -1,7 +1,9 @@
 """The HTTP API (``hipocampo serve``): POST /ask, POST /context-pack, GET /healthz, GET /readyz.
 
-Auth: ``Authorization: Bearer <JWT>``, a Supabase-style HS256 token (secret from the environment
-variable named by ``[http] jwt_secret_env`` in config.toml). Its ``role`` claim (authenticated |
+Auth: ``Authorization: Bearer <JWT>``, a Supabase-style token: HS256 with the project's JWT secret
+(environment variable named by ``[http] jwt_secret_env`` in config.toml), or ES256 / RS256 with the
+project's asymmetric signing keys, read from its JWKS URL (environment variable named by
+``[http] jwks_url_env``; keys cached 5 min, a key id not in the cache refetches). Its ``role`` claim (authenticated |
 service_role) and the claims themselves are set on the database transaction exactly as PostgREST
 does (``set local role``; ``request.jwt.claims``), so RLS applies unchanged. A per-IP token bucket
 (``hipocampo.take_ip_rate_limit``) runs before auth; the per user one inside ``ask``.
@@ -63,7 +65,13 @@ class ContextPackRequest(BaseModel):
 
 
 class _AuthError(Exception):
-    pass
+    def __init__(self, message: str, status: int = 401) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# Signing algorithms of Supabase's asymmetric JWT signing keys (verified against the JWKS).
+_ASYMMETRIC = ("ES256", "RS256")
 
 
 # HTTP status of the typed errors a request can cause (anything else from the database is 503).
@@ -80,6 +88,7 @@ def create_app(
     embedder: EmbeddingProvider | None = None,
     *,
     jwt_secret: str | None = None,
+    jwks_url: str | None = None,
     pool_timeout_s: float = 5.0,
 ) -> FastAPI:
     """The FastAPI app over the database at ``url``.
@@ -88,15 +97,23 @@ def create_app(
         url: libpq URL of the hipocampo database (connected as a role that may ``set role``).
         embedder: question embeddings (default: the offline ``LocalMiniLM``, loaded on first use).
         jwt_secret: HS256 secret (default: the environment variable ``[http] jwt_secret_env``).
+        jwks_url: JWKS of the project's asymmetric signing keys, e.g.
+            ``https://<project>.supabase.co/auth/v1/.well-known/jwks.json`` (default: the
+            environment variable ``[http] jwks_url_env``). A token's ``alg`` picks the key: HS256
+            the secret, ES256 / RS256 the JWKS key named by its ``kid``.
         pool_timeout_s: seconds to wait for a connection before answering 503.
 
     Raises:
-        RuntimeError: no JWT secret configured.
+        RuntimeError: neither a JWT secret nor a JWKS URL configured.
     """
     http = load_config().get("http", {})
-    secret = jwt_secret or os.environ.get(str(http.get("jwt_secret_env", "SUPABASE_JWT_SECRET")), "")
-    if not secret:
-        raise RuntimeError(f"no JWT secret: set ${http.get('jwt_secret_env', 'SUPABASE_JWT_SECRET')}")
+    secret_env = str(http.get("jwt_secret_env", "SUPABASE_JWT_SECRET"))
+    jwks_env = str(http.get("jwks_url_env", "SUPABASE_JWKS_URL"))
+    secret = jwt_secret or os.environ.get(secret_env, "")
+    jwks_at = jwks_url or os.environ.get(jwks_env, "")
+    if not secret and not jwks_at:
+        raise RuntimeError(f"no JWT key: set ${secret_env} (HS256) or ${jwks_env} (asymmetric signing keys)")
+    jwks = jwt.PyJWKClient(jwks_at, cache_keys=True, lifespan=300, timeout=5) if jwks_at else None
     audience = str(http.get("jwt_audience", "authenticated"))
     refusal_text = str(load_config().get("rag", {}).get("refusal_message", ""))
     app = FastAPI(title="hipocampo", version="0.1.0", description="Answers that cite or refuse, and ContextPacks.")
@@ -115,12 +132,20 @@ def create_app(
         if not authorization or not authorization.lower().startswith("bearer "):
             raise _AuthError("missing bearer token")
         try:
+            token = authorization[7:].strip()
+            alg = jwt.get_unverified_header(token).get("alg")
+            key: Any
+            if alg == "HS256" and secret:
+                key = secret
+            elif alg in _ASYMMETRIC and jwks is not None:
+                key = jwks.get_signing_key_from_jwt(token).key
+            else:
+                raise _AuthError(f"invalid token: signing algorithm {alg!r} is not configured here")
             claims: dict[str, Any] = jwt.decode(
-                authorization[7:].strip(),
-                secret,
-                algorithms=["HS256"],
-                options={"verify_aud": False, "require": ["exp", "role"]},
+                token, key, algorithms=[alg], options={"verify_aud": False, "require": ["exp", "role"]}
             )
+        except jwt.PyJWKClientConnectionError as exc:
+            raise _AuthError(f"cannot read the signing keys: {exc}", 503) from exc
         except jwt.PyJWTError as exc:
             raise _AuthError(f"invalid token: {exc}") from exc
         role = claims.get("role")
@@ -172,7 +197,7 @@ def create_app(
         try:
             actor = actor_of(authorization, body.tenant_id)
         except _AuthError as exc:
-            return error(401, str(exc), trace)
+            return error(exc.status, str(exc), trace)
         orch = Orchestrator(root.as_actor(actor), get_embedder())
         try:
             ans = orch.ask(body.question, kb_ids=body.kb_ids, agent=body.agent, use_cache=body.use_cache)
@@ -209,7 +234,7 @@ def create_app(
         try:
             actor = actor_of(authorization, body.tenant_id)
         except _AuthError as exc:
-            return error(401, str(exc), trace)
+            return error(exc.status, str(exc), trace)
         client = root.as_actor(actor)
         try:
             vec = Vector(list(get_embedder().embed_query(body.query))).to_text()
