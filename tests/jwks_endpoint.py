@@ -9,12 +9,24 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
+
+
+def user_claims(sub: Any, tenant: Any) -> dict[str, Any]:
+    """Claims of a Supabase user token (role authenticated, aud, sub, tenant), valid 10 minutes."""
+    return {
+        "role": "authenticated",
+        "exp": int(time.time()) + 600,
+        "aud": "authenticated",
+        "sub": str(sub),
+        "app_metadata": {"tenant_id": str(tenant)},
+    }
 
 
 class LocalJWKS:

@@ -25,7 +25,7 @@ from hipocampo.ingest import DocumentInput, ingest_documents
 from hipocampo.ingest.loaders import LoadedDocument
 from hipocampo.server import create_app
 
-from .jwks_endpoint import LocalJWKS
+from .jwks_endpoint import LocalJWKS, user_claims
 from .openai_endpoint import LocalOpenAI
 
 REGULAMENTO = (
@@ -248,13 +248,7 @@ def test_http_asymmetric_signing_keys(env: Env) -> None:
     jwks = LocalJWKS()
     try:
         app = create_app(env.url, env.embedder, jwks_url=jwks.url)
-        claims = {
-            "role": "authenticated",
-            "exp": int(time.time()) + 600,
-            "aud": "authenticated",
-            "sub": str(env.member),
-            "app_metadata": {"tenant_id": str(env.tenant)},
-        }
+        claims = user_claims(env.member, env.tenant)
         body = {"conversation_id": str(uuid.uuid4()), "query": "trancamento de matrícula", "kb_ids": [str(env.kb)]}
 
         def post(tok: str) -> Any:

@@ -29,7 +29,7 @@ from hipocampo.embeddings import count_tokens
 from hipocampo.ingest import DocumentInput, ingest_documents
 from hipocampo.ingest.loaders import LoadedDocument
 
-from .jwks_endpoint import LocalJWKS
+from .jwks_endpoint import LocalJWKS, user_claims
 from .openai_endpoint import LocalOpenAI, local_openai
 
 REPO = Path(__file__).resolve().parents[1]
@@ -230,13 +230,7 @@ def test_asymmetric_signing_keys(env: Env, database_url: str) -> None:
         url = started[0].url
         q = "Qual a carga horária mínima do estágio?"
         body = {"query_text": q, "query_embedding": env.vec(q), "kb_ids": [env.kb]}
-        claims = {
-            "role": "authenticated",
-            "exp": int(time.time()) + 600,
-            "aud": "authenticated",
-            "sub": str(env.member),
-            "app_metadata": {"tenant_id": str(env.tenant)},
-        }
+        claims = user_claims(env.member, env.tenant)
         r = httpx.post(url, json=body, headers=bearer(jwks.sign(claims)))
         assert r.status_code == 200 and [h["title"] for h in r.json()["results"]] == ["Regulamento de estágio"]
         assert httpx.post(url, json=body, headers=bearer(jwks.sign(claims, "rs-key-1"))).status_code == 200
