@@ -195,3 +195,105 @@ def test_expired_rows_are_purged(db: psycopg.Connection[dict[str, Any]], world: 
     )
     row = db.execute("select hipocampo.purge_expired('2026-01-01'::timestamptz) as r").fetchone()
     assert row == {"r": {"documents": 0, "chunks": 2}}
+
+
+def test_lexical_scores_are_okapi_bm25(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    """Every returned chunk's lexical_score is Okapi BM25 over the KB's postings and statistics,
+    computed here independently: lexical hits, and dense hits outside the lexical leg's candidates
+    (scored in a second step) alike."""
+    world.act("service_role")
+    # Candidates per leg = match_count (5). Eight chunks carry the query's term, longer and longer
+    # (lower BM25); the three longest lie closest to the query vector, so the dense leg brings
+    # them in from outside the lexical leg's five.
+    db.execute(
+        "update hipocampo_private.settings set config = %s::jsonb where tenant_id = %s",
+        (json.dumps({"retrieval": {"candidate_multiplier": 1, "min_candidates": 1}}), world.tenant_a),
+    )
+    chunks = [
+        {
+            "chunk_index": i,
+            "content": "O trancamento " + "dura um semestre letivo " * i,
+            "content_hash": f"bm25-{i}",
+            "embedding": unit_vector(7) if i >= 5 else unit_vector(1000 + i),
+        }
+        for i in range(8)
+    ]
+    doc = {"title": "bm25", "source_uri": "test://bm25", "content_hash": "bm25"}
+    db.execute(
+        "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, 'all-MiniLM-L6-v2')",
+        (world.kb_a, json.dumps(doc), json.dumps(chunks)),
+    )
+    expected = {
+        r["chunk_id"]: r["score"]
+        for r in db.execute(
+            """
+            with r as (
+                select (hipocampo.effective_config(%(t)s) -> 'retrieval' ->> 'bm25_k1')::double precision as k1,
+                    (hipocampo.effective_config(%(t)s) -> 'retrieval' ->> 'bm25_b')::double precision as b
+            ),
+            term as (
+                select ts.lexeme,
+                    ln(1 + (st.chunk_count - ts.doc_freq + 0.5) / (ts.doc_freq + 0.5)) as idf,
+                    st.token_total::double precision / st.chunk_count as avg_len
+                from hipocampo_private.kb_term_stats as ts
+                inner join hipocampo_private.kb_text_stats as st
+                    on st.kb_id = ts.kb_id and st.embedding_model = ts.embedding_model
+                where ts.kb_id = %(kb)s and ts.lexeme in (
+                    select u.lexeme from unnest(to_tsvector(
+                        hipocampo_private.text_search_config('portuguese'), 'prazo de trancamento'
+                    )) as u
+                )
+            )
+            select c.id as chunk_id, coalesce(sum(
+                term.idf * p.tf * (r.k1 + 1) / (p.tf + r.k1 * (1 - r.b + r.b * p.chunk_length / term.avg_len))
+            ), 0) as score
+            from hipocampo_private.chunks as c
+            cross join term
+            cross join r
+            left join hipocampo_private.kb_postings as p
+                on p.chunk_id = c.id and p.lexeme = term.lexeme
+            where c.kb_id = %(kb)s
+            group by c.id
+            """,
+            {"kb": world.kb_a, "t": world.tenant_a},
+        ).fetchall()
+    }
+    world.act("authenticated", world.member_a, world.tenant_a)
+    rows = search(db, "prazo de trancamento", emb=Q, match_count=5, dense_weight=10.0)
+    assert len(rows) == 5
+    fifth = sorted(expected.values(), reverse=True)[4]
+    assert any(0 < expected[r["chunk_id"]] < fifth for r in rows)  # scored in the second step
+    assert {r["chunk_id"]: r["lexical_score"] for r in rows} == pytest.approx(
+        {r["chunk_id"]: expected[r["chunk_id"]] for r in rows}
+    )
+
+
+def test_an_incomplete_retrieval_config_is_an_error(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    world.act("service_role")
+    db.execute(
+        "update hipocampo_private.settings set config = config #- '{retrieval,min_candidates}' where tenant_id is null"
+    )
+    world.act("authenticated", world.member_a, world.tenant_a)
+    with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState) as exc:
+        search(db)
+    assert exc.value.sqlstate == "55000"
+    assert (
+        exc.value.diag.message_primary
+        == "retrieval config is incomplete: seed it from config.toml (hipocampo db migrate)"
+    )
+
+
+def test_touching_chunks_is_limited_to_the_tenant(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    world.act("service_role")
+    found = db.execute("select id from hipocampo_private.chunks where document_id = %s", (world.doc_b,))
+    ids = [r["id"] for r in found]
+    db.execute("select hipocampo_private._touch_chunks(%s, %s)", (ids, world.tenant_a))
+    untouched = db.execute(
+        "select count(*) as n from hipocampo_private.chunks where id = any(%s) and last_accessed_at is null", (ids,)
+    ).fetchone()
+    assert untouched == {"n": 2}
+    db.execute("select hipocampo_private._touch_chunks(%s, %s)", (ids, world.tenant_b))
+    touched = db.execute(
+        "select count(*) as n from hipocampo_private.chunks where id = any(%s) and last_accessed_at is not null", (ids,)
+    ).fetchone()
+    assert touched == {"n": 2}
