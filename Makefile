@@ -1,7 +1,7 @@
 # hipocampo: two commands on a fresh machine.
 #   make demo  - start the embedded Postgres, ingest FaQuAD, search it, print the evaluation summary
 #   make test  - lint (ruff, sqlfluff, mypy --strict, deno check/lint/fmt) and the whole pytest suite against the
-#                real embedded Postgres (edge functions served by real Deno)
+#                real embedded Postgres (edge functions served by real Deno, the pgTAP suite by pg_prove)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -11,6 +11,8 @@ STAMP := $(VENV)/.installed
 # imports (postgres.js, jose) are cached in .deno/cache.
 DENO_VERSION := 2.9.6
 DENO := .deno/node_modules/.bin/deno
+PGTAP := .pgtap/stamp
+PGTAP_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
 export DENO_DIR := $(CURDIR)/.deno/cache
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -27,6 +29,14 @@ $(STAMP): pyproject.toml
 $(DENO):
 	npm install --prefix .deno --no-audit --no-fund --loglevel=error deno@$(DENO_VERSION)
 
+# pgTAP (SQL) and pg_prove (Perl) for supabase/tests/database: Debian's packages, downloaded and
+# unpacked into .pgtap/ without installing them (no root); tests/sql/test_pgtap.py runs them.
+$(PGTAP):
+	rm -rf .pgtap && mkdir -p .pgtap/debs
+	cd .pgtap/debs && apt-get download $(PGTAP_PACKAGES)
+	for deb in .pgtap/debs/*.deb; do dpkg-deb -x "$$deb" .pgtap; done
+	touch $(PGTAP)
+
 venv: $(STAMP)
 
 demo: $(STAMP)
@@ -35,13 +45,13 @@ demo: $(STAMP)
 lint: $(STAMP) $(DENO)
 	$(BIN)/ruff check py_client tests benchmarks
 	$(BIN)/ruff format --check py_client tests benchmarks
-	$(BIN)/sqlfluff lint supabase/migrations
+	$(BIN)/sqlfluff lint supabase/migrations supabase/tests
 	$(BIN)/mypy --strict --ignore-missing-imports py_client/hipocampo
 	$(DENO) fmt --check supabase/functions
 	$(DENO) lint supabase/functions
 	$(DENO) check supabase/functions/*/index.ts
 
-pytest: $(STAMP) $(DENO)
+pytest: $(STAMP) $(DENO) $(PGTAP)
 	$(BIN)/python -m pytest -q
 
 test: lint pytest
@@ -51,4 +61,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/latency.py
 
 clean:
-	rm -rf $(VENV) .hipocampo .deno
+	rm -rf $(VENV) .hipocampo .deno .pgtap

@@ -1,4 +1,9 @@
-"""Catalog checks: RLS on every table, search_path on every function, the EXECUTE-grant snapshot.
+"""Catalog checks of the repository: definer comments in the migrations, the EXECUTE-grant snapshot.
+
+The conventions a deployed database must keep (RLS on every table, no tables in the exposed
+schema, search_path on every function, nothing executable by PUBLIC or anon, the HNSW opclass)
+are pgTAP tests, supabase/tests/database/catalog.test.sql, so they also run on a Supabase project
+(`supabase test db`); tests/sql/test_pgtap.py runs them here.
 
 To accept an intended grant change: ``HIPOCAMPO_UPDATE_SNAPSHOT=1 make pytest`` and commit
 tests/sql/grants_snapshot.json.
@@ -15,28 +20,6 @@ import psycopg
 
 SCHEMAS = ("hipocampo", "hipocampo_private")
 SNAPSHOT = Path(__file__).with_name("grants_snapshot.json")
-
-
-def test_rls_is_enabled_on_every_table(db: psycopg.Connection[dict[str, Any]]) -> None:
-    rows = db.execute(
-        "select n.nspname || '.' || c.relname as t from pg_class c join pg_namespace n on n.oid = c.relnamespace "
-        "where c.relkind in ('r', 'p') and n.nspname = any(%s) and not c.relrowsecurity",
-        (list(SCHEMAS),),
-    ).fetchall()
-    assert rows == []
-
-
-def test_every_function_pins_search_path(db: psycopg.Connection[dict[str, Any]]) -> None:
-    rows = db.execute(
-        "select p.oid::regprocedure::text as f, p.prosecdef, p.proconfig from pg_proc p "
-        "join pg_namespace n on n.oid = p.pronamespace where n.nspname = any(%s)",
-        (list(SCHEMAS),),
-    ).fetchall()
-    assert rows
-    missing = [r["f"] for r in rows if not any(c.startswith("search_path=") for c in (r["proconfig"] or []))]
-    assert missing == []
-    definers = [r for r in rows if r["prosecdef"]]
-    assert all('search_path=""' in (r["proconfig"] or []) for r in definers)
 
 
 def test_definer_functions_are_commented_in_the_migrations() -> None:
@@ -75,8 +58,3 @@ def test_execute_grants_match_the_snapshot(db: psycopg.Connection[dict[str, Any]
     if os.environ.get("HIPOCAMPO_UPDATE_SNAPSHOT") == "1" or not SNAPSHOT.exists():
         SNAPSHOT.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n")
     assert current == json.loads(SNAPSHOT.read_text())
-
-
-def test_nothing_is_executable_by_public_or_anon(db: psycopg.Connection[dict[str, Any]]) -> None:
-    grants = _grants(db)
-    assert [f for f, roles in grants.items() if "public" in roles or "anon" in roles] == []
