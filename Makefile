@@ -40,13 +40,13 @@ $(PGTAP):
 	for deb in .pgtap/debs/*.deb; do dpkg-deb -x "$$deb" .pgtap; done
 	touch $(PGTAP)
 
-# PostgreSQL 15, the oldest major version Supabase runs: Debian's server package, with pgvector
-# 0.5.1 built for 15 taken from the pgserver 0.0.9 wheel (Debian has no pgvector), unpacked into
-# .pg15/ without installing anything.
+# PostgreSQL 15, the oldest major version Supabase runs: Debian's server and pg_cron packages, with
+# pgvector 0.5.1 built for 15 taken from the pgserver 0.0.9 wheel (Debian has no pgvector),
+# unpacked into .pg15/ without installing anything.
 $(PG15): $(STAMP)
 	rm -rf .pg15 && mkdir -p .pg15/debs
-	cd .pg15/debs && apt-get download postgresql-15
-	dpkg-deb -x .pg15/debs/postgresql-15_*.deb .pg15
+	cd .pg15/debs && apt-get download postgresql-15 postgresql-15-cron
+	for deb in .pg15/debs/*.deb; do dpkg-deb -x "$$deb" .pg15; done
 	$(BIN)/pip download -q --no-deps --only-binary=:all: -d .pg15/debs pgserver==0.0.9
 	cd .pg15 && unzip -q -o debs/pgserver-0.0.9-*.whl 'pgserver/pginstall/lib/postgresql/vector.so' \
 		'pgserver/pginstall/share/postgresql/extension/vector*'
@@ -71,9 +71,11 @@ lint: $(STAMP) $(DENO)
 pytest: $(STAMP) $(DENO) $(PGTAP)
 	$(BIN)/python -m pytest -q
 
-# The same suite on a throwaway PostgreSQL 15 server (migrations, shim, RPCs, pgTAP).
+# The same suite on a throwaway PostgreSQL 15 server with pg_cron enabled, as on a Supabase
+# project that turned Cron on (migrations, shim, RPCs, pgTAP, the pg_cron jobs).
 pytest-pg15: $(STAMP) $(DENO) $(PGTAP) $(PG15)
-	$(BIN)/python tests/scratch_server.py $(PG15_BIN) -- $(BIN)/python -m pytest -q
+	$(BIN)/python tests/scratch_server.py $(PG15_BIN) -c shared_preload_libraries=pg_cron \
+		-c cron.database_name=postgres --extension pg_cron -- $(BIN)/python -m pytest -q
 
 test: lint pytest pytest-pg15
 

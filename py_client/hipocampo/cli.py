@@ -315,8 +315,9 @@ def worker(
     interval: Annotated[float, typer.Option(help="Seconds between runs.")] = 3600.0,
     once: Annotated[bool, typer.Option("--once", help="Run once and exit.")] = False,
 ) -> None:
-    """Run maintenance on a schedule (memory decay/expiry, staging purge, expired sessions): the
-    local stand-in for pg_cron."""
+    """Run maintenance on a schedule (memory decay/expiry, staging purge, expired sessions,
+    expired documents and chunks): the local stand-in for pg_cron's jobs
+    (hipocampo.schedule_maintenance)."""
     import time
 
     with _client() as client:
@@ -324,7 +325,7 @@ def worker(
             with client.transaction() as cur:
                 cur.execute(
                     "select hipocampo.run_memory_maintenance() || jsonb_build_object("
-                    "'sessions_purged', hipocampo.purge_sessions()) as r"
+                    "'sessions_purged', hipocampo.purge_sessions(), 'retention', hipocampo.purge_expired()) as r"
                 )
                 row = cur.fetchone()
             console.print(json.dumps(row["r"] if row else {}))

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg.rows import tuple_row
 
 from .config import load_config, repo_root
 
@@ -33,6 +34,7 @@ __all__ = [
     "external_url",
     "migrations_dir",
     "reset",
+    "schedule_maintenance",
     "seed_config",
     "start",
     "status",
@@ -43,7 +45,17 @@ log = logging.getLogger(__name__)
 # Advisory-lock key serialising concurrent migration runs ("hipocampo" in ASCII, truncated).
 _MIGRATION_LOCK = 0x686970_6F63
 # config.toml sections seeded into the global config row (the one place thresholds live).
-CONFIG_SECTIONS = ("retrieval", "chunking", "embedding", "memory", "conversations", "sessions", "rag", "context_pack")
+CONFIG_SECTIONS = (
+    "retrieval",
+    "chunking",
+    "embedding",
+    "memory",
+    "conversations",
+    "sessions",
+    "maintenance",
+    "rag",
+    "context_pack",
+)
 
 
 def external_url() -> str | None:
@@ -193,7 +205,8 @@ def apply_migrations(url: str, *, shim: bool) -> MigrationResult:
     Each migration runs in its own transaction and is recorded in
     ``supabase_migrations.schema_migrations`` (version, name, statements) as the Supabase CLI
     records it; concurrent runs are serialised by an advisory lock. Then the global config row is
-    seeded from config.toml and the configured embedding model registered.
+    seeded from config.toml, the configured embedding model registered and, where pg_cron is
+    installed, the periodic jobs scheduled (:func:`schedule_maintenance`).
 
     Raises:
         psycopg.Error: a migration failed; it is rolled back and nothing after it runs.
@@ -245,6 +258,7 @@ def apply_migrations(url: str, *, shim: bool) -> MigrationResult:
                 log.info("applied migration %s_%s", version, name)
                 applied.append(version)
             seed_config(conn)
+            schedule_maintenance(conn)
         finally:
             conn.execute("select pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
     return MigrationResult(applied, skipped, drifted)
@@ -265,6 +279,23 @@ def seed_config(conn: psycopg.Connection[Any]) -> None:
             "select hipocampo.register_embedding_model(%s, %s, %s, %s)",
             (model, provider, int(emb.get("dims", 384)), not (has_active and has_active[0])),
         )
+
+
+def schedule_maintenance(conn: psycopg.Connection[Any]) -> dict[str, str] | None:
+    """Where pg_cron is installed, (re)schedule the periodic jobs from the seeded [maintenance]
+    config (``hipocampo.schedule_maintenance()``); returns ``{job name: cron expression}``, or
+    None without pg_cron (the embedded server: ``hipocampo worker`` runs the jobs instead).
+
+    Raises:
+        psycopg.Error: pg_cron refused a job (e.g. an invalid cron expression in config.toml).
+    """
+    with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+        row = cur.execute("select exists (select 1 from pg_catalog.pg_extension where extname = 'pg_cron')").fetchone()
+        if not (row and row[0]):
+            return None
+        jobs = cur.execute("select hipocampo.schedule_maintenance()").fetchone()
+    log.info("pg_cron jobs scheduled: %s", jobs[0] if jobs else {})
+    return dict(jobs[0]) if jobs else None
 
 
 def _configured_model(emb: dict[str, Any]) -> tuple[str, str]:
