@@ -1,0 +1,69 @@
+"""Functions read thresholds from the config rows only (migration 003100): a section missing a key
+is an error (55000), never a silent built-in value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+
+from ..conftest import World, unit_vector, vec_text
+from .memory_helpers import remember
+
+Conn = psycopg.Connection[dict[str, Any]]
+
+
+def _drop_global_key(db: Conn, section: str, key: str) -> None:
+    db.execute("reset role")
+    db.execute(
+        "update hipocampo_private.settings set config = config #- %s::text[] where tenant_id is null",
+        ([section, key],),
+    )
+
+
+def _incomplete(db: Conn, sql: str, section: str) -> None:
+    """``sql`` fails with the incomplete-config error; the transaction goes on."""
+    db.execute("savepoint s")
+    with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState) as exc:
+        db.execute(sql)
+    db.execute("rollback to savepoint s")
+    assert exc.value.sqlstate == "55000"
+    assert exc.value.diag.message_primary == (
+        f"{section} config is incomplete: seed it from config.toml (hipocampo db migrate)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "keys"),
+    [(None, ["a"]), ("[1]", ["a"]), ('{"b": 1}', ["a"]), ('{"a": null}', ["a"])],
+)
+def test_require_config(db: Conn, value: str | None, keys: list[str]) -> None:
+    _incomplete(
+        db,
+        f"select hipocampo_private._require_config({'null' if value is None else repr(value)}::jsonb, 'x', "
+        f"array{keys!r}::text[])",
+        "x",
+    )
+    row = db.execute("""select hipocampo_private._require_config('{"a": 0}', 'x', array['a']) as v""").fetchone()
+    assert row == {"v": {"a": 0}}
+
+
+def test_memory_functions_need_their_config(db: Conn, user_a: World) -> None:
+    remember(db, "prefs.tea", "verde", "Prefere chá verde", seed=5)
+    _drop_global_key(db, "memory", "context_threshold")
+    user_a.act("authenticated", user_a.member_a, user_a.tenant_a)
+    q = vec_text(unit_vector(5))
+    for sql in (
+        f"select * from hipocampo.search_memories(query_embedding => '{q}'::extensions.vector)",
+        "select hipocampo.remember('prefs.cafe', '\"forte\"', 'Gosta de café forte', 'preference')",
+    ):
+        _incomplete(db, sql, "memory")
+    db.execute("reset role")
+    _incomplete(db, "select hipocampo.run_memory_maintenance()", "memory")
+
+
+def test_session_functions_need_their_config(db: Conn, world: World) -> None:
+    _drop_global_key(db, "sessions", "last_messages")
+    world.act("authenticated", world.member_a, world.tenant_a)
+    _incomplete(db, "select hipocampo.open_session()", "sessions")
