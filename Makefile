@@ -35,6 +35,7 @@ $(DENO):
 # pgTAP (SQL) and pg_prove (Perl) for supabase/tests/database: Debian's packages, downloaded and
 # unpacked into .pgtap/ without installing them (no root); tests/sql/test_pgtap.py runs them.
 $(PGTAP):
+	@command -v apt-get >/dev/null || { echo "make test needs Debian's apt-get for pgTAP and PostgreSQL 15 (.pgtap/, .pg15/)" >&2; exit 1; }
 	rm -rf .pgtap && mkdir -p .pgtap/debs
 	cd .pgtap/debs && apt-get download $(PGTAP_PACKAGES)
 	for deb in .pgtap/debs/*.deb; do dpkg-deb -x "$$deb" .pgtap; done
@@ -44,6 +45,7 @@ $(PGTAP):
 # pgvector 0.5.1 built for 15 taken from the pgserver 0.0.9 wheel (Debian has no pgvector),
 # unpacked into .pg15/ without installing anything.
 $(PG15): $(STAMP)
+	@command -v apt-get >/dev/null || { echo "make test needs Debian's apt-get for pgTAP and PostgreSQL 15 (.pgtap/, .pg15/)" >&2; exit 1; }
 	rm -rf .pg15 && mkdir -p .pg15/debs
 	cd .pg15/debs && apt-get download postgresql-15 postgresql-15-cron
 	for deb in .pg15/debs/*.deb; do dpkg-deb -x "$$deb" .pg15; done
