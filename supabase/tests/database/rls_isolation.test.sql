@@ -57,12 +57,15 @@ end;
 $$;
 reset role;
 
--- Knowledge bases.
+-- Knowledge bases. found(): what a search for the deadline returns to the current claims.
+create function pg_temp.found() returns setof text
+language sql as $$
+    select h.content from hipocampo.hybrid_search('prazo de trancamento',
+        current_setting('t.v1')::extensions.vector, min_similarity => -1) as h
+$$;
 select pg_temp.act('authenticated', current_setting('t.user_a'), current_setting('t.tenant_a'));
 select results_eq(
-    $$ select content from hipocampo.hybrid_search('prazo de trancamento',
-        current_setting('t.v1')::extensions.vector, min_similarity => -1) $$,
-    $$ values ('Prazo de trancamento de matrícula: 30 dias.') $$,
+    'select * from pg_temp.found()', $$ values ('Prazo de trancamento de matrícula: 30 dias.') $$,
     'a member of tenant A finds only tenant A''s chunk'
 );
 select is((select count(*) from hipocampo_private.chunks), 1::bigint, 'a member of tenant A reads one chunk (RLS)');
@@ -77,9 +80,7 @@ select throws_ok(
 );
 select pg_temp.act('authenticated', current_setting('t.user_b'), current_setting('t.tenant_b'));
 select results_eq(
-    $$ select content from hipocampo.hybrid_search('prazo de trancamento',
-        current_setting('t.v1')::extensions.vector, min_similarity => -1) $$,
-    $$ values ('Prazo de trancamento de matrícula: 45 dias.') $$,
+    'select * from pg_temp.found()', $$ values ('Prazo de trancamento de matrícula: 45 dias.') $$,
     'a member of tenant B finds only tenant B''s chunk'
 );
 select pg_temp.act('authenticated', current_setting('t.user_b'), current_setting('t.tenant_a'));
