@@ -61,5 +61,14 @@ def test_worker_runs_the_maintenance_jobs_once(database_url: str) -> None:
     res = runner.invoke(app, ["worker", "--once"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    assert set(out) == {"decayed", "deactivated", "expired", "staging_purged", "sessions_purged", "retention"}
+    assert set(out) == {
+        "decayed",
+        "deactivated",
+        "expired",
+        "staging_purged",
+        "sessions_purged",
+        "retention",
+        "transient",
+    }
     assert set(out["retention"]) == {"documents", "chunks"}
+    assert set(out["transient"]) == {"answer_cache", "rate_limit_buckets"}

@@ -316,8 +316,8 @@ def worker(
     once: Annotated[bool, typer.Option("--once", help="Run once and exit.")] = False,
 ) -> None:
     """Run maintenance on a schedule (memory decay/expiry, staging purge, expired sessions,
-    expired documents and chunks): the local stand-in for pg_cron's jobs
-    (hipocampo.schedule_maintenance)."""
+    expired documents and chunks, expired cached answers and idle rate-limit buckets): the local
+    stand-in for pg_cron's jobs (hipocampo.schedule_maintenance)."""
     import time
 
     with _client() as client:
@@ -325,7 +325,8 @@ def worker(
             with client.transaction() as cur:
                 cur.execute(
                     "select hipocampo.run_memory_maintenance() || jsonb_build_object("
-                    "'sessions_purged', hipocampo.purge_sessions(), 'retention', hipocampo.purge_expired()) as r"
+                    "'sessions_purged', hipocampo.purge_sessions(), 'retention', hipocampo.purge_expired(),"
+                    " 'transient', hipocampo.purge_transient_state()) as r"
                 )
                 row = cur.fetchone()
             console.print(json.dumps(row["r"] if row else {}))

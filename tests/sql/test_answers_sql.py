@@ -243,6 +243,35 @@ def test_token_bucket_per_user_and_ip(db: Conn, world: World) -> None:
     assert one(db, "select hipocampo.take_ip_rate_limit(%s::inet) as v", (ip,))["allowed"]
 
 
+def test_transient_state_is_purged(db: Conn, world: World) -> None:
+    """Expired cached answers and rate-limit buckets idle for a minute (full again) are deleted."""
+    world.act("authenticated", world.member_a, world.tenant_a)
+    assert one(db, "select hipocampo.take_rate_limit() as v")["allowed"]
+    chunk = one(db, "select min(id) as v from hipocampo_private.chunks where kb_id = %s", (world.kb_a,))
+    ans = json.dumps({"answer": "30 dias [1]", "sources": [{"chunk_id": chunk}]})
+    assert one(
+        db, "select hipocampo.cache_put('Qual é o prazo?', array[%s]::uuid[], %s::jsonb) as v", (world.kb_a, ans)
+    )
+    world.act("service_role")
+    ttl = one(
+        db,
+        "select (hipocampo.rag_config(%s, null, %s) ->> 'cache_ttl_seconds')::integer as v",
+        (world.kb_a, world.tenant_a),
+    )
+    state = (
+        "select (select count(*) from hipocampo_private.rate_limit_buckets where bucket like %(u)s) as buckets,"
+        " (select count(*) from hipocampo_private.answer_cache where tenant_id = %(t)s) as cached"
+    )
+    args = {"u": f"%{world.member_a}%", "t": world.tenant_a}
+    purge = "select hipocampo.purge_transient_state(now() + make_interval(secs => %s)) as v"
+    one(db, purge, (30,))
+    assert db.execute(state, args).fetchone() == {"buckets": 1, "cached": 1}
+    assert one(db, purge, (120,))["rate_limit_buckets"] >= 1
+    assert db.execute(state, args).fetchone() == {"buckets": 0, "cached": 1}
+    assert one(db, purge, (ttl + 1,))["answer_cache"] >= 1
+    assert db.execute(state, args).fetchone() == {"buckets": 0, "cached": 0}
+
+
 def test_audit_rows_are_pseudonymous_and_feed_the_views(db: Conn, world: World) -> None:
     world.act("authenticated", world.member_a, world.tenant_a)
     trace = uuid.uuid4()

@@ -1,4 +1,4 @@
-"""The periodic jobs with pg_cron (hipocampo.schedule_maintenance, migration 003000).
+"""The periodic jobs with pg_cron (hipocampo.schedule_maintenance, migrations 003000 and 003200).
 
 The embedded server (PostgreSQL 18) has no pg_cron: there the tests check the clear error and
 that migrating skipped scheduling. ``make test`` runs the suite again on a PostgreSQL 15 server
@@ -22,6 +22,7 @@ JOBS = {
     "hipocampo-memory-maintenance": ("17 3 * * *", "select hipocampo.run_memory_maintenance()"),
     "hipocampo-session-purge": ("*/5 * * * *", "select hipocampo.purge_sessions()"),
     "hipocampo-retention-purge": ("37 3 * * *", "select hipocampo.purge_expired()"),
+    "hipocampo-transient-purge": ("*/30 * * * *", "select hipocampo.purge_transient_state()"),
 }
 
 
@@ -68,7 +69,7 @@ def test_api_roles_cannot_schedule(db: Conn, act: Any) -> None:
 
 
 @pytest.mark.usefixtures("pg_cron")
-def test_migrating_scheduled_the_three_jobs_from_the_config(db: Conn) -> None:
+def test_migrating_scheduled_the_jobs_from_the_config(db: Conn) -> None:
     assert _jobs(db) == JOBS
 
 
@@ -84,6 +85,7 @@ def test_rescheduling_follows_the_config_and_keeps_one_job_each(db: Conn) -> Non
         "hipocampo-memory-maintenance": "0 4 * * 0",
         "hipocampo-session-purge": "*/5 * * * *",
         "hipocampo-retention-purge": "37 3 * * *",
+        "hipocampo-transient-purge": "*/30 * * * *",
     }
     assert _jobs(db) == {**JOBS, "hipocampo-memory-maintenance": ("0 4 * * 0", JOBS["hipocampo-memory-maintenance"][1])}
 
