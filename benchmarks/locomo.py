@@ -197,9 +197,9 @@ def main() -> None:
                 *lines,
                 "",
                 f"Latency of search_history (~590 turns per conversation, 1 client): median "
-                f"{statistics.median(latencies):.1f} ms, p95 {pct(latencies, 95):.1f} ms (each message read "
-                "alone, `--no-context --date-weight 0`: median 17.0 ms; the dense leg's weighted vector "
-                "sums are most of the difference).",
+                f"{statistics.median(latencies):.1f} ms, p95 {pct(latencies, 95):.1f} ms (43.9 ms before "
+                "migration 003300, whose window functions replaced the join of (message, neighbour) pairs; "
+                "see §history search for a user's whole history).",
                 "",
                 "Cosine similarity of questions to turns with the local model (memory-search threshold "
                 "calibration, see §memory thresholds):",
