@@ -2,7 +2,7 @@
 -- functions run them: two tenants, two members of tenant A, one of tenant B. Everything is
 -- created inside this transaction and rolled back.
 begin;
-select plan(14);
+select plan(17);
 
 -- A unit vector of the active model's dimensions with 1 at position k (not a real embedding).
 create function pg_temp.unit_vector(k integer) returns real[]
@@ -133,6 +133,26 @@ select is(
 );
 select pg_temp.act('authenticated', current_setting('t.user_b'), current_setting('t.tenant_b'));
 select is((select count(*) from hipocampo.lookup_memories()), 0::bigint, 'tenant B sees no memory of tenant A');
+
+-- Conversation history and sessions are the user's own, even within the tenant.
+select pg_temp.act('authenticated', current_setting('t.user_a'), current_setting('t.tenant_a'));
+select set_config('t.conversation', gen_random_uuid()::text, true);
+select hipocampo.add_message(current_setting('t.conversation')::uuid, 'user', 'Meu voo para Recife sai às 9h.');
+select set_config('t.session', hipocampo.open_session() ->> 'session_id', true);
+select is(
+    (select count(*) from hipocampo.search_history('voo para Recife')), 1::bigint,
+    'user A finds their own message'
+);
+select pg_temp.act('authenticated', current_setting('t.user_a2'), current_setting('t.tenant_a'));
+select is(
+    (select count(*) from hipocampo.search_history('voo para Recife')), 0::bigint,
+    'user A2 of the same tenant does not find user A''s message'
+);
+select throws_ok(
+    format('select hipocampo.get_session(%L)', current_setting('t.session')),
+    'P0002', 'unknown or expired session: ' || current_setting('t.session'),
+    'user A2 cannot read user A''s session'
+);
 
 select * from finish();
 rollback;
