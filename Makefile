@@ -81,9 +81,17 @@ pytest-pg15: $(STAMP) $(DENO) $(PGTAP) $(PG15)
 
 test: lint pytest pytest-pg15
 
+# Every benchmark, printing its figures (add --write to one to rewrite its docs/BENCHMARKS.md
+# section). Long: latency.py builds 100k chunks on its first run, memory.py 500k memories.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/retrieval.py
 	$(BIN)/python benchmarks/latency.py
+	$(BIN)/python benchmarks/kb_latency.py
+	$(BIN)/python benchmarks/near_duplicates.py
+	$(BIN)/python benchmarks/memory.py
+	$(BIN)/python benchmarks/locomo.py
+	$(BIN)/python benchmarks/history_latency.py
+	$(BIN)/python benchmarks/answers.py
 
 clean:
 	rm -rf $(VENV) .hipocampo .deno .pgtap .pg15
