@@ -93,8 +93,9 @@ class ChatAnswerer:
     (``api_key_secret``, ``endpoint_secret``, ``base_url_secret``): the database stores names only.
 
     Args:
-        config: the effective rag config (``hipocampo.rag_config``): provider, chat_model or
-            azure_deployment, azure_api_version, the *_secret names, context_prompt.
+        config: the effective rag config (``hipocampo.rag_config``, complete or 55000, migration
+            003400): provider, chat_model or azure_deployment, azure_api_version, the *_secret
+            names, context_prompt.
         client: an ``openai.OpenAI`` / ``openai.AzureOpenAI`` to use instead (tests).
         max_retries: SDK retries on 429/5xx/connection errors (default 3); timeout in seconds.
     """
@@ -109,31 +110,31 @@ class ChatAnswerer:
         max_retries: int = 3,
         timeout: float = 30.0,
     ) -> None:
-        self.provider = str(config.get("provider", "openai"))
-        key = os.environ.get(str(config.get("api_key_secret") or "OPENAI_API_KEY"), "")
+        self.provider = str(config["provider"])
+        key = os.environ.get(str(config["api_key_secret"]), "")
         if client is not None:
             self._client = client
         elif self.provider == "azure":
             self._client = openai.AzureOpenAI(
                 api_key=key or "missing-key",
-                azure_endpoint=os.environ.get(str(config.get("endpoint_secret") or "AZURE_OPENAI_ENDPOINT"), ""),
-                api_version=str(config.get("azure_api_version") or "2024-10-21"),
+                azure_endpoint=os.environ.get(str(config["endpoint_secret"]), ""),
+                api_version=str(config["azure_api_version"]),
                 max_retries=max_retries,
                 timeout=timeout,
             )
         else:
             self._client = openai.OpenAI(
                 api_key=key or "missing-key",
-                base_url=os.environ.get(str(config.get("base_url_secret") or "OPENAI_BASE_URL")) or None,
+                base_url=os.environ.get(str(config["base_url_secret"])) or None,
                 max_retries=max_retries,
                 timeout=timeout,
             )
-        self.model = str(config.get("azure_deployment") if self.provider == "azure" else config.get("chat_model"))
+        self.model = str(config["azure_deployment"] if self.provider == "azure" else config["chat_model"])
 
     def generate(self, question: str, evidence: Sequence[Evidence], config: Mapping[str, Any]) -> str:
         context = "\n\n".join(f"[{e['n']}] {e.get('title', '')}\n{e.get('content', '')}" for e in evidence)
         messages = [
-            {"role": "system", "content": f"{config.get('context_prompt', '')}\n\n{context}"},
+            {"role": "system", "content": f"{config['context_prompt']}\n\n{context}"},
             {"role": "user", "content": question},
         ]
         try:
@@ -149,8 +150,8 @@ class ChatAnswerer:
 
 
 def generator_for(config: Mapping[str, Any]) -> Generator:
-    """The generator the rag config names: ``extractive`` (default), ``openai`` or ``azure``."""
-    provider = str(config.get("provider", "extractive"))
+    """The generator the rag config names (``rag.provider``): ``extractive``, ``openai`` or ``azure``."""
+    provider = str(config["provider"])
     if provider == "extractive":
         return ExtractiveAnswerer()
     if provider in ("openai", "azure"):

@@ -74,3 +74,19 @@ def test_history_search_needs_its_config(db: Conn, world: World, key: str) -> No
     _drop_global_key(db, "conversations", key)
     world.act("authenticated", world.member_a, world.tenant_a)
     _incomplete(db, "select * from hipocampo.search_history('oi')", "conversations")
+
+
+@pytest.mark.parametrize("key", ["enabled", "top_k", "min_confidence"])
+def test_rag_readers_need_the_whole_section(db: Conn, world: World, key: str) -> None:
+    # rag_config checks the merged section (migration 003400); every reader goes through it.
+    _drop_global_key(db, "rag", key)
+    world.act("authenticated", world.member_a, world.tenant_a)
+    q = vec_text(unit_vector(7))
+    for sql in (
+        "select hipocampo.rag_config()",
+        f"select hipocampo.answer_evidence('Qual o prazo?', '{q}'::extensions.vector, array['{world.kb_a}']::uuid[])",
+        f"select hipocampo.context_pack(gen_random_uuid(), 'Qual o prazo?', '{q}'::extensions.vector, "
+        f"kb_ids => array['{world.kb_a}']::uuid[])",
+        "select hipocampo.take_rate_limit()",
+    ):
+        _incomplete(db, sql, "rag")
