@@ -223,3 +223,22 @@ def service_client(database_url: str) -> Iterator[Any]:
     with Hipocampo(database_url) as root:
         tid = root.create_tenant("T", f"t-{uuid.uuid4().hex[:10]}", uuid.uuid4())
         yield root.as_actor(Actor.service(tid))
+
+
+@pytest.fixture
+def unseeded_rag_key(database_url: str) -> Iterator[str]:
+    """Commit the global config row without ``rag.top_k`` (a database whose config was seeded by an
+    older release, or never), restore the row afterwards; yields the key removed. For clients
+    that use their own connections (HTTP apps, edge functions), which a rolled-back test
+    transaction cannot reach."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        row = conn.execute("select config from hipocampo_private.settings where tenant_id is null").fetchone()
+        assert row is not None
+        conn.execute("update hipocampo_private.settings set config = config #- '{rag,top_k}' where tenant_id is null")
+        try:
+            yield "rag.top_k"
+        finally:
+            conn.execute(
+                "update hipocampo_private.settings set config = %s where tenant_id is null",
+                (psycopg.types.json.Jsonb(row[0]),),
+            )

@@ -299,6 +299,26 @@ def test_http_when_the_database_is_down(embedder: Any) -> None:
         )
 
 
+def test_http_when_the_config_is_not_seeded(env: Env, unseeded_rag_key: str) -> None:
+    app = create_app(env.url, env.embedder, jwt_secret=SECRET)
+    with TestClient(app) as http:
+        ready = http.get("/readyz")
+        assert (ready.status_code, ready.json()["status"]) == (503, "not_configured")
+        assert ready.json()["problems"] == [
+            f"config keys not seeded: {unseeded_rag_key} (hipocampo db migrate seeds them from config.toml)"
+        ]
+        me = {"authorization": "Bearer " + token(env.member, env.tenant)}
+        ask = {"question": "Qual a carga horária do estágio?", "kb_ids": [str(env.kb)]}
+        r = http.post("/ask", json=ask, headers=me)
+        assert (r.status_code, r.headers["x-answer-source"], r.json()["reason"]) == (503, "REFUSAL", "not_configured")
+        pack = {"conversation_id": str(uuid.uuid4()), "query": "estágio", "kb_ids": [str(env.kb)]}
+        r = http.post("/context-pack", json=pack, headers=me)
+        assert (r.status_code, r.json()["error"]) == (
+            503,
+            "rag config is incomplete: seed it from config.toml (hipocampo db migrate)",
+        )
+
+
 def test_vector_store_and_agent_framework_provider(env: Env) -> None:
     from agent_framework import Agent, BaseChatClient, ChatResponse, Message
 

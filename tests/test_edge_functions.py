@@ -403,6 +403,17 @@ def test_conversations_feed_the_context_pack_for_chat_and_voice(env: Env, fn: di
     assert logged and {"status", "ms", "trace_id"} <= logged[-1].keys()
 
 
+def test_unseeded_config_answers_503_not_409(env: Env, fn: dict[str, EdgeFunction], unseeded_rag_key: str) -> None:
+    # A raised 55000 is the server's state (config never seeded), not the caller's conflict.
+    body = {"conversation_id": str(uuid.uuid4()), "query": "estágio", "kb_ids": [env.kb]}
+    r = httpx.post(fn["context-pack"].url, json=body, headers=env.user())
+    assert (r.status_code, r.json()["sqlstate"], r.json()["error"]) == (
+        503,
+        "55000",
+        "rag config is incomplete: seed it from config.toml (hipocampo db migrate)",
+    )
+
+
 def test_per_address_rate_limit(env: Env, fn: dict[str, EdgeFunction]) -> None:
     headers = {**env.user(), "X-Forwarded-For": f"203.0.113.{uuid.uuid4().int % 250 + 1}"}
     with httpx.Client() as http:

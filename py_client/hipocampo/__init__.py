@@ -10,6 +10,7 @@ from .errors import (
     MemoryRejected,
     NotFoundError,
     PermissionDeniedError,
+    PreconditionError,
 )
 from .memory import Memory
 from .models import (
@@ -49,6 +50,7 @@ __all__ = [
     "NotFoundError",
     "Orchestrator",
     "PermissionDeniedError",
+    "PreconditionError",
     "Recall",
     "RememberResult",
     "SearchHit",

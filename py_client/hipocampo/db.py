@@ -33,6 +33,7 @@ __all__ = [
     "ensure_database",
     "external_url",
     "migrations_dir",
+    "readiness_problems",
     "reset",
     "schedule_maintenance",
     "seed_config",
@@ -279,6 +280,46 @@ def seed_config(conn: psycopg.Connection[Any]) -> None:
             "select hipocampo.register_embedding_model(%s, %s, %s, %s)",
             (model, provider, int(emb.get("dims", 384)), not (has_active and has_active[0])),
         )
+
+
+def readiness_problems(conn: psycopg.Connection[Any]) -> list[str]:
+    """What keeps this database from serving: an empty list when it is ready.
+
+    Checks that the global config row holds every key of config.toml's seeded sections (what
+    :func:`seed_config` writes; a database migrated with ``supabase db push`` alone, or migrated
+    by a newer release without re-seeding, lacks them and its readers raise 55000) and that an
+    embedding model is active. Reads ``hipocampo_private`` directly: call it as the owner or
+    service_role (which may read it), not as ``authenticated``.
+
+    Returns:
+        ``list[str]``: one human line per problem, e.g. ``"config keys not seeded: rag.top_k
+        (hipocampo db migrate)"``.
+
+    Raises:
+        psycopg.Error: the database cannot be queried.
+    """
+    cfg = load_config()
+    with conn.cursor(row_factory=tuple_row) as cur:
+        cur.execute(
+            "select (select s.config from hipocampo_private.settings as s where s.tenant_id is null), "
+            "exists (select 1 from hipocampo_private.embedding_models as m where m.active)"
+        )
+        row = cur.fetchone()
+    seeded: dict[str, Any] = (row[0] if row else None) or {}
+    missing = [
+        f"{section}.{key}"
+        for section in CONFIG_SECTIONS
+        if isinstance(cfg.get(section), dict)
+        for key in cfg[section]
+        if not isinstance(seeded.get(section), dict) or key not in seeded[section]
+    ]
+    problems = []
+    if missing:
+        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        problems.append(f"config keys not seeded: {shown} (hipocampo db migrate seeds them from config.toml)")
+    if not (row and row[1]):
+        problems.append("no active embedding model (hipocampo db migrate registers the configured one)")
+    return problems
 
 
 def schedule_maintenance(conn: psycopg.Connection[Any]) -> dict[str, str] | None:

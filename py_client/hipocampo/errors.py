@@ -13,6 +13,7 @@ __all__ = [
     "MemoryRejected",
     "NotFoundError",
     "PermissionDeniedError",
+    "PreconditionError",
     "from_db_error",
 ]
 
@@ -40,6 +41,15 @@ class NotFoundError(HipocampoError):
 
 class PermissionDeniedError(HipocampoError):
     """No tenant in the JWT claims, not a member, not an admin (SQLSTATE 42501)."""
+
+
+class PreconditionError(HipocampoError):
+    """The database is not in the state the call needs (SQLSTATE 55000): its config rows were never
+    seeded from config.toml ("rag config is incomplete: seed it from config.toml (hipocampo db
+    migrate)"), an embedding model to drop is still in use, the maintenance jobs need
+    rescheduling. Not the caller's input: retrying the same call fails the same way until an
+    operator acts. (The memory gate's 55000, explicit_user_wins, is a :class:`MemoryRejected`.)
+    """
 
 
 class EmbeddingError(HipocampoError):
@@ -75,6 +85,7 @@ _BY_STATE: dict[str, type[HipocampoError]] = {
     "23503": NotFoundError,
     "P0002": NotFoundError,
     "42501": PermissionDeniedError,
+    "55000": PreconditionError,
 }
 
 

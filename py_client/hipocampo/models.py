@@ -205,7 +205,8 @@ class Answer(BaseModel):
     ``answer_source``: CACHE | LLM | EXTRACTIVE | REFUSAL (the HTTP header X-Answer-Source).
     ``reason`` (refusals): invalid_question, prompt_injection, sensitive_data, secret, rate_limited,
     rag_disabled, no_evidence, low_confidence, conflicting_sources, cross_check_failed,
-    number_not_in_evidence, generation_failed, database_unavailable (docs/design.md §answers).
+    number_not_in_evidence, generation_failed, database_unavailable / not_configured (HTTP only;
+    docs/design.md §answers).
     ``confidence`` in [0, 1]; ``timings_ms`` per step (ms); ``trace_id`` = the audit row's key.
     """
 

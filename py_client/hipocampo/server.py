@@ -10,7 +10,9 @@ does (``set local role``; ``request.jwt.claims``), so RLS applies unchanged. A p
 
 Responses of /ask carry ``X-Answer-Source`` (CACHE | LLM | EXTRACTIVE | REFUSAL) and
 ``X-Trace-ID``. When the database is unreachable /readyz answers 503 and /ask refuses with reason
-``database_unavailable`` (503), never a 500.
+``database_unavailable`` (503), never a 500; when it answers but its config was never seeded from
+config.toml (SQLSTATE 55000), /readyz answers 503 "not_configured" with the missing keys and /ask
+refuses with reason ``not_configured`` (503).
 """
 
 from __future__ import annotations
@@ -31,8 +33,16 @@ from pydantic import BaseModel, Field
 
 from .client import Actor, Hipocampo
 from .config import load_config
+from .db import readiness_problems
 from .embeddings import EmbeddingProvider
-from .errors import DimensionMismatchError, HipocampoError, InvalidInputError, NotFoundError, PermissionDeniedError
+from .errors import (
+    DimensionMismatchError,
+    HipocampoError,
+    InvalidInputError,
+    NotFoundError,
+    PermissionDeniedError,
+    PreconditionError,
+)
 from .orchestrator import Orchestrator
 
 __all__ = ["AskRequest", "ContextPackRequest", "create_app"]
@@ -179,12 +189,16 @@ def create_app(
 
     @app.get("/readyz")
     def readyz() -> JSONResponse:
-        """Readiness: 200 when the database answers, 503 otherwise."""
+        """Readiness: 200 when the database answers and is seeded; 503 with ``status``
+        "unavailable" (unreachable) or "not_configured" (``problems``: config keys not seeded, no
+        active embedding model; see :func:`hipocampo.db.readiness_problems`)."""
         try:
-            with root.transaction() as cur:
-                cur.execute("select 1")
+            with root.transaction() as cur:  # service_role: may read the config rows
+                problems = readiness_problems(cur.connection)
         except (HipocampoError, psycopg.Error, OSError) as exc:
             return JSONResponse({"status": "unavailable", "error": str(exc)}, 503)
+        if problems:
+            return JSONResponse({"status": "not_configured", "problems": problems}, 503)
         return JSONResponse({"status": "ready"})
 
     @app.post("/ask")
@@ -205,11 +219,13 @@ def create_app(
             return error(_STATUS[type(exc)], exc.message, trace)
         except (HipocampoError, psycopg.Error, OSError) as exc:
             log.error("ask failed (trace %s): %s", trace, exc)
+            # 55000: the database answers but is not seeded (or not ready); anything else: down.
+            reason = "not_configured" if isinstance(exc, PreconditionError) else "database_unavailable"
             payload = {
                 "question": body.question,
                 "answer": refusal_text,
                 "refused": True,
-                "reason": "database_unavailable",
+                "reason": reason,
                 "answer_source": "REFUSAL",
                 "trace_id": trace,
                 "sources": [],
@@ -258,6 +274,9 @@ def create_app(
                 row = cur.fetchone()
         except (PermissionDeniedError, NotFoundError, InvalidInputError) as exc:
             return error(_STATUS[type(exc)], exc.message, trace)
+        except PreconditionError as exc:
+            log.error("context-pack failed (trace %s): %s", trace, exc)
+            return error(503, exc.message, trace)
         except (HipocampoError, psycopg.Error, OSError) as exc:
             log.error("context-pack failed (trace %s): %s", trace, exc)
             return error(503, "database unavailable", trace)

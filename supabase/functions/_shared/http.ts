@@ -48,11 +48,13 @@ export function json(
  * (unknown knowledge base, memory, conversation) -> 404; 53400 (memory quota) and 55000 (an
  * inferred write over an explicit one) -> 409; other classes 22 / 23 (bad input: 22023, 22P02,
  * 22000 dimensions, 23514 …) -> 422; 08 / 53 / 57 (connection, resources, shutdown) -> 503;
- * anything else -> 500.
+ * anything else -> 500. `raised`: the database raised it; a raised 55000 is a state the server
+ * must fix ("… config is incomplete: seed it from config.toml"), not a conflict -> 503.
  */
-export function statusOfSqlstate(code: string): number {
+export function statusOfSqlstate(code: string, raised = false): number {
   if (code === "42501") return 403;
   if (code === "P0002" || code === "23503") return 404;
+  if (code === "55000" && raised) return 503;
   if (code === "53400" || code === "55000") return 409;
   if (code.startsWith("22") || code.startsWith("23")) return 422;
   if (code.startsWith("08") || code.startsWith("53") || code.startsWith("57")) return 503;

@@ -40,7 +40,11 @@ function errorResponse(err: unknown, trace: string): Response {
   const e = err as { code?: unknown; message?: unknown };
   const code = typeof e?.code === "string" ? e.code : "";
   if (/^[0-9A-Z]{5}$/.test(code)) {
-    return json({ error: String(e.message), sqlstate: code, trace_id: trace }, statusOfSqlstate(code), trace);
+    return json(
+      { error: String(e.message), sqlstate: code, trace_id: trace },
+      statusOfSqlstate(code, true),
+      trace,
+    );
   }
   // No SQLSTATE: the connection failed (refused, timed out, closed) or the function is misconfigured.
   console.error(JSON.stringify({ level: "error", trace_id: trace, error: String(e?.message ?? err) }));
