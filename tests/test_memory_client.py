@@ -94,6 +94,30 @@ def test_seed_profile_history_export_erase(mem: Memory) -> None:
     assert mem.list() == [] and mem.search_history("elevador") == []
 
 
+def test_history_tokens_are_read_after_the_previous_messages(mem: Memory, embedder: Any) -> None:
+    # The local model stores each message's tokens (migration 003500), read after the
+    # conversation's previous token_context_messages (2) messages, stored ones included.
+    conv = uuid.uuid4()
+    texts = ["Oi! O que você pintou ontem?", "Um pôr do sol na praia", "Que lindo!", "Obrigada"]
+    first = mem.add_messages(conv, [{"role": "user", "content": t} for t in texts[:2]])
+    rest = [mem.add_message(conv, "user", t) for t in texts[2:]]
+    with mem.client.transaction() as cur:
+        cur.execute(
+            "select token_ids, token_bits::text[] as bits from hipocampo_private.messages "
+            "where conversation_id = %s order by id",
+            (conv,),
+        )
+        stored = [(r["token_ids"], r["bits"]) for r in cur.fetchall()]
+    expected = embedder.embed_tokens(texts, [[], texts[:1], texts[:2], texts[1:3]])
+    assert stored == [(t.ids, t.bits) for t in expected]
+    assert len(first + rest) == 4 and all(len(b) == 384 for _, bits in stored for b in bits)
+    hits = mem.search_history("o que ela pintou?", conversation_id=conv)
+    assert hits[0].message_id in first and all(h.token_score is not None for h in hits)
+    # Derived from the content like the embeddings, the tokens stay out of the user's export.
+    exported = mem.export()["messages"][0]
+    assert exported["content"] == texts[0] and not {"token_ids", "token_bits", "embedding"} & exported.keys()
+
+
 def test_cli_memory_commands(database_url: str) -> None:
     runner = CliRunner()
     slug = f"cli-m-{uuid.uuid4().hex[:8]}"

@@ -17,8 +17,8 @@ from uuid import UUID
 from pgvector import Vector
 
 from .client import Hipocampo
-from .embeddings.base import EmbeddingProvider
-from .errors import InvalidInputError, MemoryRejected
+from .embeddings.base import EmbeddingProvider, TokenEmbedder, token_embedder
+from .errors import InvalidInputError, MemoryRejected, PreconditionError
 from .models import HistoryHit, MemoryHit, MemoryRecord, Recall, RememberResult
 
 __all__ = ["Memory"]
@@ -298,54 +298,55 @@ class Memory:
         embed: bool = True,
     ) -> int:
         """Append a message (role user | assistant | system | tool; modality chat | voice) to a
-        conversation. Never becomes a memory by itself. Returns the message id."""
-        return int(
-            self._call(
-                "add_message",
-                {
-                    "conversation_id": str(conversation_id),
-                    "role": role,
-                    "content": content,
-                    "modality": modality,
-                    "attachments": json.dumps(list(attachments or [])),
-                    "embedding": self._vector(content) if embed else None,
-                    "metadata": json.dumps(dict(metadata or {})),
-                    "language": language,
-                    "created_at": created_at,
-                    **self._subject(),
-                },
-                {
-                    "conversation_id": "::uuid",
-                    "attachments": "::jsonb",
-                    "embedding": "::extensions.vector",
-                    "metadata": "::jsonb",
-                    "created_at": "::timestamptz",
-                    "user_id": "::uuid",
-                    "tenant_id": "::uuid",
-                },
-            )
-        )
+        conversation. Never becomes a memory by itself. Returns the message id.
+
+        With ``embed`` the content is embedded, and with the local model its tokens are stored too
+        (read after the conversation's previous messages; see :meth:`add_messages`)."""
+        item = {
+            "role": role,
+            "content": content,
+            "modality": modality,
+            "attachments": list(attachments or []),
+            "metadata": dict(metadata or {}),
+            "created_at": created_at,
+        }
+        return self.add_messages(conversation_id, [item], language=language, embed=embed)[0]
 
     def add_messages(
-        self, conversation_id: UUID | str, messages: Sequence[Mapping[str, Any]], *, language: str | None = None
+        self,
+        conversation_id: UUID | str,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        language: str | None = None,
+        embed: bool = True,
     ) -> builtins.list[int]:
-        """Append many messages ({role, content, [modality, metadata, created_at]}) in one
-        transaction, embedding their contents in one batch. Returns the message ids."""
+        """Append many messages ({role, content, [modality, attachments, metadata, created_at]})
+        in one transaction, embedding their contents in one batch. Returns the message ids.
+
+        When the embedder gives token vectors (the offline model), each message's tokens are stored
+        too (``hipocampo.set_message_tokens``: WordPiece ids and the sign bits of their contextual
+        embeddings), each message read after the previous ``conversations.token_context_messages``
+        messages of the conversation (2), for history search's late-interaction re-rank
+        (migration 003500). Raises the typed errors of ``hipocampo.add_message`` (e.g.
+        InvalidInputError 23514 for an unknown role); nothing is stored then."""
         vectors: builtins.list[str | None] = [None] * len(messages)
-        if self.embedder is not None and messages:
-            embedded = self.embedder.embed_documents([str(m["content"]) for m in messages])
-            vectors = [str(Vector(v).to_text()) for v in embedded]
+        contents = [str(m["content"]) for m in messages]
+        if embed and self.embedder is not None and messages:
+            vectors = [str(Vector(v).to_text()) for v in self.embedder.embed_documents(contents)]
+        tokens = token_embedder(self.embedder) if embed else None
         ids: builtins.list[int] = []
         with self.client.transaction() as cur:
-            for m, vec in zip(messages, vectors, strict=True):
+            token_rows = self._message_tokens(cur, tokens, conversation_id, contents) if tokens and messages else None
+            for i, (m, vec) in enumerate(zip(messages, vectors, strict=True)):
                 cur.execute(
-                    "select hipocampo.add_message(%s::uuid, %s, %s, %s, '[]'::jsonb, %s::extensions.vector, "
+                    "select hipocampo.add_message(%s::uuid, %s, %s, %s, %s::jsonb, %s::extensions.vector, "
                     "%s::jsonb, %s, %s::timestamptz, %s::uuid, %s::uuid) as id",
                     (
                         str(conversation_id),
                         m["role"],
                         m["content"],
                         m.get("modality", "chat"),
+                        json.dumps(list(m.get("attachments") or [])),
                         vec,
                         json.dumps(dict(m.get("metadata") or {})),
                         language,
@@ -356,7 +357,40 @@ class Memory:
                 )
                 row = cur.fetchone()
                 ids.append(int(row["id"]) if row else 0)
+                if token_rows and token_rows[i].ids and vec is not None:
+                    cur.execute(
+                        "select hipocampo.set_message_tokens(%s, %s::integer[], %s::varbit[])",
+                        (ids[-1], token_rows[i].ids, token_rows[i].bits),
+                    )
         return ids
+
+    def _message_tokens(
+        self, cur: Any, tokens: TokenEmbedder, conversation_id: UUID | str, contents: Sequence[str]
+    ) -> builtins.list[Any]:
+        """Token vectors of ``contents``, each after the previous token_context_messages messages
+        (the conversation's stored ones, then the batch's)."""
+        if self.tenant_id:
+            cur.execute("select hipocampo.effective_config(%s::uuid) -> 'conversations' as c", (self.tenant_id,))
+        else:
+            cur.execute("select hipocampo.effective_config() -> 'conversations' as c")
+        row = cur.fetchone()
+        n = ((row or {}).get("c") or {}).get("token_context_messages")
+        if not isinstance(n, int):
+            raise PreconditionError(
+                "conversations config is incomplete: seed it from config.toml (hipocampo db migrate)", "55000"
+            )
+        history: builtins.list[str] = []
+        if n > 0:
+            cur.execute(
+                "select hipocampo.conversation_context(%s::uuid, %s, %s::uuid, %s::uuid) as c",
+                (str(conversation_id), n, self.user_id, self.tenant_id),
+            )
+            got = cur.fetchone()
+            history = [str(x["content"]) for x in ((got or {}).get("c") or {}).get("messages", [])]
+        seen = history + list(contents)
+        offset = len(history)
+        contexts = [seen[max(0, offset + i - n) : offset + i] if n > 0 else [] for i in range(len(contents))]
+        return list(tokens.embed_tokens(contents, contexts))
 
     def search_history(
         self,
@@ -370,21 +404,28 @@ class Memory:
         """Hybrid search (BM25 + cosine, z-scored; config ``conversations``) of the user's own
         history, in one conversation or all. Each message is read with its neighbours
         (``context_weights_before`` / ``_after``) and its date words (``date_weight``,
-        ``time_zone``); see docs/design.md §Memory (history). ``k`` defaults to
-        ``conversations.match_count``. Returns at most k ``HistoryHit`` (scores: cosine, BM25,
-        fused). Raises ``InvalidInputError`` (22023) for an empty or > 2,000-character query."""
+        ``time_zone``); with the local model the best ``token_rerank_candidates`` are re-ranked by
+        late interaction over tokens (``token_rerank_weight``, migration 003500); see
+        docs/design.md §Memory (history). ``k`` defaults to ``conversations.match_count``.
+        Returns at most k ``HistoryHit`` (scores: cosine, BM25, ranking score, token MaxSim).
+        Raises ``InvalidInputError`` (22023) for an empty or > 2,000-character query."""
+        semantic = dense and self.embedder is not None
+        tokens = token_embedder(self.embedder) if semantic else None
+        qt = tokens.embed_tokens([query])[0] if tokens else None
         with self.client.transaction() as cur:
             cur.execute(
                 "select * from hipocampo.search_history(%s, %s::extensions.vector, %s::uuid, %s, %s, %s::uuid, "
-                "%s::uuid)",
+                "%s::uuid, %s::integer[], %s::varbit[])",
                 (
                     query,
-                    self._query_vector(query) if dense and self.embedder is not None else None,
+                    self._query_vector(query) if semantic else None,
                     str(conversation_id) if conversation_id else None,
                     k,
                     modality,
                     self.user_id,
                     self.tenant_id,
+                    qt.ids if qt and qt.ids else None,
+                    qt.bits if qt and qt.ids else None,
                 ),
             )
             return [HistoryHit.model_validate(r) for r in cur.fetchall()]

@@ -164,7 +164,8 @@ class Recall(BaseModel):
 
 class HistoryHit(BaseModel):
     """One row of ``hipocampo.search_history``: cosine ``dense_score``, BM25 ``lexical_score``
-    (None when that leg did not find it), fused ``score``, 1-based ``rank``."""
+    (None when that leg did not find it), ranking ``score`` (fused, or re-ranked), 1-based
+    ``rank``, ``token_score`` (late-interaction MaxSim in [-1, 1]; None without the re-rank)."""
 
     message_id: int
     conversation_id: UUID
@@ -177,6 +178,7 @@ class HistoryHit(BaseModel):
     lexical_score: float | None = None
     score: float
     rank: int
+    token_score: float | None = None
 
 
 AnswerSource = Literal["CACHE", "LLM", "EXTRACTIVE", "REFUSAL"]

@@ -1,6 +1,6 @@
 """Embedding providers: one protocol, an offline default and OpenAI / Azure OpenAI."""
 
-from .base import EmbeddingProvider, l2_normalize
+from .base import EmbeddingProvider, TokenEmbedder, TokenVectors, l2_normalize, token_embedder
 from .cache import CachingEmbedder
 from .factory import provider_from_config
 from .local import LocalMiniLM, count_tokens
@@ -12,7 +12,10 @@ __all__ = [
     "EmbeddingProvider",
     "LocalMiniLM",
     "OpenAIEmbeddings",
+    "TokenEmbedder",
+    "TokenVectors",
     "count_tokens",
     "l2_normalize",
     "provider_from_config",
+    "token_embedder",
 ]

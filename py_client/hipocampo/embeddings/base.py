@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-__all__ = ["EmbeddingProvider", "l2_normalize"]
+__all__ = ["EmbeddingProvider", "TokenEmbedder", "TokenVectors", "l2_normalize", "token_embedder"]
 
 
 @runtime_checkable
@@ -32,6 +32,36 @@ class EmbeddingProvider(Protocol):
     def embed_query(self, text: str) -> list[float]:
         """Embed one query: ``dims`` floats, L2-normalised."""
         ...
+
+
+class TokenVectors(NamedTuple):
+    """A text's tokens for late interaction: WordPiece ``ids`` and, for each, the sign bits of its
+    contextual embedding as a string of ``dims`` characters "0" / "1" (``bits``)."""
+
+    ids: list[int]
+    bits: list[str]
+
+
+@runtime_checkable
+class TokenEmbedder(Protocol):
+    """A provider that also gives per-token vectors (the local model; OpenAI's API does not).
+
+    Used by history search's late-interaction re-rank (migration 003500, docs/design.md
+    §history search).
+    """
+
+    dims: int
+
+    def embed_tokens(self, texts: Sequence[str], contexts: Sequence[Sequence[str]] | None = None) -> list[TokenVectors]:
+        """Each text's tokens, each read after its context (the previous messages, oldest first)."""
+        ...
+
+
+def token_embedder(embedder: Any) -> TokenEmbedder | None:
+    """``embedder`` when it gives token vectors (``tokens_supported`` true), else None."""
+    if embedder is not None and getattr(embedder, "tokens_supported", False) and isinstance(embedder, TokenEmbedder):
+        return embedder
+    return None
 
 
 def l2_normalize(vec: Sequence[float]) -> list[float]:

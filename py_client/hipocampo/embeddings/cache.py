@@ -13,7 +13,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from .base import EmbeddingProvider
+from .base import EmbeddingProvider, TokenVectors, token_embedder
 
 __all__ = ["CachingEmbedder"]
 
@@ -31,12 +31,20 @@ class CachingEmbedder:
         self.provider = inner.provider
         self.dims = inner.dims
         self.model_version = inner.model_version
+        self.tokens_supported = token_embedder(inner) is not None
         self.hits = 0
         self.misses = 0
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), check_same_thread=False)
         self._db.execute("create table if not exists emb (k text primary key, v blob)")
         self._lock = threading.Lock()
+
+    def embed_tokens(self, texts: Sequence[str], contexts: Sequence[Sequence[str]] | None = None) -> list[TokenVectors]:
+        """The wrapped provider's token vectors (not cached). Raises TypeError when it has none."""
+        inner = token_embedder(self.inner)
+        if inner is None:
+            raise TypeError(f"{self.model_name} gives no token vectors")
+        return inner.embed_tokens(texts, contexts)
 
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"{self.model_version}\0{text}".encode()).hexdigest()

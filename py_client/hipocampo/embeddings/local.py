@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmbeddingError
+from .base import TokenVectors
 
 __all__ = ["LocalMiniLM", "count_tokens", "model_dir"]
 
@@ -59,6 +60,7 @@ class LocalMiniLM:
 
     provider = "local"
     dims = 384
+    tokens_supported = True
 
     def __init__(self, batch_size: int = 32, threads: int | None = None) -> None:
         self.model_name = MODEL_NAME
@@ -103,3 +105,59 @@ class LocalMiniLM:
     def embed_query(self, text: str) -> list[float]:
         """Embed one query; 384 floats, L2-normalised."""
         return self.embed_documents([text])[0]
+
+    def embed_tokens(self, texts: Sequence[str], contexts: Sequence[Sequence[str]] | None = None) -> list[TokenVectors]:
+        """Contextual token vectors for late interaction (history search's re-rank, migration 003500).
+
+        Each text is read after its context (e.g. the two previous messages of its conversation,
+        oldest first, joined by spaces; the oldest dropped while the whole exceeds the model's 256
+        word pieces), and only the text's own word pieces are kept: their ids and the sign bits of
+        their 384-d embeddings (``TokenVectors``; bits as "0"/"1" strings of 384 characters).
+        A text longer than the model reads keeps its first word pieces. An empty text gives no
+        tokens (``ids == []``).
+
+        Args:
+            texts: the texts (messages, or one question without context).
+            contexts: for each text, the texts before it (``None``: none).
+
+        Returns:
+            ``len(texts)`` TokenVectors.
+        """
+        if not texts:
+            return []
+        model = self._load()
+        limit = int(getattr(model, "max_seq_length", 256) or 256) - 2  # word pieces besides [CLS] / [SEP]
+        tok = _tokenizer()
+        inputs: list[str] = []
+        starts: list[int] = []
+        for i, text in enumerate(texts):
+            before = [c for c in ((contexts[i] or []) if contexts else []) if c]
+            own = count_tokens(text)
+            while before and sum(count_tokens(c) for c in before) + own > limit:
+                before = before[1:]
+            prefix = " ".join(before) + " " if before else ""
+            inputs.append(prefix + text)
+            starts.append(len(prefix))
+        with self._lock:
+            out = model.encode(
+                inputs,
+                batch_size=self.batch_size,
+                output_value="token_embeddings",
+                convert_to_numpy=False,
+                show_progress_bar=False,
+            )
+        result: list[TokenVectors] = []
+        for full, start, emb in zip(inputs, starts, out, strict=True):
+            enc = tok.encode(full)  # with [CLS] / [SEP], as the model read it (before truncation)
+            ids: list[int] = []
+            bits: list[str] = []
+            rows = emb.shape[0] - 1  # the model's rows: [CLS] … [SEP] after its truncation
+            for pos, (tid, (a, _b), special) in enumerate(
+                zip(enc.ids, enc.offsets, enc.special_tokens_mask, strict=True)
+            ):
+                if special or a < start or pos >= rows:
+                    continue
+                ids.append(int(tid))
+                bits.append("".join("1" if x > 0 else "0" for x in emb[pos].tolist()))
+            result.append(TokenVectors(ids, bits))
+        return result
