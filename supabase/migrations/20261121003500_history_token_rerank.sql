@@ -13,7 +13,8 @@
 -- the local model computes them; a message without them is ranked at the tokens' minimum), and
 -- search_history two arguments (query_token_ids, query_token_bits) and a returned column
 -- (token_score); the old signature is dropped. Config: conversations.token_rerank_weight
--- (0 = off), token_rerank_candidates and token_context_messages (read by the client).
+-- (0 = off), token_rerank_candidates, token_idf_sample and token_context_messages (read by the
+-- client).
 -- export_user_data leaves the token columns out, as it does the embeddings.
 
 alter table hipocampo_private.messages
@@ -133,7 +134,8 @@ search_history(query_text text, query_embedding vector default null,
 Purpose: as in migration 003300 (each message scored with its context and date words; BM25 +
   cosine, z-scored over the searched messages), then, given the query's tokens, the top
   conversations.token_rerank_candidates re-ranked: fused score and MaxSim token score, each
-  z-scored over the candidates, weighted 1 and conversations.token_rerank_weight.
+  z-scored over the candidates, weighted 1 and conversations.token_rerank_weight; the query
+  tokens' idf is counted over the newest conversations.token_idf_sample searched messages.
 Parameters: as in 002700, plus query_token_ids / query_token_bits - the question's WordPiece ids
   and the sign bits of its token embeddings (same model as query_embedding, which they need;
   1..512 items). Without them, or with token_rerank_weight 0, the result is 003300's.
@@ -181,6 +183,7 @@ declare
     w_after jsonb := cfg -> 'context_weights_after';
     w_token double precision := (cfg ->> 'token_rerank_weight')::double precision;
     n_candidates integer := (cfg ->> 'token_rerank_candidates')::integer;
+    n_idf integer := (cfg ->> 'token_idf_sample')::integer;
     rerank boolean;
     ts regconfig;
     model text;
@@ -198,7 +201,8 @@ begin
         raise exception 'query_text must have 1..2000 characters' using errcode = '22023';
     end if;
     if k is null or k1 is null or b is null or wd is null or wl is null or w_date is null
-        or tz is null or w_before is null or w_after is null or w_token is null or n_candidates is null then
+        or tz is null or w_before is null or w_after is null or w_token is null or n_candidates is null
+        or n_idf is null then
         raise exception 'conversations config is incomplete: seed it from config.toml (hipocampo db migrate)'
             using errcode = '55000';
     end if;
@@ -439,15 +443,20 @@ begin
         from unnest(query_token_ids, query_token_bits) with ordinality as qt (id, bits, i)
         where rerank
     ),
+    idf_sample as materialized (
+        -- The messages the query tokens' idf is counted over: the searched ones, at most the
+        -- newest token_idf_sample of them (a whole history stays cheap; a conversation is exact).
+        select o.id, o.token_ids from own as o where rerank order by o.id desc limit n_idf
+    ),
     query_tokens as materialized (
-        -- Each query token with its BM25-style idf among the searched messages (token ids).
-        select q.i, q.bits, ln(1 + (cp.n_docs - coalesce(d.n, 0) + 0.5) / (coalesce(d.n, 0) + 0.5)) as w
+        -- Each query token with its BM25-style idf among the sampled messages (token ids).
+        select q.i, q.bits, ln(1 + (n.n - coalesce(d.n, 0) + 0.5) / (coalesce(d.n, 0) + 0.5)) as w
         from query_ids as q
-        cross join corpus as cp
+        cross join (select count(*) as n from idf_sample) as n
         left join (
             -- Only the messages sharing a token with the query are unnested.
             select u.id, count(distinct o.id) as n
-            from own as o
+            from idf_sample as o
             cross join lateral unnest(o.token_ids) as u (id)
             where o.token_ids operator(pg_catalog.&&) query_token_ids and u.id = any(query_token_ids)
             group by u.id

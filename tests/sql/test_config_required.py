@@ -69,7 +69,9 @@ def test_session_functions_need_their_config(db: Conn, world: World) -> None:
     _incomplete(db, "select hipocampo.open_session()", "sessions")
 
 
-@pytest.mark.parametrize("key", ["time_zone", "bm25_k1", "context_weights_after", "token_rerank_weight"])
+@pytest.mark.parametrize(
+    "key", ["time_zone", "bm25_k1", "context_weights_after", "token_rerank_weight", "token_idf_sample"]
+)
 def test_history_search_needs_its_config(db: Conn, world: World, key: str) -> None:
     _drop_global_key(db, "conversations", key)
     world.act("authenticated", world.member_a, world.tenant_a)
