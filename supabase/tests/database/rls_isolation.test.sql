@@ -2,7 +2,7 @@
 -- functions run them: two tenants, two members of tenant A, one of tenant B. Everything is
 -- created inside this transaction and rolled back.
 begin;
-select plan(17);
+select plan(19);
 
 -- A unit vector of the active model's dimensions with 1 at position k (not a real embedding).
 create function pg_temp.unit_vector(k integer) returns real[]
@@ -152,6 +152,35 @@ select throws_ok(
     format('select hipocampo.get_session(%L)', current_setting('t.session')),
     'P0002', 'unknown or expired session: ' || current_setting('t.session'),
     'user A2 cannot read user A''s session'
+);
+
+-- A message's tokens (history search's re-rank, migration 003500) are written by its owner only.
+select pg_temp.act('authenticated', current_setting('t.user_a'), current_setting('t.tenant_a'));
+select set_config('t.message', hipocampo.add_message(
+    current_setting('t.conversation')::uuid, 'user', 'Chego em Recife ao meio-dia.',
+    embedding => pg_temp.unit_vector(3)::extensions.vector
+)::text, true);
+select set_config(
+    't.bits', repeat('1', (
+        select e.dims from hipocampo_private.embedding_models as e
+        where e.active
+    )), true
+);
+select lives_ok(
+    format(
+        'select hipocampo.set_message_tokens(%s, array[2054], array[%L::varbit])',
+        current_setting('t.message'), current_setting('t.bits')
+    ),
+    'user A stores the tokens of their own message'
+);
+select pg_temp.act('authenticated', current_setting('t.user_a2'), current_setting('t.tenant_a'));
+select throws_ok(
+    format(
+        'select hipocampo.set_message_tokens(%s, array[2054], array[%L::varbit])',
+        current_setting('t.message'), current_setting('t.bits')
+    ),
+    'P0002', 'unknown message: ' || current_setting('t.message'),
+    'user A2 cannot write the tokens of user A''s message'
 );
 
 select * from finish();
