@@ -17,8 +17,8 @@ from uuid import UUID
 from pgvector import Vector
 
 from .client import Hipocampo
-from .embeddings.base import EmbeddingProvider, TokenEmbedder, token_embedder
-from .errors import InvalidInputError, MemoryRejected, PreconditionError
+from .embeddings.base import EmbeddingProvider, TokenEmbedder, TokenVectors, token_embedder
+from .errors import InvalidInputError, MemoryRejected
 from .models import HistoryHit, MemoryHit, MemoryRecord, Recall, RememberResult
 
 __all__ = ["Memory"]
@@ -366,19 +366,17 @@ class Memory:
 
     def _message_tokens(
         self, cur: Any, tokens: TokenEmbedder, conversation_id: UUID | str, contents: Sequence[str]
-    ) -> builtins.list[Any]:
+    ) -> builtins.list[TokenVectors]:
         """Token vectors of ``contents``, each after the previous token_context_messages messages
-        (the conversation's stored ones, then the batch's)."""
-        if self.tenant_id:
-            cur.execute("select hipocampo.effective_config(%s::uuid) -> 'conversations' as c", (self.tenant_id,))
-        else:
-            cur.execute("select hipocampo.effective_config() -> 'conversations' as c")
+        (the conversation's stored ones, then the batch's). 55000 (PreconditionError) when the
+        key is not seeded."""
+        cur.execute(
+            "select (hipocampo_private._require_config(hipocampo.effective_config(%s::uuid) -> 'conversations', "
+            "'conversations', array['token_context_messages']) ->> 'token_context_messages')::integer as n",
+            (self.tenant_id,),
+        )
         row = cur.fetchone()
-        n = ((row or {}).get("c") or {}).get("token_context_messages")
-        if not isinstance(n, int):
-            raise PreconditionError(
-                "conversations config is incomplete: seed it from config.toml (hipocampo db migrate)", "55000"
-            )
+        n = int(row["n"]) if row else 0
         history: builtins.list[str] = []
         if n > 0:
             cur.execute(

@@ -97,6 +97,11 @@ def test_tokens_need_the_message_embedding_and_its_owner(db: Conn, world: World)
     with pytest.raises(psycopg.errors.NoDataFound) as err, db.transaction():
         set_tokens(db, mine, [1], [bits(1)])
     assert err.value.diag.message_primary == f"unknown message: {mine}"
+    # Nor does a member of another tenant.
+    world.act("authenticated", world.member_b, world.tenant_b)
+    with pytest.raises(psycopg.errors.NoDataFound) as err, db.transaction():
+        set_tokens(db, mine, [1], [bits(1)])
+    assert err.value.diag.message_primary == f"unknown message: {mine}"
     # The owner may update the token columns only.
     world.act("authenticated", world.member_a, world.tenant_a)
     with pytest.raises(psycopg.errors.InsufficientPrivilege), db.transaction():
