@@ -92,3 +92,15 @@ def test_rag_readers_need_the_whole_section(db: Conn, world: World, key: str) ->
         "select hipocampo.take_rate_limit()",
     ):
         _incomplete(db, sql, "rag")
+
+
+def test_token_backfill_needs_the_token_context(db: Conn, world: World) -> None:
+    # messages_without_tokens reads each listed message's tenant's token_context_messages.
+    world.act("authenticated", world.member_a, world.tenant_a)
+    db.execute(
+        "select hipocampo.add_message(gen_random_uuid(), 'user', 'oi, tudo bem?', embedding => %s::extensions.vector)",
+        (vec_text(unit_vector(5)),),
+    )
+    _drop_global_key(db, "conversations", "token_context_messages")
+    world.act("service_role", None, world.tenant_a)
+    _incomplete(db, f"select * from hipocampo.messages_without_tokens(10, '{world.tenant_a}')", "conversations")

@@ -122,3 +122,45 @@ def test_query_tokens_are_checked(db: Conn, user_a: World) -> None:
     assert err.value.diag.message_primary == (
         "query_token_ids and query_token_bits must have the same 1..512 items, none null"
     )
+
+
+def test_messages_without_tokens_lists_what_the_backfill_needs(db: Conn, user_a: World) -> None:
+    # Migration 003600: messages with an embedding of the active model and no tokens, oldest first,
+    # each with its conversation's previous token_context_messages (2) messages, oldest first.
+    conv, other_conv = uuid.uuid4(), uuid.uuid4()
+    vec = vec_text(unit_vector(500))
+    ids = [add(db, conv, "user", f"m{i}", embedding=vec) for i in range(4)]
+    no_embedding = add(db, conv, "user", "m4")
+    elsewhere = add(db, other_conv, "user", "o0", embedding=vec)
+    set_tokens(db, ids[1], [7], [bits(700)])
+    user_a.act("authenticated", user_a.member_b, user_a.tenant_b)
+    in_b = add(db, uuid.uuid4(), "user", "b0", embedding=vec)
+    user_a.act("service_role", None, user_a.tenant_a)
+
+    def listed(tenant: uuid.UUID | None, after: int = 0, n: int = 100) -> list[tuple[int, list[str]]]:
+        rows = db.execute(
+            "select message_id, tenant_id, context from hipocampo.messages_without_tokens(%s, %s, %s)",
+            (n, tenant, after),
+        ).fetchall()
+        return [(r["message_id"], r["context"]) for r in rows if r["message_id"] >= ids[0]]
+
+    # ids[1] has its tokens, no_embedding cannot have any; a message's context includes ids[1].
+    assert listed(user_a.tenant_a) == [(ids[0], []), (ids[2], ["m0", "m1"]), (ids[3], ["m1", "m2"]), (elsewhere, [])]
+    # Every tenant's (after ids[0] - 1: the session's committed messages of other tests come first).
+    assert listed(None, after=ids[0] - 1)[-1] == (in_b, [])
+    assert no_embedding not in [m for m, _ in listed(None, after=ids[0] - 1)]
+    assert listed(user_a.tenant_a, after=ids[2]) == [(ids[3], ["m1", "m2"]), (elsewhere, [])]
+    assert listed(user_a.tenant_a, n=1) == [(ids[0], [])]
+    # Messages of another model than the active one are not listed (their tokens would be its).
+    db.execute("reset role")
+    db.execute("update hipocampo_private.embedding_models set active = false where active")
+    user_a.act("service_role", None, user_a.tenant_a)
+    assert listed(None, after=ids[0] - 1) == []
+
+
+@pytest.mark.parametrize("n", [0, 1001, None])
+def test_messages_without_tokens_batch_size(db: Conn, user_a: World, n: int | None) -> None:
+    user_a.act("service_role", None, user_a.tenant_a)
+    with pytest.raises(psycopg.errors.InvalidParameterValue) as exc:
+        db.execute("select * from hipocampo.messages_without_tokens(%s)", (n,))
+    assert exc.value.sqlstate == "22023" and exc.value.diag.message_primary == "batch_size must be 1..1000"

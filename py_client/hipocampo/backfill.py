@@ -1,0 +1,85 @@
+"""Backfill of the messages' tokens for history search's late-interaction re-rank.
+
+Messages stored before migration 003500, through the edge functions (no token model in Deno) or
+by a client without the token model have an embedding but no tokens; in a history that mixes them
+with messages that have tokens they rank at the tokens' minimum among the re-rank's candidates
+(docs/design.md §history search). :func:`backfill_message_tokens` gives them their tokens, as
+``Memory.add_messages`` would have.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from .client import Hipocampo
+from .embeddings.base import token_embedder
+from .errors import EmbeddingError
+
+__all__ = ["backfill_message_tokens"]
+
+
+def backfill_message_tokens(
+    client: Hipocampo,
+    embedder: Any,
+    *,
+    batch_size: int = 100,
+    tenant_id: UUID | str | None = None,
+    limit: int | None = None,
+) -> int:
+    """Store the tokens of the messages that have an embedding of the active model and none.
+
+    ``hipocampo.messages_without_tokens`` lists a batch (oldest first, each with its previous
+    ``conversations.token_context_messages`` messages, locked until the batch commits),
+    ``embedder.embed_tokens`` reads each message after them, ``hipocampo.set_message_tokens``
+    stores them; one transaction per batch, so an interrupted run keeps what it committed and
+    several workers can run side by side.
+
+    Args:
+        client: a service_role client (``Actor.service()``, the default actor).
+        embedder: the active model's provider (``model_name`` must be the active model's); one
+            without token vectors (OpenAI / Azure) stores nothing.
+        batch_size: messages per transaction, 1..1000 (~25 ms of CPU each with the local model).
+        tenant_id: only this tenant's messages (default: every tenant's).
+        limit: stop after about this many messages (default: until none is left).
+
+    Returns:
+        The number of messages whose tokens were stored.
+
+    Raises:
+        EmbeddingError: ``embedder`` is not the active model.
+        InvalidInputError: batch_size outside 1..1000 (22023).
+        PreconditionError: a tenant's ``conversations.token_context_messages`` is not seeded (55000).
+        PermissionDeniedError: the client is not service_role (42501).
+    """
+    tokens = token_embedder(embedder)
+    if tokens is None:
+        return 0
+    with client.transaction() as cur:
+        cur.execute("select name from hipocampo_private.embedding_models where active")
+        row = cur.fetchone()
+    active = row["name"] if row else None
+    if active != embedder.model_name:
+        raise EmbeddingError(
+            f"the active embedding model is {active!r}; its tokens need its own embedder, not {embedder.model_name!r}"
+        )
+    stored, after = 0, 0
+    while limit is None or stored < limit:
+        with client.transaction() as cur:
+            cur.execute(
+                "select message_id, content, context from hipocampo.messages_without_tokens(%s, %s::uuid, %s)",
+                (batch_size, str(tenant_id) if tenant_id else None, after),
+            )
+            batch = cur.fetchall()
+            if not batch:
+                break
+            vectors = tokens.embed_tokens([r["content"] for r in batch], [list(r["context"]) for r in batch])
+            for r, tv in zip(batch, vectors, strict=True):
+                if tv.ids:
+                    cur.execute(
+                        "select hipocampo.set_message_tokens(%s, %s::integer[], %s::varbit[])",
+                        (r["message_id"], tv.ids, tv.bits),
+                    )
+                    stored += 1
+            after = int(batch[-1]["message_id"])
+    return stored
