@@ -1,7 +1,8 @@
-"""Backfill of the messages' tokens (migration 003600, hipocampo.backfill): messages stored with an
-embedding and no tokens get the tokens Memory.add_messages would have stored, once; the listed
-messages are locked for the batch, so workers run side by side. Data is committed (each test on
-a fresh tenant): locks and concurrent workers need other connections."""
+"""Backfills (hipocampo.backfill): messages stored with an embedding and no tokens get the tokens
+Memory.add_messages would have stored, once (migration 003600); rows without an embedding of the
+active model get one (migration 003700). The listed rows are locked for the batch, so workers run
+side by side. Data is committed (each test on a fresh tenant): locks and concurrent workers need
+other connections."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hipocampo import Actor, EmbeddingError, Hipocampo, InvalidInputError, Memory, PermissionDeniedError
-from hipocampo.backfill import backfill_message_tokens
+from hipocampo.backfill import backfill_message_tokens, embed_missing_rows
 from hipocampo.cli import app
 
 from .conftest import CountingEmbedder
@@ -113,21 +114,49 @@ def test_errors(root: Hipocampo, tenant: Tenant, embedder: Any) -> None:
     other.model_name = "e5-small"
     with pytest.raises(
         EmbeddingError,
-        match=r"^the active embedding model is 'all-MiniLM-L6-v2'; its tokens need its own embedder, not 'e5-small'$",
+        match=r"^the active embedding model is 'all-MiniLM-L6-v2'; its rows need its own embedder, not 'e5-small'$",
     ):
         backfill_message_tokens(root, other, tenant_id=tenant.id)
+    with pytest.raises(EmbeddingError, match="its rows need its own embedder, not 'e5-small'"):
+        embed_missing_rows(root, other)
     # An embedder without token vectors (OpenAI / Azure) stores nothing.
     assert backfill_message_tokens(root, CountingEmbedder(embedder), tenant_id=tenant.id) == 0
     assert tenant.tokens(root) == [(None, None)] * 4
 
 
-def test_cli_backfill_tokens(root: Hipocampo, tenant: Tenant) -> None:
+def test_messages_without_a_vector_are_embedded_then_given_tokens(root: Hipocampo, embedder: Any) -> None:
+    # Messages stored without a vector (the edge functions with the offline model) get one of the
+    # active model, then their tokens: search reads them as if Memory.add_messages had stored them.
+    slug = f"bf-{uuid.uuid4().hex[:10]}"
+    tid = root.create_tenant("T", slug, uuid.uuid4())
+    user = uuid.uuid4()
+    root.add_member(tid, user, "member")
+    member = Memory(root.as_actor(Actor.user(user, tid)), None)
+    conv = uuid.uuid4()
+    ids = member.add_messages(conv, [{"role": "user", "content": t} for t in TEXTS])
+    done = embed_missing_rows(root, embedder, batch_size=2)
+    assert set(done) == {"memories", "memory_staging", "messages"} and done["messages"] >= 4
+    with root.transaction() as cur:
+        cur.execute(
+            "select embedding::text as e from hipocampo_private.messages where id = any(%s) order by id", (ids,)
+        )
+        stored = [[float(x) for x in r["e"].strip("[]").split(",")] for r in cur.fetchall()]
+    for got, want in zip(stored, embedder.embed_documents(TEXTS), strict=True):
+        assert sum(a * b for a, b in zip(got, want, strict=True)) > 0.9999
+    assert embed_missing_rows(root, embedder)["messages"] == 0
+    assert backfill_message_tokens(root, embedder, tenant_id=tid) == 4
+    hits = Memory(member.client, embedder).search_history("pintura no lago", conversation_id=conv)
+    assert hits[0].content == TEXTS[3] and all(h.dense_score is not None and h.token_score is not None for h in hits)
+
+
+def test_cli_embed_missing(root: Hipocampo, tenant: Tenant) -> None:
     runner = CliRunner()
-    res = runner.invoke(app, ["db", "backfill-tokens", "--tenant", tenant.slug, "--batch-size", "3"])
+    res = runner.invoke(app, ["db", "embed-missing", "--batch-size", "3"])
     assert res.exit_code == 0, res.output
-    assert json.loads(res.output) == {"messages": 4}
+    out = json.loads(res.output)
+    assert set(out) == {"memories", "memory_staging", "messages", "message_tokens"} and out["message_tokens"] >= 4
     assert all(t[0] is not None for t in tenant.tokens(root))
-    res = runner.invoke(app, ["db", "backfill-tokens", "--tenant", "nobody-here"])
-    assert res.exit_code == 1 and "unknown tenant 'nobody-here'" in res.output
-    res = runner.invoke(app, ["db", "backfill-tokens", "--batch-size", "0"])
+    res = runner.invoke(app, ["db", "embed-missing"])
+    assert json.loads(res.output) == {"memories": 0, "memory_staging": 0, "messages": 0, "message_tokens": 0}
+    res = runner.invoke(app, ["db", "embed-missing", "--batch-size", "0"])
     assert res.exit_code == 1 and "error [22023]: batch_size must be 1..1000" in res.output

@@ -74,12 +74,14 @@ def test_worker_runs_the_maintenance_jobs_once(database_url: str) -> None:
     assert set(out["transient"]) == {"answer_cache", "rate_limit_buckets"}
 
 
-def test_worker_backfills_message_tokens(database_url: str) -> None:
-    # With --backfill-tokens each run also stores the tokens of messages that have none
-    # (tests/test_backfill_tokens.py checks what is stored).
-    res = runner.invoke(app, ["worker", "--once", "--backfill-tokens"])
+def test_worker_embeds_what_search_cannot_read(database_url: str) -> None:
+    # With --embed-missing each run also embeds rows without a vector of the active model and
+    # stores the tokens of messages that have none (tests/test_backfill_tokens.py checks what).
+    res = runner.invoke(app, ["worker", "--once", "--embed-missing"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    assert isinstance(out["message_tokens_stored"], int) and out["message_tokens_stored"] >= 0
-    res = runner.invoke(app, ["worker", "--once", "--backfill-tokens"])
-    assert json.loads(res.output)["message_tokens_stored"] == 0
+    assert set(out["embedded"]) == {"memories", "memory_staging", "messages"}
+    assert isinstance(out["message_tokens_stored"], int)
+    res = runner.invoke(app, ["worker", "--once", "--embed-missing"])
+    out = json.loads(res.output)
+    assert out["embedded"] == {"memories": 0, "memory_staging": 0, "messages": 0} and out["message_tokens_stored"] == 0

@@ -1,14 +1,18 @@
-"""Backfill of the messages' tokens for history search's late-interaction re-rank.
+"""Backfills: what search needs and a row lacks, computed where the embedding model runs.
 
-Messages stored before migration 003500, through the edge functions (no token model in Deno) or
-by a client without the token model have an embedding but no tokens; in a history that mixes them
-with messages that have tokens they rank at the tokens' minimum among the re-rank's candidates
-(docs/design.md §history search). :func:`backfill_message_tokens` gives them their tokens, as
-``Memory.add_messages`` would have.
+- :func:`embed_missing_rows` (migration 003700): active and staged memories and messages without
+  an embedding of the active model (after a model switch, or messages stored through the edge
+  functions without a vector) get one; then the old model can be dropped.
+- :func:`backfill_message_tokens` (migration 003600): messages stored before migration 003500,
+  through the edge functions (no token model in Deno) or by a client without the token model have
+  an embedding but no tokens; in a history that mixes them with messages that have tokens they
+  rank at the tokens' minimum among the re-rank's candidates (docs/design.md §history search).
+  It gives them their tokens, as ``Memory.add_messages`` would have.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from uuid import UUID
 
@@ -16,7 +20,21 @@ from .client import Hipocampo
 from .embeddings.base import token_embedder
 from .errors import EmbeddingError
 
-__all__ = ["backfill_message_tokens"]
+__all__ = ["KINDS", "backfill_message_tokens", "embed_missing_rows"]
+
+KINDS = ("memories", "memory_staging", "messages")
+
+
+def _check_active(client: Hipocampo, embedder: Any) -> None:
+    """EmbeddingError unless ``embedder`` is the active model."""
+    with client.transaction() as cur:
+        cur.execute("select name from hipocampo_private.embedding_models where active")
+        row = cur.fetchone()
+    active = row["name"] if row else None
+    if active != embedder.model_name:
+        raise EmbeddingError(
+            f"the active embedding model is {active!r}; its rows need its own embedder, not {embedder.model_name!r}"
+        )
 
 
 def backfill_message_tokens(
@@ -55,14 +73,7 @@ def backfill_message_tokens(
     tokens = token_embedder(embedder)
     if tokens is None:
         return 0
-    with client.transaction() as cur:
-        cur.execute("select name from hipocampo_private.embedding_models where active")
-        row = cur.fetchone()
-    active = row["name"] if row else None
-    if active != embedder.model_name:
-        raise EmbeddingError(
-            f"the active embedding model is {active!r}; its tokens need its own embedder, not {embedder.model_name!r}"
-        )
+    _check_active(client, embedder)
     stored, after = 0, 0
     while limit is None or stored < limit:
         with client.transaction() as cur:
@@ -83,3 +94,59 @@ def backfill_message_tokens(
                     stored += 1
             after = int(batch[-1]["message_id"])
     return stored
+
+
+def embed_missing_rows(
+    client: Hipocampo,
+    embedder: Any,
+    *,
+    kinds: tuple[str, ...] = KINDS,
+    batch_size: int = 100,
+    limit: int | None = None,
+) -> dict[str, int]:
+    """Embed, with the active model, the rows search cannot read with it: active memories and
+    staged memories (their description) and messages (their content) that have no embedding or
+    one of another model.
+
+    After ``activate_embedding_model`` this carries memories and history over to the new model
+    (``drop_embedding_model`` of the old one refuses until it is done, 55000); it also embeds
+    messages stored through the edge functions without a vector. ``hipocampo.rows_to_embed``
+    lists a batch (locked until it commits), ``embedder.embed_documents`` embeds it,
+    ``hipocampo.set_row_embeddings`` stores it; one transaction per batch. A message's tokens are
+    cleared with its old embedding: run :func:`backfill_message_tokens` afterwards.
+
+    Args:
+        client: a service_role client (``Actor.service()``, the default actor).
+        embedder: the active model's provider (its ``model_name``).
+        kinds: which of ``memories``, ``memory_staging``, ``messages`` (default all).
+        batch_size: rows per transaction, 1..1000.
+        limit: stop each kind after about this many rows (default: until none is left).
+
+    Returns:
+        Rows embedded per kind, e.g. ``{"memories": 3, "memory_staging": 0, "messages": 120}``.
+
+    Raises:
+        EmbeddingError: ``embedder`` is not the active model.
+        InvalidInputError: unknown kind or batch_size outside 1..1000 (22023).
+        PermissionDeniedError: the client is not service_role (42501).
+    """
+    _check_active(client, embedder)
+    done: dict[str, int] = {}
+    for kind in kinds:
+        stored, after = 0, None
+        while limit is None or stored < limit:
+            with client.transaction() as cur:
+                cur.execute(
+                    "select row_id, content from hipocampo.rows_to_embed(%s, %s, %s)", (kind, batch_size, after)
+                )
+                batch = cur.fetchall()
+                if not batch:
+                    break
+                vectors = embedder.embed_documents([r["content"] for r in batch])
+                items = [{"id": r["row_id"], "embedding": list(v)} for r, v in zip(batch, vectors, strict=True)]
+                cur.execute("select hipocampo.set_row_embeddings(%s, %s::jsonb) as n", (kind, json.dumps(items)))
+                row = cur.fetchone()
+                stored += int(row["n"]) if row else 0
+                after = str(batch[-1]["row_id"])
+        done[kind] = stored
+    return done

@@ -119,28 +119,26 @@ def db_reset(yes: Annotated[bool, typer.Option("--yes", help="Do not ask.")] = F
     console.print(db.reset())
 
 
-@db_app.command("backfill-tokens")
-def db_backfill_tokens(
-    tenant: Annotated[str | None, typer.Option("--tenant", "-t", help="Only this tenant (slug).")] = None,
-    batch_size: Annotated[int, typer.Option(help="Messages per transaction (1..1000).")] = 100,
-    limit: Annotated[int | None, typer.Option(help="Stop after about this many messages.")] = None,
+@db_app.command("embed-missing")
+def db_embed_missing(
+    batch_size: Annotated[int, typer.Option(help="Rows per transaction (1..1000).")] = 100,
+    limit: Annotated[int | None, typer.Option(help="Stop each kind after about this many rows.")] = None,
 ) -> None:
-    """Store the tokens of messages that have none (stored before migration 003500, through the
-    edge functions, or by a client without the local model) for history search's re-rank."""
-    from .backfill import backfill_message_tokens
+    """Give search what rows lack, with the configured model (the active one): embeddings of
+    active and staged memories and messages without one of the active model (after a model
+    switch; messages stored through the edge functions), then the tokens of messages that have
+    none (history search's re-rank; messages stored before migration 003500 or over HTTP)."""
+    from .backfill import backfill_message_tokens, embed_missing_rows
     from .embeddings import provider_from_config
 
     with _client() as client:
-        tid = client.tenant_id(tenant) if tenant else None
-        if tenant and tid is None:
-            raise _fail(HipocampoError(f"unknown tenant {tenant!r}"))
+        embedder = provider_from_config()
         try:
-            n = backfill_message_tokens(
-                client, provider_from_config(), batch_size=batch_size, tenant_id=tid, limit=limit
-            )
+            out = embed_missing_rows(client, embedder, batch_size=batch_size, limit=limit)
+            out["message_tokens"] = backfill_message_tokens(client, embedder, batch_size=batch_size, limit=limit)
         except HipocampoError as exc:
             raise _fail(exc) from exc
-    console.print(json.dumps({"messages": n}))
+    console.print(json.dumps(out))
 
 
 # -- tenants ----------------------------------------------------------------------------------
@@ -338,20 +336,21 @@ def search(
 def worker(
     interval: Annotated[float, typer.Option(help="Seconds between runs.")] = 3600.0,
     once: Annotated[bool, typer.Option("--once", help="Run once and exit.")] = False,
-    backfill_tokens: Annotated[
-        bool, typer.Option("--backfill-tokens", help="Also store the tokens of messages that have none.")
+    embed_missing: Annotated[
+        bool,
+        typer.Option("--embed-missing", help="Also embed rows search cannot read and store missing message tokens."),
     ] = False,
 ) -> None:
     """Run maintenance on a schedule (memory decay/expiry, staging purge, expired sessions,
     expired documents and chunks, expired cached answers and idle rate-limit buckets): the local
-    stand-in for pg_cron's jobs (hipocampo.schedule_maintenance). With ``--backfill-tokens`` each
-    run also does what ``hipocampo db backfill-tokens`` does (the configured embedding model)."""
+    stand-in for pg_cron's jobs (hipocampo.schedule_maintenance). With ``--embed-missing`` each run
+    also does what ``hipocampo db embed-missing`` does (the configured embedding model)."""
     import time
 
-    from .backfill import backfill_message_tokens
+    from .backfill import backfill_message_tokens, embed_missing_rows
     from .embeddings import provider_from_config
 
-    embedder = provider_from_config() if backfill_tokens else None
+    embedder = provider_from_config() if embed_missing else None
     with _client() as client:
         while True:
             with client.transaction() as cur:
@@ -363,6 +362,7 @@ def worker(
                 row = cur.fetchone()
             result = dict(row["r"]) if row else {}
             if embedder is not None:
+                result["embedded"] = embed_missing_rows(client, embedder)
                 result["message_tokens_stored"] = backfill_message_tokens(client, embedder)
             console.print(json.dumps(result))
             if once:

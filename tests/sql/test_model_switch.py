@@ -1,0 +1,134 @@
+"""A model switch carries memories and history along (migration 003700): rows_to_embed lists the
+rows search cannot read with the active model, set_row_embeddings stores their new vectors, and
+drop_embedding_model refuses while the old model still embeds any of them."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+
+from ..conftest import MODEL, World, unit_vector, vec_text
+from .memory_helpers import remember
+from .test_conversations import Conn, add
+from .test_history_tokens import bits, set_tokens
+
+OTHER = "other-model-384"
+
+
+def listed(db: Conn, kind: str, mine: set[str]) -> list[tuple[str, str]]:
+    rows = db.execute("select row_id, content from hipocampo.rows_to_embed(%s, 1000)", (kind,)).fetchall()
+    return [(r["row_id"], r["content"]) for r in rows if r["row_id"] in mine]
+
+
+def set_embeddings(db: Conn, kind: str, items: list[tuple[Any, int]]) -> int:
+    payload = json.dumps([{"id": str(i), "embedding": unit_vector(seed)} for i, seed in items])
+    row = db.execute("select hipocampo.set_row_embeddings(%s, %s::jsonb) as n", (kind, payload)).fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
+def test_a_model_switch_reembeds_memories_staging_and_messages(db: Conn, user_a: World) -> None:
+    old = remember(db, "prefs.tom", "formal", "Prefere tom formal", seed=1)
+    new = remember(db, "prefs.tom", "informal", "Prefere tom informal", seed=2)
+    assert new["status"] == "updated"
+    staged = remember(db, "projects.horta", "tomates", "Planta tomates na varanda", "projects", seed=3, intensity=3)
+    assert staged["status"] == "staged"
+    conv = uuid.uuid4()
+    embedded = add(db, conv, "user", "oi, tudo bem?", embedding=vec_text(unit_vector(4)))
+    set_tokens(db, embedded, [7], [bits(7)])
+    bare = add(db, conv, "user", "mensagem sem vetor (edge function)")
+    mine = {str(old["memory_id"]), str(new["memory_id"]), str(staged["memory_id"]), str(embedded), str(bare)}
+    user_a.act("service_role")
+    # With the old model active, only the message without a vector is missing one.
+    assert listed(db, "messages", mine) == [(str(bare), "mensagem sem vetor (edge function)")]
+    assert listed(db, "memories", mine) == [] and listed(db, "memory_staging", mine) == []
+
+    db.execute("select hipocampo.register_embedding_model(%s, 'local', 384, true)", (OTHER,))
+    # The deprecated memory is history no search reads: not listed.
+    assert listed(db, "memories", mine) == [(str(new["memory_id"]), "Prefere tom informal")]
+    assert listed(db, "memory_staging", mine) == [(str(staged["memory_id"]), "Planta tomates na varanda")]
+    assert listed(db, "messages", mine) == [
+        (str(embedded), "oi, tudo bem?"),
+        (str(bare), "mensagem sem vetor (edge function)"),
+    ]
+    after = db.execute("select row_id from hipocampo.rows_to_embed('messages', 1000, %s)", (str(embedded),))
+    assert str(embedded) not in [r["row_id"] for r in after.fetchall()]
+
+    db.execute("savepoint s")
+    with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState) as exc:
+        db.execute("select hipocampo.drop_embedding_model(%s)", (MODEL,))
+    db.execute("rollback to savepoint s")
+    assert exc.value.diag.message_primary is not None
+    assert exc.value.diag.message_primary.startswith(f"model {MODEL} still embeds ")
+    assert exc.value.diag.message_primary.endswith(
+        "messages: embed them with the active model first (hipocampo db embed-missing)"
+    )
+
+    assert set_embeddings(db, "memories", [(new["memory_id"], 10)]) == 1
+    assert set_embeddings(db, "memories", [(new["memory_id"], 11)]) == 0  # already of the active model
+    assert set_embeddings(db, "memory_staging", [(staged["memory_id"], 12)]) == 1
+    assert set_embeddings(db, "messages", [(embedded, 13), (bare, 14)]) == 2
+    rows = db.execute(
+        "select id, embedding_model, token_ids, token_bits from hipocampo_private.messages where id = any(%s) "
+        "order by id",
+        ([embedded, bare],),
+    ).fetchall()
+    # A message's tokens belong to its old embedding's model: cleared with it.
+    assert [(r["embedding_model"], r["token_ids"], r["token_bits"]) for r in rows] == [(OTHER, None, None)] * 2
+    assert all(listed(db, kind, mine) == [] for kind in ("memories", "memory_staging", "messages"))
+    got = db.execute(
+        "select (embedding operator(extensions.<=>) %s::extensions.vector) < 1e-6 as same "
+        "from hipocampo_private.memories where id = %s",
+        (vec_text(unit_vector(10)), new["memory_id"]),
+    ).fetchone()
+    assert got == {"same": True}
+
+    # The old model goes once nothing else needs it (the other tests' rows left out here); the
+    # deprecated memory loses its vector of that model.
+    db.execute("reset role")
+    for table in ("memories", "memory_staging", "messages"):
+        db.execute(
+            f"delete from hipocampo_private.{table} where embedding_model = %s and tenant_id <> %s",
+            (MODEL, user_a.tenant_a),
+        )
+    user_a.act("service_role")
+    db.execute("select hipocampo.drop_embedding_model(%s)", (MODEL,))
+    old_row = db.execute(
+        "select embedding, embedding_model from hipocampo_private.memories where id = %s", (old["memory_id"],)
+    ).fetchone()
+    assert old_row == {"embedding": None, "embedding_model": None}
+
+
+def test_errors_are_clear(db: Conn, user_a: World) -> None:
+    user_a.act("service_role")
+    cases = [
+        ("select * from hipocampo.rows_to_embed('chunks')", "kind must be memories, memory_staging or messages"),
+        ("select * from hipocampo.rows_to_embed('messages', 0)", "batch_size must be 1..1000"),
+        ("select hipocampo.set_row_embeddings('chunks', '[]')", "kind must be memories, memory_staging or messages"),
+        ("select hipocampo.set_row_embeddings('messages', '{}')", "items must be a json array"),
+    ]
+    for sql, message in cases:
+        with pytest.raises(psycopg.errors.InvalidParameterValue) as exc, db.transaction():
+            db.execute(sql)
+        assert exc.value.diag.message_primary == message
+    with pytest.raises(psycopg.errors.DataException) as dims, db.transaction():
+        db.execute("""select hipocampo.set_row_embeddings('messages', '[{"id": "1", "embedding": [1, 0]}]')""")
+    assert dims.value.diag.message_primary == f"embedding has 2 dimensions; model {MODEL} expects 384"
+    db.execute("reset role")
+    db.execute("update hipocampo_private.embedding_models set active = false")
+    user_a.act("service_role")
+    for sql in (
+        "select * from hipocampo.rows_to_embed('messages')",
+        "select hipocampo.set_row_embeddings('messages', '[]')",
+    ):
+        with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState) as exc, db.transaction():
+            db.execute(sql)
+        assert exc.value.diag.message_primary == "no embedding model is active"
+    # Members cannot run either.
+    user_a.act("authenticated", user_a.member_a, user_a.tenant_a)
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), db.transaction():
+        db.execute("select * from hipocampo.rows_to_embed('messages')")
