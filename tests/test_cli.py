@@ -76,7 +76,7 @@ def test_worker_runs_the_maintenance_jobs_once(database_url: str) -> None:
 
 def test_worker_embeds_what_search_cannot_read(database_url: str) -> None:
     # With --embed-missing each run also embeds rows without a vector of the active model and
-    # stores the tokens of messages that have none (tests/test_backfill_tokens.py checks what).
+    # stores the tokens of messages that have none (tests/test_backfill.py checks what).
     res = runner.invoke(app, ["worker", "--once", "--embed-missing"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
