@@ -28,6 +28,15 @@ os.environ.pop("HIPOCAMPO_DATABASE_URL", None)
 
 from hipocampo import db as hdb
 
+# Lines a test wants shown after the run (e.g. the security matrix's case count), whatever -q says.
+SUMMARY: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for line in SUMMARY:
+        terminalreporter.write_line(line)
+
+
 DIMS = 384
 MODEL = "all-MiniLM-L6-v2"
 

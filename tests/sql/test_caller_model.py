@@ -106,7 +106,7 @@ ATTACKS: dict[str, str] = {
     "cache_get": "select hipocampo.cache_get('prazo de trancamento', array[%(kb)s]::uuid[], tenant_id => %(tenant)s)",
     "cache_put": """select hipocampo.cache_put('prazo', null, '{"answer": "forjada", "citations": []}',
                     tenant_id => %(tenant)s)""",
-    "record_answer": """select hipocampo.record_answer(gen_random_uuid(), 'q', 'llm', null, 0.9::real, 1, 1,
+    "record_answer": """select hipocampo.record_answer(gen_random_uuid(), 'q', 'LLM', null, 0.9::real, 1, 1,
                         null, '{}', 1::real, null, tenant_id => %(tenant)s)""",
     "take_rate_limit": "select hipocampo.take_rate_limit(1, tenant_id => %(tenant)s)",
     "export_user_data": "select hipocampo.export_user_data(%(user)s, %(tenant)s)",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,6 +21,8 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from hipocampo.config import repo_root
+
+from ..conftest import SUMMARY
 
 PGTAP = repo_root() / ".pgtap"
 TESTS = sorted((repo_root() / "supabase" / "tests" / "database").glob("*.test.sql"))
@@ -61,7 +64,7 @@ def pgtap_env(database_url: str) -> dict[str, str]:
 
 
 def test_there_is_a_pgtap_suite() -> None:
-    assert [t.name for t in TESTS] == ["catalog.test.sql", "rls_isolation.test.sql"]
+    assert [t.name for t in TESTS] == ["catalog.test.sql", "rls_isolation.test.sql", "security_matrix.test.sql"]
 
 
 @pytest.mark.parametrize("path", TESTS, ids=[t.name for t in TESTS])
@@ -75,3 +78,8 @@ def test_pgtap_file_passes(pgtap_env: dict[str, str], path: Path) -> None:
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Result: PASS" in run.stdout
+    if path.name == "security_matrix.test.sql":
+        counts = re.search(r"security matrix: (\d+) objects x (\d+) callers = (\d+) cases; outcomes: .*", run.stdout)
+        assert counts is not None, run.stdout
+        assert int(counts.group(3)) >= 1500
+        SUMMARY.append(counts.group(0))  # printed at the end of the run (tests/conftest.py)
