@@ -425,6 +425,19 @@ def test_per_address_rate_limit(env: Env, fn: dict[str, EdgeFunction]) -> None:
     assert r.json()["error"] == "too many requests from this address"
 
 
+def test_per_address_rate_limit_ignores_what_the_client_writes(env: Env, fn: dict[str, EdgeFunction]) -> None:
+    # The client writes a new leftmost X-Forwarded-For entry each time; the gateway's own entry
+    # (the rightmost) stays: the bucket is the gateway's entry's (issue 16 §1 item 6).
+    proxy_seen = f"198.51.100.{uuid.uuid4().int % 250 + 1}"
+    with httpx.Client() as http:
+        for i in range(400):
+            spoofed = f"10.{i // 250}.{i % 250}.1, {proxy_seen}"
+            r = http.post(fn["memory"].url + "/lookup", json={}, headers={**env.user(), "X-Forwarded-For": spoofed})
+            if r.status_code == 429:
+                break
+    assert r.status_code == 429 and r.json()["error"] == "too many requests from this address"
+
+
 def test_database_down_answers_503(tmp_path: Path) -> None:
     f = EdgeFunction("search", f"postgresql://postgres@/postgres?host={tmp_path}&port=1")
     try:

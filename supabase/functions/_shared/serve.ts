@@ -21,16 +21,40 @@ export interface Route {
   run: (ctx: RouteContext) => Promise<unknown>;
 }
 
+/** A literal IPv4 or IPv6 address (what `take_ip_rate_limit` takes as inet), else null. */
+function ipOrNull(value: string | null | undefined): string | null {
+  const v = value?.trim() ?? "";
+  if (/^\d{1,3}(\.\d{1,3}){3}$/.test(v) && v.split(".").every((o) => Number(o) <= 255)) return v;
+  if (/^[0-9a-fA-F:.]+$/.test(v) && v.includes(":") && v.length <= 45) return v;
+  return null;
+}
+
 /**
- * The caller's address for the per-address bucket: the first X-Forwarded-For entry (Supabase's
- * gateway sets it), else the socket's peer. Behind no proxy that rewrites the header, a client
- * could choose it: put the functions behind one.
+ * The caller's address for the per-address bucket, from where the platform puts it, never from
+ * what the client wrote:
+ * - `HIPOCAMPO_CLIENT_IP_HEADER` set (e.g. `cf-connecting-ip`, `x-real-ip`): that header, which
+ *   the proxy in front sets and overwrites;
+ * - else the entry of X-Forwarded-For that the trusted proxies appended: counted from the right,
+ *   `HIPOCAMPO_TRUSTED_PROXY_HOPS` (default 1: the rightmost entry, the one Supabase's gateway
+ *   appends; entries to its left are whatever the client sent);
+ * - else (no such entry, or not an address) the socket's peer.
  */
-function clientAddress(req: Request, info: Deno.ServeHandlerInfo): string {
-  const forwarded = req.headers.get("x-forwarded-for")?.split(",")[0]?.trim();
-  if (forwarded) return forwarded;
-  const addr = info.remoteAddr as Deno.NetAddr;
-  return addr.hostname ?? "127.0.0.1";
+export function clientAddress(
+  headers: Headers,
+  peer: string,
+  env: { header?: string; hops?: string } = {
+    header: Deno.env.get("HIPOCAMPO_CLIENT_IP_HEADER"),
+    hops: Deno.env.get("HIPOCAMPO_TRUSTED_PROXY_HOPS"),
+  },
+): string {
+  if (env.header) {
+    return ipOrNull(headers.get(env.header)) ?? peer;
+  }
+  const hops = Math.max(1, Number.parseInt(env.hops ?? "1", 10) || 1);
+  const entries = (headers.get("x-forwarded-for") ?? "").split(",").map((e) => e.trim()).filter(
+    Boolean,
+  );
+  return ipOrNull(entries.at(-hops)) ?? peer;
 }
 
 function errorResponse(err: unknown, trace: string): Response {
@@ -78,7 +102,9 @@ export function handler(
       if (req.method !== route.method) {
         throw new HttpError(405, `use ${route.method}`, { Allow: route.method });
       }
-      const limit = await takeIpRateLimit(clientAddress(req, info));
+      const limit = await takeIpRateLimit(
+        clientAddress(req.headers, (info.remoteAddr as Deno.NetAddr).hostname ?? "127.0.0.1"),
+      );
       if (!limit.allowed) {
         const retry = String(Math.max(1, Math.floor(limit.retry_after_ms / 1000)));
         throw new HttpError(429, "too many requests from this address", { "Retry-After": retry });
