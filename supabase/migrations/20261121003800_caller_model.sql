@@ -26,7 +26,7 @@ Purpose: who is calling, from the request alone: the role and claims in request.
   are there they must agree.
   - kind 'service': that role is service_role, or a direct connection that set neither a role
     nor claims (the owner: migrations, psql, pg_cron jobs; anon and authenticated cannot log in).
-  - kind 'user': the JWT role is authenticated, with a uuid `sub`, a tenant claim
+  - kind 'user': that role is authenticated, with a uuid `sub`, a tenant claim
     (app_metadata.tenant_id, else tenant_id) and a live membership of sub in that tenant;
     tenant_role is 'admin' or 'member'.
 Returns: one record; tenant_id, user_id and tenant_role are null for 'service'.

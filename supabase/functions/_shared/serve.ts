@@ -4,6 +4,7 @@
  * errors as JSON (`{"error", "sqlstate"?, "trace_id"}`) with the status of their SQLSTATE. One
  * JSON log line per request (function, route, status, ms, trace id).
  */
+import { isIP } from "node:net";
 import { type Actor, actorOf } from "./auth.ts";
 import { asActor, takeIpRateLimit, type Tx } from "./db.ts";
 import { corsHeaders, HttpError, json, readObject, Reply, statusOfSqlstate } from "./http.ts";
@@ -21,23 +22,15 @@ export interface Route {
   run: (ctx: RouteContext) => Promise<unknown>;
 }
 
-/** A literal IPv4 or IPv6 address (what `take_ip_rate_limit` takes as inet), else null. */
-function ipOrNull(value: string | null | undefined): string | null {
-  const v = value?.trim() ?? "";
-  if (/^\d{1,3}(\.\d{1,3}){3}$/.test(v) && v.split(".").every((o) => Number(o) <= 255)) return v;
-  if (/^[0-9a-fA-F:.]+$/.test(v) && v.includes(":") && v.length <= 45) return v;
-  return null;
-}
-
 /**
- * The caller's address for the per-address bucket, from where the platform puts it, never from
- * what the client wrote:
+ * The caller's address for the per-address bucket, from where a proxy writes it, never from what
+ * the client wrote:
  * - `HIPOCAMPO_CLIENT_IP_HEADER` set (e.g. `cf-connecting-ip`, `x-real-ip`): that header, which
  *   the proxy in front sets and overwrites;
- * - else the entry of X-Forwarded-For that the trusted proxies appended: counted from the right,
- *   `HIPOCAMPO_TRUSTED_PROXY_HOPS` (default 1: the rightmost entry, the one Supabase's gateway
- *   appends; entries to its left are whatever the client sent);
- * - else (no such entry, or not an address) the socket's peer.
+ * - else the X-Forwarded-For entry `HIPOCAMPO_TRUSTED_PROXY_HOPS` (default 1) from the right: the
+ *   one the nearest proxy appended (entries to its left are whatever reached that proxy, the
+ *   client's own included);
+ * - else (no such entry, or not an IP address) the socket's peer.
  */
 export function clientAddress(
   headers: Headers,
@@ -47,14 +40,14 @@ export function clientAddress(
     hops: Deno.env.get("HIPOCAMPO_TRUSTED_PROXY_HOPS"),
   },
 ): string {
-  if (env.header) {
-    return ipOrNull(headers.get(env.header)) ?? peer;
-  }
+  const ipOr = (value: string | null | undefined) => {
+    const v = value?.trim() ?? "";
+    return isIP(v) ? v : peer;
+  };
+  if (env.header) return ipOr(headers.get(env.header));
   const hops = Math.max(1, Number.parseInt(env.hops ?? "1", 10) || 1);
-  const entries = (headers.get("x-forwarded-for") ?? "").split(",").map((e) => e.trim()).filter(
-    Boolean,
-  );
-  return ipOrNull(entries.at(-hops)) ?? peer;
+  const entries = (headers.get("x-forwarded-for") ?? "").split(",");
+  return entries.length >= hops ? ipOr(entries.at(-hops)) : peer;
 }
 
 function errorResponse(err: unknown, trace: string): Response {
