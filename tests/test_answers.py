@@ -90,8 +90,8 @@ def env(database_url: str, embedder: Any) -> Iterator[Env]:
         ("Qual a carga horária mínima do estágio?", None),
     ],
 )
-def test_guardrails(question: str, reason: str | None) -> None:
-    assert check_question(question, 3, 2000) == reason
+def test_guardrails(env: Env, question: str, reason: str | None) -> None:
+    assert check_question(question, 3, 2000, lambda text: env.root.scrub_pii([text])[0].counts) == reason
 
 
 def test_numbers_absent() -> None:

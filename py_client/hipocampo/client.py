@@ -21,7 +21,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from .errors import from_db_error
-from .models import KnowledgeBase, SearchHit
+from .models import KnowledgeBase, ScrubResult, SearchHit
 
 __all__ = ["Actor", "Hipocampo"]
 
@@ -218,6 +218,18 @@ class Hipocampo:
             return dict(_one(cur)["c"])
 
     # -- documents ---------------------------------------------------------------------------
+    def scrub_pii(self, texts: Sequence[str]) -> list[ScrubResult]:
+        """Scrub PII from ``texts`` with the database's scrubber (``hipocampo.scrub_pii``).
+
+        Returns one :class:`~hipocampo.models.ScrubResult` per text, in order (docs/SECURITY.md
+        §PII). Reads and writes nothing; one round trip.
+        """
+        if not texts:
+            return []
+        with self.transaction() as cur:
+            cur.execute("select text, counts from hipocampo.scrub_pii(%s::text[])", (list(texts),))
+            return [ScrubResult(text=r["text"], counts=r["counts"]) for r in cur.fetchall()]
+
     def document_hashes(self, kb_id: UUID) -> dict[str, str]:
         """``{source_uri: content_hash}`` of the KB's documents."""
         with self.transaction() as cur:

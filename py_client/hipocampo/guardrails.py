@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-
-from .ingest.pii import scrub
+from collections.abc import Callable, Mapping
 
 __all__ = ["check_question"]
 
@@ -52,13 +51,18 @@ def _plain(text: str) -> str:
     return "".join(c for c in folded if not unicodedata.combining(c))
 
 
-def check_question(question: str, min_chars: int, max_chars: int) -> str | None:
+def check_question(
+    question: str, min_chars: int, max_chars: int, pii_counts: Callable[[str], Mapping[str, int]]
+) -> str | None:
     """The refusal reason for ``question``, or None when it may go on to retrieval.
 
     Args:
         question: the user's question as typed.
         min_chars / max_chars: length bounds in characters (rag.question_min_chars = 3,
             rag.question_max_chars = 2,000; config.toml [rag]).
+        pii_counts: a text's PII counts per kind from the database's scrubber (e.g.
+            ``lambda q: client.scrub_pii([q])[0].counts``, ``{"CPF": 1}``); called last, only for
+            a question that passed the other checks.
 
     Returns:
         ``invalid_question`` (length, control characters), ``prompt_injection``,
@@ -73,7 +77,7 @@ def check_question(question: str, min_chars: int, max_chars: int) -> str | None:
         return "prompt_injection"
     if any(p.search(text) for p in _SECRET):
         return "secret"
-    found = scrub(text).counts
+    found = pii_counts(text)
     if found.get("CPF") or found.get("CARTAO"):
         return "sensitive_data"
     return None

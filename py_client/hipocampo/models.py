@@ -18,6 +18,7 @@ __all__ = [
     "MemoryRecord",
     "Recall",
     "RememberResult",
+    "ScrubResult",
     "SearchHit",
     "Source",
 ]
@@ -62,6 +63,20 @@ class SearchHit(BaseModel):
     fused_score: float
     final_score: float
     rank: int
+
+
+class ScrubResult(BaseModel):
+    """One text through the database's PII scrubber (``hipocampo.scrub_pii``, migration 004000):
+    ``text`` with CPF, CNPJ, RG, e-mail, phone and card numbers replaced by ``[CPF]``-style
+    placeholders, and ``counts`` per kind (``{"CPF": 1, "EMAIL": 2}``); docs/SECURITY.md §PII."""
+
+    text: str
+    counts: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        """Number of replacements."""
+        return sum(self.counts.values())
 
 
 class DocumentResult(BaseModel):

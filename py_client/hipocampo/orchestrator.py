@@ -123,7 +123,12 @@ class Orchestrator:
                 message += " " + _disagreement(extra.get("conflicts") or [])
             return {"answer": message, "refused": True, "reason": reason, "answer_source": "REFUSAL", **extra}
 
-        reason = check_question(question, int(cfg["question_min_chars"]), int(cfg["question_max_chars"]))
+        reason = check_question(
+            question,
+            int(cfg["question_min_chars"]),
+            int(cfg["question_max_chars"]),
+            lambda text: self.client.scrub_pii([text])[0].counts,
+        )
         t = lap("guardrails", t)
         if reason:
             return finish(refuse(reason))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,6 @@ from ..errors import HipocampoError, LoaderError
 from ..models import DocumentResult, IngestSummary
 from .chunking import Chunk, ChunkingRule, chunk_text
 from .loaders import LoadedDocument, load_path
-from .pii import scrub
 
 __all__ = ["DocumentInput", "expand_paths", "ingest_documents", "ingest_paths", "sha256"]
 
@@ -99,11 +98,17 @@ def ingest_documents(
     summary.documents.extend(failures)
     summary.documents_failed = len(failures)
 
-    prepared: list[tuple[DocumentInput, str, str, int]] = []
     for item in inputs:
         if item.source_type not in SOURCE_TYPES:
             raise HipocampoError(f"unknown source_type {item.source_type!r}; one of {', '.join(SOURCE_TYPES)}")
-        scrubbed = scrub(item.doc.text)
+    # Text, title and source_uri go through the database's scrubber before anything is hashed,
+    # chunked or embedded (the triggers scrub what is stored again, whatever the client).
+    cleaned = client.scrub_pii([s for item in inputs for s in (item.doc.text, item.doc.title, item.doc.source_uri)])
+    prepared: list[tuple[DocumentInput, str, str, int]] = []
+    for n, item in enumerate(inputs):
+        scrubbed, title, uri = cleaned[3 * n : 3 * n + 3]
+        item = replace(item, doc=replace(item.doc, title=title.text, source_uri=uri.text))
+        pii = scrubbed.total + title.total + uri.total
         digest = sha256(f"{item.doc.title}\n{item.source_type}\n{scrubbed.text}")
         if existing.get(item.doc.source_uri) == digest:
             res = DocumentResult(source_uri=item.doc.source_uri, title=item.doc.title, status="unchanged")
@@ -112,7 +117,7 @@ def ingest_documents(
             if on_document:
                 on_document(res)
             continue
-        prepared.append((item, scrubbed.text, digest, scrubbed.total))
+        prepared.append((item, scrubbed.text, digest, pii))
 
     if not prepared and not failures:
         summary.seconds = time.perf_counter() - started
