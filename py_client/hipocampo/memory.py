@@ -331,6 +331,10 @@ class Memory:
         InvalidInputError 23514 for an unknown role); nothing is stored then."""
         vectors: builtins.list[str | None] = [None] * len(messages)
         contents = [str(m["content"]) for m in messages]
+        if messages:
+            # Embed what will be stored: the database scrubs PII from messages when the tenant's
+            # conversations.scrub_pii is on (the default; migration 004200).
+            contents = self._scrubbed_contents(contents)
         if embed and self.embedder is not None and messages:
             vectors = [str(Vector(v).to_text()) for v in self.embedder.embed_documents(contents)]
         tokens = token_embedder(self.embedder) if embed else None
@@ -344,7 +348,7 @@ class Memory:
                     (
                         str(conversation_id),
                         m["role"],
-                        m["content"],
+                        contents[i],
                         m.get("modality", "chat"),
                         json.dumps(list(m.get("attachments") or [])),
                         vec,
@@ -363,6 +367,20 @@ class Memory:
                         (ids[-1], token_rows[i].ids, token_rows[i].bits),
                     )
         return ids
+
+    def _scrubbed_contents(self, contents: Sequence[str]) -> builtins.list[str]:
+        """``contents`` as the messages trigger will store them: scrubbed by ``hipocampo.scrub_pii``
+        when the tenant's conversations.scrub_pii is on (missing means on), else unchanged."""
+        with self.client.transaction() as cur:
+            cur.execute(
+                "select coalesce((hipocampo.effective_config(%s::uuid) -> 'conversations' ->> 'scrub_pii')::boolean,"
+                " true) as on",
+                (self.tenant_id,),
+            )
+            row = cur.fetchone()
+        if row is None or not row["on"]:
+            return list(contents)
+        return [r.text for r in self.client.scrub_pii(contents)]
 
     def _message_tokens(
         self, cur: Any, tokens: TokenEmbedder, conversation_id: UUID | str, contents: Sequence[str]
