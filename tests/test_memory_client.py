@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hipocampo import Actor, Hipocampo, InvalidInputError, Memory, MemoryRejected, NotFoundError
+from hipocampo import Actor, Hipocampo, InvalidInputError, Memory, MemoryRejected, NotFoundError, PermissionDeniedError
 from hipocampo.cli import app
 
 
@@ -90,8 +90,10 @@ def test_seed_profile_history_export_erase(mem: Memory) -> None:
     data = mem.export()
     assert len(data["memories"]) == 3 and len(data["messages"]) == 2
     erased = mem.erase()
-    assert (erased["memories"], erased["messages"]) == (3, 2)
-    assert mem.list() == [] and mem.search_history("elevador") == []
+    assert (erased["memories"], erased["messages"], erased["memberships"]) == (3, 2, 1)
+    # The erased user is no member any more (004300): their token no longer opens the tenant.
+    with pytest.raises(PermissionDeniedError, match="no tenant"):
+        mem.list()
 
 
 def test_history_tokens_are_read_after_the_previous_messages(mem: Memory, embedder: Any) -> None:

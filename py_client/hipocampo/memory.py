@@ -279,8 +279,10 @@ class Memory:
         return dict(self._call("export_user_data", self._subject(), {"user_id": "::uuid", "tenant_id": "::uuid"}))
 
     def erase(self) -> dict[str, Any]:
-        """Erase the user from the tenant (LGPD art. 18 VI), one transaction; one pseudonymous
-        audit record remains. Returns the rows deleted per kind and the ``user_ref``."""
+        """Erase the user from the tenant (LGPD art. 18 VI), one transaction: their data, their
+        rate-limit bucket and their membership (the token no longer opens the tenant); one
+        pseudonymous audit record remains. Returns the rows deleted per kind and the ``user_ref``
+        (a keyed HMAC, docs/SECURITY.md §Erasure)."""
         return dict(self._call("erase_user", self._subject(), {"user_id": "::uuid", "tenant_id": "::uuid"}))
 
     # -- conversation history --------------------------------------------------------------------

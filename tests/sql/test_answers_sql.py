@@ -224,6 +224,39 @@ def test_cache_ttl_follows_the_kb_and_agent_overrides(db: Conn, world: World) ->
     assert one(db, expiry, (world.kb_a, "voz")) == 30
 
 
+def test_a_tenant_wide_bucket_caps_all_its_users(db: Conn, world: World) -> None:
+    """rag.tenant_rate_limit_per_minute (migration 004300) is shared by the tenant's users and
+    locked for tenants; a refusal by it gives the user's token back."""
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    with (
+        pytest.raises(psycopg.errors.InvalidParameterValue, match="tenant_rate_limit_per_minute is fixed"),
+        db.transaction(),
+    ):
+        db.execute("""select hipocampo.set_tenant_config('rag', '{"tenant_rate_limit_per_minute": 10000}')""")
+    db.execute("reset role")
+    db.execute(
+        "update hipocampo_private.settings set config = jsonb_set(config, '{rag,tenant_rate_limit_per_minute}', '3')"
+        " where tenant_id is null"
+    )
+    takes = []
+    for user in (world.member_a, world.admin_a, world.member_a, world.admin_a):
+        world.act("authenticated", user, world.tenant_a)
+        takes.append(one(db, "select hipocampo.take_rate_limit() as v"))
+    # Allowed calls report the bucket with less left (here the tenant's): 2, 1, 0, then refused.
+    assert [(t["allowed"], t["scope"], t["remaining"]) for t in takes] == [
+        (True, "tenant", 2),
+        (True, "tenant", 1),
+        (True, "tenant", 0),
+        (False, "tenant", 0),
+    ]
+    world.act("authenticated", world.member_b, world.tenant_b)  # another tenant has its own
+    assert one(db, "select hipocampo.take_rate_limit() as v")["allowed"]
+    db.execute("reset role")
+    ref = one(db, "select hipocampo_private._user_ref(%s, %s) as v", (world.tenant_a, world.admin_a))
+    tokens = one(db, "select tokens as v from hipocampo_private.rate_limit_buckets where bucket like %s", (f"%{ref}",))
+    assert tokens > 58  # 60 - 1 taken; the refused call's token was given back
+
+
 def test_token_bucket_per_user_and_ip(db: Conn, world: World) -> None:
     world.act("authenticated", world.admin_a, world.tenant_a)
     one(db, """select hipocampo.set_tenant_config('rag', '{"rate_limit_per_minute": 2}') as v""")
@@ -262,7 +295,7 @@ def test_transient_state_is_purged(db: Conn, world: World) -> None:
         "select (select count(*) from hipocampo_private.rate_limit_buckets where bucket like %(u)s) as buckets,"
         " (select count(*) from hipocampo_private.answer_cache where tenant_id = %(t)s) as cached"
     )
-    args = {"u": f"%{world.member_a}%", "t": world.tenant_a}
+    args = {"u": f"user:{world.tenant_a}:%", "t": world.tenant_a}  # keyed by the user's pseudonym (004300)
     purge = "select hipocampo.purge_transient_state(now() + make_interval(secs => %s)) as v"
     one(db, purge, (30,))
     assert db.execute(state, args).fetchone() == {"buckets": 1, "cached": 1}
