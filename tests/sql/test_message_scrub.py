@@ -77,3 +77,18 @@ def test_a_tenant_can_keep_messages_verbatim(db: Conn, world: World) -> None:
         (world.tenant_b,),
     ).fetchone()
     assert row == {"content": SCRUBBED}
+
+
+def test_a_session_keeps_only_scrubbed_copies(db: Conn, user_a: World) -> None:
+    """sessions.data holds the last messages and pending payloads (migration 004400)."""
+    s = db.execute("select hipocampo.open_session() as v").fetchone()
+    assert s is not None
+    sid = s["v"]["session_id"]
+    db.execute("select hipocampo.session_add_message(%s, 'user', %s)", (sid, RAW))
+    db.execute(
+        """select hipocampo.add_pending_confirmation(%s, 'remember', '{"cpf": "529.982.247-25"}')""", (sid,)
+    )
+    data = db.execute("select data::text as d from hipocampo_private.sessions where id = %s", (sid,)).fetchone()
+    assert data is not None
+    assert "529" not in data["d"] and "4111" not in data["d"] and "joao@" not in data["d"]
+    assert SCRUBBED in data["d"]
