@@ -1,0 +1,134 @@
+"""Bad arguments get a documented SQLSTATE naming them, not a raw engine error (migration 004500,
+issue 16 §1.9). Each case below raised 54000, 2201W, 22003 or 23502 before 004500."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+
+from ..conftest import MODEL, World, unit_vector, vec_text
+
+Conn = psycopg.Connection[dict[str, Any]]
+
+V = vec_text(unit_vector(5))
+
+
+def doc(**over: Any) -> str:
+    return json.dumps({"title": "Regimento", "source_uri": "test://r", "content_hash": "h", **over})
+
+
+CHUNKS = json.dumps(
+    [
+        {
+            "chunk_index": 0,
+            "content": "Prazo de 30 dias.",
+            "token_count": 4,
+            "content_hash": "c",
+            "embedding": unit_vector(5),
+        }
+    ]
+)
+
+CASES: dict[str, tuple[str, tuple[Any, ...], str, str]] = {
+    "source_uri over 2,048 bytes": (
+        "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
+        ("kb_a", doc(source_uri="file:///" + "a" * 3000), CHUNKS, MODEL),
+        "22001",
+        "document.source_uri is 3008 bytes; the limit is 2048",
+    ),
+    "title over 500 characters": (
+        "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
+        ("kb_a", doc(title="t" * 2800), CHUNKS, MODEL),
+        "22001",
+        "document.title is 2800 characters; the limit is 500",
+    ),
+    "null embedding_model": (
+        "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
+        ("kb_a", doc(), CHUNKS, None),
+        "22023",
+        "embedding_model must not be null",
+    ),
+    "trust_score 1e300": (
+        "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
+        ("kb_a", doc(trust_score=1e300), CHUNKS, MODEL),
+        "22023",
+        "invalid document field",
+    ),
+    "search_memories match_count -1": (
+        "select * from hipocampo.search_memories(%s::extensions.vector, match_count => -1)",
+        (V,),
+        "22023",
+        "match_count must be 1..100 (got -1)",
+    ),
+    "search_memories match_count 2^31-1": (
+        "select * from hipocampo.search_memories(%s::extensions.vector, match_count => 2147483647)",
+        (V,),
+        "22023",
+        "match_count must be 1..100",
+    ),
+    "search_history match_count -1": (
+        "select * from hipocampo.search_history('prazo', match_count => -1)",
+        (),
+        "22023",
+        "match_count must be 1..100 (got -1)",
+    ),
+    "search_history match_count 2^31-1": (
+        "select * from hipocampo.search_history('prazo', match_count => 2147483647)",
+        (),
+        "22023",
+        "match_count must be 1..100",
+    ),
+    "hybrid_search match_count -2^31": (
+        "select * from hipocampo.hybrid_search('prazo', %s::extensions.vector, match_count => -2147483648)",
+        (V,),
+        "22023",
+        "match_count must be 1..100",
+    ),
+    "hybrid_search dense_weight 1e308": (
+        "select * from hipocampo.hybrid_search('prazo', %s::extensions.vector, dense_weight => 1e308)",
+        (V,),
+        "22023",
+        "dense_weight and lexical_weight must be 0..100",
+    ),
+    "add_message null content": (
+        "select hipocampo.add_message(%s, 'user', null)",
+        ("conversation",),
+        "22023",
+        "content must not be null",
+    ),
+    "add_message null conversation_id": (
+        "select hipocampo.add_message(null, 'user', 'oi')",
+        (),
+        "22023",
+        "conversation_id must not be null",
+    ),
+    "remember intensity 99": (
+        "select hipocampo.remember('prefs.cafe', '1', 'Gosta de café', 'preference', %s::extensions.vector,"
+        " intensity => 99)",
+        (V,),
+        "22023",
+        "intensity must be 0..10 (got 99)",
+    ),
+    "remember confidence 1e308": (
+        "select hipocampo.remember('prefs.cafe', '1', 'Gosta de café', 'preference', %s::extensions.vector,"
+        " confidence => 1e308)",
+        (V,),
+        "22023",
+        "confidence must be 0..1",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_arguments_are_named(db: Conn, world: World, case: str) -> None:
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    db.execute("select hipocampo.set_memory_consent(true)")
+    sql, params, sqlstate, message = CASES[case]
+    values = tuple(str(world.kb_a) if p == "kb_a" else str(uuid.uuid4()) if p == "conversation" else p for p in params)
+    with pytest.raises(psycopg.Error) as err, db.transaction():
+        db.execute(sql, values)
+    assert (err.value.sqlstate, message in str(err.value)) == (sqlstate, True), str(err.value)

@@ -1,0 +1,353 @@
+"""Property-based fuzzing of the user-facing RPCs (issue 16 §1.9, §2 "Validation").
+
+hypothesis draws every argument of hybrid_search, remember, search_memories, search_history,
+context_pack, ingest_document, add_message and session_add_message from edge-heavy strategies
+(nulls, empty and huge texts, match counts of -1 and 2^31-1, NaN and infinite floats, vectors of
+the wrong dimensions, odd json shapes, another tenant's ids) and calls the RPC as a signed-in
+member, as PostgREST does. Every outcome must be a result or one of the documented SQLSTATEs
+(ALLOWED): never an engine error such as 2201W, 22003, 23502, 54000 or XX000.
+
+Examples per RPC: HIPOCAMPO_FUZZ_EXAMPLES (300 in `make test`, 3,000 in `make fuzz`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ..conftest import DIMS, MODEL, SUMMARY, World, unit_vector, vec_text
+
+Conn = psycopg.Connection[dict[str, Any]]
+
+EXAMPLES = int(os.environ.get("HIPOCAMPO_FUZZ_EXAMPLES", "300"))
+
+# The documented SQLSTATEs of these RPCs (their docblocks): bad argument, too long, wrong vector
+# dimensions, not allowed, not found, misconfigured / wrong state, constraint (memory and
+# message fields), quota, duplicate.
+ALLOWED = {"22023", "22001", "22000", "42501", "P0002", "55000", "23514", "53400", "23505"}
+
+OUTCOMES: Counter[str] = Counter()
+
+# -- argument strategies ---------------------------------------------------------------------------
+NO_NUL = st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",))
+SMALL_TEXT = st.text(NO_NUL, max_size=40)
+HUGE_TEXT = st.builds(
+    lambda c, n: c * n, st.sampled_from(["a", "é", "9", " ", "😀"]), st.sampled_from([2001, 3000, 100_001])
+)
+TEXT = st.one_of(st.none(), SMALL_TEXT, HUGE_TEXT, st.sampled_from(["", " ", "prazo", "CPF 529.982.247-25"]))
+INT = st.one_of(st.none(), st.sampled_from([-(2**31), -1, 0, 1, 5, 1000, 2**31 - 1]), st.integers(-(2**31), 2**31 - 1))
+FLOAT = st.one_of(
+    st.none(), st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([-1.0, 0.0, 0.5, 1.0, 2.0])
+)
+VECTOR = st.sampled_from(["none", "unit", "zeros", "short", "long", "nan"])
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | SMALL_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(SMALL_TEXT, inner, max_size=4),
+    max_leaves=10,
+)
+UUID = st.sampled_from(["none", "random", "kb_a", "kb_b", "tenant_a", "tenant_b", "member_a", "admin_b"])
+TEXTS = st.one_of(st.none(), st.lists(st.one_of(st.none(), SMALL_TEXT), max_size=4))
+MODALITY = st.one_of(st.none(), st.sampled_from(["chat", "voice", "video", ""]), SMALL_TEXT)
+TIMESTAMP = st.sampled_from([None, "infinity", "-infinity", "2024-03-12T10:00:00Z", "1900-01-01", "294276-12-31"])
+
+
+def mostly(valid: st.SearchStrategy[Any], edge: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """``valid`` nine times in ten, else ``edge``: most calls get past the first check, so the
+    fuzzer reaches the code behind it with one or two odd arguments."""
+    return st.integers(0, 9).flatmap(lambda i: edge if i == 0 else valid)
+
+
+Q = st.sampled_from(["prazo", "Qual o prazo de trancamento?", "biblioteca abre", "multa"])
+UNIT = st.sampled_from(["unit"])
+COUNT = st.integers(1, 100)
+UNIT_FLOAT = st.floats(0, 1)
+
+
+def vector(kind: str) -> str | None:
+    return {
+        "none": None,
+        "unit": vec_text(unit_vector(7)),
+        "zeros": vec_text([0.0] * DIMS),
+        "short": vec_text(unit_vector(7, 8)),
+        "long": vec_text(unit_vector(7, DIMS + 1)),
+        "nan": "[" + ",".join(["NaN"] * DIMS) + "]",
+    }[kind]
+
+
+def an_id(world: World, kind: str) -> str | None:
+    if kind == "none":
+        return None
+    if kind == "random":
+        return str(uuid.uuid4())
+    return str(getattr(world, kind))
+
+
+# -- one spec per RPC: (SQL with named placeholders, strategy of the arguments) --------------------
+Spec = tuple[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]]
+
+
+def _hybrid(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "query_text": mostly(Q, TEXT),
+            "query_embedding": mostly(UNIT, VECTOR).map(vector),
+            "kb_ids": mostly(st.none(), st.lists(UUID.map(lambda k: an_id(world, k)), max_size=3)),
+            "source_types": mostly(st.none(), TEXTS),
+            "metadata_filter": mostly(st.none(), JSON.map(json.dumps)),
+            "match_count": mostly(COUNT, INT),
+            "min_similarity": mostly(st.none(), FLOAT),
+            "fusion": mostly(st.sampled_from([None, "rrf", "score"]), SMALL_TEXT),
+            "dense_weight": mostly(st.none(), FLOAT),
+            "lexical_weight": mostly(st.none(), FLOAT),
+            "rerank": mostly(st.none(), st.one_of(st.sampled_from(["none", "lexical", "cross"]), SMALL_TEXT)),
+            "mmr_lambda": mostly(st.one_of(st.none(), UNIT_FLOAT), FLOAT),
+            "embedding_model": mostly(st.sampled_from([None, MODEL]), SMALL_TEXT),
+        }
+    )
+
+
+def _remember(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "key": mostly(st.sampled_from(["prefs.cafe", "prefs.cha", "perfil.nome"]), TEXT),
+            "value": mostly(JSON.map(json.dumps), st.none()),
+            "description": mostly(st.sampled_from(["Gosta de café preto", "Prefere respostas curtas"]), TEXT),
+            "category": mostly(st.just("preference"), st.one_of(st.none(), SMALL_TEXT)),
+            "embedding": mostly(UNIT, VECTOR).map(vector),
+            "scope": mostly(st.sampled_from(["personal", "tenant_shared"]), st.sampled_from([None, "x"])),
+            "confidence": mostly(st.floats(0.6, 1), FLOAT),
+            "source": mostly(st.sampled_from(["explicit_user", "inferred"]), st.sampled_from([None, "x"])),
+            "tags": mostly(st.none(), TEXTS),
+            "intensity": mostly(
+                st.one_of(st.none(), st.integers(0, 10)), st.decimals(allow_nan=False, allow_infinity=False, places=2)
+            ),
+            "token_count": mostly(st.none(), INT),
+            "expires_at": mostly(st.none(), TIMESTAMP),
+        }
+    )
+
+
+def _search_memories(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "query_embedding": mostly(UNIT, VECTOR).map(vector),
+            "mode": mostly(st.sampled_from(["context", "answer"]), st.sampled_from([None, "x"])),
+            "match_count": mostly(COUNT, INT),
+            "filter_tags": mostly(st.none(), TEXTS),
+            "filter_category": mostly(st.none(), SMALL_TEXT),
+            "filter_scope": mostly(st.sampled_from([None, "personal", "tenant_shared"]), st.just("x")),
+            "min_score": mostly(st.one_of(st.none(), UNIT_FLOAT), FLOAT),
+            "include_staging": mostly(st.booleans(), st.none()),
+        }
+    )
+
+
+def _search_history(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "query_text": mostly(Q, TEXT),
+            "query_embedding": mostly(UNIT, VECTOR).map(vector),
+            "filter_conversation_id": mostly(st.none(), UUID.map(lambda k: an_id(world, k))),
+            "match_count": mostly(COUNT, INT),
+            "filter_modality": mostly(st.sampled_from([None, "chat", "voice"]), MODALITY),
+            "query_token_ids": st.one_of(st.none(), st.lists(st.integers(-(2**31), 2**31 - 1), max_size=5)),
+        }
+    )
+
+
+def _context_pack(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "conversation_id": mostly(st.builds(lambda: str(uuid.uuid4())), UUID.map(lambda k: an_id(world, k))),
+            "query": mostly(Q, TEXT),
+            "query_embedding": mostly(UNIT, VECTOR).map(vector),
+            "modality": mostly(st.sampled_from(["chat", "voice"]), MODALITY),
+            "token_budget": mostly(st.one_of(st.none(), st.integers(100, 8000)), INT),
+            "kb_ids": mostly(st.none(), st.lists(UUID.map(lambda k: an_id(world, k)), max_size=3)),
+            "agent": mostly(st.none(), SMALL_TEXT),
+            "session_id": mostly(st.none(), UUID.map(lambda k: an_id(world, k))),
+        }
+    )
+
+
+def _chunk(kind: str) -> Any:
+    return {
+        "chunk_index": 0,
+        "content": "Prazo de 30 dias." if kind != "empty" else "",
+        "token_count": 4,
+        "content_hash": uuid.uuid4().hex,
+        "embedding": unit_vector(3) if kind != "short" else unit_vector(3, 8),
+    }
+
+
+def _ingest(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    document = mostly(
+        st.fixed_dictionaries(
+            {
+                "title": mostly(st.just("Regimento"), TEXT),
+                "source_uri": mostly(st.builds(lambda: f"fuzz://{uuid.uuid4()}"), TEXT),
+                "content_hash": mostly(st.builds(lambda: uuid.uuid4().hex), st.one_of(st.none(), SMALL_TEXT)),
+                "source_type": mostly(st.sampled_from(["regulation", "faq"]), st.sampled_from([None, "x"])),
+                "trust_score": mostly(
+                    st.one_of(st.none(), UNIT_FLOAT),
+                    st.one_of(st.floats(allow_nan=False, allow_infinity=False), SMALL_TEXT),
+                ),
+                "published_at": mostly(st.sampled_from([None, "2024-01-01"]), SMALL_TEXT),
+                "expires_at": mostly(st.none(), SMALL_TEXT),
+            }
+        ),
+        st.one_of(st.none(), JSON),
+    )
+    chunks = mostly(
+        st.lists(mostly(st.just("ok"), st.sampled_from(["empty", "short"])).map(_chunk), min_size=1, max_size=3),
+        st.one_of(st.none(), JSON, st.just([])),
+    )
+    return st.fixed_dictionaries(
+        {
+            "kb_id": mostly(st.just(str(world.kb_a)), UUID.map(lambda k: an_id(world, k))),
+            "document": document.map(json.dumps),
+            "chunks": chunks.map(json.dumps),
+            "embedding_model": mostly(st.just(MODEL), st.one_of(st.none(), SMALL_TEXT)),
+        }
+    )
+
+
+def _add_message(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "conversation_id": mostly(st.builds(lambda: str(uuid.uuid4())), UUID.map(lambda k: an_id(world, k))),
+            "role": mostly(st.sampled_from(["user", "assistant"]), st.sampled_from([None, "x"])),
+            "content": mostly(Q, TEXT),
+            "modality": mostly(st.sampled_from(["chat", "voice"]), MODALITY),
+            "attachments": mostly(st.just("[]"), st.one_of(st.none(), JSON.map(json.dumps))),
+            "embedding": mostly(st.sampled_from(["unit", "none"]), VECTOR).map(vector),
+            "metadata": mostly(st.just("{}"), st.one_of(st.none(), JSON.map(json.dumps))),
+            "language": mostly(st.sampled_from([None, "portuguese", "english"]), st.just("klingon")),
+            "created_at": mostly(st.none(), TIMESTAMP),
+        }
+    )
+
+
+def _session_add_message(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "session_id": mostly(st.just(str(world.session)), UUID.map(lambda k: an_id(world, k))),
+            "role": mostly(st.sampled_from(["user", "assistant"]), st.sampled_from([None, "x"])),
+            "content": mostly(Q, TEXT),
+            "modality": mostly(st.sampled_from(["chat", "voice"]), MODALITY),
+            "attachments": mostly(st.just("[]"), st.one_of(st.none(), JSON.map(json.dumps))),
+            "embedding": mostly(st.sampled_from(["unit", "none"]), VECTOR).map(vector),
+            "metadata": mostly(st.just("{}"), st.one_of(st.none(), JSON.map(json.dumps))),
+        }
+    )
+
+
+CASTS = {
+    "query_embedding": "::extensions.vector",
+    "embedding": "::extensions.vector",
+    "kb_ids": "::uuid[]",
+    "source_types": "::text[]",
+    "tags": "::text[]",
+    "filter_tags": "::text[]",
+    "metadata_filter": "::jsonb",
+    "value": "::jsonb",
+    "document": "::jsonb",
+    "chunks": "::jsonb",
+    "attachments": "::jsonb",
+    "metadata": "::jsonb",
+    "intensity": "::numeric",
+    "expires_at": "::timestamptz",
+    "created_at": "::timestamptz",
+    "match_count": "::integer",
+    "token_count": "::integer",
+    "token_budget": "::integer",
+    "min_similarity": "::double precision",
+    "dense_weight": "::double precision",
+    "lexical_weight": "::double precision",
+    "mmr_lambda": "::double precision",
+    "confidence": "::double precision",
+    "min_score": "::double precision",
+    "query_token_ids": "::integer[]",
+    "kb_id": "::uuid",
+    "conversation_id": "::uuid",
+    "filter_conversation_id": "::uuid",
+    "session_id": "::uuid",
+}
+
+SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] = {
+    "hybrid_search": _hybrid,
+    "remember": _remember,
+    "search_memories": _search_memories,
+    "search_history": _search_history,
+    "context_pack": _context_pack,
+    "ingest_document": _ingest,
+    "add_message": _add_message,
+    "session_add_message": _session_add_message,
+}
+
+
+def call(db: Conn, rpc: str, args: dict[str, Any]) -> str:
+    """Run the RPC with named arguments in a savepoint; the outcome: 'ok' or the SQLSTATE."""
+    named = ", ".join(f"{k} => %({k})s{CASTS.get(k, '')}" for k in args)
+    sql = f"select * from hipocampo.{rpc}({named})"
+    try:
+        with db.transaction():
+            db.execute(sql, args).fetchall()
+        return "ok"
+    except psycopg.Error as err:
+        return err.sqlstate or "?"
+
+
+@pytest.fixture
+def member(db: Conn, world: World) -> World:
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    db.execute("select hipocampo.set_memory_consent(true)")
+    session = db.execute("select hipocampo.open_session() as v").fetchone()
+    assert session is not None
+    world.session = session["v"]["session_id"]  # type: ignore[attr-defined]
+    return world
+
+
+@pytest.mark.parametrize("rpc", sorted(SPECS))
+def test_every_outcome_is_a_result_or_a_documented_sqlstate(db: Conn, member: World, rpc: str) -> None:
+    seen: Counter[str] = Counter()
+    failures: list[str] = []
+
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(args=SPECS[rpc](member))
+    def run(args: dict[str, Any]) -> None:
+        outcome = call(db, rpc, args)
+        seen[outcome] += 1
+        if outcome != "ok" and outcome not in ALLOWED and len(failures) < 5:
+            shown = {k: (v[:80] + "…" if isinstance(v, str) and len(v) > 80 else v) for k, v in args.items()}
+            failures.append(f"{outcome}: {shown}")
+
+    run()
+    OUTCOMES.update({f"{rpc}:{k}": v for k, v in seen.items()})
+    assert not failures, "\n".join(failures)
+
+
+def test_zz_report_fuzzing_counts() -> None:
+    """Adds the fuzzing totals to the run's summary (after the RPC tests, by name)."""
+    total = sum(OUTCOMES.values())
+    if not total:
+        pytest.skip("no fuzzing ran")
+    states = Counter()
+    for key, n in OUTCOMES.items():
+        states[key.split(":", 1)[1]] += n
+    shown = ", ".join(f"{n} {s}" for s, n in states.most_common())
+    SUMMARY.append(f"fuzzing: {total} calls of {len(SPECS)} RPCs; outcomes: {shown}")
