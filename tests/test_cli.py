@@ -69,6 +69,7 @@ def test_worker_runs_the_maintenance_jobs_once(database_url: str) -> None:
         "sessions_purged",
         "retention",
         "transient",
+        "ingestion",
     }
     assert set(out["retention"]) == {"documents", "chunks"}
     assert set(out["transient"]) == {"answer_cache", "rate_limit_buckets"}

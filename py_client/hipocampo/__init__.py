@@ -2,6 +2,7 @@
 
 from .client import Actor, Hipocampo
 from .errors import (
+    ConnectionLostError,
     DimensionMismatchError,
     EmbeddingError,
     HipocampoError,
@@ -23,6 +24,7 @@ from .models import (
     MemoryRecord,
     Recall,
     RememberResult,
+    ScrubResult,
     SearchHit,
     Source,
 )
@@ -33,6 +35,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Actor",
     "Answer",
+    "ConnectionLostError",
     "DimensionMismatchError",
     "DocumentResult",
     "EmbeddingError",
@@ -53,6 +56,7 @@ __all__ = [
     "PreconditionError",
     "Recall",
     "RememberResult",
+    "ScrubResult",
     "SearchHit",
     "Source",
     "__version__",

@@ -14,12 +14,13 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from . import db
 from .client import Actor, Hipocampo
-from .errors import HipocampoError
+from .errors import HipocampoError, from_db_error
 
 __all__ = ["app"]
 
@@ -44,13 +45,14 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a t
 
 def _fail(exc: Exception) -> typer.Exit:
     state = f" [{exc.sqlstate}]" if isinstance(exc, HipocampoError) and exc.sqlstate else ""
-    err_console.print(f"[red]error{state}:[/red] {exc}")
+    err_console.print(f"[red]error{escape(state)}:[/red] {escape(str(exc))}", soft_wrap=True, highlight=False)
     return typer.Exit(code=1)
 
 
 def _client(tenant: str | None = None, *, create_default: bool = True) -> Hipocampo:
     url = db.ensure_database()
-    client = Hipocampo(url)
+    # A server that went away is reported after 10 s (one line, exit 1), not the library's 30.
+    client = Hipocampo(url, pool_timeout_s=10.0)
     if tenant is None:
         return client
     tid = client.tenant_id(tenant)
@@ -342,7 +344,8 @@ def worker(
     ] = False,
 ) -> None:
     """Run maintenance on a schedule (memory decay/expiry, staging purge, expired sessions,
-    expired documents and chunks, expired cached answers and idle rate-limit buckets): the local
+    expired documents and chunks, expired cached answers and idle rate-limit buckets, ingestion
+    jobs whose lease expired): the local
     stand-in for pg_cron's jobs (hipocampo.schedule_maintenance). With ``--embed-missing`` each run
     also does what ``hipocampo db embed-missing`` does (the configured embedding model)."""
     import time
@@ -357,7 +360,8 @@ def worker(
                 cur.execute(
                     "select hipocampo.run_memory_maintenance() || jsonb_build_object("
                     "'sessions_purged', hipocampo.purge_sessions(), 'retention', hipocampo.purge_expired(),"
-                    " 'transient', hipocampo.purge_transient_state()) as r"
+                    " 'transient', hipocampo.purge_transient_state(),"
+                    " 'ingestion', hipocampo.recover_ingestion_jobs()) as r"
                 )
                 row = cur.fetchone()
             result = dict(row["r"]) if row else {}
@@ -397,5 +401,27 @@ def _register_memory() -> None:
 
 _register_memory()
 
+
+def main() -> None:
+    """The ``hipocampo`` command: the Typer app, with any error that escapes a command (a lost
+    database connection mid-run, a driver error) reported as one line on stderr and exit code 1,
+    never a traceback; Ctrl-C exits 130."""
+    import psycopg
+
+    # The pool's reconnection warnings would add lines to the one that says the server is gone.
+    logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
+    try:
+        app()
+    except HipocampoError as exc:
+        _fail(exc)
+        raise SystemExit(1) from None
+    except psycopg.Error as exc:
+        _fail(from_db_error(exc))
+        raise SystemExit(1) from None
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        raise SystemExit(130) from None
+
+
 if __name__ == "__main__":  # pragma: no cover
-    app()
+    main()

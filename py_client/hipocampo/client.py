@@ -112,21 +112,24 @@ class Hipocampo:
 
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Cursor[dict[str, Any]]]:
-        """A cursor in a transaction with the actor's role and JWT claims set (``set local``)."""
-        with (
-            self._pool.connection() as conn,
-            conn.transaction(),
-            conn.cursor(row_factory=dict_row) as cur,
-        ):
-            try:
+        """A cursor in a transaction with the actor's role and JWT claims set (``set local``).
+
+        Raises the typed error of a database error (``from_db_error``), also when no connection
+        can be had (:class:`~hipocampo.errors.ConnectionLostError` after the pool timeout)."""
+        try:
+            with (
+                self._pool.connection() as conn,
+                conn.transaction(),
+                conn.cursor(row_factory=dict_row) as cur,
+            ):
                 cur.execute(f"set local role {sql.Identifier(self.actor.role).as_string(conn)}")
                 cur.execute(
                     "select set_config('request.jwt.claims', %s, true)",
                     (json.dumps(self.actor.claims),),
                 )
                 yield cur
-            except psycopg.Error as err:
-                raise from_db_error(err) from err
+        except psycopg.Error as err:
+            raise from_db_error(err) from err
 
     def _tenant(self) -> str | None:
         return str(self.actor.tenant_id) if self.actor.tenant_id else None
@@ -261,8 +264,15 @@ class Hipocampo:
             cur.execute("select hipocampo.delete_document(%s) as ok", (document_id,))
             return bool(_one(cur)["ok"])
 
+    def heartbeat_job(self, job_id: UUID) -> None:
+        """Renew a running ingestion job's lease (``hipocampo.heartbeat_ingestion_job``; lease
+        maintenance.ingestion_lease_seconds = 300 s). Raises NotFoundError when the job is no
+        longer running (e.g. marked interrupted after a longer silence)."""
+        with self.transaction() as cur:
+            cur.execute("select hipocampo.heartbeat_ingestion_job(%s)", (job_id,))
+
     def start_job(self, kb_id: UUID, documents_total: int) -> UUID:
-        """Open an ingestion-job record."""
+        """Open an ingestion-job record (the knowledge base's interrupted jobs are recovered first)."""
         with self.transaction() as cur:
             cur.execute("select hipocampo.start_ingestion_job(%s, %s) as id", (kb_id, documents_total))
             return UUID(str(_one(cur)["id"]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import psycopg
 
 __all__ = [
+    "ConnectionLostError",
     "DimensionMismatchError",
     "EmbeddingError",
     "HipocampoError",
@@ -60,6 +61,12 @@ class LoaderError(HipocampoError):
     """A file cannot be loaded: unsupported type, corrupt or empty."""
 
 
+class ConnectionLostError(HipocampoError):
+    """The database cannot be reached, or the connection went away mid-call (server stopped or
+    crashed, network cut): SQLSTATE class 08, 57P01-57P03, or no SQLSTATE from the driver. A
+    multi-step write in flight was rolled back with its transaction; nothing half-written stays."""
+
+
 class MemoryRejected(HipocampoError):
     """The memory gate refused a write (recorded in memory_events with its reason).
 
@@ -90,8 +97,12 @@ _BY_STATE: dict[str, type[HipocampoError]] = {
 
 
 def from_db_error(err: psycopg.Error) -> HipocampoError:
-    """Map a psycopg error to the typed exception of its SQLSTATE (message kept)."""
+    """Map a psycopg error to the typed exception of its SQLSTATE (message kept); a lost or
+    refused connection to :class:`ConnectionLostError` with the driver's first line."""
     state = err.sqlstate or ""
     diag = err.diag.message_primary if err.diag else None
+    if isinstance(err, psycopg.OperationalError) and (not state or state.startswith("08") or state[:4] == "57P0"):
+        first = (diag or str(err)).strip().splitlines()[0] if (diag or str(err)).strip() else type(err).__name__
+        return ConnectionLostError(f"lost the database connection: {first}", state or "08006")
     cls = _BY_STATE.get(state, HipocampoError)
     return cls(diag or str(err), state or None)

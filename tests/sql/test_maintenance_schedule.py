@@ -1,4 +1,4 @@
-"""The periodic jobs with pg_cron (hipocampo.schedule_maintenance, migrations 003000 and 003200).
+"""The periodic jobs with pg_cron (hipocampo.schedule_maintenance, migrations 003000, 003200 and 004600).
 
 The embedded server (PostgreSQL 18) has no pg_cron: there the tests check the clear error and
 that migrating skipped scheduling. ``make test`` runs the suite again on a PostgreSQL 15 server
@@ -23,6 +23,7 @@ JOBS = {
     "hipocampo-session-purge": ("*/5 * * * *", "select hipocampo.purge_sessions()"),
     "hipocampo-retention-purge": ("37 3 * * *", "select hipocampo.purge_expired()"),
     "hipocampo-transient-purge": ("*/30 * * * *", "select hipocampo.purge_transient_state()"),
+    "hipocampo-interrupted-ingestion": ("*/5 * * * *", "select hipocampo.recover_ingestion_jobs()"),
 }
 
 
@@ -86,6 +87,7 @@ def test_rescheduling_follows_the_config_and_keeps_one_job_each(db: Conn) -> Non
         "hipocampo-session-purge": "*/5 * * * *",
         "hipocampo-retention-purge": "37 3 * * *",
         "hipocampo-transient-purge": "*/30 * * * *",
+        "hipocampo-interrupted-ingestion": "*/5 * * * *",
     }
     assert _jobs(db) == {**JOBS, "hipocampo-memory-maintenance": ("0 4 * * 0", JOBS["hipocampo-memory-maintenance"][1])}
 

@@ -85,9 +85,7 @@ def test_a_session_keeps_only_scrubbed_copies(db: Conn, user_a: World) -> None:
     assert s is not None
     sid = s["v"]["session_id"]
     db.execute("select hipocampo.session_add_message(%s, 'user', %s)", (sid, RAW))
-    db.execute(
-        """select hipocampo.add_pending_confirmation(%s, 'remember', '{"cpf": "529.982.247-25"}')""", (sid,)
-    )
+    db.execute("""select hipocampo.add_pending_confirmation(%s, 'remember', '{"cpf": "529.982.247-25"}')""", (sid,))
     data = db.execute("select data::text as d from hipocampo_private.sessions where id = %s", (sid,)).fetchone()
     assert data is not None
     assert "529" not in data["d"] and "4111" not in data["d"] and "joao@" not in data["d"]

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..client import Hipocampo
 from ..embeddings.base import EmbeddingProvider
-from ..errors import HipocampoError, LoaderError
+from ..errors import ConnectionLostError, HipocampoError, LoaderError
 from ..models import DocumentResult, IngestSummary
 from .chunking import Chunk, ChunkingRule, chunk_text
 from .loaders import LoadedDocument, load_path
@@ -147,6 +147,7 @@ def ingest_documents(
         if not pending:
             return
         texts = [f"{it.doc.title}\n{c.content}" for it, _, _, chunks, _ in pending for c in chunks]
+        client.heartbeat_job(job)  # the lease (migration 004600): alive before a long embedding call
         try:
             # The title is a contextual header of every chunk, for the embedding as for the
             # tsvector (which indexes metadata.title + content).
@@ -188,6 +189,8 @@ def ingest_documents(
                 summary.documents_ingested += 1
                 summary.chunks_written += res.chunks
                 summary.pii_replaced += pii
+            except ConnectionLostError:
+                raise  # not this document's fault: stop; the job is recovered by its lease
             except HipocampoError as exc:
                 fail(it, res, exc)
             finish(res)
