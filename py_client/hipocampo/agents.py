@@ -130,10 +130,7 @@ class PostgresVectorStore:
             kb = self.client.kb_id(namespace or self.namespace)
         except NotFoundError:
             return 0
-        with self.client.transaction() as cur:
-            cur.execute("select id from hipocampo_private.documents where kb_id = %s", (kb,))
-            doc_ids = [r["id"] for r in cur.fetchall()]
-        return sum(self.client.delete_document(doc) for doc in doc_ids)
+        return sum(self.client.delete_document(d["id"]) for d in self.client.list_documents(kb))
 
 
 class RagContextProvider:

@@ -27,10 +27,7 @@ KINDS = ("memories", "memory_staging", "messages")
 
 def _check_active(client: Hipocampo, embedder: Any) -> None:
     """EmbeddingError unless ``embedder`` is the active model."""
-    with client.transaction() as cur:
-        cur.execute("select name from hipocampo_private.embedding_models where active")
-        row = cur.fetchone()
-    active = row["name"] if row else None
+    active = client.active_embedding_model()
     if active != embedder.model_name:
         raise EmbeddingError(
             f"the active embedding model is {active!r}; its rows need its own embedder, not {embedder.model_name!r}"

@@ -44,10 +44,7 @@ def _memory(tenant: str, user: str | None, *, embed: bool = True) -> Iterator[Me
     with _client(tenant) as service:
         tid = service.actor.tenant_id
         assert tid is not None
-        with service.transaction() as cur:
-            cur.execute("select 1 from hipocampo_private.memberships where tenant_id = %s and user_id = %s", (tid, uid))
-            member = cur.fetchone() is not None
-        if not member:
+        if service.membership_role(tid, uid) is None:
             service.add_member(tid, uid, "member")
         try:
             yield Memory(service.as_actor(Actor.user(uid, tid)), provider_from_config() if embed else None)

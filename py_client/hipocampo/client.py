@@ -147,9 +147,9 @@ class Hipocampo:
     def tenant_id(self, slug: str) -> UUID | None:
         """Id of the tenant with ``slug`` (as the actor sees it), or None."""
         with self.transaction() as cur:
-            cur.execute("select id from hipocampo_private.tenants where slug = %s", (slug,))
+            cur.execute("select hipocampo.tenant_by_slug(%s) as id", (slug,))
             row = cur.fetchone()
-            return UUID(str(row["id"])) if row else None
+            return UUID(str(row["id"])) if row and row["id"] else None
 
     def add_member(self, tenant_id: UUID | str, user_id: UUID | str, role: str = "member") -> None:
         """Add a user to a tenant as ``admin`` or ``member`` (service_role)."""
@@ -257,6 +257,27 @@ class Hipocampo:
                 (kb_id, json.dumps(document), json.dumps(list(chunks)), embedding_model),
             )
             return dict(_one(cur)["r"])
+
+    def list_documents(self, kb_id: UUID) -> list[dict[str, Any]]:
+        """The KB's documents (``hipocampo.list_documents``): id, title, source_uri, source_type,
+        doc_type, status, trust_score 0..1, chunk_count, content_hash, dates; by source_uri."""
+        with self.transaction() as cur:
+            cur.execute("select * from hipocampo.list_documents(%s)", (kb_id,))
+            return [dict(r) for r in cur.fetchall()]
+
+    def membership_role(self, tenant_id: UUID | str, user_id: UUID | str) -> str | None:
+        """``admin`` | ``member`` | None: the user's role in the tenant (service_role names both)."""
+        with self.transaction() as cur:
+            cur.execute("select hipocampo.membership_role(%s::uuid, %s::uuid) as r", (str(user_id), str(tenant_id)))
+            row = cur.fetchone()
+            return str(row["r"]) if row and row["r"] else None
+
+    def active_embedding_model(self) -> str | None:
+        """Name of the active embedding model (``hipocampo.active_embedding_model``), or None."""
+        with self.transaction() as cur:
+            cur.execute("select name from hipocampo.active_embedding_model()")
+            row = cur.fetchone()
+            return str(row["name"]) if row else None
 
     def delete_document(self, document_id: UUID) -> bool:
         """Delete a document with its chunks and embeddings; False when not visible."""

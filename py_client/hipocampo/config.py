@@ -1,6 +1,6 @@
 """Versioned defaults from the root ``config.toml``.
 
-The file seeds the global config row in the database (``hipocampo_private.settings``); SQL and
+The file seeds the global config row in the database (``hipocampo db migrate``); SQL and
 Python read thresholds from there (``hipocampo.effective_config``), never from this module. Only
 what is needed before a database exists (connection, data directory, embedding provider) is read
 here directly.

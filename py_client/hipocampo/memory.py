@@ -18,7 +18,7 @@ from pgvector import Vector
 
 from .client import Hipocampo
 from .embeddings.base import EmbeddingProvider, TokenEmbedder, TokenVectors, token_embedder
-from .errors import InvalidInputError, MemoryRejected
+from .errors import InvalidInputError, MemoryRejected, PreconditionError
 from .models import HistoryHit, MemoryHit, MemoryRecord, Recall, RememberResult
 
 __all__ = ["Memory"]
@@ -196,18 +196,16 @@ class Memory:
         profile seed), optionally only those ``keys``. Returns how many were embedded."""
         if self.embedder is None:
             return 0
-        missing = [m for m in self.lookup() if keys is None or m.key in keys]
         with self.client.transaction() as cur:
             cur.execute(
-                "select id from hipocampo_private.memories where id = any(%s) and embedding is null",
-                ([m.id for m in missing],),
+                "select id, description from hipocampo.memories_without_embedding(%s::text[], %s::uuid, %s::uuid)",
+                (list(keys) if keys is not None else None, self.user_id, self.tenant_id),
             )
-            ids = {r["id"] for r in cur.fetchall()}
-        todo = [m for m in missing if m.id in ids]
+            todo = cur.fetchall()
         if not todo:
             return 0
-        vectors = self.embedder.embed_documents([m.description for m in todo])
-        items = [{"memory_id": str(m.id), "embedding": list(v)} for m, v in zip(todo, vectors, strict=True)]
+        vectors = self.embedder.embed_documents([str(m["description"]) for m in todo])
+        items = [{"memory_id": str(m["id"]), "embedding": list(v)} for m, v in zip(todo, vectors, strict=True)]
         return int(self._call("set_memory_embeddings", {"items": json.dumps(items)}, {"items": "::jsonb"}))
 
     # -- reads ---------------------------------------------------------------------------------
@@ -391,12 +389,17 @@ class Memory:
         (the conversation's stored ones, then the batch's). 55000 (PreconditionError) when the
         key is not seeded."""
         cur.execute(
-            "select (hipocampo_private._require_config(hipocampo.effective_config(%s::uuid) -> 'conversations', "
-            "'conversations', array['token_context_messages']) ->> 'token_context_messages')::integer as n",
+            "select hipocampo.effective_config(%s::uuid) -> 'conversations' ->> 'token_context_messages' as n",
             (self.tenant_id,),
         )
         row = cur.fetchone()
-        n = int(row["n"]) if row else 0
+        if row is None or row["n"] is None:
+            raise PreconditionError(
+                "conversations config is incomplete: token_context_messages (seed it from config.toml: "
+                "hipocampo db migrate)",
+                "55000",
+            )
+        n = int(row["n"])
         history: builtins.list[str] = []
         if n > 0:
             cur.execute(

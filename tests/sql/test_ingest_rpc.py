@@ -153,3 +153,36 @@ def test_new_model_lives_beside_the_old_one(db: psycopg.Connection[dict[str, Any
     db.execute("select hipocampo.activate_embedding_model('test-model-8')")
     dropped = db.execute("select hipocampo.drop_embedding_model(%s) as n", (MODEL,)).fetchone()
     assert dropped is not None and dropped["n"] >= 2
+
+
+def test_the_python_surface_rpcs(db: Any, world: World) -> None:
+    """Migration 004700: what the Python package read from hipocampo_private directly."""
+    db.execute("reset role")
+    slugs = {
+        r["id"]: r["slug"]
+        for r in db.execute(
+            "select id, slug from hipocampo_private.tenants where id in (%s, %s)", (world.tenant_a, world.tenant_b)
+        ).fetchall()
+    }
+    world.act("authenticated", world.member_a, world.tenant_a)
+    by_slug = "select hipocampo.tenant_by_slug(%s) as t"
+    assert db.execute(by_slug, (slugs[world.tenant_a],)).fetchone() == {"t": world.tenant_a}
+    assert db.execute(by_slug, (slugs[world.tenant_b],)).fetchone() == {"t": None}  # not the member's tenant
+    docs = db.execute("select title, chunk_count from hipocampo.list_documents(%s)", (world.kb_a,)).fetchall()
+    assert docs == [{"title": "a1", "chunk_count": 2}]
+    assert db.execute("select hipocampo.membership_role() as r").fetchone() == {"r": "member"}
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), db.transaction():
+        db.execute("select hipocampo.membership_role(%s, %s)", (world.admin_a, world.tenant_a))
+    model = db.execute("select name from hipocampo.active_embedding_model()").fetchone()
+    assert model == {"name": MODEL}
+    world.act("authenticated", world.member_b, world.tenant_b)
+    with pytest.raises(psycopg.errors.NoDataFound), db.transaction():
+        db.execute("select * from hipocampo.list_documents(%s)", (world.kb_a,))
+    world.act("service_role")
+    assert db.execute(by_slug, (slugs[world.tenant_b],)).fetchone() == {"t": world.tenant_b}
+    assert db.execute("select hipocampo.membership_role(%s, %s) as r", (world.admin_a, world.tenant_a)).fetchone() == {
+        "r": "admin"
+    }
+    assert db.execute("select hipocampo.membership_role(%s, %s) as r", (world.outsider, world.tenant_a)).fetchone() == {
+        "r": None
+    }

@@ -14,7 +14,7 @@ class EmbeddingProvider(Protocol):
     """What ingestion and retrieval need from an embedding model.
 
     Attributes:
-        model_name: registry name (``hipocampo_private.embedding_models.name``).
+        model_name: registry name (as ``hipocampo.active_embedding_model()`` returns it).
         provider: ``local`` | ``openai`` | ``azure``.
         dims: vector dimensions.
         model_version: a string that changes whenever vectors would change.
