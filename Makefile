@@ -64,7 +64,7 @@ demo: $(STAMP)
 lint: $(STAMP) $(DENO)
 	$(BIN)/ruff check py_client tests benchmarks
 	$(BIN)/ruff format --check py_client tests benchmarks
-	$(BIN)/sqlfluff lint supabase/migrations supabase/tests
+	$(BIN)/sqlfluff lint supabase/migrations supabase/schemas supabase/data supabase/tests
 	$(BIN)/mypy --strict --ignore-missing-imports py_client/hipocampo
 	$(DENO) fmt --check supabase/functions
 	$(DENO) lint supabase/functions

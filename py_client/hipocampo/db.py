@@ -258,11 +258,25 @@ def apply_migrations(url: str, *, shim: bool) -> MigrationResult:
                     )
                 log.info("applied migration %s_%s", version, name)
                 applied.append(version)
+            run_data_files(conn)
             seed_config(conn)
             schedule_maintenance(conn)
         finally:
             conn.execute("select pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
     return MigrationResult(applied, skipped, drifted)
+
+
+def data_files_dir() -> Path:
+    """``supabase/data/``: idempotent SQL files that set up data the schema does not carry (e.g. the
+    project's HMAC key), run in name order after the migrations or the schema files."""
+    return migrations_dir().parent / "data"
+
+
+def run_data_files(conn: psycopg.Connection[Any]) -> None:
+    """Run every ``supabase/data/*.sql`` file (idempotent), each in its own transaction."""
+    for file in sorted(data_files_dir().glob("*.sql")):
+        with conn.transaction():
+            conn.execute(file.read_text("utf-8"))  # type: ignore[arg-type,unused-ignore]
 
 
 def seed_config(conn: psycopg.Connection[Any]) -> None:

@@ -1,0 +1,61 @@
+-- Function bodies may name objects of later schema files; they are checked when called (as in
+-- pg_dump output), so the files apply in the order of [db.migrations] schema_paths.
+set check_function_bodies = off;
+
+-- hipocampo: schemas, extensions and default privileges.
+--
+-- hipocampo          exposed schema (add it to PostgREST's api.schemas): RPCs and views only.
+-- hipocampo_private  tables and internals; never exposed over HTTP.
+--
+-- Extensions live in the `extensions` schema, as on Supabase.
+create schema if not exists extensions;
+
+create extension if not exists vector with schema extensions;
+
+create extension if not exists pg_trgm with schema extensions;
+
+create extension if not exists unaccent with schema extensions;
+
+create schema if not exists hipocampo;
+
+create schema if not exists hipocampo_private;
+
+comment on schema hipocampo is
+'hipocampo RPC surface (exposed through PostgREST). Tables live in hipocampo_private.';
+
+comment on schema hipocampo_private is
+'hipocampo tables and internal functions. Not exposed over HTTP; protected by RLS.';
+
+-- Revoke by default. Per-schema default privileges cannot take back PostgreSQL's built-in
+-- EXECUTE-to-PUBLIC on new functions, and a global `alter default privileges` would change the
+-- user's other schemas too; so every migration that creates functions ends with an explicit
+-- `revoke execute on all functions in schema … from public`, and grants each one explicitly.
+alter default privileges in schema hipocampo revoke all on tables from anon, authenticated;
+
+alter default privileges in schema hipocampo_private revoke all on tables from anon, authenticated;
+
+-- Full-text configurations: the language stemmer plus unaccent, so "matrícula" matches
+-- "matricula". A knowledge base picks one of these (default portuguese).
+create text search configuration hipocampo_private.portuguese_unaccent (
+    copy = pg_catalog.portuguese
+);
+
+alter text search configuration hipocampo_private.portuguese_unaccent
+alter mapping for hword, hword_part, word
+with extensions.unaccent, pg_catalog.portuguese_stem;
+
+create text search configuration hipocampo_private.english_unaccent (
+    copy = pg_catalog.english
+);
+
+alter text search configuration hipocampo_private.english_unaccent
+alter mapping for hword, hword_part, word
+with extensions.unaccent, pg_catalog.english_stem;
+
+create text search configuration hipocampo_private.simple_unaccent (
+    copy = pg_catalog.simple
+);
+
+alter text search configuration hipocampo_private.simple_unaccent
+alter mapping for hword, hword_part, word
+with extensions.unaccent, pg_catalog.simple;

@@ -1,0 +1,266 @@
+-- Function bodies may name objects of later schema files; they are checked when called (as in
+-- pg_dump output), so the files apply in the order of [db.migrations] schema_paths.
+set check_function_bodies = off;
+
+-- Tenants, memberships and the caller's tenant.
+--
+-- The caller's tenant comes from the JWT claims (app_metadata.tenant_id, or a top-level
+-- tenant_id claim) and counts only when auth.uid() is a member of it. service_role bypasses
+-- RLS and sees every tenant; anon is granted nothing.
+create table hipocampo_private.tenants (
+    id uuid primary key default gen_random_uuid(),
+    name text not null,
+    slug text not null unique,
+    created_at timestamptz not null default now(),
+    constraint tenants_name_length check (char_length(name) between 1 and 200),
+    constraint tenants_slug_format check (slug ~ '^[a-z0-9][a-z0-9_-]{0,62}$')
+);
+
+alter table hipocampo_private.tenants enable row level security;
+
+create table hipocampo_private.memberships (
+    tenant_id uuid not null references hipocampo_private.tenants (id) on delete cascade,
+    user_id uuid not null,
+    role text not null default 'member',
+    created_at timestamptz not null default now(),
+    primary key (tenant_id, user_id),
+    constraint memberships_role_check check (role in ('admin', 'member'))
+);
+
+alter table hipocampo_private.memberships enable row level security;
+
+create index memberships_user_id_idx on hipocampo_private.memberships (user_id);
+
+comment on table hipocampo_private.tenants is 'Tenants (customer organisations).';
+
+comment on table hipocampo_private.memberships is 'Which auth user belongs to which tenant, as admin or member.';
+
+/*
+current_tenant_id() -> uuid
+
+Purpose: the tenant of the current request: the tenant named in the JWT claims
+  (app_metadata.tenant_id, else tenant_id), provided auth.uid() is a member of it.
+Returns: the tenant id, or null when there is no claim, it is not a uuid, or the caller is not a member.
+Errors: none.
+Example: select hipocampo_private.current_tenant_id();
+*/
+-- definer because memberships is under RLS and its own policies call this function.
+create function hipocampo_private.current_tenant_id()
+returns uuid
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+    with claim as (
+        select coalesce(
+            (select auth.jwt()) -> 'app_metadata' ->> 'tenant_id',
+            (select auth.jwt()) ->> 'tenant_id'
+        ) as tenant_text
+    )
+    select m.tenant_id
+    from claim
+    inner join hipocampo_private.memberships as m
+        on m.tenant_id::text = lower(claim.tenant_text)
+    where m.user_id = (select auth.uid())
+$$;
+
+/*
+current_tenant_role() -> text
+
+Purpose: the caller's role ('admin' | 'member') in current_tenant_id().
+Returns: the role, or null when the caller has no current tenant.
+Errors: none.
+Example: select hipocampo_private.current_tenant_role() = 'admin';
+*/
+-- definer because memberships is under RLS and its own policies call this function.
+create function hipocampo_private.current_tenant_role()
+returns text
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+    select m.role
+    from hipocampo_private.memberships as m
+    where
+        m.tenant_id = hipocampo_private.current_tenant_id()
+        and m.user_id = (select auth.uid())
+$$;
+
+create policy "members can read their current tenant"
+on hipocampo_private.tenants
+for select
+to authenticated
+using (id = (select hipocampo_private.current_tenant_id()));
+
+create policy "users can read their own memberships"
+on hipocampo_private.memberships
+for select
+to authenticated
+using (user_id = (select auth.uid()));
+
+/*
+create_tenant(name text, slug text, admin_user_id uuid default null) -> uuid
+
+Purpose: create a tenant, its (empty) config row and optionally its first admin.
+Parameters: name - 1..200 characters; slug - ^[a-z0-9][a-z0-9_-]{0,62}$, unique;
+  admin_user_id - auth user made admin of the new tenant (optional).
+Returns: the new tenant id.
+Errors: 23505 "tenant slug already exists"; 23514 on a bad name or slug.
+Example: select hipocampo.create_tenant('Condomínio Sol', 'sol', '…uuid…');
+*/
+create function hipocampo.create_tenant(name text, slug text, admin_user_id uuid default null)
+returns uuid
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    new_id uuid;
+begin
+    begin
+        insert into hipocampo_private.tenants (name, slug)
+        values (create_tenant.name, create_tenant.slug)
+        returning id into new_id;
+    exception when unique_violation then
+        raise exception 'tenant slug already exists: %', create_tenant.slug
+            using errcode = '23505';
+    end;
+    insert into hipocampo_private.settings (tenant_id, config) values (new_id, '{}'::jsonb);
+    if admin_user_id is not null then
+        insert into hipocampo_private.memberships (tenant_id, user_id, role)
+        values (new_id, admin_user_id, 'admin');
+    end if;
+    return new_id;
+end;
+$$;
+
+/*
+add_member(tenant_id uuid, user_id uuid, role text default 'member') -> void
+
+Purpose: add (or change the role of) a member of a tenant.
+Parameters: tenant_id - existing tenant; user_id - auth user; role - 'admin' | 'member'.
+Returns: nothing.
+Errors: 23514 on an unknown role; 23503 "unknown tenant" when the tenant does not exist.
+Example: select hipocampo.add_member('…tenant…', '…user…', 'member');
+*/
+create function hipocampo.add_member(tenant_id uuid, user_id uuid, role text default 'member')
+returns void
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    insert into hipocampo_private.memberships (tenant_id, user_id, role)
+    values (add_member.tenant_id, add_member.user_id, add_member.role)
+    on conflict on constraint memberships_pkey do update set role = excluded.role;
+exception when foreign_key_violation then
+    raise exception 'unknown tenant: %', add_member.tenant_id using errcode = '23503';
+end;
+$$;
+
+comment on function hipocampo.create_tenant(text, text, uuid) is
+'Create a tenant and optionally its first admin (service_role only).';
+
+comment on function hipocampo.add_member(uuid, uuid, text) is
+'Add a user to a tenant as admin or member (service_role only).';
+
+-- One caller model for every RPC. Until now _resolve_tenant decided "may this caller name any
+-- tenant?" from current_user, which inside a security definer function is the owner: a signed-in
+-- user whose JWT named no tenant they belong to could pass tenant_id => <another tenant> to the
+-- definer RPCs (set_tenant_config, cache_get, cache_put, record_answer, take_rate_limit), and
+-- _require_admin did nothing when no tenant resolved. _memory_actor took the user_id argument
+-- whenever auth.uid() was null, so a JWT with role authenticated and no sub could export or erase
+-- any user (export_user_data, erase_user). The definer helpers that write (_touch_chunks,
+-- _touch_memories, _memory_event, _log_access) wrote into whatever tenant they were given.
+--
+-- Now hipocampo_private._caller() resolves the caller once, from the request (the JWT claims that
+-- PostgREST, the edge functions and the Python client set with `set local role`), never from
+-- current_user; _resolve_tenant, _memory_actor, _data_subject and _require_admin are restated on
+-- it, so every RPC that goes through them (all that take tenant_id or user_id) follows it, and
+-- each definer helper checks the tenant (and user) it writes for. The UPDATE policies of memories
+-- and memory_staging check the new row as their USING clause checks the old one (a member could
+-- move their own memory to tenant_shared, which every member reads).
+/*
+_caller() -> record (kind text, tenant_id uuid, user_id uuid, tenant_role text)
+
+Purpose: who is calling, from the request alone: the role and claims in request.jwt.claims
+  (auth.role(), auth.uid(), auth.jwt()) and the role the request switched to (`set local role`,
+  read as current_setting('role'), which a security definer function does not change). Never
+  current_user, which inside a definer function is the owner.
+  The role is the database role the request switched to, else the JWT's role claim; when both
+  are there they must agree.
+  - kind 'service': that role is service_role, or a direct connection that set neither a role
+    nor claims (the owner: migrations, psql, pg_cron jobs; anon and authenticated cannot log in).
+  - kind 'user': that role is authenticated, with a uuid `sub`, a tenant claim
+    (app_metadata.tenant_id, else tenant_id) and a live membership of sub in that tenant;
+    tenant_role is 'admin' or 'member'.
+Returns: one record; tenant_id, user_id and tenant_role are null for 'service'.
+Errors: 42501, before any other work, for every other caller:
+  "not allowed: the JWT role … does not match the database role …" (claims forged on a
+  connection that switched to another role); "not allowed: role … may not call this" (anon, a
+  JWT without a role); "no user: the JWT has no subject (sub)" / "… sub is not a uuid";
+  "no tenant: the JWT claims name no tenant" / "… is not a uuid"; "no tenant: the JWT claims
+  name no tenant this user belongs to" (never a member, or the membership was removed).
+Example: select kind, tenant_id from hipocampo_private._caller();
+*/
+-- definer because memberships is under RLS and the caller must be resolved the same way from
+-- invoker and definer RPCs; it reads only the request's settings and the caller's membership.
+create function hipocampo_private._caller(
+    out kind text, out tenant_id uuid, out user_id uuid, out tenant_role text
+)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+    claims jsonb := (select auth.jwt());
+    claim_role text := claims ->> 'role';
+    db_role text := current_setting('role');
+    sub_text text := claims ->> 'sub';
+    tenant_text text := coalesce(claims -> 'app_metadata' ->> 'tenant_id', claims ->> 'tenant_id');
+    uuid_format constant text := '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+begin
+    if db_role <> 'none' then
+        if claim_role is not null and claim_role <> db_role then
+            raise exception 'not allowed: the JWT role % does not match the database role %', claim_role, db_role
+                using errcode = '42501';
+        end if;
+        claim_role := db_role;
+    end if;
+    if claim_role = 'service_role' or (claim_role is null and db_role = 'none') then
+        kind := 'service';
+        return;
+    end if;
+    if claim_role is distinct from 'authenticated' then
+        raise exception 'not allowed: role % may not call this', coalesce(claim_role, '(none)')
+            using errcode = '42501';
+    end if;
+    if sub_text is null or sub_text = '' then
+        raise exception 'no user: the JWT has no subject (sub)' using errcode = '42501';
+    end if;
+    if sub_text !~ uuid_format then
+        raise exception 'no user: the JWT sub is not a uuid' using errcode = '42501';
+    end if;
+    if tenant_text is null or tenant_text = '' then
+        raise exception 'no tenant: the JWT claims name no tenant'
+            using errcode = '42501', hint = 'set app_metadata.tenant_id in the JWT';
+    end if;
+    if tenant_text !~ uuid_format then
+        raise exception 'no tenant: the JWT tenant claim is not a uuid' using errcode = '42501';
+    end if;
+    select m.tenant_id, m.user_id, m.role into _caller.tenant_id, _caller.user_id, _caller.tenant_role
+    from hipocampo_private.memberships as m
+    where m.tenant_id = tenant_text::uuid and m.user_id = sub_text::uuid;
+    if not found then
+        raise exception 'no tenant: the JWT claims name no tenant this user belongs to'
+            using errcode = '42501';
+    end if;
+    kind := 'user';
+end;
+$$;
+
+comment on function hipocampo_private._caller() is
+'The caller of an RPC, from the request''s role and JWT claims (never current_user): service, user, or 42501.';

@@ -1,0 +1,489 @@
+-- Function bodies may name objects of later schema files; they are checked when called (as in
+-- pg_dump output), so the files apply in the order of [db.migrations] schema_paths.
+set check_function_bodies = off;
+
+-- Config rows: the one place thresholds live.
+--
+-- The global row (tenant_id is null) is seeded from the root config.toml by
+-- hipocampo_private.seed_default_config() each time migrations are applied; a tenant row
+-- overrides keys of it; a knowledge base's `overrides` override both.
+create table hipocampo_private.settings (
+    id bigint generated always as identity primary key,
+    tenant_id uuid,
+    config jsonb not null default '{}'::jsonb,
+    updated_at timestamptz not null default now(),
+    constraint settings_config_is_object check (jsonb_typeof(config) = 'object')
+);
+
+alter table hipocampo_private.settings enable row level security;
+
+create unique index settings_tenant_id_key on hipocampo_private.settings (
+    coalesce(tenant_id, '00000000-0000-0000-0000-000000000000'::uuid)
+);
+
+comment on table hipocampo_private.settings is
+'Config rows: global defaults (tenant_id null, seeded from config.toml) and per-tenant overrides.';
+
+/*
+seed_default_config(defaults jsonb) -> void
+
+Purpose: replace the global config row with the versioned defaults from config.toml.
+Parameters: defaults - a jsonb object (sections retrieval, chunking, embedding).
+Returns: nothing.
+Errors: 22023 "defaults must be a json object" when it is not an object.
+Example: select hipocampo_private.seed_default_config('{"retrieval": {"match_count": 5}}');
+*/
+create function hipocampo_private.seed_default_config(defaults jsonb)
+returns void
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    if defaults is null or jsonb_typeof(defaults) <> 'object' then
+        raise exception 'defaults must be a json object' using errcode = '22023';
+    end if;
+    insert into hipocampo_private.settings (tenant_id, config)
+    values (null, defaults)
+    on conflict (coalesce(tenant_id, '00000000-0000-0000-0000-000000000000'::uuid))
+    do update set config = excluded.config, updated_at = now();
+end;
+$$;
+
+create policy "members can read the global and their tenant config"
+on hipocampo_private.settings
+for select
+to authenticated
+using (
+    tenant_id is null
+    or tenant_id = (select hipocampo_private.current_tenant_id())
+);
+
+/*
+set_tenant_config(section text, patch jsonb, tenant_id uuid default null) -> jsonb
+
+Purpose: as in migration 001300, now validated by _check_config_patch (which adds the secrets
+  rule); merges `patch` into the tenant's row for one section; a null value removes an override.
+Errors: 42501 not an admin; 22023 / 22003 as _check_config_patch.
+Example: select hipocampo.set_tenant_config('rag', '{"top_k": 6}');
+*/
+-- definer because tenant admins change their tenant's settings row, which no client role may write directly.
+create or replace function hipocampo.set_tenant_config(section text, patch jsonb, tenant_id uuid default null)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+#variable_conflict use_column
+declare
+    t uuid := hipocampo_private._resolve_tenant(set_tenant_config.tenant_id);
+    current jsonb;
+begin
+    perform hipocampo_private._require_admin();
+    perform hipocampo_private._check_config_patch(set_tenant_config.section, patch);
+    insert into hipocampo_private.settings (tenant_id, config) values (t, '{}'::jsonb)
+    on conflict (coalesce(tenant_id, '00000000-0000-0000-0000-000000000000'::uuid)) do nothing;
+    select coalesce(s.config -> set_tenant_config.section, '{}'::jsonb) into current
+    from hipocampo_private.settings as s where s.tenant_id = t;
+    current := jsonb_strip_nulls(current || patch);
+    update hipocampo_private.settings as s
+    set config = jsonb_set(s.config, array[set_tenant_config.section], current), updated_at = now()
+    where s.tenant_id = t;
+    return current;
+end;
+$$;
+
+comment on function hipocampo.set_tenant_config(text, jsonb, uuid) is
+'Tenant admins override config keys of one section, within the bounds the global row declares.';
+
+/*
+_check_config_patch(section text, patch jsonb) -> void
+
+Purpose: as in migration 002000; a `<key>_range` now also bounds each element of an array of
+  numbers, and `<key>_max_items` caps an array's length (the history context weights).
+Errors: as in 002000; 22023 "… must have at most N items"; 22003 "… must lie in [lo, hi]" also
+  for an array element that is not a number or lies outside the range.
+Example: select hipocampo_private._check_config_patch('conversations', '{"context_weights_after": [0.4]}');
+*/
+create or replace function hipocampo_private._check_config_patch(section text, patch jsonb)
+returns void
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    global_section jsonb;
+    item record;
+    bounds jsonb;
+begin
+    if patch is null or jsonb_typeof(patch) <> 'object' then
+        raise exception 'patch must be a json object' using errcode = '22023';
+    end if;
+    select s.config -> _check_config_patch.section into global_section
+    from hipocampo_private.settings as s where s.tenant_id is null;
+    if global_section is null or jsonb_typeof(global_section) <> 'object' then
+        raise exception 'unknown section: %', section using errcode = '22023';
+    end if;
+    for item in select e.key, e.value from jsonb_each(patch) as e loop
+        if item.key in ('api_key', 'apikey', 'password', 'secret', 'token')
+            or (jsonb_typeof(item.value) = 'string'
+                and (item.value #>> '{}') ~ '^(sk-[A-Za-z0-9_-]{8,}|eyJ[A-Za-z0-9_-]{10,}\.)') then
+            raise exception 'secrets are never stored: give the name of the secret in a *_secret key (%.%)',
+                section, item.key using errcode = '22023';
+        end if;
+        if item.key like '%\_secret' and jsonb_typeof(item.value) = 'string'
+            and (item.value #>> '{}') !~ '^[A-Za-z_][A-Za-z0-9_]{0,127}$' then
+            raise exception 'secrets are never stored: %.% must be the name of a secret (letters, digits, _)',
+                section, item.key using errcode = '22023';
+        end if;
+        if not global_section ? item.key or item.key like '%\_range' or item.key like '%\_max\_items'
+            or item.key = 'tenant_locked' then
+            raise exception 'unknown key %.%', section, item.key using errcode = '22023';
+        end if;
+        if coalesce(global_section -> 'tenant_locked', '[]'::jsonb) ? item.key then
+            raise exception '%.% is fixed and cannot be changed per tenant', section, item.key
+                using errcode = '22023';
+        end if;
+        continue when jsonb_typeof(item.value) = 'null';
+        if jsonb_typeof(item.value) <> jsonb_typeof(global_section -> item.key) then
+            raise exception '%.% must be a %', section, item.key, jsonb_typeof(global_section -> item.key)
+                using errcode = '22023';
+        end if;
+        if jsonb_typeof(item.value) = 'array' and (global_section ->> (item.key || '_max_items'))::integer
+            < jsonb_array_length(item.value) then
+            raise exception '%.% must have at most % items', section, item.key,
+                global_section ->> (item.key || '_max_items') using errcode = '22023';
+        end if;
+        bounds := global_section -> (item.key || '_range');
+        -- A range bounds a number, or each element of an array of numbers.
+        if bounds is not null and exists (
+            select 1
+            from jsonb_array_elements(
+                case when jsonb_typeof(item.value) = 'array' then item.value else jsonb_build_array(item.value) end
+            ) as e
+            where jsonb_typeof(e) <> 'number'
+               or (e #>> '{}')::numeric < (bounds ->> 0)::numeric
+               or (e #>> '{}')::numeric > (bounds ->> 1)::numeric
+        ) then
+            raise exception '%.% must lie in [%, %] (got %)', section, item.key, bounds ->> 0, bounds ->> 1,
+                item.value using errcode = '22003';
+        end if;
+    end loop;
+end;
+$$;
+
+/*
+_require_admin() -> void
+
+Purpose: only an admin of the caller's tenant or service_role passes (fails closed: a caller
+  _caller() does not resolve is refused).
+Errors: 42501 as _caller; 42501 "only tenant admins can change the tenant's configuration".
+Example: perform hipocampo_private._require_admin();
+*/
+create or replace function hipocampo_private._require_admin()
+returns void
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    c record := hipocampo_private._caller();
+begin
+    if c.kind <> 'service' and c.tenant_role is distinct from 'admin' then
+        raise exception 'only tenant admins can change the tenant''s configuration' using errcode = '42501';
+    end if;
+end;
+$$;
+
+-- Restated from migration 002000; the caller is resolved first.
+/*
+set_knowledge_base_config(kb_id uuid, section text, patch jsonb) -> jsonb
+
+Purpose: per-knowledge-base overrides (e.g. rag.top_k, rag.min_confidence, retrieval.*), merged
+  into knowledge_bases.overrides; a null value removes an override. Validated like the tenant's.
+Parameters: kb_id of the caller's tenant; section e.g. 'rag'; patch a json object.
+Returns: the knowledge base's overrides of that section after the change.
+Errors: 42501 as _caller (before any other work); 42501 not an admin; P0002 "unknown knowledge base"; 22023 / 22003 as _check_config_patch.
+Example: select hipocampo.set_knowledge_base_config(kb, 'rag', '{"min_confidence": 0.7}');
+*/
+create or replace function hipocampo.set_knowledge_base_config(kb_id uuid, section text, patch jsonb)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    gate record := hipocampo_private._caller();  -- 42501 before any other work
+    k hipocampo_private.knowledge_bases := hipocampo_private._kb(set_knowledge_base_config.kb_id);
+    current jsonb;
+begin
+    perform hipocampo_private._require_admin();
+    perform hipocampo_private._check_config_patch(set_knowledge_base_config.section, patch);
+    current := jsonb_strip_nulls(coalesce(k.overrides -> section, '{}'::jsonb) || patch);
+    update hipocampo_private.knowledge_bases as b
+    set overrides = jsonb_set(b.overrides, array[set_knowledge_base_config.section], current), updated_at = now()
+    where b.id = k.id;
+    return current;
+end;
+$$;
+
+-- Agent bindings: an assistant ("agent") of a tenant, the knowledge bases it answers from and its
+-- overrides of the rag section.
+create table hipocampo_private.agent_bindings (
+    id uuid primary key default gen_random_uuid(),
+    tenant_id uuid not null references hipocampo_private.tenants (id) on delete cascade,
+    name text not null,
+    kb_ids uuid[] not null default '{}',
+    rag_overrides jsonb not null default '{}'::jsonb,
+    created_at timestamptz not null default now(),
+    updated_at timestamptz not null default now(),
+    constraint agent_bindings_name_format check (name ~ '^[a-z0-9][a-z0-9_.-]{0,62}$'),
+    constraint agent_bindings_overrides_is_object check (jsonb_typeof(rag_overrides) = 'object'),
+    constraint agent_bindings_tenant_name_key unique (tenant_id, name)
+);
+
+alter table hipocampo_private.agent_bindings enable row level security;
+
+create policy "members can read agent bindings of their tenant"
+on hipocampo_private.agent_bindings
+for select
+to authenticated
+using (tenant_id = (select hipocampo_private.current_tenant_id()));
+
+create policy "admins can create agent bindings in their tenant"
+on hipocampo_private.agent_bindings
+for insert
+to authenticated
+with check (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (select hipocampo_private.current_tenant_role()) = 'admin'
+);
+
+create policy "admins can update agent bindings of their tenant"
+on hipocampo_private.agent_bindings
+for update
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (select hipocampo_private.current_tenant_role()) = 'admin'
+)
+with check (tenant_id = (select hipocampo_private.current_tenant_id()));
+
+create policy "admins can delete agent bindings of their tenant"
+on hipocampo_private.agent_bindings
+for delete
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (select hipocampo_private.current_tenant_role()) = 'admin'
+);
+
+/*
+set_agent_binding(name text, kb_ids uuid[], rag_overrides jsonb default '{}', tenant_id uuid default null)
+  -> uuid
+
+Purpose: create or replace an agent binding: its knowledge bases and its overrides of the rag
+  section (validated like the tenant's; replaced as a whole).
+Parameters: name ^[a-z0-9][a-z0-9_.-]{0,62}$; kb_ids of the tenant (at least one);
+  tenant_id only for service_role.
+Returns: the binding id.
+Errors: 42501 not an admin; 22023 "an agent binding needs at least one knowledge base" /
+  as _check_config_patch; P0002 "unknown knowledge base: …".
+Example: select hipocampo.set_agent_binding('portaria', array[kb], '{"top_k": 3}');
+*/
+create function hipocampo.set_agent_binding(
+    name text, kb_ids uuid[], rag_overrides jsonb default '{}'::jsonb, tenant_id uuid default null
+)
+returns uuid
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+#variable_conflict use_column
+declare
+    t uuid := hipocampo_private._resolve_tenant(set_agent_binding.tenant_id);
+    missing uuid;
+    result uuid;
+begin
+    perform hipocampo_private._require_admin();
+    if coalesce(cardinality(kb_ids), 0) = 0 then
+        raise exception 'an agent binding needs at least one knowledge base' using errcode = '22023';
+    end if;
+    perform hipocampo_private._check_config_patch('rag', coalesce(rag_overrides, '{}'::jsonb));
+    select k into missing from unnest(set_agent_binding.kb_ids) as k
+    where not exists (
+        select 1 from hipocampo_private.knowledge_bases as b where b.id = k and b.tenant_id = t
+    )
+    limit 1;
+    if missing is not null then
+        raise exception 'unknown knowledge base: %', missing using errcode = 'P0002';
+    end if;
+    insert into hipocampo_private.agent_bindings as a (tenant_id, name, kb_ids, rag_overrides)
+    values (t, set_agent_binding.name, set_agent_binding.kb_ids,
+            jsonb_strip_nulls(coalesce(set_agent_binding.rag_overrides, '{}'::jsonb)))
+    on conflict on constraint agent_bindings_tenant_name_key do update
+    set kb_ids = excluded.kb_ids, rag_overrides = excluded.rag_overrides, updated_at = now()
+    returning a.id into result;
+    return result;
+end;
+$$;
+
+-- The effective rag config is complete or an error. 003100 made the memory and session functions
+-- read their thresholds from the config rows only; the rag section was left: answer_evidence read
+-- top_k, min_score, min_confidence and the token budget as they came, so a database whose config
+-- was never seeded (e.g. `supabase db push` without `hipocampo db migrate`) retrieved with
+-- hybrid_search's own count and compared supports with null, and answer_evidence and context_pack
+-- took rag.enabled as true when it was missing. rag_config, which every reader of the section
+-- calls (answer_evidence, context_pack, cache_get / cache_put, take_rate_limit, the Python
+-- orchestrator and generators, the edge functions), now checks the merged section with
+-- _require_config: a missing key is 55000. The coalesce(enabled, true) left in answer_evidence
+-- (002600) and context_pack (002300) can no longer apply; those large functions are not restated
+-- for it.
+/*
+rag_config(kb_id uuid default null, agent text default null, tenant_id uuid default null) -> jsonb
+
+Purpose: the effective rag section: global row <- tenant row <- knowledge base overrides <- agent
+  binding overrides, plus "kb_ids" (the agent's knowledge bases, or [kb_id]) and "agent"; checked
+  to hold every key of config.toml's [rag] that a reader uses.
+Parameters: kb_id - optional knowledge base; agent - optional binding name; tenant_id only for
+  service_role.
+Returns: jsonb object (keys of config.toml [rag]).
+Errors: 42501 as _resolve_tenant; P0002 "unknown agent binding: …"; 55000 "rag config is
+  incomplete: seed it from config.toml (hipocampo db migrate)".
+Example: select hipocampo.rag_config(null, 'portaria') ->> 'top_k';
+*/
+create or replace function hipocampo.rag_config(kb_id uuid default null, agent text default null, tenant_id uuid default null)
+returns jsonb
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(rag_config.tenant_id);
+    b hipocampo_private.agent_bindings;
+    kbs uuid[];
+    cfg jsonb;
+begin
+    if agent is not null then
+        select * into b from hipocampo_private.agent_bindings as x where x.tenant_id = t and x.name = agent;
+        if b.id is null then
+            raise exception 'unknown agent binding: %', agent using errcode = 'P0002';
+        end if;
+    end if;
+    kbs := coalesce(b.kb_ids, case when kb_id is null then null else array[kb_id] end);
+    -- Knowledge-base overrides apply when the call names one knowledge base.
+    cfg := coalesce(hipocampo.effective_config(
+        t, case when cardinality(kbs) = 1 then kbs[1] end
+    ) -> 'rag', '{}'::jsonb);
+    return hipocampo_private._require_config(
+        cfg || coalesce(b.rag_overrides, '{}'::jsonb), 'rag', array[
+            'enabled', 'provider', 'chat_model', 'azure_deployment', 'azure_api_version', 'api_key_secret',
+            'endpoint_secret', 'base_url_secret', 'embedding_model', 'embedding_deployment',
+            'embedding_api_version', 'embedding_dimensions', 'embedding_normalize', 'top_k', 'min_score',
+            'evidence_token_budget', 'min_confidence', 'question_stopwords', 'cross_check_min_documents',
+            'authoritative_trust', 'authoritative_source_types', 'conflict_trust_margin', 'cache_ttl_seconds',
+            'rate_limit_per_minute', 'question_min_chars', 'question_max_chars', 'context_prompt',
+            'refusal_message'
+        ]
+    ) || jsonb_build_object('kb_ids', to_jsonb(kbs), 'agent', agent);
+end;
+$$;
+
+comment on table hipocampo_private.agent_bindings is
+'Agent bindings: an assistant of a tenant, its knowledge bases and its overrides of the rag config.';
+
+comment on function hipocampo.set_knowledge_base_config(uuid, text, jsonb) is
+'Tenant admins override config keys of one section for one knowledge base.';
+
+comment on function hipocampo.set_agent_binding(text, uuid[], jsonb, uuid) is
+'Tenant admins bind an agent to knowledge bases with its own rag overrides.';
+
+-- The memory and session functions read their thresholds from the config rows only. Since
+-- 001100-001500 they fell back to literal values when a key was missing, and several of those
+-- were stale copies of config.toml (memory search thresholds 0.78 / 0.85 where config.toml,
+-- calibrated for the local model, says 0.35 / 0.55): a database whose config was never seeded
+-- (e.g. `supabase db push` without `hipocampo db migrate`) ran on them silently. Now a missing
+-- key is an error (55000), as in hybrid_search and search_history; config.toml stays the one
+-- place the values live. Behaviour with a seeded config is unchanged.
+/*
+_require_config(section_config jsonb, section text, keys text[]) -> jsonb
+
+Purpose: a config section (e.g. hipocampo.effective_config(t) -> 'memory') checked to hold every
+  key named, returned unchanged: the functions that read it have no values of their own.
+Errors: 55000 "<section> config is incomplete: seed it from config.toml (hipocampo db migrate)".
+Example: select hipocampo_private._require_config('{"a": 1}', 'memory', array['a']);
+*/
+create function hipocampo_private._require_config(section_config jsonb, section text, keys text[])
+returns jsonb
+language plpgsql
+immutable
+security invoker
+set search_path = ''
+as $$
+begin
+    if section_config is null or jsonb_typeof(section_config) <> 'object' or exists (
+        select 1 from unnest(keys) as k
+        where section_config -> k is null or jsonb_typeof(section_config -> k) = 'null'
+    ) then
+        raise exception '% config is incomplete: seed it from config.toml (hipocampo db migrate)', section
+            using errcode = '55000';
+    end if;
+    return section_config;
+end;
+$$;
+
+-- The memory gate reads the whole memory (issue 16 §1.3, §1.4). Before, it checked only the
+-- description: value could hold a CPF or an e-mail ({"cpf": "529.982.247-25"} was stored), be
+-- 10 MB or nest 5,000 levels, and a member with no consent could INSERT a memory straight into
+-- the table, skipping the gate.
+-- - _memory_text_problem finds personal data with the one scrubber (_pii_scrub, 004000) instead
+--   of its own patterns;
+-- - _memory_value_problem: value must be at most memory.value_max_bytes (22001) and nest at most
+--   memory.value_max_depth levels (22023); every string leaf and object key is checked for
+--   personal and sensitive data like the description (22023);
+-- - _remember runs both, and names a null key / scope / source (22023) or a key over 200
+--   characters (22001) instead of the table's 23502 / 23514;
+-- - direct writes as authenticated: the INSERT policies of memories and memory_staging pass only
+--   rows the gate would pass (consent, text, value: _memory_write_allowed), and UPDATE is granted
+--   only on the columns the RPCs change (status, validity, access counters, confidence,
+--   embeddings), so a member cannot rewrite a stored description or value behind the gate.
+/*
+_memory_config(section_config jsonb) -> jsonb
+
+Purpose: _require_config with the keys the memory / session functions read; 004100 adds
+  value_max_bytes and value_max_depth.
+Errors: 55000 as _require_config.
+*/
+create or replace function hipocampo_private._memory_config(section_config jsonb)
+returns jsonb
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select hipocampo_private._require_config(section_config, 'memory', array[
+        'min_chars', 'max_tokens', 'noise', 'sensitive_patterns', 'min_confidence', 'min_confidence_inferred',
+        'max_active_per_user', 'duplicate_cosine', 'staging_below_intensity', 'staging_ttl_days',
+        'context_threshold', 'answer_threshold', 'pinned_bonus', 'mmr_lambda', 'match_count',
+        'decay_days', 'decay_step', 'deactivate_below', 'value_max_bytes', 'value_max_depth'
+    ])
+$$;
+
+create function hipocampo_private._sessions_config(section_config jsonb)
+returns jsonb
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select hipocampo_private._require_config(section_config, 'sessions', array[
+        'inactivity_ttl_minutes', 'absolute_max_minutes', 'pending_confirmation_minutes', 'max_concurrent',
+        'last_messages'
+    ])
+$$;
+
+comment on function hipocampo.rag_config(uuid, text, uuid) is
+'The effective rag config: global <- tenant <- knowledge base <- agent binding; 55000 when a key is missing.';

@@ -1,0 +1,1717 @@
+-- Function bodies may name objects of later schema files; they are checked when called (as in
+-- pg_dump output), so the files apply in the order of [db.migrations] schema_paths.
+set check_function_bodies = off;
+
+-- Embedding-model registry.
+--
+-- Seed rule: embeddings are never overwritten. A new model is registered beside the old one
+-- (its own partial HNSW index), documents are re-embedded into new rows, the switch is made
+-- with activate_embedding_model(), and only then are the old model's rows deleted with
+-- drop_embedding_model().
+create table hipocampo_private.embedding_models (
+    name text primary key,
+    provider text not null,
+    dims integer not null,
+    distance text not null default 'cosine',
+    active boolean not null default false,
+    created_at timestamptz not null default now(),
+    constraint embedding_models_name_format check (name ~ '^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$'),
+    constraint embedding_models_provider_check check (provider in ('local', 'openai', 'azure')),
+    -- pgvector's HNSW indexes vectors of up to 2,000 dimensions.
+    constraint embedding_models_dims_check check (dims between 1 and 2000),
+    constraint embedding_models_distance_check check (distance = 'cosine')
+);
+
+alter table hipocampo_private.embedding_models enable row level security;
+
+-- At most one active model: queries without an explicit model use it.
+create unique index embedding_models_one_active on hipocampo_private.embedding_models (active)
+where active;
+
+create policy "authenticated users can read the embedding-model registry"
+on hipocampo_private.embedding_models
+for select
+to authenticated
+using (true);
+
+comment on table hipocampo_private.embedding_models is
+'Embedding models (name, provider, dims, distance); one active. Each has a partial HNSW index on chunks.';
+
+-- Knowledge bases and documents.
+create table hipocampo_private.knowledge_bases (
+    id uuid primary key default gen_random_uuid(),
+    tenant_id uuid not null references hipocampo_private.tenants (id) on delete cascade,
+    name text not null,
+    description text,
+    tags text[] not null default '{}',
+    status text not null default 'draft',
+    -- Text-search language of the lexical leg; maps to hipocampo_private.<language>_unaccent.
+    language text not null default 'portuguese',
+    -- Per-KB overrides of the config rows, e.g. {"retrieval": {"match_count": 8}}.
+    overrides jsonb not null default '{}'::jsonb,
+    created_at timestamptz not null default now(),
+    updated_at timestamptz not null default now(),
+    constraint knowledge_bases_name_length check (char_length(name) between 1 and 200),
+    constraint knowledge_bases_status_check check (
+        status in ('draft', 'indexing', 'ready', 'error')
+    ),
+    constraint knowledge_bases_language_check check (
+        language in ('portuguese', 'english', 'simple')
+    ),
+    constraint knowledge_bases_overrides_is_object check (jsonb_typeof(overrides) = 'object'),
+    constraint knowledge_bases_tenant_name_key unique (tenant_id, name),
+    -- Target of the (kb_id, tenant_id) foreign keys: a row never points into another tenant.
+    constraint knowledge_bases_id_tenant_key unique (id, tenant_id)
+);
+
+alter table hipocampo_private.knowledge_bases enable row level security;
+
+create table hipocampo_private.documents (
+    id uuid primary key default gen_random_uuid(),
+    tenant_id uuid not null references hipocampo_private.tenants (id) on delete cascade,
+    kb_id uuid not null,
+    source_type text not null default 'other',
+    doc_type text,
+    title text not null,
+    source_uri text not null,
+    author text,
+    published_at timestamptz,
+    version text,
+    trust_score real not null default 0.5,
+    data_classification text not null default 'internal',
+    content_hash text not null,
+    status text not null default 'active',
+    chunk_count integer not null default 0,
+    expires_at timestamptz,
+    created_at timestamptz not null default now(),
+    updated_at timestamptz not null default now(),
+    constraint documents_source_type_check check (source_type in (
+        'regulation', 'policy', 'assembly_minutes', 'reservation', 'decision',
+        'penalty', 'metric', 'faq', 'manual', 'other'
+    )),
+    constraint documents_trust_score_range check (trust_score between 0 and 1),
+    constraint documents_data_classification_check check (
+        data_classification in ('public', 'internal', 'confidential', 'restricted')
+    ),
+    constraint documents_status_check check (status in ('active', 'superseded', 'archived')),
+    constraint documents_title_length check (char_length(title) between 1 and 500),
+    constraint documents_kb_source_uri_key unique (kb_id, source_uri),
+    constraint documents_id_tenant_key unique (id, tenant_id),
+    constraint documents_kb_fkey foreign key (kb_id, tenant_id)
+    references hipocampo_private.knowledge_bases (id, tenant_id) on delete cascade
+);
+
+alter table hipocampo_private.documents enable row level security;
+
+create index knowledge_bases_tenant_id_idx on hipocampo_private.knowledge_bases (tenant_id);
+
+create index documents_tenant_kb_idx on hipocampo_private.documents (tenant_id, kb_id);
+
+create index documents_expires_at_idx on hipocampo_private.documents (expires_at)
+where expires_at is not null;
+
+create policy "members can read knowledge bases of their tenant"
+on hipocampo_private.knowledge_bases
+for select
+to authenticated
+using (tenant_id = (select hipocampo_private.current_tenant_id()));
+
+create policy "admins can create knowledge bases in their tenant"
+on hipocampo_private.knowledge_bases
+for insert
+to authenticated
+with check (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (select hipocampo_private.current_tenant_role()) = 'admin'
+);
+
+create policy "admins can update knowledge bases of their tenant"
+on hipocampo_private.knowledge_bases
+for update
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (select hipocampo_private.current_tenant_role()) = 'admin'
+)
+with check (tenant_id = (select hipocampo_private.current_tenant_id()));
+
+create policy "admins can delete knowledge bases of their tenant"
+on hipocampo_private.knowledge_bases
+for delete
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (select hipocampo_private.current_tenant_role()) = 'admin'
+);
+
+create policy "members can read documents of their tenant"
+on hipocampo_private.documents
+for select
+to authenticated
+using (tenant_id = (select hipocampo_private.current_tenant_id()));
+
+create policy "admins can add documents to their tenant"
+on hipocampo_private.documents
+for insert
+to authenticated
+with check (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (select hipocampo_private.current_tenant_role()) = 'admin'
+);
+
+create policy "admins can update documents of their tenant"
+on hipocampo_private.documents
+for update
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (select hipocampo_private.current_tenant_role()) = 'admin'
+)
+with check (tenant_id = (select hipocampo_private.current_tenant_id()));
+
+create policy "admins can delete documents of their tenant"
+on hipocampo_private.documents
+for delete
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (select hipocampo_private.current_tenant_role()) = 'admin'
+);
+
+comment on table hipocampo_private.knowledge_bases is
+'Knowledge bases of a tenant: status draft|indexing|ready|error, language, per-KB overrides.';
+
+comment on table hipocampo_private.documents is
+'Source documents; deleting one deletes its chunks and their embeddings (on delete cascade).';
+
+-- Chunks (content + embedding) and the per-KB statistics the BM25 lexical leg needs.
+/*
+tsvector_token_count(v tsvector) -> integer
+
+Purpose: number of token occurrences in a tsvector (sum of position counts): the BM25 document length.
+Parameters: v - a tsvector with positions.
+Returns: 0 for an empty vector.
+Errors: none.
+Example: select hipocampo_private.tsvector_token_count(to_tsvector('simple', 'a a b')); -- 3
+*/
+create function hipocampo_private.tsvector_token_count(v tsvector)
+returns integer
+language sql
+immutable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+    select coalesce(sum(coalesce(pg_catalog.array_length(u.positions, 1), 1)), 0)::integer
+    from pg_catalog.unnest(v) as u
+$$;
+
+/*
+text_search_config(language text) -> regconfig
+
+Purpose: the unaccented full-text configuration of a knowledge-base language.
+Parameters: language - 'portuguese' | 'english' | 'simple'.
+Returns: hipocampo_private.<language>_unaccent.
+Errors: 22023 "unsupported text-search language" for any other value.
+Example: select hipocampo_private.text_search_config('portuguese');
+*/
+create function hipocampo_private.text_search_config(language text)
+returns regconfig
+language plpgsql
+immutable
+security invoker
+set search_path = ''
+as $$
+begin
+    return case language
+        when 'portuguese' then 'hipocampo_private.portuguese_unaccent'::regconfig
+        when 'english' then 'hipocampo_private.english_unaccent'::regconfig
+        when 'simple' then 'hipocampo_private.simple_unaccent'::regconfig
+        else null
+    end;
+end;
+$$;
+
+create table hipocampo_private.chunks (
+    id bigint generated always as identity primary key,
+    tenant_id uuid not null,
+    kb_id uuid not null,
+    document_id uuid not null,
+    chunk_index integer not null,
+    content text not null,
+    token_count integer not null,
+    metadata jsonb not null default '{}'::jsonb,
+    content_hash text not null,
+    ts_config regconfig not null,
+    -- Lexical leg: stemmed, unaccented terms of the document title (metadata.title, a
+    -- contextual header) and the content, in the KB's language (GIN index below).
+    fts tsvector generated always as (
+        to_tsvector(ts_config, coalesce(metadata ->> 'title', '') || E'\n' || content)
+    ) stored,
+    fts_length integer generated always as (
+        hipocampo_private.tsvector_token_count(
+            to_tsvector(ts_config, coalesce(metadata ->> 'title', '') || E'\n' || content)
+        )
+    ) stored,
+    -- Dimensions vary by model; each model has its own partial HNSW index on a typed cast.
+    embedding extensions.vector not null,
+    embedding_model text not null references hipocampo_private.embedding_models (name),
+    created_at timestamptz not null default now(),
+    last_accessed_at timestamptz,
+    expires_at timestamptz,
+    constraint chunks_content_length check (char_length(content) between 1 and 100000),
+    constraint chunks_chunk_index_check check (chunk_index >= 0),
+    constraint chunks_metadata_is_object check (jsonb_typeof(metadata) = 'object'),
+    constraint chunks_tenant_hash_model_key unique (tenant_id, content_hash, embedding_model),
+    constraint chunks_document_fkey foreign key (document_id, tenant_id)
+    references hipocampo_private.documents (id, tenant_id) on delete cascade
+);
+
+-- Keep embeddings inline (uncompressed floats do not compress): a row over ~2 kB would
+-- otherwise have its vector moved out of line, and every exact distance would read TOAST.
+alter table hipocampo_private.chunks alter column embedding set storage main;
+
+alter table hipocampo_private.chunks enable row level security;
+
+-- RLS filters on tenant_id; retrieval scopes on (tenant, kb, model).
+create index chunks_scope_idx on hipocampo_private.chunks (tenant_id, kb_id, embedding_model);
+
+create index chunks_document_id_idx on hipocampo_private.chunks (document_id);
+
+-- No GIN index on fts: the lexical leg reads the inverted index kb_postings below.
+create index chunks_metadata_idx on hipocampo_private.chunks using gin (metadata jsonb_path_ops);
+
+create index chunks_expires_at_idx on hipocampo_private.chunks (expires_at)
+where expires_at is not null;
+
+-- BM25 statistics per (KB, embedding model): document frequency per lexeme, and chunk count
+-- plus total length for the average document length. Maintained by statement triggers, with
+-- the postings (kb_postings) below.
+create table hipocampo_private.kb_term_stats (
+    tenant_id uuid not null,
+    kb_id uuid not null,
+    embedding_model text not null,
+    lexeme text not null,
+    doc_freq integer not null,
+    primary key (kb_id, embedding_model, lexeme)
+);
+
+alter table hipocampo_private.kb_term_stats enable row level security;
+
+create table hipocampo_private.kb_text_stats (
+    tenant_id uuid not null,
+    kb_id uuid not null,
+    embedding_model text not null,
+    chunk_count bigint not null,
+    token_total bigint not null,
+    primary key (kb_id, embedding_model)
+);
+
+alter table hipocampo_private.kb_text_stats enable row level security;
+
+-- The inverted index of the BM25 leg: one row per (chunk, lexeme) with the term frequency and
+-- the chunk's length, so a query reads the postings of its few terms by primary key and scores
+-- with arithmetic only (no tsvector work per candidate). tenant_id leads the key because RLS
+-- filters on it.
+create table hipocampo_private.kb_postings (
+    tenant_id uuid not null,
+    kb_id uuid not null,
+    lexeme text not null,
+    chunk_id bigint not null,
+    tf integer not null,
+    chunk_length integer not null,
+    primary key (tenant_id, kb_id, lexeme, chunk_id)
+);
+
+alter table hipocampo_private.kb_postings enable row level security;
+
+create index kb_term_stats_tenant_id_idx on hipocampo_private.kb_term_stats (tenant_id);
+
+create index kb_text_stats_tenant_id_idx on hipocampo_private.kb_text_stats (tenant_id);
+
+create policy "members can read chunks of their tenant"
+on hipocampo_private.chunks
+for select
+to authenticated
+using (tenant_id = (select hipocampo_private.current_tenant_id()));
+
+create policy "admins can add chunks to their tenant"
+on hipocampo_private.chunks
+for insert
+to authenticated
+with check (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (select hipocampo_private.current_tenant_role()) = 'admin'
+);
+
+create policy "admins can delete chunks of their tenant"
+on hipocampo_private.chunks
+for delete
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (select hipocampo_private.current_tenant_role()) = 'admin'
+);
+
+create policy "members can read term statistics of their tenant"
+on hipocampo_private.kb_term_stats
+for select
+to authenticated
+using (tenant_id = (select hipocampo_private.current_tenant_id()));
+
+create policy "members can read text statistics of their tenant"
+on hipocampo_private.kb_text_stats
+for select
+to authenticated
+using (tenant_id = (select hipocampo_private.current_tenant_id()));
+
+create policy "members can read postings of their tenant"
+on hipocampo_private.kb_postings
+for select
+to authenticated
+using (tenant_id = (select hipocampo_private.current_tenant_id()));
+
+-- definer because every writer of chunks must keep the statistics right, and writers get no
+-- direct write privilege on the statistics tables.
+create function hipocampo_private._chunks_stats_after_insert()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+    insert into hipocampo_private.kb_text_stats as s
+        (tenant_id, kb_id, embedding_model, chunk_count, token_total)
+    select n.tenant_id, n.kb_id, n.embedding_model, count(*), sum(n.fts_length)
+    from new_rows as n
+    group by n.tenant_id, n.kb_id, n.embedding_model
+    on conflict (kb_id, embedding_model) do update
+    set chunk_count = s.chunk_count + excluded.chunk_count,
+        token_total = s.token_total + excluded.token_total;
+
+    insert into hipocampo_private.kb_term_stats as s
+        (tenant_id, kb_id, embedding_model, lexeme, doc_freq)
+    select n.tenant_id, n.kb_id, n.embedding_model, u.lexeme, count(*)
+    from new_rows as n
+    cross join lateral pg_catalog.unnest(n.fts) as u
+    group by n.tenant_id, n.kb_id, n.embedding_model, u.lexeme
+    order by n.kb_id, n.embedding_model, u.lexeme
+    on conflict (kb_id, embedding_model, lexeme) do update
+    set doc_freq = s.doc_freq + excluded.doc_freq;
+
+    insert into hipocampo_private.kb_postings (tenant_id, kb_id, lexeme, chunk_id, tf, chunk_length)
+    select n.tenant_id, n.kb_id, u.lexeme, n.id,
+        coalesce(pg_catalog.array_length(u.positions, 1), 1), n.fts_length
+    from new_rows as n
+    cross join lateral pg_catalog.unnest(n.fts) as u;
+    return null;
+end;
+$$;
+
+-- definer because, as for inserts, every writer of chunks keeps the statistics right.
+create function hipocampo_private._chunks_stats_after_delete()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+    update hipocampo_private.kb_text_stats as s
+    set chunk_count = s.chunk_count - d.n,
+        token_total = s.token_total - d.len
+    from (
+        select o.kb_id, o.embedding_model, count(*) as n, sum(o.fts_length) as len
+        from old_rows as o
+        group by o.kb_id, o.embedding_model
+    ) as d
+    where s.kb_id = d.kb_id and s.embedding_model = d.embedding_model;
+
+    with removed as (
+        select o.kb_id, o.embedding_model, u.lexeme, count(*) as n
+        from old_rows as o
+        cross join lateral pg_catalog.unnest(o.fts) as u
+        group by o.kb_id, o.embedding_model, u.lexeme
+    )
+    update hipocampo_private.kb_term_stats as s
+    set doc_freq = s.doc_freq - r.n
+    from removed as r
+    where s.kb_id = r.kb_id and s.embedding_model = r.embedding_model and s.lexeme = r.lexeme;
+
+    delete from hipocampo_private.kb_term_stats as s
+    where s.doc_freq <= 0
+      and s.kb_id in (select o.kb_id from old_rows as o);
+
+    delete from hipocampo_private.kb_postings as p
+    using old_rows as o, pg_catalog.unnest(o.fts) as u
+    where p.tenant_id = o.tenant_id and p.kb_id = o.kb_id and p.lexeme = u.lexeme and p.chunk_id = o.id;
+    return null;
+end;
+$$;
+
+create trigger chunks_stats_after_insert
+after insert on hipocampo_private.chunks
+referencing new table as new_rows
+for each statement execute function hipocampo_private._chunks_stats_after_insert();
+
+create trigger chunks_stats_after_delete
+after delete on hipocampo_private.chunks
+referencing old table as old_rows
+for each statement execute function hipocampo_private._chunks_stats_after_delete();
+
+/*
+_ensure_model_index(model_name text) -> text
+
+Purpose: create the partial HNSW indexes of one embedding model on chunks, memories and
+  memory_staging, if missing. HNSW m=16, ef_construction=64; opclass vector_cosine_ops because
+  retrieval orders by the cosine-distance operator <=>.
+Parameters: model_name - a registered model.
+Returns: the chunks index name.
+Errors: P0002 "unknown embedding model" when it is not registered.
+Example: select hipocampo_private._ensure_model_index('all-MiniLM-L6-v2');
+*/
+-- definer because creating an index needs ownership of the tables.
+create or replace function hipocampo_private._ensure_model_index(model_name text)
+returns text
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    m hipocampo_private.embedding_models;
+    tbl text;
+    idx text;
+begin
+    select * into m from hipocampo_private.embedding_models as e where e.name = model_name;
+    if not found then
+        raise exception 'unknown embedding model: %', model_name using errcode = 'P0002';
+    end if;
+    foreach tbl in array array['chunks', 'memories', 'memory_staging'] loop
+        idx := tbl || '_embedding_hnsw_' || substr(md5(m.name), 1, 12);
+        execute format(
+            'create index if not exists %I on hipocampo_private.%I '
+            'using hnsw ((embedding::extensions.vector(%s)) extensions.vector_cosine_ops) '
+            'with (m = 16, ef_construction = 64) where embedding_model = %L',
+            idx, tbl, m.dims, m.name
+        );
+    end loop;
+    return 'chunks_embedding_hnsw_' || substr(md5(m.name), 1, 12);
+end;
+$$;
+
+comment on table hipocampo_private.chunks is
+'Chunks of documents with their embedding (one row per embedding model) and a generated tsvector.';
+
+comment on table hipocampo_private.kb_term_stats is
+'BM25 document frequency per lexeme, per knowledge base and embedding model (trigger-maintained).';
+
+comment on table hipocampo_private.kb_postings is
+'BM25 inverted index: term frequency of each lexeme in each chunk, with the chunk length (trigger-maintained).';
+
+comment on table hipocampo_private.kb_text_stats is
+'BM25 chunk count and total length per knowledge base and embedding model (trigger-maintained).';
+
+-- Ingestion jobs and the data-access log written by every retrieval RPC.
+create table hipocampo_private.ingestion_jobs (
+    id uuid primary key default gen_random_uuid(),
+    tenant_id uuid not null references hipocampo_private.tenants (id) on delete cascade,
+    kb_id uuid not null,
+    status text not null default 'running',
+    documents_total integer not null default 0,
+    documents_ingested integer not null default 0,
+    documents_unchanged integer not null default 0,
+    documents_failed integer not null default 0,
+    chunks_written integer not null default 0,
+    errors jsonb not null default '[]'::jsonb,
+    created_by uuid,
+    started_at timestamptz not null default now(),
+    finished_at timestamptz,
+    constraint ingestion_jobs_status_check check (
+        status in ('running', 'succeeded', 'partial', 'failed')
+    ),
+    constraint ingestion_jobs_errors_is_array check (jsonb_typeof(errors) = 'array'),
+    constraint ingestion_jobs_kb_fkey foreign key (kb_id, tenant_id)
+    references hipocampo_private.knowledge_bases (id, tenant_id) on delete cascade
+);
+
+alter table hipocampo_private.ingestion_jobs enable row level security;
+
+-- Ingestion jobs hold a lease (issue 16 §1.8, §2 "Ingest crash recovery"). A crash mid-ingest
+-- (kill -9 of the CLI, or of the server) left the job row 'running' forever and the knowledge
+-- base 'indexing'. The data itself was safe (one transaction per document) and stays so.
+-- - ingestion_jobs.heartbeat_at: set at start and by heartbeat_ingestion_job, which the Python
+--   pipeline calls before each embedding batch (every ~64 chunks);
+-- - recover_ingestion_jobs(now): a running job whose heartbeat is older than
+--   maintenance.ingestion_lease_seconds (300) is marked failed with an "interrupted" error, and
+--   each knowledge base left 'indexing' with no running job gets its status back from what it
+--   holds (ready with documents, error without). It runs at the start of every ingestion job
+--   (for that knowledge base), in `hipocampo worker`, and from pg_cron
+--   (maintenance.ingestion_recovery_cron, added to schedule_maintenance).
+alter table hipocampo_private.ingestion_jobs add column heartbeat_at timestamptz not null default now();
+
+create table hipocampo_private.data_access_log (
+    id bigint generated always as identity primary key,
+    at timestamptz not null default now(),
+    caller uuid,
+    caller_role text not null,
+    tenant_id uuid,
+    rpc text not null,
+    rows_returned integer not null,
+    query_hash text,
+    latency_ms double precision not null
+);
+
+alter table hipocampo_private.data_access_log enable row level security;
+
+create index ingestion_jobs_tenant_kb_idx on hipocampo_private.ingestion_jobs (tenant_id, kb_id);
+
+create index data_access_log_tenant_at_idx on hipocampo_private.data_access_log (tenant_id, at);
+
+create policy "members can read ingestion jobs of their tenant"
+on hipocampo_private.ingestion_jobs
+for select
+to authenticated
+using (tenant_id = (select hipocampo_private.current_tenant_id()));
+
+create policy "admins can start ingestion jobs in their tenant"
+on hipocampo_private.ingestion_jobs
+for insert
+to authenticated
+with check (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (select hipocampo_private.current_tenant_role()) = 'admin'
+);
+
+create policy "admins can update ingestion jobs of their tenant"
+on hipocampo_private.ingestion_jobs
+for update
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (select hipocampo_private.current_tenant_role()) = 'admin'
+)
+with check (tenant_id = (select hipocampo_private.current_tenant_id()));
+
+create policy "admins can read the access log of their tenant"
+on hipocampo_private.data_access_log
+for select
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (select hipocampo_private.current_tenant_role()) = 'admin'
+);
+
+/*
+_log_access(tenant_id uuid, rpc text, rows_returned integer, query_hash text, latency_ms double precision) -> void
+
+Purpose: append one row to the data-access log (caller and role taken from the request) for the
+  given tenant, which must be the caller's (service_role: any).
+Errors: 42501 as _resolve_tenant.
+Example: perform hipocampo_private._log_access(t, 'hybrid_search', 5, 'ab12…', 3.2);
+*/
+-- definer because callers may append to the access log but never read or change it.
+create or replace function hipocampo_private._log_access(
+    tenant_id uuid,
+    rpc text,
+    rows_returned integer,
+    query_hash text,
+    latency_ms double precision
+)
+returns void
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+    perform hipocampo_private._resolve_tenant(_log_access.tenant_id);
+    insert into hipocampo_private.data_access_log
+        (caller, caller_role, tenant_id, rpc, rows_returned, query_hash, latency_ms)
+    values (
+        (select auth.uid()),
+        coalesce((select auth.role()), nullif(current_setting('role'), 'none'), session_user::text),
+        _log_access.tenant_id,
+        _log_access.rpc,
+        _log_access.rows_returned,
+        _log_access.query_hash,
+        _log_access.latency_ms
+    );
+end;
+$$;
+
+comment on table hipocampo_private.ingestion_jobs is 'One row per ingestion run: status, counts, errors.';
+
+comment on table hipocampo_private.data_access_log is
+'Who read what: caller, tenant, RPC, rows returned, query hash (sha256), latency in ms.';
+
+/*
+_resolve_tenant(requested uuid) -> uuid
+
+Purpose: the tenant a call acts on, by _caller(): a user acts on the tenant of their claims
+  (requested may repeat it); service_role must name one. Every RPC that takes tenant_id calls it.
+Parameters: requested - the RPC's tenant_id argument (null for a user: their tenant).
+Returns: the tenant id.
+Errors: 42501 as _caller; 42501 "tenant mismatch: the JWT claims name another tenant" when a user
+  names another tenant; 42501 "no tenant: service_role must pass tenant_id" when service_role names
+  none.
+Example: select hipocampo_private._resolve_tenant(null);
+*/
+create or replace function hipocampo_private._resolve_tenant(requested uuid)
+returns uuid
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    c record := hipocampo_private._caller();
+begin
+    if c.kind = 'service' then
+        if requested is null then
+            raise exception 'no tenant: service_role must pass tenant_id' using errcode = '42501';
+        end if;
+        return requested;
+    end if;
+    if requested is not null and requested <> c.tenant_id then
+        raise exception 'tenant mismatch: the JWT claims name another tenant' using errcode = '42501';
+    end if;
+    return c.tenant_id;
+end;
+$$;
+
+/*
+effective_config(tenant_id uuid default null, kb_id uuid default null) -> jsonb
+
+Purpose: the configuration in force: the global row, overridden per section by the tenant's
+  row, overridden by the knowledge base's overrides.
+Parameters: tenant_id - null = the caller's tenant; kb_id - optional knowledge base.
+Returns: a jsonb object with sections retrieval, chunking, embedding.
+Errors: 42501 as _resolve_tenant.
+Example: select hipocampo.effective_config() -> 'retrieval' ->> 'min_similarity';
+*/
+create function hipocampo.effective_config(tenant_id uuid default null, kb_id uuid default null)
+returns jsonb
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(effective_config.tenant_id);
+    cfg jsonb;
+    layer jsonb;
+    section text;
+begin
+    select s.config into cfg from hipocampo_private.settings as s where s.tenant_id is null;
+    cfg := coalesce(cfg, '{}'::jsonb);
+    for layer in
+        select s.config from hipocampo_private.settings as s where s.tenant_id = t
+        union all
+        select k.overrides from hipocampo_private.knowledge_bases as k
+        where k.id = effective_config.kb_id and k.tenant_id = t
+    loop
+        for section in select jsonb_object_keys(layer) loop
+            if jsonb_typeof(layer -> section) = 'object' then
+                cfg := jsonb_set(
+                    cfg, array[section],
+                    coalesce(cfg -> section, '{}'::jsonb) || (layer -> section)
+                );
+            else
+                cfg := jsonb_set(cfg, array[section], layer -> section);
+            end if;
+        end loop;
+    end loop;
+    return cfg;
+end;
+$$;
+
+/*
+register_embedding_model(name text, provider text, dims integer, activate boolean default false) -> text
+
+Purpose: add an embedding model to the registry beside the existing ones and create its
+  partial HNSW index. Never changes the dims of a registered model.
+Parameters: name; provider 'local' | 'openai' | 'azure'; dims 1..2000; activate - make it the default.
+Returns: the HNSW index name.
+Errors: 22023 "model … is registered with … dimensions" on a dims change; 23514 on bad values.
+Example: select hipocampo.register_embedding_model('all-MiniLM-L6-v2', 'local', 384, true);
+*/
+create function hipocampo.register_embedding_model(
+    name text, provider text, dims integer, activate boolean default false
+)
+returns text
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    existing integer;
+begin
+    select e.dims into existing from hipocampo_private.embedding_models as e
+    where e.name = register_embedding_model.name;
+    if existing is not null and existing <> register_embedding_model.dims then
+        raise exception 'model % is registered with % dimensions, not %',
+            register_embedding_model.name, existing, register_embedding_model.dims
+            using errcode = '22023';
+    end if;
+    insert into hipocampo_private.embedding_models (name, provider, dims)
+    values (register_embedding_model.name, register_embedding_model.provider,
+            register_embedding_model.dims)
+    on conflict on constraint embedding_models_pkey do nothing;
+    if activate then
+        perform hipocampo.activate_embedding_model(register_embedding_model.name);
+    end if;
+    return hipocampo_private._ensure_model_index(register_embedding_model.name);
+end;
+$$;
+
+/*
+activate_embedding_model(name text) -> void
+
+Purpose: confirm the switch to a registered model: it becomes the default of retrieval.
+Errors: P0002 "unknown embedding model".
+Example: select hipocampo.activate_embedding_model('text-embedding-3-small');
+*/
+create function hipocampo.activate_embedding_model(name text)
+returns void
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    if not exists (
+        select 1 from hipocampo_private.embedding_models as e
+        where e.name = activate_embedding_model.name
+    ) then
+        raise exception 'unknown embedding model: %', activate_embedding_model.name
+            using errcode = 'P0002';
+    end if;
+    update hipocampo_private.embedding_models as e set active = false
+    where e.active and e.name <> activate_embedding_model.name;
+    update hipocampo_private.embedding_models as e set active = true
+    where e.name = activate_embedding_model.name;
+end;
+$$;
+
+/*
+drop_embedding_model(name text) -> bigint
+
+Purpose: after a confirmed switch, delete an inactive model's chunk rows (embeddings) and its
+  registry row. Memories that are no longer active (deprecated, deleted, expired: history no
+  search reads) lose their vectors of that model; active and staged memories and messages must
+  have been given the active model's first (rows_to_embed / set_row_embeddings).
+Returns: number of chunk rows deleted.
+Errors: P0002 "unknown embedding model"; 55000 "model … is active" for the active model; 55000
+  "model <name> still embeds N active memories, N staged memories and N messages: embed them with
+  the active model first (hipocampo db embed-missing)".
+Example: select hipocampo.drop_embedding_model('old-model');
+*/
+create or replace function hipocampo.drop_embedding_model(name text)
+returns bigint
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    is_active boolean;
+    n bigint;
+    n_memories bigint;
+    n_staged bigint;
+    n_messages bigint;
+begin
+    select e.active into is_active from hipocampo_private.embedding_models as e
+    where e.name = drop_embedding_model.name;
+    if is_active is null then
+        raise exception 'unknown embedding model: %', drop_embedding_model.name
+            using errcode = 'P0002';
+    end if;
+    if is_active then
+        raise exception 'model % is active; activate another model first',
+            drop_embedding_model.name using errcode = '55000';
+    end if;
+    select count(*) into n_memories from hipocampo_private.memories as m
+    where m.embedding_model = drop_embedding_model.name and m.status = 'active';
+    select count(*) into n_staged from hipocampo_private.memory_staging as s
+    where s.embedding_model = drop_embedding_model.name;
+    select count(*) into n_messages from hipocampo_private.messages as m
+    where m.embedding_model = drop_embedding_model.name;
+    if n_memories + n_staged + n_messages > 0 then
+        raise exception 'model % still embeds % active memories, % staged memories and % messages: embed them with the active model first (hipocampo db embed-missing)',
+            drop_embedding_model.name, n_memories, n_staged, n_messages using errcode = '55000';
+    end if;
+    update hipocampo_private.memories as m set embedding = null, embedding_model = null
+    where m.embedding_model = drop_embedding_model.name;
+    delete from hipocampo_private.chunks as c where c.embedding_model = drop_embedding_model.name;
+    get diagnostics n = row_count;
+    delete from hipocampo_private.kb_term_stats as s
+    where s.embedding_model = drop_embedding_model.name;
+    delete from hipocampo_private.kb_text_stats as s
+    where s.embedding_model = drop_embedding_model.name;
+    delete from hipocampo_private.embedding_models as e
+    where e.name = drop_embedding_model.name;
+    return n;
+end;
+$$;
+
+/*
+create_knowledge_base(name text, description text default null, tags text[] default '{}',
+  language text default 'portuguese', overrides jsonb default '{}', tenant_id uuid default null) -> uuid
+
+Purpose: create a knowledge base (status draft) in the caller's tenant; idempotent by name.
+Parameters: name 1..200 chars, unique per tenant; language 'portuguese' | 'english' | 'simple';
+  overrides - per-KB config sections; tenant_id - service_role only.
+Returns: the knowledge-base id (the existing one when the name exists).
+Errors: 42501 no tenant / not an admin; 23514 on a bad name or language.
+Example: select hipocampo.create_knowledge_base('regulamentos');
+*/
+create function hipocampo.create_knowledge_base(
+    name text,
+    description text default null,
+    tags text[] default '{}',
+    language text default 'portuguese',
+    overrides jsonb default '{}',
+    tenant_id uuid default null
+)
+returns uuid
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(create_knowledge_base.tenant_id);
+    kb uuid;
+begin
+    insert into hipocampo_private.knowledge_bases (tenant_id, name, description, tags, language, overrides)
+    values (t, create_knowledge_base.name, create_knowledge_base.description,
+            coalesce(create_knowledge_base.tags, '{}'), create_knowledge_base.language,
+            coalesce(create_knowledge_base.overrides, '{}'))
+    on conflict on constraint knowledge_bases_tenant_name_key do nothing
+    returning id into kb;
+    if kb is null then
+        select k.id into kb from hipocampo_private.knowledge_bases as k
+        where k.tenant_id = t and k.name = create_knowledge_base.name;
+    end if;
+    return kb;
+exception when insufficient_privilege then
+    raise exception 'only tenant admins can create knowledge bases' using errcode = '42501';
+end;
+$$;
+
+/*
+_kb(kb_id uuid) -> hipocampo_private.knowledge_bases
+
+Purpose: the knowledge base row, as the caller's RLS sees it.
+Errors: P0002 "unknown knowledge base: …" when it does not exist or is another tenant's.
+*/
+create function hipocampo_private._kb(kb_id uuid)
+returns hipocampo_private.knowledge_bases
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    k hipocampo_private.knowledge_bases;
+begin
+    select * into k from hipocampo_private.knowledge_bases as b where b.id = _kb.kb_id;
+    if not found then
+        raise exception 'unknown knowledge base: %', kb_id using errcode = 'P0002';
+    end if;
+    return k;
+end;
+$$;
+
+/*
+knowledge_base_id(name text, tenant_id uuid default null) -> uuid
+
+Purpose: look a knowledge base up by name in the caller's tenant.
+Errors: P0002 "unknown knowledge base: …".
+Example: select hipocampo.knowledge_base_id('regulamentos');
+*/
+create function hipocampo.knowledge_base_id(name text, tenant_id uuid default null)
+returns uuid
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(knowledge_base_id.tenant_id);
+    kb uuid;
+begin
+    select k.id into kb from hipocampo_private.knowledge_bases as k
+    where k.tenant_id = t and k.name = knowledge_base_id.name;
+    if kb is null then
+        raise exception 'unknown knowledge base: %', knowledge_base_id.name using errcode = 'P0002';
+    end if;
+    return kb;
+end;
+$$;
+
+/*
+list_knowledge_bases(tenant_id uuid default null) -> setof record
+
+Purpose: the caller's knowledge bases with document and chunk counts.
+Returns: id, name, description, tags, status, language, documents, chunks, updated_at.
+Example: select * from hipocampo.list_knowledge_bases();
+*/
+create function hipocampo.list_knowledge_bases(tenant_id uuid default null)
+returns table (
+    id uuid, name text, description text, tags text[], status text, language text,
+    documents bigint, chunks bigint, updated_at timestamptz
+)
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select
+        k.id, k.name, k.description, k.tags, k.status, k.language,
+        (select count(*) from hipocampo_private.documents as d where d.kb_id = k.id),
+        (select count(*) from hipocampo_private.chunks as c where c.kb_id = k.id),
+        k.updated_at
+    from hipocampo_private.knowledge_bases as k
+    where k.tenant_id = hipocampo_private._resolve_tenant(list_knowledge_bases.tenant_id)
+    order by k.name
+$$;
+
+-- Restated from migration 000800; the caller is resolved first.
+/*
+set_knowledge_base_status(kb_id uuid, status text) -> void
+
+Purpose: move a knowledge base through draft -> indexing -> ready | error.
+Errors: 42501 as _caller (before any other work); P0002 unknown knowledge base; 23514 on an unknown status.
+Example: select hipocampo.set_knowledge_base_status(kb, 'indexing');
+*/
+create or replace function hipocampo.set_knowledge_base_status(kb_id uuid, status text)
+returns void
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    perform hipocampo_private._caller();
+    perform hipocampo_private._kb(set_knowledge_base_status.kb_id);
+    update hipocampo_private.knowledge_bases as k
+    set status = set_knowledge_base_status.status, updated_at = now()
+    where k.id = set_knowledge_base_status.kb_id;
+end;
+$$;
+
+-- Restated from migration 000800; the caller is resolved first.
+/*
+document_hashes(kb_id uuid) -> setof (document_id uuid, source_uri text, content_hash text)
+
+Purpose: what a knowledge base holds, so a client can skip unchanged documents before embedding.
+Errors: 42501 as _caller (before any other work); P0002 unknown knowledge base.
+Example: select * from hipocampo.document_hashes(kb);
+*/
+create or replace function hipocampo.document_hashes(kb_id uuid)
+returns table (document_id uuid, source_uri text, content_hash text)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+begin
+    perform hipocampo_private._caller();
+    perform hipocampo_private._kb(document_hashes.kb_id);
+    return query
+    select d.id, d.source_uri, d.content_hash from hipocampo_private.documents as d
+    where d.kb_id = document_hashes.kb_id;
+end;
+$$;
+
+/*
+ingest_document(kb_id uuid, document jsonb, chunks jsonb, embedding_model text) -> jsonb
+
+Purpose, parameters, returns: as in migration 003900 (000800's contract). 004500: document.title
+  (at most 500 characters) and document.source_uri (at most 2,048 bytes) are scrubbed of PII
+  before the document is looked up and stored.
+Errors: 42501 as _caller (before any other work); P0002 unknown (or null) knowledge base;
+  22023 "embedding_model must not be null"; 22001 "document.title is n characters; the limit is 500", "document.source_uri is n
+  bytes; the limit is 2048"; P0002 unknown knowledge base / embedding model; 22023 bad document
+  or chunks shape; 22000 "embedding of chunk i has n dimensions; model … expects d"; 42501 not an
+  admin; 23514 invalid document field values.
+*/
+create or replace function hipocampo.ingest_document(
+    kb_id uuid, document jsonb, chunks jsonb, embedding_model text
+)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    gate record := hipocampo_private._caller();  -- 42501 before any other work
+    k hipocampo_private.knowledge_bases := hipocampo_private._kb(ingest_document.kb_id);
+    model_dims integer;
+    doc_id uuid;
+    old_hash text;
+    result_status text;
+    written integer;
+    total integer;
+    bad record;
+begin
+    if ingest_document.embedding_model is null then
+        raise exception 'embedding_model must not be null' using errcode = '22023';
+    end if;
+    if document is null or jsonb_typeof(document) <> 'object'
+        or coalesce(document ->> 'title', '') = ''
+        or coalesce(document ->> 'source_uri', '') = ''
+        or coalesce(document ->> 'content_hash', '') = '' then
+        raise exception 'document must be an object with title, source_uri and content_hash'
+            using errcode = '22023';
+    end if;
+    -- What is stored is scrubbed (the documents trigger, 004000); look the document up by the same.
+    document := document || jsonb_build_object(
+        'title', (hipocampo_private._pii_scrub(document ->> 'title')).text,
+        'source_uri', (hipocampo_private._pii_scrub(document ->> 'source_uri')).text);
+    if char_length(document ->> 'title') > 500 then
+        raise exception 'document.title is % characters; the limit is 500', char_length(document ->> 'title')
+            using errcode = '22001';
+    end if;
+    if octet_length(document ->> 'source_uri') > 2048 then
+        raise exception 'document.source_uri is % bytes; the limit is 2048', octet_length(document ->> 'source_uri')
+            using errcode = '22001';
+    end if;
+    if chunks is null or jsonb_typeof(chunks) <> 'array' or jsonb_array_length(chunks) = 0 then
+        raise exception 'chunks must be a non-empty json array' using errcode = '22023';
+    end if;
+    select e.dims into model_dims from hipocampo_private.embedding_models as e
+    where e.name = ingest_document.embedding_model;
+    if model_dims is null then
+        raise exception 'unknown embedding model: %', ingest_document.embedding_model
+            using errcode = 'P0002';
+    end if;
+    select c.ordinality - 1 as i, jsonb_array_length(c.value -> 'embedding') as n into bad
+    from jsonb_array_elements(chunks) with ordinality as c
+    where jsonb_typeof(c.value -> 'embedding') is distinct from 'array'
+       or jsonb_array_length(c.value -> 'embedding') <> model_dims
+       or coalesce(c.value ->> 'content', '') = ''
+       or coalesce(c.value ->> 'content_hash', '') = ''
+    limit 1;
+    if found then
+        if bad.n is distinct from model_dims then
+            raise exception 'embedding of chunk % has % dimensions; model % expects %',
+                bad.i, coalesce(bad.n, 0), ingest_document.embedding_model, model_dims
+                using errcode = '22000';
+        end if;
+        raise exception 'chunk % needs content and content_hash', bad.i using errcode = '22023';
+    end if;
+
+    select d.id, d.content_hash into doc_id, old_hash from hipocampo_private.documents as d
+    where d.kb_id = k.id and d.source_uri = document ->> 'source_uri';
+
+    if doc_id is not null and old_hash = document ->> 'content_hash'
+        and exists (
+            select 1 from hipocampo_private.chunks as c
+            where c.document_id = doc_id and c.embedding_model = ingest_document.embedding_model
+        ) then
+        return jsonb_build_object('document_id', doc_id, 'status', 'unchanged', 'chunks', 0, 'skipped', 0);
+    end if;
+
+    if doc_id is null then
+        insert into hipocampo_private.documents (
+            tenant_id, kb_id, source_type, doc_type, title, source_uri, author, published_at,
+            version, trust_score, data_classification, content_hash, status, expires_at
+        ) values (
+            k.tenant_id, k.id, coalesce(document ->> 'source_type', 'other'),
+            document ->> 'doc_type', document ->> 'title', document ->> 'source_uri',
+            document ->> 'author', (document ->> 'published_at')::timestamptz,
+            document ->> 'version', coalesce((document ->> 'trust_score')::real, 0.5),
+            coalesce(document ->> 'data_classification', 'internal'), document ->> 'content_hash',
+            coalesce(document ->> 'status', 'active'), (document ->> 'expires_at')::timestamptz
+        ) returning id into doc_id;
+        result_status := 'inserted';
+    else
+        delete from hipocampo_private.chunks as c
+        where c.document_id = doc_id and c.embedding_model = ingest_document.embedding_model;
+        update hipocampo_private.documents as d set
+            source_type = coalesce(document ->> 'source_type', d.source_type),
+            doc_type = coalesce(document ->> 'doc_type', d.doc_type),
+            title = document ->> 'title',
+            author = coalesce(document ->> 'author', d.author),
+            published_at = coalesce((document ->> 'published_at')::timestamptz, d.published_at),
+            version = coalesce(document ->> 'version', d.version),
+            trust_score = coalesce((document ->> 'trust_score')::real, d.trust_score),
+            data_classification = coalesce(document ->> 'data_classification', d.data_classification),
+            content_hash = document ->> 'content_hash',
+            status = coalesce(document ->> 'status', d.status),
+            expires_at = (document ->> 'expires_at')::timestamptz,
+            updated_at = now()
+        where d.id = doc_id;
+        result_status := 'replaced';
+    end if;
+
+    insert into hipocampo_private.chunks (
+        tenant_id, kb_id, document_id, chunk_index, content, token_count, metadata,
+        content_hash, ts_config, embedding, embedding_model, expires_at
+    )
+    select
+        k.tenant_id, k.id, doc_id, (c ->> 'chunk_index')::integer, c ->> 'content',
+        coalesce((c ->> 'token_count')::integer, 0), coalesce(c -> 'metadata', '{}'::jsonb),
+        c ->> 'content_hash', hipocampo_private.text_search_config(k.language),
+        (c ->> 'embedding')::extensions.vector, ingest_document.embedding_model,
+        (document ->> 'expires_at')::timestamptz
+    from jsonb_array_elements(chunks) as c
+    on conflict on constraint chunks_tenant_hash_model_key do nothing;
+    get diagnostics written = row_count;
+    total := jsonb_array_length(chunks);
+
+    update hipocampo_private.documents as d set chunk_count = written where d.id = doc_id;
+    return jsonb_build_object(
+        'document_id', doc_id, 'status', result_status, 'chunks', written, 'skipped', total - written
+    );
+exception
+    when insufficient_privilege then
+        raise exception 'only tenant admins can ingest documents' using errcode = '42501';
+    when check_violation then
+        raise exception 'invalid document: %', sqlerrm using errcode = '23514';
+    when invalid_text_representation or invalid_datetime_format or datetime_field_overflow
+        or numeric_value_out_of_range then
+        raise exception 'invalid document field: %', sqlerrm using errcode = '22023';
+end;
+$$;
+
+-- Restated from migration 000800; the caller is resolved first.
+/*
+delete_document(document_id uuid) -> boolean
+
+Purpose: delete a document; its chunks and their embeddings go with it (cascade).
+Returns: true when a document was deleted, false when none is visible with that id.
+Errors: 42501 as _caller (before any other work); 42501 not an admin.
+Example: select hipocampo.delete_document('…');
+*/
+create or replace function hipocampo.delete_document(document_id uuid)
+returns boolean
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    perform hipocampo_private._caller();
+    delete from hipocampo_private.documents as d where d.id = delete_document.document_id;
+    return found;
+end;
+$$;
+
+/*
+purge_expired(now timestamptz default now()) -> jsonb
+
+Purpose: delete documents and chunks whose expires_at has passed (retention).
+Parameters: now - the clock (tests pass a frozen one).
+Returns: {"documents": n, "chunks": n}.
+Example: select hipocampo.purge_expired();
+*/
+create function hipocampo.purge_expired(now timestamptz default now())
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    n_docs integer;
+    n_chunks integer;
+begin
+    delete from hipocampo_private.chunks as c where c.expires_at <= purge_expired.now;
+    get diagnostics n_chunks = row_count;
+    delete from hipocampo_private.documents as d where d.expires_at <= purge_expired.now;
+    get diagnostics n_docs = row_count;
+    return jsonb_build_object('documents', n_docs, 'chunks', n_chunks);
+end;
+$$;
+
+/*
+start_ingestion_job(kb_id uuid, documents_total integer) -> uuid
+
+Purpose: open an ingestion run (status running, lease renewed by heartbeat_ingestion_job). 004600:
+  first recovers the knowledge base's interrupted jobs (recover_ingestion_jobs), so a run after a
+  crash finds the earlier job failed (interrupted) instead of running forever.
+Errors: 42501 as _caller (before any other work); P0002 unknown knowledge base; 22023
+  "documents_total must be >= 0".
+Example: select hipocampo.start_ingestion_job(kb, 12);
+*/
+create or replace function hipocampo.start_ingestion_job(kb_id uuid, documents_total integer)
+returns uuid
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    gate record := hipocampo_private._caller();  -- 42501 before any other work
+    k hipocampo_private.knowledge_bases := hipocampo_private._kb(start_ingestion_job.kb_id);
+    job uuid;
+begin
+    if documents_total is null or documents_total < 0 then
+        raise exception 'documents_total must be >= 0 (got %)', documents_total using errcode = '22023';
+    end if;
+    perform hipocampo.recover_ingestion_jobs(now(), k.id);
+    insert into hipocampo_private.ingestion_jobs (tenant_id, kb_id, documents_total, created_by)
+    values (k.tenant_id, k.id, documents_total, (select auth.uid()))
+    returning id into job;
+    return job;
+end;
+$$;
+
+-- Restated from migration 000800; the caller is resolved first.
+/*
+finish_ingestion_job(job_id uuid, status text, counts jsonb, errors jsonb) -> void
+
+Purpose: close an ingestion run (start_ingestion_job): its final status and counts.
+Parameters: job_id - the run; status - succeeded | partial | failed; counts - {"documents_ingested",
+  "documents_unchanged", "documents_failed", "chunks_written"} (a missing count is 0); errors - a
+  json array of {document, error} (null = []).
+Returns: nothing.
+Errors: 42501 as _caller (before any other work); P0002 "unknown ingestion job: …"; 23514 on an unknown status.
+Example: select hipocampo.finish_ingestion_job(j, 'succeeded', '{"documents_ingested": 3}', '[]');
+*/
+create or replace function hipocampo.finish_ingestion_job(
+    job_id uuid, status text, counts jsonb default '{}', errors jsonb default '[]'
+)
+returns void
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    perform hipocampo_private._caller();
+    update hipocampo_private.ingestion_jobs as j set
+        status = finish_ingestion_job.status,
+        documents_ingested = coalesce((counts ->> 'documents_ingested')::integer, 0),
+        documents_unchanged = coalesce((counts ->> 'documents_unchanged')::integer, 0),
+        documents_failed = coalesce((counts ->> 'documents_failed')::integer, 0),
+        chunks_written = coalesce((counts ->> 'chunks_written')::integer, 0),
+        errors = coalesce(finish_ingestion_job.errors, '[]'::jsonb),
+        finished_at = now()
+    where j.id = finish_ingestion_job.job_id;
+    if not found then
+        raise exception 'unknown ingestion job: %', job_id using errcode = 'P0002';
+    end if;
+end;
+$$;
+
+comment on function hipocampo.effective_config(uuid, uuid) is
+'Config in force for a tenant (and KB): global row <- tenant row <- KB overrides.';
+
+comment on function hipocampo.register_embedding_model(text, text, integer, boolean) is
+'Register an embedding model beside the others and create its partial HNSW index.';
+
+comment on function hipocampo.activate_embedding_model(text) is
+'Make a registered embedding model the default of retrieval.';
+
+comment on function hipocampo.drop_embedding_model(text) is
+'Delete an inactive model''s embeddings and registry row, after a confirmed switch.';
+
+comment on function hipocampo.create_knowledge_base(text, text, text[], text, jsonb, uuid) is
+'Create (or find by name) a knowledge base in the caller''s tenant.';
+
+comment on function hipocampo.knowledge_base_id(text, uuid) is 'Knowledge-base id by name.';
+
+comment on function hipocampo.list_knowledge_bases(uuid) is
+'Knowledge bases of the caller''s tenant with document and chunk counts.';
+
+comment on function hipocampo.set_knowledge_base_status(uuid, text) is
+'Set a knowledge base''s status: draft, indexing, ready or error.';
+
+comment on function hipocampo.document_hashes(uuid) is
+'Content hashes of a knowledge base''s documents (for client-side dedupe).';
+
+comment on function hipocampo.ingest_document(uuid, jsonb, jsonb, text) is
+'Write one document and its chunks atomically; unchanged documents are not rewritten.';
+
+comment on function hipocampo.delete_document(uuid) is
+'Delete a document with its chunks and embeddings.';
+
+comment on function hipocampo.purge_expired(timestamptz) is
+'Delete documents and chunks past their expires_at.';
+
+comment on function hipocampo.start_ingestion_job(uuid, integer) is 'Open an ingestion-job record.';
+
+comment on function hipocampo.finish_ingestion_job(uuid, text, jsonb, jsonb) is
+'Close an ingestion-job record with its status, counts and errors.';
+
+-- A model switch carries memories and history along. Documents are re-ingested into new chunk
+-- rows (migration 000400's rule); memories, staged memories and messages had no way to get an
+-- embedding of the new model: after activate_embedding_model they dropped out of memory search
+-- and the dense leg of history search, and drop_embedding_model failed on their foreign keys
+-- (23503). rows_to_embed lists what search cannot read with the active model (also messages
+-- stored through the edge functions without a vector), set_row_embeddings stores the new vectors
+-- (`hipocampo db embed-missing`, `hipocampo worker --embed-missing`, which also run 003600's token
+-- backfill: the commands its header names were folded into these), and drop_embedding_model says
+-- what still needs them.
+/*
+rows_to_embed(kind text, batch_size integer default 100, after_id text default null)
+  -> table (row_id text, content text)
+
+Purpose: rows that search cannot read with the active model - no embedding, or one of another
+  model: active memories ('memories') and staged memories ('memory_staging') with their
+  description, messages ('messages') with their content. The listed rows stay locked (for update
+  skip locked) until the caller's transaction ends: store their vectors with set_row_embeddings
+  in the same transaction; concurrent workers take other rows.
+Parameters: kind memories | memory_staging | messages; batch_size 1..1000 rows; after_id - only
+  rows with a greater id (a caller's cursor: a memory's uuid, a message's number, as text).
+Returns: at most batch_size rows by id: row_id (the id as text) and the text to embed.
+Errors: 22023 "kind must be memories, memory_staging or messages"; 22023 "batch_size must be
+  1..1000"; 55000 "no embedding model is active".
+Example: select row_id, content from hipocampo.rows_to_embed('messages', 100);
+*/
+create function hipocampo.rows_to_embed(kind text, batch_size integer default 100, after_id text default null)
+returns table (row_id text, content text)
+language plpgsql
+volatile
+security invoker
+set search_path = ''
+as $$
+declare
+    model text;
+begin
+    if kind is null or kind not in ('memories', 'memory_staging', 'messages') then
+        raise exception 'kind must be memories, memory_staging or messages' using errcode = '22023';
+    end if;
+    if batch_size is null or batch_size not between 1 and 1000 then
+        raise exception 'batch_size must be 1..1000' using errcode = '22023';
+    end if;
+    select e.name into model from hipocampo_private.embedding_models as e where e.active;
+    if model is null then
+        raise exception 'no embedding model is active' using errcode = '55000';
+    end if;
+    if kind = 'memories' then
+        return query
+        select m.id::text, m.description from hipocampo_private.memories as m
+        where m.status = 'active' and m.embedding_model is distinct from model
+          and (rows_to_embed.after_id is null or m.id > rows_to_embed.after_id::uuid)
+        order by m.id
+        limit batch_size
+        for update of m skip locked;
+    elsif kind = 'memory_staging' then
+        return query
+        select s.id::text, s.description from hipocampo_private.memory_staging as s
+        where s.embedding_model is distinct from model
+          and (rows_to_embed.after_id is null or s.id > rows_to_embed.after_id::uuid)
+        order by s.id
+        limit batch_size
+        for update of s skip locked;
+    else
+        return query
+        select m.id::text, m.content from hipocampo_private.messages as m
+        where m.embedding_model is distinct from model
+          and (rows_to_embed.after_id is null or m.id > rows_to_embed.after_id::bigint)
+        order by m.id
+        limit batch_size
+        for update of m skip locked;
+    end if;
+end;
+$$;
+
+/*
+set_row_embeddings(kind text, items jsonb) -> integer
+
+Purpose: store embeddings of the active model for rows rows_to_embed listed. A row that already
+  has an embedding of the active model keeps it (a repeated call changes nothing). A message's
+  tokens belong to its embedding's model, so they are cleared with it (the token backfill,
+  messages_without_tokens, lists the message again).
+Parameters: kind as rows_to_embed; items - [{"id": "<uuid, or a message's number>", "embedding":
+  [floats]}].
+Returns: the number of rows updated.
+Errors: 22023 "kind must be memories, memory_staging or messages"; 22023 "items must be a json
+  array"; 22000 "embedding has N dimensions; model M expects D"; 55000 "no embedding model is active".
+Example: select hipocampo.set_row_embeddings('messages', '[{"id": "42", "embedding": [0.1, …]}]');
+*/
+create function hipocampo.set_row_embeddings(kind text, items jsonb)
+returns integer
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    item jsonb;
+    v extensions.vector;
+    model text;
+    n integer := 0;
+    one integer;
+begin
+    if kind is null or kind not in ('memories', 'memory_staging', 'messages') then
+        raise exception 'kind must be memories, memory_staging or messages' using errcode = '22023';
+    end if;
+    if items is null or jsonb_typeof(items) <> 'array' then
+        raise exception 'items must be a json array' using errcode = '22023';
+    end if;
+    if not exists (select 1 from hipocampo_private.embedding_models as e where e.active) then
+        raise exception 'no embedding model is active' using errcode = '55000';
+    end if;
+    for item in select x from jsonb_array_elements(items) as x loop
+        v := (item ->> 'embedding')::extensions.vector;
+        model := hipocampo_private._active_model(v, 'embedding');
+        if kind = 'memories' then
+            update hipocampo_private.memories as m set embedding = v, embedding_model = model
+            where m.id = (item ->> 'id')::uuid and m.embedding_model is distinct from model;
+        elsif kind = 'memory_staging' then
+            update hipocampo_private.memory_staging as s set embedding = v, embedding_model = model
+            where s.id = (item ->> 'id')::uuid and s.embedding_model is distinct from model;
+        else
+            update hipocampo_private.messages as m
+            set embedding = v, embedding_model = model, token_ids = null, token_bits = null
+            where m.id = (item ->> 'id')::bigint and m.embedding_model is distinct from model;
+        end if;
+        get diagnostics one = row_count;
+        n := n + one;
+    end loop;
+    return n;
+end;
+$$;
+
+comment on function hipocampo.rows_to_embed(text, integer, text) is
+'Active and staged memories and messages without an embedding of the active model (locked for the caller''s transaction): the work list after a model switch.';
+
+comment on function hipocampo.set_row_embeddings(text, jsonb) is
+'Store embeddings of the active model for rows rows_to_embed listed (a message''s tokens are cleared with its old embedding).';
+
+create index ingestion_jobs_running_idx on hipocampo_private.ingestion_jobs (heartbeat_at)
+where status = 'running';
+
+comment on column hipocampo_private.ingestion_jobs.heartbeat_at is
+'Last sign of life of the running job (start, heartbeat_ingestion_job); a job silent for longer than maintenance.ingestion_lease_seconds is interrupted.';
+
+/*
+heartbeat_ingestion_job(job_id uuid) -> void
+
+Purpose: renew a running job's lease (heartbeat_at = now()). Clients call it at least every
+  maintenance.ingestion_lease_seconds (300 s) while they work.
+Errors: 42501 as _caller; P0002 "ingestion job … is not running" (unknown, finished, or already
+  marked interrupted: the client should stop and report it).
+Example: select hipocampo.heartbeat_ingestion_job('…');
+*/
+create function hipocampo.heartbeat_ingestion_job(job_id uuid)
+returns void
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    perform hipocampo_private._caller();
+    update hipocampo_private.ingestion_jobs as j set heartbeat_at = now()
+    where j.id = heartbeat_ingestion_job.job_id and j.status = 'running';
+    if not found then
+        raise exception 'ingestion job % is not running', job_id using errcode = 'P0002';
+    end if;
+end;
+$$;
+
+/*
+recover_ingestion_jobs(now timestamptz default now(), kb_id uuid default null) -> jsonb
+
+Purpose: mark running jobs whose lease expired (heartbeat_at older than
+  maintenance.ingestion_lease_seconds) as failed, with the error {"error": "interrupted: no
+  heartbeat since …"}, and give each of their knowledge bases left 'indexing' with no running
+  job its status back: ready when it holds documents, error otherwise. Optionally only one
+  knowledge base.
+Parameters: now - the time to judge leases by (service_role only; users always use now());
+  kb_id - only this knowledge base (null: every one the caller sees: a tenant admin their
+  tenant's, service_role all).
+Returns: {"interrupted": n jobs, "knowledge_bases": n statuses recomputed}.
+Errors: 42501 as _caller; 55000 "maintenance config is incomplete: ingestion_lease_seconds …".
+Example: select hipocampo.recover_ingestion_jobs();
+*/
+create function hipocampo.recover_ingestion_jobs(now timestamptz default now(), kb_id uuid default null)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    c record := hipocampo_private._caller();
+    lease integer := (select (s.config -> 'maintenance' ->> 'ingestion_lease_seconds')::integer
+                      from hipocampo_private.settings as s where s.tenant_id is null);
+    at timestamptz := case when c.kind = 'service' then coalesce(recover_ingestion_jobs.now, now()) else now() end;
+    kbs uuid [];
+    n_jobs integer;
+    n_kbs integer;
+begin
+    if lease is null then
+        raise exception 'maintenance config is incomplete: ingestion_lease_seconds (seed it from config.toml: hipocampo db migrate)'
+            using errcode = '55000';
+    end if;
+    -- RLS limits a tenant admin to their tenant's jobs and knowledge bases.
+    with gone as (
+        update hipocampo_private.ingestion_jobs as j set
+            status = 'failed',
+            finished_at = at,
+            errors = j.errors || jsonb_build_array(jsonb_build_object(
+                'error', format('interrupted: no heartbeat since %s (lease %s s)', j.heartbeat_at, lease)))
+        where j.status = 'running' and j.heartbeat_at < at - make_interval(secs => lease)
+          and (recover_ingestion_jobs.kb_id is null or j.kb_id = recover_ingestion_jobs.kb_id)
+        returning j.kb_id
+    )
+    select count(*), array_agg(distinct g.kb_id) into n_jobs, kbs from gone as g;
+    update hipocampo_private.knowledge_bases as k set
+        status = case when exists (select 1 from hipocampo_private.documents as d where d.kb_id = k.id)
+            then 'ready' else 'error' end
+    where k.status = 'indexing' and k.id = any(kbs)
+      and not exists (select 1 from hipocampo_private.ingestion_jobs as j where j.kb_id = k.id and j.status = 'running');
+    get diagnostics n_kbs = row_count;
+    return jsonb_build_object('interrupted', n_jobs, 'knowledge_bases', n_kbs);
+end;
+$$;
+
+comment on function hipocampo.heartbeat_ingestion_job(uuid) is 'Renew a running ingestion job''s lease.';
+
+comment on function hipocampo.recover_ingestion_jobs(timestamptz, uuid) is
+'Mark running ingestion jobs whose lease expired as failed (interrupted) and recompute their knowledge bases'' status.';
+
+-- What the Python package read from hipocampo_private directly gets an RPC (issue 17 §2: Python
+-- calls the public surface only): the tenant of a slug (Hipocampo.tenant_id), the documents of a
+-- knowledge base (the agents' store clear, and a document listing for clients), a user's
+-- membership role (the CLI's "make the local user a member" without demoting an admin), the
+-- caller's memories without a vector (Memory.embed_missing), and the active embedding model
+-- (the backfills' check).
+/*
+tenant_by_slug(slug text) -> uuid
+
+Purpose: the id of the tenant with this slug, as the caller may see it: any tenant for
+  service_role, the caller's own tenant for a member (null for another tenant's slug).
+Parameters: slug - the tenant's slug.
+Returns: the tenant id, or null.
+Errors: 42501 as _caller; 22023 "slug must not be null".
+Example: select hipocampo.tenant_by_slug('demo');
+*/
+create function hipocampo.tenant_by_slug(slug text)
+returns uuid
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    c record := hipocampo_private._caller();
+begin
+    if tenant_by_slug.slug is null then
+        raise exception 'slug must not be null' using errcode = '22023';
+    end if;
+    return (
+        select t.id from hipocampo_private.tenants as t
+        where t.slug = tenant_by_slug.slug and (c.kind = 'service' or t.id = c.tenant_id)
+    );
+end;
+$$;
+
+/*
+list_documents(kb_id uuid) -> table (id, title, source_uri, source_type, doc_type, status,
+  trust_score, chunk_count, content_hash, published_at, expires_at, created_at, updated_at)
+
+Purpose: the documents of a knowledge base, by source_uri (RLS: the caller's tenant).
+Parameters: kb_id - the knowledge base.
+Returns: one row per document; trust_score 0..1; chunk_count chunks of the document (all models).
+Errors: 42501 as _caller; P0002 "unknown knowledge base: …".
+Example: select title, chunk_count from hipocampo.list_documents('…');
+*/
+create function hipocampo.list_documents(kb_id uuid)
+returns table (
+    id uuid, title text, source_uri text, source_type text, doc_type text, status text, trust_score real,
+    chunk_count integer, content_hash text, published_at timestamptz, expires_at timestamptz,
+    created_at timestamptz, updated_at timestamptz
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    gate record := hipocampo_private._caller();  -- 42501 before any other work
+    k hipocampo_private.knowledge_bases := hipocampo_private._kb(list_documents.kb_id);
+begin
+    return query
+    select d.id, d.title, d.source_uri, d.source_type, d.doc_type, d.status, d.trust_score, d.chunk_count,
+        d.content_hash, d.published_at, d.expires_at, d.created_at, d.updated_at
+    from hipocampo_private.documents as d
+    where d.kb_id = k.id
+    order by d.source_uri;
+end;
+$$;
+
+/*
+membership_role(user_id uuid default null, tenant_id uuid default null) -> text
+
+Purpose: a user's role in a tenant: admin | member, or null when not a member. A signed-in user
+  asks about themselves; service_role names the user and the tenant.
+Errors: 42501 as _memory_actor (no tenant / no user / user mismatch).
+Example: select hipocampo.membership_role('…'::uuid, '…'::uuid);  -- as service_role
+*/
+create function hipocampo.membership_role(user_id uuid default null, tenant_id uuid default null)
+returns text
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    a record := hipocampo_private._memory_actor(membership_role.user_id, membership_role.tenant_id);
+begin
+    return (
+        select m.role from hipocampo_private.memberships as m
+        where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
+    );
+end;
+$$;
+
+/*
+memories_without_embedding(keys text[] default null, user_id uuid default null,
+  tenant_id uuid default null) -> table (id uuid, key text, description text)
+
+Purpose: the user's active personal memories stored without a vector (written in SQL, e.g. by
+  seed_profile), optionally only these keys, for the client to embed (set_memory_embeddings).
+Errors: 42501 as _memory_actor.
+Example: select * from hipocampo.memories_without_embedding();
+*/
+create function hipocampo.memories_without_embedding(
+    keys text[] default null, user_id uuid default null, tenant_id uuid default null
+)
+returns table (id uuid, key text, description text)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    a record := hipocampo_private._memory_actor(memories_without_embedding.user_id,
+        memories_without_embedding.tenant_id);
+begin
+    return query
+    select m.id, m.key, m.description
+    from hipocampo_private.memories as m
+    where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user and m.scope = 'personal'
+      and m.status = 'active' and m.embedding is null
+      and (memories_without_embedding.keys is null or m.key = any(memories_without_embedding.keys))
+    order by m.key;
+end;
+$$;
+
+/*
+active_embedding_model() -> table (name text, provider text, dims integer, distance text)
+
+Purpose: the embedding model search reads (the registry's active row); no row when none is
+  active.
+Errors: 42501 as _caller.
+Example: select name, dims from hipocampo.active_embedding_model();
+*/
+create function hipocampo.active_embedding_model()
+returns table (name text, provider text, dims integer, distance text)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+begin
+    perform hipocampo_private._caller();
+    return query
+    select e.name, e.provider, e.dims, e.distance from hipocampo_private.embedding_models as e where e.active;
+end;
+$$;
+
+comment on function hipocampo.tenant_by_slug(text) is 'The id of the tenant with this slug, as the caller may see it.';
+
+comment on function hipocampo.list_documents(uuid) is 'The documents of a knowledge base.';
+
+comment on function hipocampo.membership_role(uuid, uuid) is 'A user''s role in a tenant (admin | member | null).';
+
+comment on function hipocampo.memories_without_embedding(text[], uuid, uuid) is
+'The user''s active personal memories stored without a vector.';
+
+comment on function hipocampo.active_embedding_model() is 'The active embedding model of the registry.';

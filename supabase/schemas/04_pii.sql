@@ -1,0 +1,340 @@
+-- Function bodies may name objects of later schema files; they are checked when called (as in
+-- pg_dump output), so the files apply in the order of [db.migrations] schema_paths.
+set check_function_bodies = off;
+
+-- One PII scrubber, in the database (issue 16 §1.5, §2 "PII"). The Python ingestion scrubber
+-- (hipocampo.ingest.pii) missed 20 of 63 Brazilian variants: separators other than the formatted
+-- ones (spaces, dots only, a dash only, NBSP), numbers broken across a line, RG with a state
+-- prefix, phones without punctuation or with a trunk / country code, obfuscated e-mails. It is
+-- replaced by hipocampo_private._pii_scrub, which every path runs:
+-- - hipocampo.scrub_pii (the RPC the Python ingestion and guardrails call before anything is
+--   hashed, embedded or stored);
+-- - BEFORE triggers on documents (title, source_uri, author), chunks (content, metadata
+--   strings) and ingestion_jobs (errors, which name files), so no client, edge function or
+--   direct INSERT stores or indexes (tsvector, BM25 postings) unscrubbed text;
+-- - the memory gate (migration 004100) and the message trigger (004200) read its counts.
+--
+-- How numbers are found: a run of digits joined by at most three separator characters
+-- (space, NBSP, . - / ( ) or one line break) is split into its digit groups; from each group,
+-- the longest stretch of at most seven consecutive groups whose digits form a valid CPF (check
+-- digits), CNPJ (check digits), Brazilian phone number (DDD + 9 + 8 digits, with 55 or a 0
+-- trunk prefix; landlines only when written with a parenthesis or a dash) or card number (13-19
+-- digits, Luhn, written bare or in groups of four) is replaced. Ordinary numbers (dates, money,
+-- article and law numbers, CEP) have no valid shape and stay.
+/*
+cpf_is_valid(digits text) -> boolean / cnpj_is_valid(digits text) -> boolean
+
+Purpose: the check digits of a CPF (11 digits) / CNPJ (14 digits); all-equal digits are invalid.
+Example: select hipocampo_private.cpf_is_valid('52998224725'); -- true
+*/
+create function hipocampo_private.cpf_is_valid(digits text)
+returns boolean
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select coalesce(digits ~ '^[0-9]{11}$' and digits !~ '^(.)\1*$'
+        and (select (sum(substr(digits, i, 1)::integer * (11 - i)) * 10 % 11) % 10
+             from generate_series(1, 9) as i) = substr(digits, 10, 1)::integer
+        and (select (sum(substr(digits, i, 1)::integer * (12 - i)) * 10 % 11) % 10
+             from generate_series(1, 10) as i) = substr(digits, 11, 1)::integer, false)
+$$;
+
+create function hipocampo_private.cnpj_is_valid(digits text)
+returns boolean
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select coalesce(digits ~ '^[0-9]{14}$' and digits !~ '^(.)\1*$'
+        and (select case when r < 2 then 0 else 11 - r end
+             from (select sum(substr(digits, i, 1)::integer
+                 * ('{5,4,3,2,9,8,7,6,5,4,3,2}'::integer [])[i]) % 11 as r
+                 from generate_series(1, 12) as i) as x) = substr(digits, 13, 1)::integer
+        and (select case when r < 2 then 0 else 11 - r end
+             from (select sum(substr(digits, i, 1)::integer
+                 * ('{6,5,4,3,2,9,8,7,6,5,4,3,2}'::integer [])[i]) % 11 as r
+                 from generate_series(1, 13) as i) as x) = substr(digits, 14, 1)::integer, false)
+$$;
+
+/*
+_pii_kind(digits text, groups integer[], span text) -> text
+
+Purpose: the kind of PII a stretch of digits is, or null.
+Parameters: digits - the stretch's digits only; groups - the lengths of its digit groups as
+  written; span - the stretch as written (separators included).
+Returns: 'CPF' | 'CNPJ' | 'TELEFONE' | 'CARTAO' | null.
+Example: select hipocampo_private._pii_kind('52998224725', '{3,3,3,2}', '529 982 247 25'); -- CPF
+*/
+create function hipocampo_private._pii_kind(digits text, groups integer[], span text)
+returns text
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select case
+        when char_length(digits) = 11 and hipocampo_private.cpf_is_valid(digits) then 'CPF'
+        when char_length(digits) = 14 and hipocampo_private.cnpj_is_valid(digits) then 'CNPJ'
+        -- Mobile: DDD (two digits 1-9) + 9 + 8 digits, bare or with 55 / a 0 trunk prefix.
+        when digits ~ '^(55|0)?[1-9][1-9]9[0-9]{8}$' then 'TELEFONE'
+        -- Landline: DDD + [2-5] + 7 digits, only as written with "(", a "+" or "-" (bare ten
+        -- digits are too often other numbers).
+        when digits ~ '^(55|0)?[1-9][1-9][2-5][0-9]{7}$' and span ~ '[(+]|[0-9]{4}-[0-9]{4}$' then 'TELEFONE'
+        -- Mobile without DDD, only as written 9xxxx-xxxx.
+        when digits ~ '^9[0-9]{8}$' and span ~ '^9[0-9]{4}[- ][0-9]{4}$' then 'TELEFONE'
+        when char_length(digits) between 13 and 19 and hipocampo_private.luhn_is_valid(digits)
+            and (cardinality(groups) = 1
+                or array_to_string(groups, ',') ~ '^(4,)+[1-4]$'
+                or array_to_string(groups, ',') = '4,6,5'
+                or array_to_string(groups, ',') = '4,6,4') then 'CARTAO'
+    end
+$$;
+
+/*
+_pii_scrub(input text) -> (text text, counts jsonb)
+
+Purpose: the one PII scrubber. Replaces e-mails (also "[at]" / "(arroba)" / "[dot]" spelled
+  out, "user@[ip]", broken across a line), CPF, CNPJ, phone and card numbers (any separators,
+  see the header), and RG (formatted, after "RG", or with a state prefix such as "MG-12.345.678")
+  by typed placeholders [EMAIL] [CPF] [CNPJ] [TELEFONE] [CARTAO] [RG]. NBSP and other unicode
+  spaces become plain spaces; soft hyphens and zero-width characters are removed. Idempotent.
+Parameters: input - any text (null gives null and {}).
+Returns: text - the scrubbed text; counts - {"CPF": n, …} of the kinds replaced.
+Example: select * from hipocampo_private._pii_scrub('CPF 529 982 247 25, joao[at]x[dot]com');
+  -- ('CPF [CPF], [EMAIL]', {"CPF": 1, "EMAIL": 1})
+*/
+create function hipocampo_private._pii_scrub(input text, out text text, out counts jsonb)
+language plpgsql
+immutable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+declare
+    -- An @ (a line break may sit beside it), or one spelled out: [at] (arroba) " arroba ".
+    at_sign constant text := '(?:@|[ \t]*\r?\n[ \t]*@[ \t]*|@[ \t]*\r?\n[ \t]*'
+        || '|[ \t]*[[({<][ \t]*(?:at|arroba)[ \t]*[])}>][ \t]*|[ \t]+arroba[ \t]+)';
+    -- A dot (a line break may follow it), or one spelled out: [dot] (ponto) " ponto ".
+    dot constant text := '(?:\.(?:[ \t]*\r?\n[ \t]*)?'
+        || '|[ \t]*[[({<][ \t]*(?:dot|ponto)[ \t]*[])}>][ \t]*|[ \t]+ponto[ \t]+)';
+    loc constant text := '[[:alnum:]_%+-]+';
+    -- A domain label; a word hyphenated across a line ("exem-\nplo") is one label.
+    dom constant text := '[[:alnum:]_-]+(?:-[ \t]*\r?\n[ \t]*[[:alnum:]_-]+)*';
+    number_run constant text
+        := '\+?\(?[0-9](?:(?:[ .()/-]{1,3}|[ .()/-]{0,2}[ \t]*\r?\n[ \t]*)[0-9]|[0-9])*';
+    email text;
+    rg text;
+    runs text [];
+    gaps text [];
+    run text;
+    groups text [];
+    seps text [];
+    g integer;
+    i integer;
+    j integer;
+    best integer;
+    kind text;
+    piece text;
+    digits text;
+    out_text text;
+    n integer;
+    c jsonb := '{}'::jsonb;
+begin
+    if input is null then
+        counts := '{}'::jsonb;
+        return;
+    end if;
+    text := regexp_replace(input, '[\u00a0\u2007\u2009\u202f\u3000]', ' ', 'g');
+    text := regexp_replace(text, '[\u00ad\u200b\u200c\u200d\u2060\ufeff]', '', 'g');
+
+    -- E-mails: local part, an @ (or spelled out), a domain of two or more labels (or [ip]).
+    email := loc || '(?:\.(?:[ \t]*\r?\n[ \t]*)?' || loc || ')*' || at_sign
+        || '(?:\[[0-9a-f.:]+\]|' || dom || '(?:' || dot || dom || ')+)';
+    n := coalesce(regexp_count(text, email, 1, 'i'), 0);
+    if n > 0 then
+        text := regexp_replace(text, email, '[EMAIL]', 'gi');
+        c := c || jsonb_build_object('EMAIL', n);
+    end if;
+
+    -- Numbers: runs of digits joined by short separators, read group by group.
+    runs := array(select m[1] from regexp_matches(text, '(' || number_run || ')', 'g') as m);
+    if cardinality(runs) > 0 then
+        gaps := regexp_split_to_array(text, number_run);
+        out_text := gaps[1];
+        for r in 1 .. cardinality(runs) loop
+            run := runs[r];
+            if char_length(regexp_replace(run, '[^0-9]', '', 'g')) < 9 then
+                out_text := out_text || run || gaps[r + 1];
+                continue;
+            end if;
+            groups := array(select m[1] from regexp_matches(run, '([0-9]+)', 'g') as m);
+            seps := regexp_split_to_array(run, '[0-9]+');  -- seps[1] prefix, seps[i + 1] after group i
+            g := cardinality(groups);
+            piece := seps[1];
+            i := 1;
+            while i <= g loop
+                best := null;
+                kind := null;
+                j := least(g, i + 6);
+                while j >= i and best is null loop
+                    digits := array_to_string(groups[i:j], '');
+                    -- A stretch of several groups neither starts with nor holds two one-digit
+                    -- groups (a list of small numbers is not a phone number).
+                    if char_length(digits) between 9 and 19 and (i = j or (char_length(groups[i]) > 1
+                        and (select count(*) from unnest(groups[i:j]) as x where char_length(x) = 1) < 2))
+                    then
+                        kind := hipocampo_private._pii_kind(digits,
+                            array(select char_length(x) from unnest(groups[i:j]) as x),
+                            (case when i = 1 then seps[1] else '' end)
+                            || (select string_agg(groups[x] || case when x < j then seps[x + 1] else '' end, ''
+                                order by x) from generate_series(i, j) as x));
+                        if kind is not null then
+                            best := j;
+                        end if;
+                    end if;
+                    j := j - 1;
+                end loop;
+                if best is null then
+                    piece := piece || groups[i] || seps[i + 1];
+                    i := i + 1;
+                else
+                    if i = 1 then
+                        piece := '';  -- the "+" / "(" written before the number goes with it
+                    end if;
+                    piece := piece || '[' || kind || ']' || seps[best + 1];
+                    c := c || jsonb_build_object(kind, coalesce((c ->> kind)::integer, 0) + 1);
+                    i := best + 1;
+                end if;
+            end loop;
+            out_text := out_text || piece || gaps[r + 1];
+        end loop;
+        text := out_text;
+    end if;
+
+    -- RG: formatted (12.345.678-9), after "RG" (RG nº 1234567), or with a state prefix.
+    rg := '(?<![0-9.])[0-9]{1,2}\.[0-9]{3}\.[0-9]{3}-[0-9Xx](?![0-9])'
+        || '|\m[Rr][Gg]\M[ \t]*(?:n[º°o.]*[ \t]*)?[:-]?[ \t]*[0-9Xx][0-9.Xx-]{4,13}[0-9Xx]'
+        || '|\m(?:AC|AL|AP|AM|BA|CE|DF|ES|GO|MA|MT|MS|MG|PA|PB|PR|PE|PI|RJ|RN|RS|RO|RR|SC|SP|SE|TO)'
+        || '[ -]?[0-9]{1,2}\.?[0-9]{3}\.?[0-9]{3}(?:-?[0-9Xx])?(?![0-9])';
+    n := coalesce(regexp_count(text, rg), 0);
+    if n > 0 then
+        text := regexp_replace(text, rg, '[RG]', 'g');
+        c := c || jsonb_build_object('RG', n);
+    end if;
+    counts := c;
+end;
+$$;
+
+/*
+_pii_scrub_jsonb(value jsonb) -> jsonb
+
+Purpose: value with every string leaf scrubbed by _pii_scrub (keys kept; numbers, booleans and
+  nulls unchanged). Used on chunk metadata.
+Example: select hipocampo_private._pii_scrub_jsonb('{"title": "contrato 529.982.247-25"}');
+  -- {"title": "contrato [CPF]"}
+*/
+create function hipocampo_private._pii_scrub_jsonb(value jsonb)
+returns jsonb
+language plpgsql
+immutable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+begin
+    return case jsonb_typeof(value)
+        when 'string' then to_jsonb((hipocampo_private._pii_scrub(value #>> '{}')).text)
+        when 'object' then coalesce((select jsonb_object_agg(e.key, hipocampo_private._pii_scrub_jsonb(e.value))
+            from jsonb_each(value) as e), '{}'::jsonb)
+        when 'array' then coalesce((select jsonb_agg(hipocampo_private._pii_scrub_jsonb(e.value) order by e.n)
+            from jsonb_array_elements(value) with ordinality as e (value, n)), '[]'::jsonb)
+        else value
+    end;
+end;
+$$;
+
+/*
+scrub_pii(texts text[]) -> table (text text, counts jsonb)
+
+Purpose: the database's PII scrubber (_pii_scrub) for clients that must scrub before they hash,
+  chunk or embed (the Python ingestion scrubs each document's text, title and source_uri through
+  it; the guardrails refuse a question whose counts name a CPF or a card). Pure: reads and
+  writes nothing.
+Parameters: texts - the texts, in order (nulls give null and {}).
+Returns: one row per text, in the order given: the scrubbed text and the counts per kind
+  ({"CPF": 1, "EMAIL": 2}; kinds CPF, CNPJ, RG, EMAIL, TELEFONE, CARTAO).
+Errors: none of its own.
+Example: select * from hipocampo.scrub_pii(array['CPF 529 982 247 25', 'ok']);
+*/
+create function hipocampo.scrub_pii(texts text[])
+returns table (text text, counts jsonb)
+language sql
+immutable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+    select s.text, s.counts
+    from unnest(texts) with ordinality as t (value, n)
+    cross join lateral hipocampo_private._pii_scrub(t.value) as s
+    order by t.n
+$$;
+
+-- Whatever writes a document or a chunk (the RPCs, an edge function, a direct INSERT), what is
+-- stored and indexed (tsvector, BM25 postings, which AFTER triggers compute) is scrubbed.
+create function hipocampo_private._scrub_document()
+returns trigger
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    new.title := (hipocampo_private._pii_scrub(new.title)).text;
+    new.source_uri := (hipocampo_private._pii_scrub(new.source_uri)).text;
+    new.author := (hipocampo_private._pii_scrub(new.author)).text;
+    return new;
+end;
+$$;
+
+create function hipocampo_private._scrub_chunk()
+returns trigger
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    new.content := (hipocampo_private._pii_scrub(new.content)).text;
+    new.metadata := hipocampo_private._pii_scrub_jsonb(new.metadata);
+    return new;
+end;
+$$;
+
+create function hipocampo_private._scrub_job_errors()
+returns trigger
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    new.errors := hipocampo_private._pii_scrub_jsonb(new.errors);  -- error lines name files
+    return new;
+end;
+$$;
+
+create trigger documents_scrub_pii
+before insert or update of title, source_uri, author on hipocampo_private.documents
+for each row execute function hipocampo_private._scrub_document();
+
+create trigger chunks_scrub_pii
+before insert or update of content, metadata on hipocampo_private.chunks
+for each row execute function hipocampo_private._scrub_chunk();
+
+create trigger ingestion_jobs_scrub_pii
+before insert or update of errors on hipocampo_private.ingestion_jobs
+for each row execute function hipocampo_private._scrub_job_errors();
+
+comment on function hipocampo.scrub_pii(text[]) is
+'The PII scrubber: each text with CPF, CNPJ, RG, e-mail, phone and card numbers replaced by typed placeholders, and the counts per kind.';

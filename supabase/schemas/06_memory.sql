@@ -1,0 +1,1539 @@
+-- Function bodies may name objects of later schema files; they are checked when called (as in
+-- pg_dump output), so the files apply in the order of [db.migrations] schema_paths.
+set check_function_bodies = off;
+
+-- Long-term memory: consent, memories (one active row per key), and the memory event log.
+--
+-- Rules live here, not in clients: the gate (hipocampo.remember), upsert with supersede,
+-- correction, forgetting, search and decay are SQL functions (next migrations).
+create table hipocampo_private.memory_consents (
+    tenant_id uuid not null references hipocampo_private.tenants (id) on delete cascade,
+    user_id uuid not null,
+    granted boolean not null,
+    -- LGPD art. 7 I: processing with the data subject's consent.
+    legal_basis text not null default 'lgpd_art_7_i',
+    updated_at timestamptz not null default now(),
+    primary key (tenant_id, user_id)
+);
+
+alter table hipocampo_private.memory_consents enable row level security;
+
+-- The unique-tags check needs a function: a CHECK cannot hold a subquery.
+create function hipocampo_private.tags_are_unique(tags text[])
+returns boolean
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select cardinality(tags) = (select count(distinct t) from unnest(tags) as t)
+$$;
+
+create table hipocampo_private.memories (
+    id uuid primary key default gen_random_uuid(),
+    tenant_id uuid not null references hipocampo_private.tenants (id) on delete cascade,
+    -- Owner (personal) or author (tenant_shared).
+    user_id uuid not null,
+    scope text not null default 'personal',
+    category text not null,
+    key text not null,
+    value jsonb not null,
+    description text not null,
+    confidence real not null,
+    status text not null default 'active',
+    source text not null,
+    source_ref text,
+    conversation_id uuid,
+    pinned boolean not null default false,
+    tags text[] not null,
+    emotion text,
+    intensity numeric(3, 1),
+    life_domain text,
+    embedding extensions.vector,
+    embedding_model text references hipocampo_private.embedding_models (name),
+    emotional_embedding extensions.vector,
+    token_count integer not null default 0,
+    valid_from timestamptz not null default now(),
+    valid_to timestamptz,
+    supersedes uuid references hipocampo_private.memories (id) on delete set null,
+    access_count integer not null default 0,
+    last_accessed_at timestamptz,
+    last_decayed_at timestamptz,
+    expires_at timestamptz,
+    created_at timestamptz not null default now(),
+    updated_at timestamptz not null default now(),
+    constraint memories_scope_check check (scope in ('personal', 'tenant_shared')),
+    constraint memories_category_check check (category in (
+        'identity_profile', 'tenant_business', 'operating_model', 'goals_kpis',
+        'tools_integrations', 'people_contacts', 'projects', 'preference', 'pattern', 'style'
+    )),
+    constraint memories_key_format check (key ~ '^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$'),
+    constraint memories_confidence_range check (confidence between 0 and 1),
+    constraint memories_status_check check (status in ('active', 'deprecated', 'deleted', 'expired')),
+    constraint memories_source_check check (source in (
+        'profile_seed', 'explicit_user', 'inferred', 'admin_system', 'conversation', 'behavior_analysis'
+    )),
+    -- Tags: at least one, snake_case, no repeats.
+    constraint memories_tags_check check (
+        cardinality(tags) >= 1
+        and array_to_string(tags, ',') ~ '^[a-z][a-z0-9_]*(,[a-z][a-z0-9_]*)*$'
+    ),
+    constraint memories_emotion_check check (emotion is null or emotion in (
+        'alegria', 'tristeza', 'ansiedade', 'raiva', 'medo', 'surpresa', 'calma', 'nojo',
+        'frustracao', 'gratidao', 'esperanca', 'orgulho', 'vergonha', 'culpa', 'neutro'
+    )),
+    constraint memories_intensity_range check (intensity is null or intensity between 0 and 10),
+    constraint memories_life_domain_check check (life_domain is null or life_domain in (
+        'trabalho', 'relacionamentos', 'saude', 'financas', 'outros'
+    )),
+    constraint memories_embedding_model check ((embedding is null) = (embedding_model is null))
+);
+
+alter table hipocampo_private.memories
+add constraint memories_tags_unique check (hipocampo_private.tags_are_unique(tags));
+
+alter table hipocampo_private.memories enable row level security;
+
+-- Leave room on memory pages so that the access-count update of every search
+-- (hipocampo_private._touch_memories: access_count, last_accessed_at, no indexed column) can be a
+-- HOT update: with full pages it writes a new tuple into every index, the HNSW one included.
+-- Applies to pages written from now on.
+alter table hipocampo_private.memories set (fillfactor = 80);
+
+-- Exactly one active memory per (tenant, owner, scope, key); tenant_shared keys are per tenant.
+create unique index memories_one_active_per_key on hipocampo_private.memories (
+    tenant_id, scope, key,
+    (case when scope = 'personal' then user_id else '00000000-0000-0000-0000-000000000000'::uuid end)
+)
+where status = 'active';
+
+-- RLS filters on tenant_id and user_id; searches scope on (tenant, status).
+create index memories_tenant_user_idx on hipocampo_private.memories (tenant_id, user_id, status);
+
+create index memories_tenant_scope_idx on hipocampo_private.memories (tenant_id, scope, status);
+
+create index memories_tags_idx on hipocampo_private.memories using gin (tags);
+
+create index memories_expires_at_idx on hipocampo_private.memories (expires_at)
+where expires_at is not null;
+
+
+create table hipocampo_private.memory_events (
+    id bigint generated always as identity primary key,
+    at timestamptz not null default now(),
+    tenant_id uuid not null,
+    -- Pseudonymous after erasure: user_id is replaced by a hash.
+    user_id uuid,
+    user_ref text,
+    memory_id uuid,
+    event text not null,
+    reason text,
+    detail jsonb not null default '{}'::jsonb,
+    constraint memory_events_event_check check (event in (
+        'memory.write_rejected', 'memory.created', 'memory.updated', 'memory.duplicate',
+        'memory.unchanged', 'memory.corrected', 'memory.forgotten', 'memory.hard_deleted',
+        'memory.decayed', 'memory.expired', 'memory.consent', 'user.erased'
+    ))
+);
+
+alter table hipocampo_private.memory_events enable row level security;
+
+-- New events: staging writes, promotion, purge; session and export audit.
+alter table hipocampo_private.memory_events drop constraint memory_events_event_check;
+
+alter table hipocampo_private.memory_events add constraint memory_events_event_check check (event in (
+    'memory.write_rejected', 'memory.created', 'memory.updated', 'memory.duplicate',
+    'memory.unchanged', 'memory.corrected', 'memory.forgotten', 'memory.hard_deleted',
+    'memory.decayed', 'memory.expired', 'memory.consent', 'memory.staged', 'memory.promoted',
+    'memory.purged', 'user.exported', 'user.erased'
+));
+
+create index memory_events_tenant_at_idx on hipocampo_private.memory_events (tenant_id, at);
+
+create index memory_events_tenant_user_idx on hipocampo_private.memory_events (tenant_id, user_id);
+
+create policy "users can read their own consent"
+on hipocampo_private.memory_consents
+for select
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and user_id = (select auth.uid())
+);
+
+create policy "users can record their own consent"
+on hipocampo_private.memory_consents
+for insert
+to authenticated
+with check (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and user_id = (select auth.uid())
+);
+
+create policy "users can change their own consent"
+on hipocampo_private.memory_consents
+for update
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and user_id = (select auth.uid())
+)
+with check (user_id = (select auth.uid()));
+
+create policy "users read their personal memories and their tenant's shared ones"
+on hipocampo_private.memories
+for select
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (user_id = (select auth.uid()) or scope = 'tenant_shared')
+);
+
+create policy "users delete their personal memories, admins shared ones"
+on hipocampo_private.memories
+for delete
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (
+        (scope = 'personal' and user_id = (select auth.uid()))
+        or (scope = 'tenant_shared' and (select hipocampo_private.current_tenant_role()) = 'admin')
+    )
+);
+
+create policy "users read their own memory events, admins their tenant's"
+on hipocampo_private.memory_events
+for select
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (user_id = (select auth.uid()) or (select hipocampo_private.current_tenant_role()) = 'admin')
+);
+
+/*
+_memory_event(tenant_id uuid, user_id uuid, memory_id uuid, event text, reason text, detail jsonb) -> void
+
+Purpose: append one row to the memory event log. A user appends events of their own tenant about
+  themselves only; service_role any.
+Errors: 42501 as _memory_actor.
+Example: perform hipocampo_private._memory_event(t, u, null, 'memory.consent', null, '{}');
+*/
+-- definer because callers append events but may never change or delete them.
+create or replace function hipocampo_private._memory_event(
+    tenant_id uuid, user_id uuid, memory_id uuid, event text, reason text, detail jsonb
+)
+returns void
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+    if (hipocampo_private._caller()).kind <> 'service' then
+        perform hipocampo_private._memory_actor(_memory_event.user_id, _memory_event.tenant_id);
+    end if;
+    insert into hipocampo_private.memory_events (tenant_id, user_id, memory_id, event, reason, detail)
+    values (
+        _memory_event.tenant_id, _memory_event.user_id, _memory_event.memory_id,
+        _memory_event.event, _memory_event.reason, coalesce(_memory_event.detail, '{}'::jsonb)
+    );
+end;
+$$;
+
+comment on table hipocampo_private.memories is
+'Long-term memory: one active row per (tenant, owner, scope, key); history kept as deprecated rows.';
+
+comment on table hipocampo_private.memory_consents is 'Memory consent per user (LGPD art. 7 I).';
+
+comment on table hipocampo_private.memory_events is
+'Audit of memory write attempts (with the gate''s reason) and of every change.';
+
+/*
+_memory_actor(user_id uuid, tenant_id uuid) -> record (actor_tenant uuid, actor_user uuid)
+
+Purpose: who a memory, conversation or session call acts for, by _caller(): a user acts for
+  themselves in their tenant (user_id / tenant_id may repeat them); service_role names both.
+Errors: 42501 as _resolve_tenant; 42501 "user mismatch: the JWT names another user" when a user
+  names another user; 42501 "no user: service_role must pass user_id".
+Example: select actor_tenant, actor_user from hipocampo_private._memory_actor(null, null);
+*/
+create or replace function hipocampo_private._memory_actor(
+    user_id uuid, tenant_id uuid, out actor_tenant uuid, out actor_user uuid
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    c record := hipocampo_private._caller();
+begin
+    actor_tenant := hipocampo_private._resolve_tenant(_memory_actor.tenant_id);
+    if c.kind = 'service' then
+        if _memory_actor.user_id is null then
+            raise exception 'no user: service_role must pass user_id' using errcode = '42501';
+        end if;
+        actor_user := _memory_actor.user_id;
+        return;
+    end if;
+    if _memory_actor.user_id is not null and _memory_actor.user_id <> c.user_id then
+        raise exception 'user mismatch: the JWT names another user' using errcode = '42501';
+    end if;
+    actor_user := c.user_id;
+end;
+$$;
+
+/*
+_memory_text_problem(description text, token_count integer, cfg jsonb) -> text[]
+
+Purpose: the gate's checks of a memory's description: length (memory.min_chars characters,
+  memory.max_tokens tokens estimated as ceil(characters / 4) unless the client reports more),
+  noise (memory.noise), then personal and sensitive data (_pii_problem).
+Returns: null, or [reason, message] with reason too_short | too_long | noise | personal_data |
+  sensitive_data.
+*/
+create or replace function hipocampo_private._memory_text_problem(description text, token_count integer, cfg jsonb)
+returns text[]
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    plain text := lower(extensions.unaccent(coalesce(description, '')));
+    normalized text := btrim(regexp_replace(plain, '[^a-z0-9 ]+', ' ', 'g'));
+begin
+    normalized := regexp_replace(normalized, '\s+', ' ', 'g');
+    if char_length(btrim(coalesce(description, ''))) < (cfg ->> 'min_chars')::integer then
+        return array['too_short', format('memory text must have at least %s characters',
+            (cfg ->> 'min_chars')::integer)];
+    end if;
+    if greatest(coalesce(token_count, 0), ceil(char_length(description) / 4.0)::integer)
+        > (cfg ->> 'max_tokens')::integer then
+        return array['too_long', format('memory text exceeds %s tokens',
+            (cfg ->> 'max_tokens')::integer)];
+    end if;
+    if normalized = '' or normalized in (
+        select jsonb_array_elements_text(cfg -> 'noise')
+    ) then
+        return array['noise', format('"%s" is conversational noise, not a memory', btrim(description))];
+    end if;
+    return hipocampo_private._pii_problem(description, cfg, 'memory text');
+end;
+$$;
+
+/*
+luhn_is_valid(digits text) -> boolean
+
+Purpose: Luhn checksum of a string of digits (card numbers).
+Example: select hipocampo_private.luhn_is_valid('4111111111111111'); -- true
+*/
+create function hipocampo_private.luhn_is_valid(digits text)
+returns boolean
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select coalesce(sum(
+        case when i % 2 = 1 then (d * 2) / 10 + (d * 2) % 10 else d end
+    ) % 10 = 0, false)
+    from (
+        select (ordinality - 1)::integer as i, ch::integer as d
+        from unnest(regexp_split_to_array(reverse(digits), '')) with ordinality as u (ch, ordinality)
+        where ch ~ '^\d$'
+    ) as x
+$$;
+
+/*
+set_memory_consent(granted boolean, user_id uuid default null, tenant_id uuid default null) -> void
+
+Purpose: record (or revoke) the user's consent to long-term memory (LGPD art. 7 I).
+Parameters: granted; user_id / tenant_id only for service_role (users act for themselves).
+Errors: 42501 no tenant / no user.
+Example: select hipocampo.set_memory_consent(true);
+*/
+create function hipocampo.set_memory_consent(
+    granted boolean, user_id uuid default null, tenant_id uuid default null
+)
+returns void
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    a record := hipocampo_private._memory_actor(set_memory_consent.user_id, set_memory_consent.tenant_id);
+begin
+    insert into hipocampo_private.memory_consents as mc (tenant_id, user_id, granted)
+    values (a.actor_tenant, a.actor_user, set_memory_consent.granted)
+    on conflict on constraint memory_consents_pkey do update set granted = excluded.granted, updated_at = now();
+    perform hipocampo_private._memory_event(a.actor_tenant, a.actor_user, null, 'memory.consent',
+        case when granted then 'granted' else 'revoked' end, '{}'::jsonb);
+end;
+$$;
+
+-- Arguments are checked up front (issue 16 §1.9, §2 "Validation"): the fuzzer
+-- (tests/sql/test_fuzz_rpcs.py) found raw engine errors where a documented SQLSTATE naming the
+-- argument belongs:
+-- - search_memories / search_history: match_count -1 gave 2201W (negative LIMIT) and -2^31 22003;
+--   now 22023 "match_count must be 1..100", hybrid_search's range;
+-- - add_message (and session_add_message through it): a null conversation_id, role or content
+--   gave 23502 from the table; now 22023 naming it, and content over 100,000 characters 22001
+--   (the table's check said 23514);
+-- - ingest_document: a source_uri over ~2.7 KB gave 54000 from the btree; now 22001 over 2,048
+--   bytes (documented limit), a title over 500 characters 22001 (was 23514), a null
+--   embedding_model 22023. The document's title and source_uri are scrubbed before the lookup,
+--   so a client that sends them raw finds the document the trigger stored scrubbed (before, a
+--   second ingest of a raw URI with PII missed it and hit the unique index).
+-- - hybrid_search: match_count -2^31 gave 22003 (the candidate count was computed before the range
+--   check); now 22023 like every other out-of-range count;
+-- - ingest_document: a trust_score such as 1e300 gave 22003 from the cast to real; now 22023
+--   "invalid document field" like the other unparsable fields.
+-- - hybrid_search: dense_weight / lexical_weight of 1e308 overflowed (22003); now 0..100 (22023);
+-- - remember: intensity outside 0..10 overflowed numeric(3, 1) (22003) and a confidence of 1e308
+--   the cast to real; both are checked in the wrapper now (22023).
+-- remember's null key / scope / source were done in 004100.
+/*
+remember(key, value, description, category, embedding, scope, confidence, source, source_ref,
+  conversation_id, tags, emotion, intensity, life_domain, pinned, token_count, expires_at,
+  user_id, tenant_id) -> jsonb
+
+Purpose, parameters, returns: as in migration 001200 (the gate: _remember, 004100).
+Errors: as in 001200 and 004100, and 22023 "confidence must be 0..1 (got x)", "intensity must be
+  0..10 (got x)", "token_count must be >= 0 (got n)", raised before the gate.
+*/
+create or replace function hipocampo.remember(
+    key text,
+    value jsonb,
+    description text,
+    category text,
+    embedding extensions.vector default null,
+    scope text default 'personal',
+    confidence double precision default 0.9,
+    source text default 'explicit_user',
+    source_ref text default null,
+    conversation_id uuid default null,
+    tags text[] default null,
+    emotion text default null,
+    intensity numeric default null,
+    life_domain text default null,
+    pinned boolean default false,
+    token_count integer default null,
+    expires_at timestamptz default null,
+    user_id uuid default null,
+    tenant_id uuid default null
+)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    if remember.confidence is null or not (remember.confidence between 0 and 1) then
+        raise exception 'confidence must be 0..1 (got %)', remember.confidence using errcode = '22023';
+    end if;
+    if remember.intensity is not null and not (remember.intensity between 0 and 10) then
+        raise exception 'intensity must be 0..10 (got %)', remember.intensity using errcode = '22023';
+    end if;
+    if remember.token_count < 0 then
+        raise exception 'token_count must be >= 0 (got %)', remember.token_count using errcode = '22023';
+    end if;
+    return hipocampo_private._remember(
+        remember.key, remember.value, remember.description, remember.category, remember.embedding,
+        remember.scope, remember.confidence, remember.source, remember.source_ref, remember.conversation_id,
+        remember.tags, remember.emotion, remember.intensity, remember.life_domain, remember.pinned,
+        remember.token_count, remember.expires_at, remember.user_id, remember.tenant_id, 'auto'
+    );
+end;
+$$;
+
+-- Restated from migration 001100; the caller is resolved first.
+/*
+correct_memory(memory_id uuid, value jsonb, description text, embedding vector default null) -> jsonb
+
+Purpose: "isso está errado": replace a memory's value. The old row is deprecated (history kept,
+  valid_to set), the new one supersedes it with source explicit_user and confidence 1; audited
+  as memory.corrected.
+Returns: {"status": "corrected", "memory_id": new id, "superseded": old id}.
+Errors: 42501 as _caller (before any other work); P0002 "unknown memory" (not visible to the caller, or not active).
+Example: select hipocampo.correct_memory('…', '"Ana"', 'O nome do usuário é Ana');
+*/
+create or replace function hipocampo.correct_memory(
+    memory_id uuid, value jsonb, description text, embedding extensions.vector default null
+)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    gate record := hipocampo_private._caller();  -- 42501 before any other work
+    old hipocampo_private.memories;
+    new_id uuid;
+begin
+    select * into old from hipocampo_private.memories as m
+    where m.id = correct_memory.memory_id and m.status = 'active'
+    for update;
+    if old.id is null then
+        raise exception 'unknown memory: %', memory_id using errcode = 'P0002';
+    end if;
+    update hipocampo_private.memories as m
+    set status = 'deprecated', valid_to = now(), updated_at = now()
+    where m.id = old.id;
+    insert into hipocampo_private.memories (
+        tenant_id, user_id, scope, category, key, value, description, confidence, source, source_ref,
+        conversation_id, pinned, tags, emotion, intensity, life_domain, embedding, embedding_model,
+        token_count, supersedes, expires_at
+    ) values (
+        old.tenant_id, old.user_id, old.scope, old.category, old.key, correct_memory.value,
+        btrim(correct_memory.description), 1, 'explicit_user', 'correction', old.conversation_id,
+        old.pinned, old.tags, old.emotion, old.intensity, old.life_domain,
+        coalesce(correct_memory.embedding, old.embedding),
+        case when correct_memory.embedding is null then old.embedding_model
+             else (select e.name from hipocampo_private.embedding_models as e where e.active) end,
+        ceil(char_length(correct_memory.description) / 4.0)::integer, old.id, old.expires_at
+    ) returning id into new_id;
+    perform hipocampo_private._memory_event(old.tenant_id, coalesce((select auth.uid()), old.user_id),
+        new_id, 'memory.corrected', null,
+        jsonb_build_object('key', old.key, 'old_value', old.value, 'supersedes', old.id));
+    return jsonb_build_object('status', 'corrected', 'memory_id', new_id, 'superseded', old.id);
+end;
+$$;
+
+-- Restated from migration 001100; the caller is resolved first.
+/*
+forget_memory(memory_id uuid) -> boolean
+
+Purpose: "esquece isso": soft delete (status deleted); the row stays for audit until erased.
+Returns: true when an active memory was forgotten, false when none is visible with that id.
+Example: select hipocampo.forget_memory('…');
+Errors: 42501 as _caller (before any other work).
+*/
+create or replace function hipocampo.forget_memory(memory_id uuid)
+returns boolean
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    gate record := hipocampo_private._caller();  -- 42501 before any other work
+    m hipocampo_private.memories;
+begin
+    update hipocampo_private.memories as x
+    set status = 'deleted', valid_to = now(), updated_at = now()
+    where x.id = forget_memory.memory_id and x.status = 'active'
+    returning * into m;
+    if m.id is null then
+        return false;
+    end if;
+    perform hipocampo_private._memory_event(m.tenant_id, coalesce((select auth.uid()), m.user_id), m.id,
+        'memory.forgotten', null, jsonb_build_object('key', m.key));
+    return true;
+end;
+$$;
+
+/*
+hard_delete_memory(memory_id uuid) -> boolean
+
+Purpose: compliance deletion of a memory row and its history chain links (service_role only).
+Returns: true when a row was deleted.
+Example: select hipocampo.hard_delete_memory('…');
+*/
+create function hipocampo.hard_delete_memory(memory_id uuid)
+returns boolean
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    m hipocampo_private.memories;
+begin
+    delete from hipocampo_private.memories as x where x.id = hard_delete_memory.memory_id returning * into m;
+    if m.id is null then
+        return false;
+    end if;
+    perform hipocampo_private._memory_event(m.tenant_id, m.user_id, null, 'memory.hard_deleted', null,
+        jsonb_build_object('key', m.key));
+    return true;
+end;
+$$;
+
+/*
+lookup_memories(key text default null, category text default null, include_history boolean default false)
+  -> setof hipocampo_private.memories
+
+Purpose: exact lookup by key and/or category of the caller's visible memories (active ones,
+  or the whole history with include_history). Counts as an access.
+Example: select value from hipocampo.lookup_memories(key => 'user.name');
+*/
+create function hipocampo.lookup_memories(
+    key text default null, category text default null, include_history boolean default false
+)
+returns setof hipocampo_private.memories
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(null);
+begin
+    return query
+    with found as (
+        select m.* from hipocampo_private.memories as m
+        where m.tenant_id = t
+          and (lookup_memories.key is null or m.key = lookup_memories.key)
+          and (lookup_memories.category is null or m.category = lookup_memories.category)
+          and (include_history or m.status = 'active')
+          and ((select auth.uid()) is null or m.user_id = (select auth.uid()) or m.scope = 'tenant_shared')
+    )
+    select * from found order by found.key, found.valid_from desc;
+    perform hipocampo_private._touch_memories(
+        array(select m.id from hipocampo_private.memories as m
+              where m.tenant_id = t and m.status = 'active'
+                and (lookup_memories.key is null or m.key = lookup_memories.key)
+                and (lookup_memories.category is null or m.category = lookup_memories.category)
+                and ((select auth.uid()) is null or m.user_id = (select auth.uid()) or m.scope = 'tenant_shared')),
+        t
+    );
+end;
+$$;
+
+/*
+_touch_memories(ids uuid[], tenant_id uuid) -> void
+
+Purpose: access_count + 1 and last_accessed_at = now() for memories (either tier) just read, only
+  the given tenant's, which must be the caller's (service_role: any).
+Errors: 42501 as _resolve_tenant.
+Example: perform hipocampo_private._touch_memories(array[m], t);
+*/
+-- definer because reading a shared memory must count as an access although only admins may update it.
+create or replace function hipocampo_private._touch_memories(ids uuid[], tenant_id uuid)
+returns void
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+    perform hipocampo_private._resolve_tenant(_touch_memories.tenant_id);
+    update hipocampo_private.memories as m
+    set access_count = m.access_count + 1, last_accessed_at = now()
+    where m.id = any(_touch_memories.ids) and m.tenant_id = _touch_memories.tenant_id;
+    update hipocampo_private.memory_staging as s
+    set access_count = s.access_count + 1, last_accessed_at = now()
+    where s.id = any(_touch_memories.ids) and s.tenant_id = _touch_memories.tenant_id;
+end;
+$$;
+
+/*
+run_memory_maintenance(now timestamptz default now()) -> jsonb
+
+Purpose, parameters and returns: as in migration 001200. Only the config reading changes: the
+  memory section comes from the config rows with no values of its own.
+Errors: as in 001200, and 55000 "memory config is incomplete: …" (not seeded from config.toml).
+*/
+create or replace function hipocampo.run_memory_maintenance(now timestamptz default now())
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    cfg jsonb := hipocampo_private._memory_config(
+        (select s.config -> 'memory' from hipocampo_private.settings as s where s.tenant_id is null)
+    );
+    period interval := make_interval(days => (cfg ->> 'decay_days')::integer);
+    step real := (cfg ->> 'decay_step')::real;
+    low real := (cfg ->> 'deactivate_below')::real;
+    n_decayed integer;
+    n_low integer;
+    n_expired integer;
+    n_purged integer;
+begin
+    with decayed as (
+        update hipocampo_private.memories as m
+        set confidence = greatest(m.confidence - step, 0), last_decayed_at = run_memory_maintenance.now,
+            updated_at = run_memory_maintenance.now
+        where m.status = 'active' and not m.pinned and m.source <> 'explicit_user'
+          and run_memory_maintenance.now - greatest(
+              coalesce(m.last_accessed_at, m.created_at), coalesce(m.last_decayed_at, '-infinity')
+          ) >= period
+        returning m.id, m.tenant_id, m.user_id, m.confidence
+    ), logged as (
+        insert into hipocampo_private.memory_events (at, tenant_id, user_id, memory_id, event, detail)
+        select run_memory_maintenance.now, d.tenant_id, d.user_id, d.id, 'memory.decayed',
+            jsonb_build_object('confidence', d.confidence)
+        from decayed as d
+    )
+    select count(*) into n_decayed from decayed;
+
+    with low_rows as (
+        update hipocampo_private.memories as m
+        set status = 'expired', valid_to = run_memory_maintenance.now, updated_at = run_memory_maintenance.now
+        where m.status = 'active' and m.confidence < low and not m.pinned and m.source <> 'explicit_user'
+        returning m.id, m.tenant_id, m.user_id
+    ), logged as (
+        insert into hipocampo_private.memory_events (at, tenant_id, user_id, memory_id, event, reason)
+        select run_memory_maintenance.now, l.tenant_id, l.user_id, l.id, 'memory.expired', 'low_confidence'
+        from low_rows as l
+    )
+    select count(*) into n_low from low_rows;
+
+    with gone as (
+        update hipocampo_private.memories as m
+        set status = 'expired', valid_to = run_memory_maintenance.now, updated_at = run_memory_maintenance.now
+        where m.status = 'active' and m.expires_at <= run_memory_maintenance.now
+        returning m.id, m.tenant_id, m.user_id
+    ), logged as (
+        insert into hipocampo_private.memory_events (at, tenant_id, user_id, memory_id, event, reason)
+        select run_memory_maintenance.now, g.tenant_id, g.user_id, g.id, 'memory.expired', 'expires_at'
+        from gone as g
+    )
+    select count(*) into n_expired from gone;
+
+    with purged as (
+        delete from hipocampo_private.memory_staging as s
+        where s.expires_at <= run_memory_maintenance.now and not s.pinned
+        returning s.id, s.tenant_id, s.user_id, s.key
+    ), logged as (
+        insert into hipocampo_private.memory_events (at, tenant_id, user_id, memory_id, event, reason, detail)
+        select run_memory_maintenance.now, p.tenant_id, p.user_id, p.id, 'memory.purged', 'staging_expired',
+            jsonb_build_object('key', p.key)
+        from purged as p
+    )
+    select count(*) into n_purged from purged;
+
+    return jsonb_build_object('decayed', n_decayed, 'deactivated', n_low, 'expired', n_expired,
+        'staging_purged', n_purged);
+end;
+$$;
+
+-- Restated from migration 001800; the caller is resolved first.
+/*
+seed_profile(profile jsonb, source_ref text default 'onboarding', user_id uuid default null,
+  tenant_id uuid default null) -> jsonb
+
+Purpose: write the onboarding profile as memories (source profile_seed, confidence 1) through
+  the gate: user.name, user.preferred_language, user.timezone, user.locale, user.role_title,
+  user.communication_style (identity_profile); tenant.name, tenant.segment,
+  tenant.business_model (tenant_business); tenant.primary_goals (goals_kpis); prefs.no_emojis,
+  prefs.no_tech_terms, prefs.short_answers, prefs.channels_enabled (preference).
+  Idempotent (unchanged values write nothing); any other key is refused, so free conversation is
+  never stored. Each memory's description is a Portuguese sentence ("Cargo do usuário: síndica";
+  yes/no for booleans), so that semantic recall finds profile facts by meaning.
+Returns: {"<key>": "<status of remember>", …}.
+Errors: 42501 as _caller (before any other work); 22023 "unknown profile keys: …"; 22023 on a source_ref other than onboarding | profile.
+Example: select hipocampo.seed_profile('{"user.name": "Ana", "prefs.short_answers": true}');
+*/
+create or replace function hipocampo.seed_profile(
+    profile jsonb, source_ref text default 'onboarding', user_id uuid default null, tenant_id uuid default null
+)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    gate record := hipocampo_private._caller();  -- 42501 before any other work
+    allowed constant jsonb := '{
+        "user.name": "identity_profile", "user.preferred_language": "identity_profile",
+        "user.timezone": "identity_profile", "user.locale": "identity_profile",
+        "user.role_title": "identity_profile", "user.communication_style": "identity_profile",
+        "tenant.name": "tenant_business", "tenant.segment": "tenant_business",
+        "tenant.business_model": "tenant_business", "tenant.primary_goals": "goals_kpis",
+        "prefs.no_emojis": "preference", "prefs.no_tech_terms": "preference",
+        "prefs.short_answers": "preference", "prefs.channels_enabled": "preference"
+    }';
+    -- What each key means, in the users' language: the description that gets embedded.
+    labels constant jsonb := '{
+        "user.name": "Nome do usuário", "user.preferred_language": "Idioma preferido do usuário",
+        "user.timezone": "Fuso horário do usuário", "user.locale": "Localidade (formato de datas e números) do usuário",
+        "user.role_title": "Cargo do usuário", "user.communication_style": "Estilo de comunicação preferido",
+        "tenant.name": "Nome da empresa ou organização", "tenant.segment": "Segmento de atuação da empresa",
+        "tenant.business_model": "Modelo de negócio da empresa", "tenant.primary_goals": "Objetivos principais da empresa",
+        "prefs.no_emojis": "Prefere respostas sem emojis", "prefs.no_tech_terms": "Prefere evitar termos técnicos",
+        "prefs.short_answers": "Prefere respostas curtas", "prefs.channels_enabled": "Canais de atendimento habilitados"
+    }';
+    unknown text;
+    item record;
+    result jsonb := '{}'::jsonb;
+    r jsonb;
+begin
+    if profile is null or jsonb_typeof(profile) <> 'object' then
+        raise exception 'profile must be a json object' using errcode = '22023';
+    end if;
+    if source_ref not in ('onboarding', 'profile') then
+        raise exception 'source_ref must be onboarding or profile (got %)', source_ref using errcode = '22023';
+    end if;
+    select string_agg(k, ', ' order by k) into unknown from jsonb_object_keys(profile) as k
+    where not allowed ? k;
+    if unknown is not null then
+        raise exception 'unknown profile keys: %', unknown using errcode = '22023',
+            hint = 'seed_profile stores only the onboarding keys; use remember for anything else';
+    end if;
+    for item in select e.key, e.value from jsonb_each(profile) as e order by e.key loop
+        r := hipocampo.remember(
+            key => item.key, value => item.value,
+            description => (labels ->> item.key) || ': ' || case jsonb_typeof(item.value)
+                when 'boolean' then case when item.value = 'true'::jsonb then 'sim' else 'não' end
+                when 'array' then (select string_agg(x, ', ') from jsonb_array_elements_text(item.value) as x)
+                else coalesce(item.value #>> '{}', item.value::text) end,
+            category => allowed ->> item.key, confidence => 1.0, source => 'profile_seed',
+            source_ref => seed_profile.source_ref,
+            tags => array[split_part(item.key, '.', 1), replace(split_part(item.key, '.', 2), '.', '_')],
+            user_id => seed_profile.user_id, tenant_id => seed_profile.tenant_id
+        );
+        result := result || jsonb_build_object(item.key, r ->> 'status');
+    end loop;
+    return result;
+end;
+$$;
+
+comment on function hipocampo.set_memory_consent(boolean, uuid, uuid) is
+'Record or revoke the user''s consent to long-term memory (LGPD art. 7 I).';
+
+comment on function hipocampo.remember(
+    text, jsonb, text, text, extensions.vector, text, double precision, text, text, uuid, text[], text, numeric,
+    text, boolean, integer, timestamptz, uuid, uuid
+) is 'Memory gate + upsert: refuses (recorded, with SQLSTATE) or stores one active value per key.';
+
+comment on function hipocampo.correct_memory(uuid, jsonb, text, extensions.vector) is
+'Correct a memory: new value, old one deprecated, audited.';
+
+comment on function hipocampo.forget_memory(uuid) is 'Forget a memory (soft delete).';
+
+comment on function hipocampo.hard_delete_memory(uuid) is 'Delete a memory row for compliance (service_role).';
+
+comment on function hipocampo.lookup_memories(text, text, boolean) is 'Exact lookup by key and/or category.';
+
+comment on function hipocampo.run_memory_maintenance(timestamptz) is
+'Decay, deactivation and expiry of memories at a given clock.';
+
+comment on function hipocampo.seed_profile(jsonb, text, uuid, uuid) is
+'Write the onboarding profile keys as memories (idempotent).';
+
+-- Short-term staging: memories of intensity < 7 wait here (expires_at required, at most 30 days
+-- ahead) until promoted to long-term memory or purged. The memory HNSW indexes.
+--
+-- Replaces (same signatures): remember (routing by intensity, through _remember),
+-- _touch_memories (both tiers), run_memory_maintenance (staging purge), _ensure_model_index
+-- (memory indexes). Replaces search_memories with a version that also searches staging.
+-- Same shape as memories (columns, defaults, checks, indexes); the tenant FK and the expiry rule
+-- are added below.
+create table hipocampo_private.memory_staging (
+    like hipocampo_private.memories including defaults including constraints including indexes
+);
+
+alter table hipocampo_private.memory_staging
+add constraint memory_staging_tenant_id_fkey foreign key (tenant_id)
+references hipocampo_private.tenants (id) on delete cascade;
+
+alter table hipocampo_private.memory_staging
+alter column expires_at set not null;
+
+-- At most 30 days ahead of the write (issue: memory engine §2).
+alter table hipocampo_private.memory_staging
+add constraint memory_staging_expiry_window check (
+    expires_at > created_at and expires_at <= created_at + interval '30 days'
+);
+
+alter table hipocampo_private.memory_staging
+add constraint memory_staging_status_check_active check (status = 'active');
+
+alter table hipocampo_private.memory_staging enable row level security;
+
+alter table hipocampo_private.memory_staging set (fillfactor = 80);
+
+create policy "users read their staged memories and their tenant's shared ones"
+on hipocampo_private.memory_staging
+for select
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (user_id = (select auth.uid()) or scope = 'tenant_shared')
+);
+
+create policy "users delete their staged memories, admins shared ones"
+on hipocampo_private.memory_staging
+for delete
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (
+        (scope = 'personal' and user_id = (select auth.uid()))
+        or (scope = 'tenant_shared' and (select hipocampo_private.current_tenant_role()) = 'admin')
+    )
+);
+
+comment on table hipocampo_private.memory_staging is
+'Short-term memory: intensity < 7, expires within 30 days unless promoted (or pinned).';
+
+/*
+_active_model(v vector, label text) -> text
+
+Purpose: the active embedding model's name, after checking that `v` has its dimensions.
+Parameters: v - a vector; label - its name in the error message (e.g. 'query_embedding').
+Errors: 22000 "<label> has N dimensions; model M expects D".
+Example: model := hipocampo_private._active_model(embedding, 'embedding');
+*/
+create function hipocampo_private._active_model(v extensions.vector, label text)
+returns text
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    m hipocampo_private.embedding_models;
+begin
+    select * into m from hipocampo_private.embedding_models as e where e.active;
+    if extensions.vector_dims(v) <> m.dims then
+        raise exception '% has % dimensions; model % expects %', label, extensions.vector_dims(v), m.name, m.dims
+            using errcode = '22000';
+    end if;
+    return m.name;
+end;
+$$;
+
+/*
+_remember(...) -> jsonb
+
+Purpose: the memory gate and upsert behind remember (migration 001200's contract, config from
+  the config rows, 003100). 004100: a null key / scope / source is 22023 and a key over 200
+  characters 22001 (raised, before the gate); the gate also refuses a value that is too large
+  (too_long, 22001), nests too deep (invalid_value, 22023) or carries personal or sensitive data
+  in any string leaf or key (personal_data / sensitive_data, 22023), recorded and returned as a
+  rejection like every gate refusal.
+*/
+create or replace function hipocampo_private._remember(
+    key text, value jsonb, description text, category text, embedding extensions.vector, scope text,
+    confidence double precision, source text, source_ref text, conversation_id uuid, tags text[],
+    emotion text, intensity numeric, life_domain text, pinned boolean, token_count integer,
+    expires_at timestamptz, user_id uuid, tenant_id uuid, tier text
+)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    a record := hipocampo_private._memory_actor(_remember.user_id, _remember.tenant_id);
+    cfg jsonb;
+    problem text [];
+    owner_key uuid;
+    current_row hipocampo_private.memories;
+    staged_id uuid;
+    dup_id uuid;
+    new_id uuid;
+    model text;
+    active_count integer;
+    floor double precision;
+    to_staging boolean;
+    expiry timestamptz;
+    tokens integer;
+    attempt jsonb := jsonb_build_object('key', _remember.key, 'category', _remember.category,
+        'source', _remember.source, 'scope', _remember.scope);
+begin
+    -- Arguments the table would refuse with a raw engine error are named here first.
+    if _remember.key is null or _remember.scope is null or _remember.source is null then
+        raise exception '% must not be null',
+            case when _remember.key is null then 'key' when _remember.scope is null then 'scope' else 'source' end
+            using errcode = '22023';
+    end if;
+    if char_length(_remember.key) > 200 then
+        raise exception 'key is % characters; the limit is 200', char_length(_remember.key) using errcode = '22001';
+    end if;
+    cfg := hipocampo_private._memory_config(hipocampo.effective_config(a.actor_tenant) -> 'memory');
+    to_staging := tier = 'auto' and intensity is not null
+        and round(intensity, 1) < (cfg ->> 'staging_below_intensity')::numeric;
+    attempt := attempt || jsonb_build_object('tier', case when to_staging then 'staging' else 'long_term' end);
+
+    -- The gate. A refusal is recorded and returned (a raised error would roll the record back).
+    if not coalesce((select mc.granted from hipocampo_private.memory_consents as mc
+                     where mc.tenant_id = a.actor_tenant and mc.user_id = a.actor_user), false) then
+        problem := array['no_consent', '42501',
+            'the user has not consented to long-term memory (LGPD art. 7 I)'];
+    elsif category is null or btrim(category) = '' then
+        problem := array['missing_category', '23502', 'a memory needs a category'];
+    else
+        floor := case when source = 'inferred'
+            then (cfg ->> 'min_confidence_inferred')::double precision
+            else (cfg ->> 'min_confidence')::double precision end;
+        if confidence is null or confidence < floor then
+            problem := array['low_confidence', '22003',
+                format('confidence %s is below %s for %s memories', confidence, floor, source)];
+        else
+            problem := coalesce(hipocampo_private._memory_text_problem(description, token_count, cfg),
+                hipocampo_private._memory_value_problem(_remember.value, cfg));
+            if problem is not null then
+                problem := array[problem[1],
+                    case problem[1] when 'too_long' then '22001' else '22023' end, problem[2]];
+            end if;
+        end if;
+    end if;
+
+    -- Serialise writers of this key (both tiers); then read the active row.
+    owner_key := case when scope = 'personal' then a.actor_user
+        else '00000000-0000-0000-0000-000000000000'::uuid end;
+    if problem is null then
+        perform pg_advisory_xact_lock(hashtextextended(
+            a.actor_tenant::text || '/' || owner_key::text || '/' || scope || '/' || key, 0));
+        select * into current_row from hipocampo_private.memories as m
+        where m.tenant_id = a.actor_tenant and m.scope = _remember.scope and m.key = _remember.key
+          and m.status = 'active'
+          and (_remember.scope = 'tenant_shared' or m.user_id = a.actor_user);
+        if to_staging then
+            null;
+        elsif current_row.id is not null and current_row.source = 'explicit_user'
+            and _remember.source = 'inferred' then
+            problem := array['explicit_user_wins', '55000',
+                'an inferred memory never overrides one the user stated explicitly'];
+        elsif current_row.id is null then
+            select count(*) into active_count from hipocampo_private.memories as m
+            where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user and m.status = 'active'
+              and m.scope = 'personal';
+            if _remember.scope = 'personal'
+                and active_count >= (cfg ->> 'max_active_per_user')::integer then
+                problem := array['quota', '53400', format('the user already has %s active memories',
+                    active_count)];
+            end if;
+        end if;
+    end if;
+
+    if problem is not null then
+        perform hipocampo_private._memory_event(a.actor_tenant, a.actor_user, null,
+            'memory.write_rejected', problem[1], attempt || jsonb_build_object('sqlstate', problem[2]));
+        return jsonb_build_object('status', 'rejected', 'reason', problem[1], 'sqlstate', problem[2],
+            'message', problem[3]);
+    end if;
+
+    -- Same value in long-term memory: nothing to write.
+    if not to_staging and current_row.id is not null and current_row.value = _remember.value then
+        perform hipocampo_private._memory_event(a.actor_tenant, a.actor_user, current_row.id,
+            'memory.unchanged', null, attempt);
+        return jsonb_build_object('status', 'unchanged', 'memory_id', current_row.id);
+    end if;
+
+    select s.id into staged_id from hipocampo_private.memory_staging as s
+    where s.tenant_id = a.actor_tenant and s.scope = _remember.scope and s.key = _remember.key
+      and (_remember.scope = 'tenant_shared' or s.user_id = a.actor_user);
+
+    if embedding is not null then
+        model := hipocampo_private._active_model(embedding, 'embedding');
+        -- A semantic duplicate of another active memory (not the one being replaced), in either tier.
+        select d.id into dup_id from (
+            select m.id, m.embedding from hipocampo_private.memories as m
+            where m.tenant_id = a.actor_tenant and m.status = 'active' and m.embedding_model = model
+              and (m.user_id = a.actor_user or m.scope = 'tenant_shared')
+              and m.id is distinct from current_row.id
+            union all
+            select s.id, s.embedding from hipocampo_private.memory_staging as s
+            where s.tenant_id = a.actor_tenant and s.embedding_model = model
+              and (s.user_id = a.actor_user or s.scope = 'tenant_shared')
+              and s.id is distinct from staged_id
+        ) as d
+        where 1 - (d.embedding operator(extensions.<=>) _remember.embedding)
+            > (cfg ->> 'duplicate_cosine')::double precision
+        order by d.embedding operator(extensions.<=>) _remember.embedding
+        limit 1;
+        if dup_id is not null then
+            perform hipocampo_private._memory_event(a.actor_tenant, a.actor_user, dup_id,
+                'memory.duplicate', 'semantic_duplicate', attempt);
+            return jsonb_build_object('status', 'duplicate', 'memory_id', dup_id);
+        end if;
+    end if;
+
+    tokens := greatest(coalesce(_remember.token_count, 0), ceil(char_length(_remember.description) / 4.0)::integer);
+
+    if to_staging then
+        expiry := coalesce(_remember.expires_at,
+            now() + make_interval(days => (cfg ->> 'staging_ttl_days')::integer));
+        if expiry <= now() or expiry > now() + interval '30 days' then
+            raise exception 'a staged memory must expire within 30 days (expires_at %)', expiry
+                using errcode = '22023';
+        end if;
+        if staged_id is not null then
+            delete from hipocampo_private.memory_staging as s where s.id = staged_id;
+        end if;
+        insert into hipocampo_private.memory_staging (
+            tenant_id, user_id, scope, category, key, value, description, confidence, source, source_ref,
+            conversation_id, pinned, tags, emotion, intensity, life_domain, embedding, embedding_model,
+            token_count, expires_at
+        ) values (
+            a.actor_tenant, a.actor_user, _remember.scope, _remember.category, _remember.key, _remember.value,
+            btrim(_remember.description), _remember.confidence, _remember.source, _remember.source_ref,
+            _remember.conversation_id, coalesce(_remember.pinned, false),
+            coalesce(_remember.tags, array[_remember.category]), _remember.emotion,
+            round(_remember.intensity, 1), _remember.life_domain, _remember.embedding, model, tokens, expiry
+        ) returning id into new_id;
+        perform hipocampo_private._memory_event(a.actor_tenant, a.actor_user, new_id, 'memory.staged', null,
+            attempt || jsonb_build_object('replaces', staged_id, 'expires_at', expiry));
+        return jsonb_build_object('status', 'staged', 'memory_id', new_id, 'expires_at', expiry,
+            'replaced', staged_id);
+    end if;
+
+    if staged_id is not null then
+        delete from hipocampo_private.memory_staging as s where s.id = staged_id;
+    end if;
+    if current_row.id is not null then
+        update hipocampo_private.memories as m
+        set status = 'deprecated', valid_to = now(), updated_at = now()
+        where m.id = current_row.id;
+    end if;
+    insert into hipocampo_private.memories (
+        tenant_id, user_id, scope, category, key, value, description, confidence, source, source_ref,
+        conversation_id, pinned, tags, emotion, intensity, life_domain, embedding, embedding_model,
+        token_count, supersedes, expires_at
+    ) values (
+        a.actor_tenant, a.actor_user, _remember.scope, _remember.category, _remember.key, _remember.value,
+        btrim(_remember.description), _remember.confidence, _remember.source, _remember.source_ref,
+        _remember.conversation_id, coalesce(_remember.pinned, false),
+        coalesce(_remember.tags, array[_remember.category]), _remember.emotion,
+        round(_remember.intensity, 1), _remember.life_domain, _remember.embedding, model, tokens,
+        current_row.id, _remember.expires_at
+    ) returning id into new_id;
+    perform hipocampo_private._memory_event(a.actor_tenant, a.actor_user, new_id,
+        case when current_row.id is null then 'memory.created' else 'memory.updated' end, null,
+        attempt || jsonb_build_object('supersedes', current_row.id));
+    return jsonb_build_object('status', case when current_row.id is null then 'created' else 'updated' end,
+        'memory_id', new_id, 'superseded', current_row.id);
+exception when check_violation then
+    raise exception 'invalid memory: %', sqlerrm using errcode = '23514';
+end;
+$$;
+
+-- Restated from migration 003100; the caller is resolved first.
+/*
+promote_memory(staging_id uuid, intensity numeric, override boolean default false) -> jsonb
+
+Purpose, parameters and returns: as in migration 001200. Only the config reading changes: the
+  memory section comes from the config rows with no values of its own.
+Errors: 42501 as _caller (before any other work); as in 001200, and 55000 "memory config is incomplete: …" (not seeded from config.toml).
+*/
+create or replace function hipocampo.promote_memory(staging_id uuid, intensity numeric, override boolean default false)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    gate record := hipocampo_private._caller();  -- 42501 before any other work
+    s hipocampo_private.memory_staging;
+    cfg jsonb;
+    r jsonb;
+    level numeric := round(promote_memory.intensity, 1);
+begin
+    if level is null then
+        raise exception 'intensity is required (0..10)' using errcode = '22004';
+    end if;
+    if level < 0 or level > 10 then
+        raise exception 'intensity must lie in 0..10 (got %)', level using errcode = '23514';
+    end if;
+    select * into s from hipocampo_private.memory_staging as x where x.id = promote_memory.staging_id for update;
+    if s.id is null then
+        raise exception 'unknown staged memory: %', staging_id using errcode = 'P0002';
+    end if;
+    cfg := hipocampo_private._memory_config(hipocampo.effective_config(s.tenant_id) -> 'memory');
+    if not coalesce(override, false)
+        and level < (cfg ->> 'staging_below_intensity')::numeric then
+        update hipocampo_private.memory_staging as x set intensity = level, updated_at = now()
+        where x.id = s.id;
+        return jsonb_build_object('status', 'kept', 'memory_id', s.id, 'intensity', level);
+    end if;
+    r := hipocampo_private._remember(
+        s.key, s.value, s.description, s.category, s.embedding, s.scope, s.confidence, s.source, s.source_ref,
+        s.conversation_id, s.tags, s.emotion, level, s.life_domain, s.pinned or coalesce(override, false),
+        s.token_count, null, case when (select auth.uid()) is null then s.user_id end, s.tenant_id, 'long_term'
+    );
+    if r ->> 'status' = 'rejected' then
+        return r;
+    end if;
+    delete from hipocampo_private.memory_staging as x where x.id = s.id;
+    perform hipocampo_private._memory_event(s.tenant_id, coalesce((select auth.uid()), s.user_id),
+        (r ->> 'memory_id')::uuid, 'memory.promoted', case when override then 'override' else 'intensity' end,
+        jsonb_build_object('staging_id', s.id, 'key', s.key, 'intensity', level, 'result', r ->> 'status'));
+    return r || jsonb_build_object('promoted_from', s.id);
+end;
+$$;
+
+/*
+staged_memories() -> setof hipocampo_private.memory_staging
+
+Purpose: the caller's staged memories (own personal ones + the tenant's shared ones), soonest
+  expiry first.
+Example: select key, intensity, expires_at from hipocampo.staged_memories();
+*/
+create function hipocampo.staged_memories()
+returns setof hipocampo_private.memory_staging
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select s.* from hipocampo_private.memory_staging as s
+    where s.tenant_id = hipocampo_private._resolve_tenant(null)
+      and ((select auth.uid()) is null or s.user_id = (select auth.uid()) or s.scope = 'tenant_shared')
+    order by s.expires_at, s.id
+$$;
+
+/*
+search_memories(...) -> table
+
+Purpose, parameters, returns: as in migration 003100 (001200's contract). 004500: match_count is
+  1..100 (22023 otherwise; null means memory.match_count).
+Errors: as in 003100, and 22023 "match_count must be 1..100 (got n)".
+*/
+create or replace function hipocampo.search_memories(
+    query_embedding extensions.vector,
+    mode text default 'context',
+    match_count integer default null,
+    filter_tags text[] default null,
+    filter_emotion text default null,
+    filter_life_domain text default null,
+    filter_category text default null,
+    filter_scope text default null,
+    min_score double precision default null,
+    include_staging boolean default true
+)
+returns table (
+    memory_id uuid, key text, value jsonb, description text, category text, scope text,
+    tags text[], pinned boolean, confidence real, similarity double precision,
+    score double precision, rank integer, fallback text, tier text
+)
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(null);
+    me uuid := (select auth.uid());
+    cfg jsonb := hipocampo_private._memory_config(hipocampo.effective_config(t) -> 'memory');
+    threshold double precision;
+    bonus double precision := (cfg ->> 'pinned_bonus')::double precision;
+    lambda double precision := (cfg ->> 'mmr_lambda')::double precision;
+    dup double precision := (cfg ->> 'duplicate_cosine')::double precision;
+    k integer := coalesce(search_memories.match_count, (cfg ->> 'match_count')::integer);
+    model text;
+    use_tags text [] := search_memories.filter_tags;
+    why text;
+    ids uuid [];
+    tiers text [];
+    sims double precision [];
+    scores double precision [];
+    embs extensions.vector [];
+    sel integer [] := '{}';
+begin
+    if k is null or k < 1 or k > 100 then
+        raise exception 'match_count must be 1..100 (got %)', k using errcode = '22023';
+    end if;
+    if mode is null or mode not in ('context', 'answer') then
+        raise exception 'mode must be context or answer (got %)', mode using errcode = '22023';
+    end if;
+    threshold := coalesce(min_score, case mode
+        when 'answer' then (cfg ->> 'answer_threshold')::double precision
+        else (cfg ->> 'context_threshold')::double precision end);
+    model := hipocampo_private._active_model(query_embedding, 'query_embedding');
+    if use_tags is not null and cardinality(use_tags) = 0 then
+        why := 'empty_tags';
+        use_tags := null;
+    elsif use_tags is not null and not exists (
+        select 1 from hipocampo_private.memories as m
+        where m.tenant_id = t and m.status = 'active' and m.tags && use_tags
+          and (me is null or m.user_id = me or m.scope = 'tenant_shared')
+        union all
+        select 1 from hipocampo_private.memory_staging as s
+        where include_staging and s.tenant_id = t and s.tags && use_tags
+          and (me is null or s.user_id = me or s.scope = 'tenant_shared')
+    ) then
+        why := 'no_memory_with_tags';
+        use_tags := null;
+    end if;
+
+    select array_agg(x.id order by x.score desc, x.id), array_agg(x.tier order by x.score desc, x.id),
+        array_agg(x.sim order by x.score desc, x.id), array_agg(x.score order by x.score desc, x.id),
+        array_agg(x.embedding order by x.score desc, x.id)
+    into ids, tiers, sims, scores, embs
+    from (
+        select u.id, u.tier, u.embedding, 1 - (u.embedding operator(extensions.<=>) query_embedding) as sim,
+            1 - (u.embedding operator(extensions.<=>) query_embedding)
+            + case when u.pinned then bonus else 0 end as score
+        from (
+            select m.id, 'long_term' as tier, m.embedding, m.pinned, m.user_id, m.scope, m.tags, m.emotion,
+                m.life_domain, m.category, m.embedding_model
+            from hipocampo_private.memories as m
+            where m.tenant_id = t and m.status = 'active'
+            union all
+            select s.id, 'staging', s.embedding, s.pinned, s.user_id, s.scope, s.tags, s.emotion,
+                s.life_domain, s.category, s.embedding_model
+            from hipocampo_private.memory_staging as s
+            where include_staging and s.tenant_id = t
+        ) as u
+        where u.embedding_model = model
+          and (me is null or u.user_id = me or u.scope = 'tenant_shared')
+          and (use_tags is null or u.tags && use_tags)
+          and (search_memories.filter_emotion is null or u.emotion = search_memories.filter_emotion)
+          and (search_memories.filter_life_domain is null or u.life_domain = search_memories.filter_life_domain)
+          and (search_memories.filter_category is null or u.category = search_memories.filter_category)
+          and (search_memories.filter_scope is null or u.scope = search_memories.filter_scope)
+        order by score desc, u.id
+        limit k * 8
+    ) as x
+    where x.score >= threshold;
+
+    if ids is not null then
+        -- MMR on the scores, near-duplicates dropped (shared with hybrid_search).
+        sel := hipocampo_private._mmr(embs, scores, k, lambda, dup);
+    end if;
+
+    return query
+    select u.id, u.key, u.value, u.description, u.category, u.scope, u.tags, u.pinned, u.confidence,
+        sims[o.pos], scores[o.pos], o.ord::integer, why, tiers[o.pos]
+    from unnest(sel) with ordinality as o (pos, ord)
+    inner join (
+        select m.id, m.key, m.value, m.description, m.category, m.scope, m.tags, m.pinned, m.confidence
+        from hipocampo_private.memories as m where m.tenant_id = t
+        union all
+        select s.id, s.key, s.value, s.description, s.category, s.scope, s.tags, s.pinned, s.confidence
+        from hipocampo_private.memory_staging as s where s.tenant_id = t
+    ) as u on u.id = ids[o.pos]
+    order by o.ord;
+    if cardinality(sel) = 0 and why is not null then
+        -- Still say that the tag filter was dropped, with no rows to carry it.
+        return query select null::uuid, null::text, null::jsonb, null::text, null::text, null::text,
+            null::text [], null::boolean, null::real, null::double precision, null::double precision,
+            0, why, null::text;
+    end if;
+    perform hipocampo_private._touch_memories(array(select ids[x] from unnest(sel) as x), t);
+end;
+$$;
+
+comment on function hipocampo.promote_memory(uuid, numeric, boolean) is
+'Move a staged memory to long-term memory (recomputed intensity >= 7, or a human override that pins it).';
+
+comment on function hipocampo.staged_memories() is 'The caller''s short-term (staged) memories.';
+
+comment on function hipocampo.search_memories(
+    extensions.vector, text, integer, text[], text, text, text, text, double precision, boolean
+) is 'Semantic memory search (long-term + staging) with thresholds, pinned bonus, MMR and tag fallback.';
+
+-- Restated from migration 001800; the caller is resolved first.
+/*
+set_memory_embeddings(items jsonb) -> integer
+
+Purpose: give memories that have no embedding one (of the active model): the profile seed and
+  any write made without a vector. Memories that already have an embedding are left alone.
+Parameters: items - [{"memory_id": uuid, "embedding": [floats]}]; RLS decides which rows the
+  caller may update (own personal memories; admins the tenant's shared ones).
+Returns: the number of memories updated.
+Errors: 42501 as _caller (before any other work); 22000 wrong dimensions; 22023 items is not a json array.
+Example: select hipocampo.set_memory_embeddings('[{"memory_id": "…", "embedding": [0.1, …]}]');
+*/
+create or replace function hipocampo.set_memory_embeddings(items jsonb)
+returns integer
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    gate record := hipocampo_private._caller();  -- 42501 before any other work
+    item jsonb;
+    v extensions.vector;
+    model text;
+    n integer := 0;
+    one integer;
+begin
+    if items is null or jsonb_typeof(items) <> 'array' then
+        raise exception 'items must be a json array' using errcode = '22023';
+    end if;
+    for item in select x from jsonb_array_elements(items) as x loop
+        v := (item ->> 'embedding')::extensions.vector;
+        model := hipocampo_private._active_model(v, 'embedding');
+        update hipocampo_private.memories as m
+        set embedding = v, embedding_model = model, updated_at = now()
+        where m.id = (item ->> 'memory_id')::uuid and m.embedding is null;
+        get diagnostics one = row_count;
+        n := n + one;
+    end loop;
+    return n;
+end;
+$$;
+
+comment on function hipocampo.set_memory_embeddings(jsonb) is
+'Embed memories written without a vector (e.g. the profile seed).';
+
+create policy "users update their personal memories, admins shared ones"
+on hipocampo_private.memories
+for update
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (
+        (scope = 'personal' and user_id = (select auth.uid()))
+        or (scope = 'tenant_shared' and (select hipocampo_private.current_tenant_role()) = 'admin')
+    )
+)
+with check (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (
+        (scope = 'personal' and user_id = (select auth.uid()))
+        or (scope = 'tenant_shared' and (select hipocampo_private.current_tenant_role()) = 'admin')
+    )
+);
+
+create policy "users update their staged memories, admins shared ones"
+on hipocampo_private.memory_staging
+for update
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (
+        (scope = 'personal' and user_id = (select auth.uid()))
+        or (scope = 'tenant_shared' and (select hipocampo_private.current_tenant_role()) = 'admin')
+    )
+)
+with check (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (
+        (scope = 'personal' and user_id = (select auth.uid()))
+        or (scope = 'tenant_shared' and (select hipocampo_private.current_tenant_role()) = 'admin')
+    )
+);
+
+/*
+_pii_problem(content text, cfg jsonb, what text) -> text[]
+
+Purpose: the gate's data check of one text: personal data (any kind the scrubber replaces) or
+  sensitive data (memory.sensitive_patterns over the lower-case, unaccented text).
+Parameters: content - the text; cfg - the memory config; what - how the message names it
+  ('memory text', 'memory value').
+Returns: null, or [reason, message] with reason personal_data | sensitive_data.
+Example: select hipocampo_private._pii_problem('CPF 529 982 247 25', cfg, 'memory value');
+  -- {personal_data,"memory value carries personal data (CPF)"}
+*/
+create function hipocampo_private._pii_problem(content text, cfg jsonb, what text)
+returns text[]
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    found jsonb := (hipocampo_private._pii_scrub(content)).counts;
+    pattern text;
+begin
+    if found <> '{}'::jsonb then
+        return array['personal_data', format('%s carries personal data (%s)', what, (
+            select string_agg(case k when 'EMAIL' then 'e-mail' when 'TELEFONE' then 'phone number'
+                when 'CARTAO' then 'card number' else k end, ', ' order by k)
+            from jsonb_object_keys(found) as k))];
+    end if;
+    for pattern in select jsonb_array_elements_text(cfg -> 'sensitive_patterns') loop
+        if lower(extensions.unaccent(content)) ~* pattern then
+            return array['sensitive_data', format('%s carries sensitive data (health or financial details)', what)];
+        end if;
+    end loop;
+    return null;
+end;
+$$;
+
+/*
+_memory_value_problem(value jsonb, cfg jsonb) -> text[]
+
+Purpose: the gate's checks of a memory's value: present, at most memory.value_max_bytes bytes as
+  JSON text, nesting at most memory.value_max_depth levels (a scalar is level 0, the members of
+  an object or array level 1), and no personal or sensitive data in any string leaf or object key.
+Returns: null, or [reason, message] with reason invalid_value | too_long | personal_data |
+  sensitive_data.
+Example: select hipocampo_private._memory_value_problem('{"cpf": "529.982.247-25"}', cfg);
+  -- {personal_data,"memory value carries personal data (CPF)"}
+*/
+create function hipocampo_private._memory_value_problem(value jsonb, cfg jsonb)
+returns text[]
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    max_bytes integer := (cfg ->> 'value_max_bytes')::integer;
+    max_depth integer := (cfg ->> 'value_max_depth')::integer;
+    size integer;
+    strings text;
+begin
+    if value is null then
+        return array['invalid_value', 'a memory needs a value'];
+    end if;
+    size := octet_length(value::text);
+    if size > max_bytes then
+        return array['too_long', format('memory value is %s bytes; the limit is %s (memory.value_max_bytes)',
+            size, max_bytes)];
+    end if;
+    if jsonb_path_exists(value, format('strict $.**{%s}', max_depth + 1)::jsonpath) then
+        return array['invalid_value', format('memory value nests deeper than %s levels (memory.value_max_depth)',
+            max_depth)];
+    end if;
+    -- Leaves and keys joined by a separator no number or e-mail runs across.
+    select string_agg(s, ' ; ') into strings from (
+        select x #>> '{}' as s from jsonb_path_query(value, 'strict $.** ? (@.type() == "string")') as x
+        union all
+        select x #>> '{}' from jsonb_path_query(value, 'strict $.** ? (@.type() == "object").keyvalue().key') as x
+    ) as leaves;
+    if strings is null then
+        return null;
+    end if;
+    return hipocampo_private._pii_problem(strings, cfg, 'memory value');
+end;
+$$;
+
+/*
+_memory_write_allowed(tenant_id uuid, user_id uuid, description text, value jsonb,
+  token_count integer) -> boolean
+
+Purpose: the gate as a row check, for the INSERT policies of memories and memory_staging: the
+  user has consented (memory_consents), and the description and value pass
+  _memory_text_problem and _memory_value_problem under the tenant's memory config. A direct
+  INSERT as authenticated passes only what remember would store.
+*/
+create function hipocampo_private._memory_write_allowed(
+    tenant_id uuid, user_id uuid, description text, value jsonb, token_count integer
+)
+returns boolean
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    cfg jsonb;
+begin
+    if not coalesce((select mc.granted from hipocampo_private.memory_consents as mc
+                     where mc.tenant_id = _memory_write_allowed.tenant_id
+                       and mc.user_id = _memory_write_allowed.user_id), false) then
+        return false;
+    end if;
+    cfg := hipocampo_private._memory_config(
+        hipocampo.effective_config(_memory_write_allowed.tenant_id) -> 'memory');
+    return hipocampo_private._memory_text_problem(description, token_count, cfg) is null
+        and hipocampo_private._memory_value_problem(value, cfg) is null;
+end;
+$$;
+
+create policy "users write personal memories the gate passes, admins shared ones"
+on hipocampo_private.memories
+for insert
+to authenticated
+with check (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and user_id = (select auth.uid())
+    and (scope = 'personal' or (select hipocampo_private.current_tenant_role()) = 'admin')
+    and hipocampo_private._memory_write_allowed(tenant_id, user_id, description, value, token_count)
+);
+
+create policy "users stage personal memories the gate passes, admins shared ones"
+on hipocampo_private.memory_staging
+for insert
+to authenticated
+with check (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and user_id = (select auth.uid())
+    and (scope = 'personal' or (select hipocampo_private.current_tenant_role()) = 'admin')
+    and hipocampo_private._memory_write_allowed(tenant_id, user_id, description, value, token_count)
+);

@@ -1,0 +1,953 @@
+-- Function bodies may name objects of later schema files; they are checked when called (as in
+-- pg_dump output), so the files apply in the order of [db.migrations] schema_paths.
+set check_function_bodies = off;
+
+-- Conversation history: messages (chat and voice share a conversation_id) and a rolling summary
+-- per conversation. History is never promoted to memory by itself: nothing here writes memories.
+create table hipocampo_private.messages (
+    id bigint generated always as identity primary key,
+    tenant_id uuid not null references hipocampo_private.tenants (id) on delete cascade,
+    user_id uuid not null,
+    conversation_id uuid not null,
+    role text not null,
+    content text not null,
+    modality text not null default 'chat',
+    attachments jsonb not null default '[]'::jsonb,
+    metadata jsonb not null default '{}'::jsonb,
+    ts_config regconfig not null,
+    -- Lexical leg of the history search (Okapi BM25 over the tsvector's term frequencies).
+    fts tsvector generated always as (to_tsvector(ts_config, content)) stored,
+    fts_length integer generated always as (
+        hipocampo_private.tsvector_token_count(to_tsvector(ts_config, content))
+    ) stored,
+    -- Optional; a user's history is searched exactly (scoped by the index below), no HNSW.
+    embedding extensions.vector,
+    embedding_model text references hipocampo_private.embedding_models (name),
+    created_at timestamptz not null default now(),
+    constraint messages_role_check check (role in ('user', 'assistant', 'system', 'tool')),
+    constraint messages_modality_check check (modality in ('chat', 'voice')),
+    constraint messages_content_length check (char_length(content) between 1 and 100000),
+    constraint messages_attachments_is_array check (jsonb_typeof(attachments) = 'array'),
+    constraint messages_metadata_is_object check (jsonb_typeof(metadata) = 'object'),
+    constraint messages_embedding_model check ((embedding is null) = (embedding_model is null))
+);
+
+alter table hipocampo_private.messages alter column embedding set storage main;
+
+alter table hipocampo_private.messages enable row level security;
+
+-- History search re-ranks its best candidates by late interaction over the messages' tokens.
+-- LoCoMo's recall@10 stood at 0.805 with one MiniLM vector per message (plus its neighbours'),
+-- BM25 and date words; what was left are evidence turns ranked 11-50 (recall@20 0.864,
+-- @50 0.919). Re-ranking them by MaxSim (ColBERT's late interaction: each query token's most
+-- similar token of the message, idf-weighted) over MiniLM's contextual token embeddings, each
+-- message read after its two previous messages, measured 0.832 with the best 50 re-ranked
+-- (0.835 with 100; benchmarks/locomo.py, docs/BENCHMARKS.md). The token vectors are kept as
+-- sign bits (bit(384) a token, ~35 tokens a message, ~2 KB): with bits the measure moved by less
+-- than 0.003 against float vectors (~50 KB a message). Hamming distance is native (bit_count of
+-- xor, PostgreSQL 14+).
+--
+-- messages gains token_ids / token_bits, written by set_message_tokens (the client that holds
+-- the local model computes them; a message without them is ranked at the tokens' minimum), and
+-- search_history two arguments (query_token_ids, query_token_bits) and a returned column
+-- (token_score); the old signature is dropped. Config: conversations.token_rerank_weight
+-- (0 = off), token_rerank_candidates, token_idf_sample and token_context_messages (read by the
+-- client).
+-- export_user_data leaves the token columns out, as it does the embeddings.
+alter table hipocampo_private.messages
+add column token_ids integer[],
+add column token_bits varbit[],
+add constraint messages_tokens_paired check (
+    (token_ids is null) = (token_bits is null)
+    and (token_ids is null or cardinality(token_ids) = cardinality(token_bits))
+),
+add constraint messages_tokens_need_embedding check (token_bits is null or embedding is not null);
+
+-- RLS filters on (tenant_id, user_id); the history reads one conversation in order.
+create index messages_tenant_user_conversation_idx on hipocampo_private.messages (
+    tenant_id, user_id, conversation_id, id
+);
+
+create index messages_fts_idx on hipocampo_private.messages using gin (fts);
+
+create table hipocampo_private.conversation_summaries (
+    tenant_id uuid not null references hipocampo_private.tenants (id) on delete cascade,
+    user_id uuid not null,
+    conversation_id uuid not null,
+    summary text not null,
+    -- The summary covers the conversation's messages up to this id.
+    through_message_id bigint not null,
+    updated_at timestamptz not null default now(),
+    primary key (tenant_id, user_id, conversation_id)
+);
+
+alter table hipocampo_private.conversation_summaries enable row level security;
+
+create policy "users read their own messages"
+on hipocampo_private.messages
+for select
+to authenticated
+using (tenant_id = (select hipocampo_private.current_tenant_id()) and user_id = (select auth.uid()));
+
+create policy "users write their own messages"
+on hipocampo_private.messages
+for insert
+to authenticated
+with check (tenant_id = (select hipocampo_private.current_tenant_id()) and user_id = (select auth.uid()));
+
+create policy "users delete their own messages"
+on hipocampo_private.messages
+for delete
+to authenticated
+using (tenant_id = (select hipocampo_private.current_tenant_id()) and user_id = (select auth.uid()));
+
+create policy "users read their own conversation summaries"
+on hipocampo_private.conversation_summaries
+for select
+to authenticated
+using (tenant_id = (select hipocampo_private.current_tenant_id()) and user_id = (select auth.uid()));
+
+create policy "users write their own conversation summaries"
+on hipocampo_private.conversation_summaries
+for insert
+to authenticated
+with check (tenant_id = (select hipocampo_private.current_tenant_id()) and user_id = (select auth.uid()));
+
+create policy "users update their own conversation summaries"
+on hipocampo_private.conversation_summaries
+for update
+to authenticated
+using (tenant_id = (select hipocampo_private.current_tenant_id()) and user_id = (select auth.uid()))
+with check (tenant_id = (select hipocampo_private.current_tenant_id()) and user_id = (select auth.uid()));
+
+create policy "users delete their own conversation summaries"
+on hipocampo_private.conversation_summaries
+for delete
+to authenticated
+using (tenant_id = (select hipocampo_private.current_tenant_id()) and user_id = (select auth.uid()));
+
+comment on table hipocampo_private.messages is
+'Conversation history (chat and voice share conversation_id); never promoted to memory by itself.';
+
+comment on table hipocampo_private.conversation_summaries is
+'Rolling summary per conversation, covering its messages up to through_message_id.';
+
+/*
+add_message(conversation_id uuid, role text, content text, modality text default 'chat',
+  attachments jsonb default '[]', embedding vector default null, metadata jsonb default '{}',
+  language text default null, created_at timestamptz default null, user_id uuid default null,
+  tenant_id uuid default null) -> bigint
+
+Purpose, parameters, returns: as in migration 001400. Stored scrubbed of PII unless the tenant
+  turned conversations.scrub_pii off (trigger, 004200).
+Errors: 22023 "conversation_id / role / content must not be null"; 22001 "content is n
+  characters; the limit is 100,000"; 23514 invalid role / modality / attachments; 22023
+  unsupported language; 22000 wrong dimensions; 42501 no tenant or user.
+Example: select hipocampo.add_message('…'::uuid, 'user', 'Qual o prazo da matrícula?');
+*/
+create or replace function hipocampo.add_message(
+    conversation_id uuid,
+    role text,
+    content text,
+    modality text default 'chat',
+    attachments jsonb default '[]'::jsonb,
+    embedding extensions.vector default null,
+    metadata jsonb default '{}'::jsonb,
+    language text default null,
+    created_at timestamptz default null,
+    user_id uuid default null,
+    tenant_id uuid default null
+)
+returns bigint
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    a record := hipocampo_private._memory_actor(add_message.user_id, add_message.tenant_id);
+    cfg jsonb := coalesce(hipocampo.effective_config(a.actor_tenant) -> 'conversations', '{}'::jsonb);
+    lang text := coalesce(add_message.language, cfg ->> 'language', 'portuguese');
+    ts regconfig := hipocampo_private.text_search_config(lang);
+    model text;
+    new_id bigint;
+begin
+    if ts is null then
+        raise exception 'unsupported text-search language: %', lang using errcode = '22023';
+    end if;
+    if conversation_id is null or add_message.role is null or add_message.content is null then
+        raise exception '% must not be null', case when conversation_id is null then 'conversation_id'
+            when add_message.role is null then 'role' else 'content' end using errcode = '22023';
+    end if;
+    if char_length(add_message.content) > 100000 then
+        raise exception 'content is % characters; the limit is 100,000', char_length(add_message.content)
+            using errcode = '22001';
+    end if;
+    if embedding is not null then
+        model := hipocampo_private._active_model(embedding, 'embedding');
+    end if;
+    insert into hipocampo_private.messages (
+        tenant_id, user_id, conversation_id, role, content, modality, attachments, metadata, ts_config,
+        embedding, embedding_model, created_at
+    ) values (
+        a.actor_tenant, a.actor_user, add_message.conversation_id, add_message.role, add_message.content,
+        coalesce(add_message.modality, 'chat'), coalesce(add_message.attachments, '[]'::jsonb),
+        coalesce(add_message.metadata, '{}'::jsonb), ts, add_message.embedding, model,
+        coalesce(add_message.created_at, now())
+    ) returning id into new_id;
+    return new_id;
+exception when check_violation then
+    raise exception 'invalid message: %', sqlerrm using errcode = '23514';
+end;
+$$;
+
+/*
+update_conversation_summary(conversation_id uuid, summary text, through_message_id bigint,
+  user_id uuid default null, tenant_id uuid default null) -> void
+
+Purpose: store the rolling summary of a conversation, covering its messages up to
+  through_message_id (the summariser, e.g. the orchestrator's LLM, runs outside the database).
+Errors: 22023 "through_message_id is not a message of this conversation"; 22023 empty summary.
+Example: select hipocampo.update_conversation_summary('…', 'Usuário pediu o prazo…', 42);
+*/
+create function hipocampo.update_conversation_summary(
+    conversation_id uuid, summary text, through_message_id bigint, user_id uuid default null,
+    tenant_id uuid default null
+)
+returns void
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    a record := hipocampo_private._memory_actor(update_conversation_summary.user_id,
+        update_conversation_summary.tenant_id);
+begin
+    if summary is null or btrim(summary) = '' then
+        raise exception 'summary must not be empty' using errcode = '22023';
+    end if;
+    if not exists (
+        select 1 from hipocampo_private.messages as m
+        where m.id = through_message_id and m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
+          and m.conversation_id = update_conversation_summary.conversation_id
+    ) then
+        raise exception 'through_message_id % is not a message of this conversation', through_message_id
+            using errcode = '22023';
+    end if;
+    insert into hipocampo_private.conversation_summaries as s (
+        tenant_id, user_id, conversation_id, summary, through_message_id
+    ) values (
+        a.actor_tenant, a.actor_user, update_conversation_summary.conversation_id,
+        btrim(update_conversation_summary.summary), update_conversation_summary.through_message_id
+    )
+    on conflict on constraint conversation_summaries_pkey do update
+    set summary = excluded.summary, through_message_id = excluded.through_message_id, updated_at = now();
+end;
+$$;
+
+/*
+conversation_context(conversation_id uuid, last_n integer default null, user_id uuid default null,
+  tenant_id uuid default null) -> jsonb
+
+Purpose: what an assistant needs of a conversation: its rolling summary and the last N messages
+  (default sessions.last_messages), oldest first.
+Returns: {"conversation_id", "summary", "summary_through", "unsummarized": n messages after the
+  summary, "messages": [{"id", "role", "content", "modality", "attachments", "created_at"}]}.
+Example: select hipocampo.conversation_context('…'::uuid, 10);
+*/
+create function hipocampo.conversation_context(
+    conversation_id uuid, last_n integer default null, user_id uuid default null, tenant_id uuid default null
+)
+returns jsonb
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    a record := hipocampo_private._memory_actor(conversation_context.user_id, conversation_context.tenant_id);
+    n integer := coalesce(last_n,
+        (hipocampo.effective_config(a.actor_tenant) -> 'sessions' ->> 'last_messages')::integer, 20);
+    s hipocampo_private.conversation_summaries;
+begin
+    select * into s from hipocampo_private.conversation_summaries as x
+    where x.tenant_id = a.actor_tenant and x.user_id = a.actor_user
+      and x.conversation_id = conversation_context.conversation_id;
+    return jsonb_build_object(
+        'conversation_id', conversation_id,
+        'summary', s.summary,
+        'summary_through', s.through_message_id,
+        'unsummarized', (
+            select count(*) from hipocampo_private.messages as m
+            where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
+              and m.conversation_id = conversation_context.conversation_id
+              and m.id > coalesce(s.through_message_id, 0)
+        ),
+        'messages', coalesce((
+            select jsonb_agg(jsonb_build_object(
+                'id', x.id, 'role', x.role, 'content', x.content, 'modality', x.modality,
+                'attachments', x.attachments, 'created_at', x.created_at
+            ) order by x.id)
+            from (
+                select m.* from hipocampo_private.messages as m
+                where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
+                  and m.conversation_id = conversation_context.conversation_id
+                order by m.id desc
+                limit greatest(n, 0)
+            ) as x
+        ), '[]'::jsonb)
+    );
+end;
+$$;
+
+comment on function hipocampo.add_message(
+    uuid, text, text, text, jsonb, extensions.vector, jsonb, text, timestamptz, uuid, uuid
+) is 'Append a message (chat or voice) to a conversation''s history; writes no memory.';
+
+comment on function hipocampo.update_conversation_summary(uuid, text, bigint, uuid, uuid) is
+'Store the rolling summary of a conversation up to a message.';
+
+comment on function hipocampo.conversation_context(uuid, integer, uuid, uuid) is
+'A conversation''s rolling summary and last N messages.';
+
+-- History search reads each message with its neighbours (document expansion). A message of a
+-- dialogue is often only understandable next to the turn it answers ("Melanie: a sunset" after
+-- "Caroline: what did you paint?"), so both legs of search_history now score a message's context:
+-- the message plus the weighted previous / next messages of its conversation
+-- (conversations.context_weights_before / context_weights_after). The lexical leg also sees the
+-- message's date words (day, month name, year of created_at in conversations.time_zone, weight
+-- conversations.date_weight), so "what did I say in January 2024" reaches January's messages.
+-- Measured on LoCoMo (benchmarks/locomo.py, docs/BENCHMARKS.md): recall@10 0.666 -> see there.
+/*
+_date_words(day date, config regconfig) -> text
+
+Purpose: the words a message's date is matched by: day of month, month name in the message's
+  text-search language (portuguese / portuguese_unaccent -> "janeiro" …, anything else ->
+  "january" …) and year.
+Parameters: day (a local date); config the message's text-search configuration.
+Returns: e.g. '8 may 2023' or '8 maio 2023'.
+Errors: none.
+Example: select hipocampo_private._date_words('2023-05-08', 'pg_catalog.english');
+*/
+create function hipocampo_private._date_words(day date, config regconfig)
+returns text
+language sql
+immutable
+set search_path = ''
+as $$
+    select extract(day from _date_words.day)::integer::text || ' '
+        || (case when _date_words.config in (
+                'hipocampo_private.portuguese_unaccent'::regconfig, 'pg_catalog.portuguese'::regconfig
+            )
+            then array['janeiro', 'fevereiro', 'março', 'abril', 'maio', 'junho', 'julho', 'agosto',
+                       'setembro', 'outubro', 'novembro', 'dezembro']
+            else array['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august',
+                       'september', 'october', 'november', 'december']
+            end)[extract(month from _date_words.day)::integer]
+        || ' ' || extract(year from _date_words.day)::integer::text
+$$;
+
+comment on column hipocampo_private.messages.token_ids is
+'WordPiece ids of the message''s tokens (embedding model''s tokenizer), for the token idf of search_history''s re-rank.';
+
+comment on column hipocampo_private.messages.token_bits is
+'Sign bits of each token''s contextual embedding (the embedding''s model, read after the two previous messages).';
+
+create policy "users update the tokens of their own messages"
+on hipocampo_private.messages
+for update
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and user_id = (select auth.uid())
+)
+with check (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and user_id = (select auth.uid())
+);
+
+/*
+_check_message_tokens(token_ids integer[], token_bits varbit[], dims integer, name text) -> void
+
+Purpose: token ids and bits that belong together: both given, as many of each (1..512), no null,
+  every bit string `dims` long (the embedding model's dimensions).
+Errors: 22023 "<name>_ids and <name>_bits must have the same 1..512 items, none null";
+  22023 "<name>_bits must be bit strings of <dims> bits (the embedding model's dimensions)".
+Example: select hipocampo_private._check_message_tokens(array[1], array[b'01'], 2, 'token');
+*/
+create function hipocampo_private._check_message_tokens(
+    token_ids integer[], token_bits varbit[], dims integer, name text
+)
+returns void
+language plpgsql
+immutable
+security invoker
+set search_path = ''
+as $$
+begin
+    if token_ids is null or token_bits is null or cardinality(token_ids) <> cardinality(token_bits)
+        or cardinality(token_ids) not between 1 and 512
+        or array_position(token_ids, null) is not null or array_position(token_bits, null) is not null then
+        raise exception '%_ids and %_bits must have the same 1..512 items, none null', name, name
+            using errcode = '22023';
+    end if;
+    if exists (select 1 from unnest(token_bits) as b where bit_length(b) is distinct from dims) then
+        raise exception '%_bits must be bit strings of % bits (the embedding model''s dimensions)',
+            name, dims using errcode = '22023';
+    end if;
+end;
+$$;
+
+-- Restated from migration 003500; the caller is resolved first.
+/*
+set_message_tokens(message_id bigint, token_ids integer[], token_bits varbit[]) -> void
+
+Purpose: store a message's tokens for search_history's late-interaction re-rank: the WordPiece
+  ids and, for each, the sign bits of its contextual embedding by the message's embedding model
+  (hipocampo.LocalMiniLM.embed_tokens reads the message after its two previous ones).
+Parameters: message_id - one of the caller's messages (RLS), with an embedding; token_ids /
+  token_bits - 1..512 items each, bits as long as the model's dimensions (384).
+Returns: nothing.
+Errors: 42501 as _caller (before any other work); P0002 "unknown message: <id>" (absent or another user's); 22023 "the message has no
+  embedding: its tokens belong to the embedding's model"; 22023 as _check_message_tokens.
+Example: select hipocampo.set_message_tokens(42, array[2054, 2003], array[b'0110…', b'1001…']);
+*/
+create or replace function hipocampo.set_message_tokens(message_id bigint, token_ids integer[], token_bits varbit[])
+returns void
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    gate record := hipocampo_private._caller();  -- 42501 before any other work
+    dims integer;
+    found_it boolean;
+begin
+    select true, extensions.vector_dims(m.embedding) into found_it, dims
+    from hipocampo_private.messages as m where m.id = set_message_tokens.message_id;
+    if found_it is null then
+        raise exception 'unknown message: %', message_id using errcode = 'P0002';
+    end if;
+    if dims is null then
+        raise exception 'the message has no embedding: its tokens belong to the embedding''s model'
+            using errcode = '22023';
+    end if;
+    perform hipocampo_private._check_message_tokens(token_ids, token_bits, dims, 'token');
+    update hipocampo_private.messages as m
+    set token_ids = set_message_tokens.token_ids, token_bits = set_message_tokens.token_bits
+    where m.id = set_message_tokens.message_id;
+end;
+$$;
+
+comment on function hipocampo.set_message_tokens(bigint, integer[], varbit[]) is
+'Store a message''s token ids and contextual token sign bits (search_history''s late-interaction re-rank).';
+
+/*
+search_history(...) -> table
+
+Purpose, parameters, returns: as in migration 003500. 004500: match_count is 1..100 (22023
+  otherwise; null means conversations.match_count).
+Errors: as in 003500, and 22023 "match_count must be 1..100 (got n)".
+*/
+create or replace function hipocampo.search_history(
+    query_text text,
+    query_embedding extensions.vector default null,
+    filter_conversation_id uuid default null,
+    match_count integer default null,
+    filter_modality text default null,
+    user_id uuid default null,
+    tenant_id uuid default null,
+    query_token_ids integer[] default null,
+    query_token_bits varbit[] default null
+)
+returns table (
+    message_id bigint, conversation_id uuid, role text, content text, modality text, metadata jsonb,
+    created_at timestamptz, dense_score double precision, lexical_score double precision,
+    score double precision, rank integer, token_score double precision
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    a record := hipocampo_private._memory_actor(search_history.user_id, search_history.tenant_id);
+    cfg jsonb := hipocampo.effective_config(a.actor_tenant) -> 'conversations';
+    k integer := coalesce(search_history.match_count, (cfg ->> 'match_count')::integer);
+    k1 double precision := (cfg ->> 'bm25_k1')::double precision;
+    b double precision := (cfg ->> 'bm25_b')::double precision;
+    wd double precision := (cfg ->> 'dense_weight')::double precision;
+    wl double precision := (cfg ->> 'lexical_weight')::double precision;
+    w_date double precision := (cfg ->> 'date_weight')::double precision;
+    tz text := cfg ->> 'time_zone';
+    w_before jsonb := cfg -> 'context_weights_before';
+    w_after jsonb := cfg -> 'context_weights_after';
+    w_token double precision := (cfg ->> 'token_rerank_weight')::double precision;
+    n_candidates integer := (cfg ->> 'token_rerank_candidates')::integer;
+    n_idf integer := (cfg ->> 'token_idf_sample')::integer;
+    rerank boolean;
+    ts regconfig;
+    model text;
+    lexemes text [];
+    q tsquery;
+    side record;
+    -- Context weights by distance (1..5), 0 beyond the configured ones, and as vectors for the
+    -- dense leg (pgvector multiplies element-wise).
+    wb double precision [];
+    wa double precision [];
+    vb extensions.vector [];
+    va extensions.vector [];
+begin
+    if k is null or k < 1 or k > 100 then
+        raise exception 'match_count must be 1..100 (got %)', k using errcode = '22023';
+    end if;
+    if query_text is null or btrim(query_text) = '' or char_length(query_text) > 2000 then
+        raise exception 'query_text must have 1..2000 characters' using errcode = '22023';
+    end if;
+    if k is null or k1 is null or b is null or wd is null or wl is null or w_date is null
+        or tz is null or w_before is null or w_after is null or w_token is null or n_candidates is null
+        or n_idf is null then
+        raise exception 'conversations config is incomplete: seed it from config.toml (hipocampo db migrate)'
+            using errcode = '55000';
+    end if;
+    for side in select * from (values ('before', w_before), ('after', w_after)) as x (name, weights) loop
+        if jsonb_typeof(side.weights) <> 'array' or jsonb_array_length(side.weights) > 5
+            or exists (
+                select 1 from jsonb_array_elements(side.weights) as e
+                where jsonb_typeof(e) <> 'number' or (e #>> '{}')::double precision not between 0 and 1
+            ) then
+            raise exception 'conversations.context_weights_% must be an array of at most 5 numbers in [0, 1]',
+                side.name using errcode = '22023';
+        end if;
+    end loop;
+    begin
+        perform pg_catalog.now() at time zone tz;
+    exception when invalid_parameter_value then
+        raise exception 'unknown conversations.time_zone: %', tz using errcode = '22023';
+    end;
+    ts := hipocampo_private.text_search_config(cfg ->> 'language');
+    if query_embedding is not null then
+        model := hipocampo_private._active_model(query_embedding, 'query_embedding');
+    end if;
+    if query_token_bits is not null or query_token_ids is not null then
+        if query_embedding is null then
+            raise exception 'query tokens need query_embedding (their model''s)' using errcode = '22023';
+        end if;
+        perform hipocampo_private._check_message_tokens(
+            query_token_ids, query_token_bits, extensions.vector_dims(query_embedding), 'query_token'
+        );
+    end if;
+    -- The late-interaction re-rank applies with query tokens, an embedding and a weight > 0.
+    rerank := w_token > 0 and query_embedding is not null and cardinality(query_token_bits) > 0;
+    wb := array(select coalesce((w_before ->> d)::double precision, 0) from generate_series(0, 4) as d);
+    wa := array(select coalesce((w_after ->> d)::double precision, 0) from generate_series(0, 4) as d);
+    if query_embedding is not null then
+        vb := array(
+            select array_fill(w::real, array[extensions.vector_dims(query_embedding)])::extensions.vector
+            from unnest(wb) as w
+        );
+        va := array(
+            select array_fill(w::real, array[extensions.vector_dims(query_embedding)])::extensions.vector
+            from unnest(wa) as w
+        );
+    end if;
+
+    -- Query lexemes in each text-search configuration the searched messages use.
+    select array_agg(distinct u.lexeme) into lexemes
+    from (
+        select distinct m.ts_config from hipocampo_private.messages as m
+        where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
+          and (search_history.filter_conversation_id is null or m.conversation_id = search_history.filter_conversation_id)
+    ) as c
+    cross join lateral unnest(to_tsvector(c.ts_config, query_text)) as u;
+    if lexemes is null then
+        lexemes := array(select u.lexeme from unnest(to_tsvector(ts, query_text)) as u);
+    end if;
+    if cardinality(lexemes) > 0 then
+        q := array_to_string(array(select quote_literal(l) from unnest(lexemes) as l), ' | ')::tsquery;
+    end if;
+
+    return query
+    with offsets as (
+        -- A message's context: itself (offset 0, weight 1) and its neighbours by position.
+        select 0 as o, 1.0::double precision as w
+        union all
+        select -e.i::integer, (e.w #>> '{}')::double precision
+        from jsonb_array_elements(w_before) with ordinality as e (w, i)
+        union all
+        select e.i::integer, (e.w #>> '{}')::double precision
+        from jsonb_array_elements(w_after) with ordinality as e (w, i)
+    ),
+    day_terms as materialized (
+        -- Date words, once per local day and language.
+        select d.day, d.ts_config, u.lexeme
+        from (
+            select distinct (m.created_at at time zone tz)::date as day, m.ts_config
+            from hipocampo_private.messages as m
+            where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
+              and (search_history.filter_conversation_id is null
+                  or m.conversation_id = search_history.filter_conversation_id)
+        ) as d
+        cross join lateral unnest(to_tsvector(d.ts_config, hipocampo_private._date_words(d.day, d.ts_config))) as u
+    ),
+    day_len as materialized (
+        -- Weighted date-word count per local day and language, as one object read by key (a
+        -- lookup per message, whatever the row estimates).
+        select coalesce(jsonb_object_agg(x.day::text || ' ' || x.ts_config::text, x.n), '{}'::jsonb) as by_day
+        from (
+            select dt.day, dt.ts_config, count(*) * w_date as n from day_terms as dt group by dt.day, dt.ts_config
+        ) as x
+    ),
+    own as materialized (
+        -- Each searched message without its embedding: text, length with date words.
+        select m.id, m.conversation_id, m.created_at, m.modality, m.fts, m.ts_config, m.token_ids,
+            (m.created_at at time zone tz)::date as day,
+            m.fts_length + coalesce(
+                (dl.by_day ->> (((m.created_at at time zone tz)::date)::text || ' ' || m.ts_config::text))::double precision, 0
+            ) as len
+        from hipocampo_private.messages as m
+        cross join day_len as dl
+        where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
+          and (search_history.filter_conversation_id is null or m.conversation_id = search_history.filter_conversation_id)
+    ),
+    scoped as materialized (
+        -- Position in the conversation and length of the context (weighted tokens, date words
+        -- included), read with lag / lead in one ordered pass.
+        select s.id, s.conversation_id, s.modality, s.fts, s.ts_config, s.day,
+            row_number() over w as pos,
+            s.len
+            + wb[1] * coalesce(lag(s.len, 1) over w, 0) + wb[2] * coalesce(lag(s.len, 2) over w, 0)
+            + wb[3] * coalesce(lag(s.len, 3) over w, 0) + wb[4] * coalesce(lag(s.len, 4) over w, 0)
+            + wb[5] * coalesce(lag(s.len, 5) over w, 0)
+            + wa[1] * coalesce(lead(s.len, 1) over w, 0) + wa[2] * coalesce(lead(s.len, 2) over w, 0)
+            + wa[3] * coalesce(lead(s.len, 3) over w, 0) + wa[4] * coalesce(lead(s.len, 4) over w, 0)
+            + wa[5] * coalesce(lead(s.len, 5) over w, 0) as len
+        from own as s
+        window w as (partition by s.conversation_id order by s.created_at, s.id)
+    ),
+    own_terms as (
+        -- The query's lexemes in each message (term frequency) and in its date words (date_weight).
+        select s.conversation_id, s.pos, u.lexeme, coalesce(array_length(u.positions, 1), 1)::double precision as tf
+        from scoped as s
+        cross join lateral unnest(s.fts) as u
+        where q is not null and s.fts @@ q and u.lexeme = any(lexemes)
+        union all
+        select s.conversation_id, s.pos, dt.lexeme, w_date
+        from scoped as s
+        inner join day_terms as dt on dt.day = s.day and dt.ts_config = s.ts_config
+        where w_date > 0 and dt.lexeme = any(lexemes)
+    ),
+    spread_terms as materialized (
+        -- A term of the message at position p counts for the message at p - o with weight w(o).
+        -- (materialized: the join below must be on both keys, whatever the row estimates)
+        select ot.conversation_id, ot.pos - o.o as pos, ot.lexeme, o.w * ot.tf as tf
+        from own_terms as ot cross join offsets as o
+    ),
+    ctx_terms as (
+        select n.id, n.len, t.lexeme, sum(t.tf) as tf
+        from spread_terms as t
+        inner join scoped as n on n.conversation_id = t.conversation_id and n.pos = t.pos
+        group by n.id, n.len, t.lexeme
+    ),
+    corpus as materialized (
+        select count(*) as n_docs, coalesce(nullif(avg(s.len), 0), 1) as avg_len from scoped as s
+    ),
+    df as materialized (
+        select t.lexeme, count(*) as n from ctx_terms as t group by t.lexeme
+    ),
+    lexical as materialized (
+        select t.id, sum(
+            ln(1 + (cp.n_docs - d.n + 0.5) / (d.n + 0.5))
+            * t.tf * (k1 + 1) / (t.tf + k1 * (1 - b + b * t.len / cp.avg_len))
+        ) as s
+        from ctx_terms as t
+        inner join df as d on d.lexeme = t.lexeme
+        cross join corpus as cp
+        group by t.id
+    ),
+    neighbour_embeddings as (
+        -- The embeddings of each message's neighbours (0-weight ones left out), by lag / lead.
+        select m.id, m.modality, x.e,
+            case when wb[1] > 0 then lag(x.e, 1) over w end as b1,
+            case when wb[2] > 0 then lag(x.e, 2) over w end as b2,
+            case when wb[3] > 0 then lag(x.e, 3) over w end as b3,
+            case when wb[4] > 0 then lag(x.e, 4) over w end as b4,
+            case when wb[5] > 0 then lag(x.e, 5) over w end as b5,
+            case when wa[1] > 0 then lead(x.e, 1) over w end as a1,
+            case when wa[2] > 0 then lead(x.e, 2) over w end as a2,
+            case when wa[3] > 0 then lead(x.e, 3) over w end as a3,
+            case when wa[4] > 0 then lead(x.e, 4) over w end as a4,
+            case when wa[5] > 0 then lead(x.e, 5) over w end as a5
+        from hipocampo_private.messages as m
+        cross join lateral (select case when m.embedding_model = model then m.embedding end as e) as x
+        where query_embedding is not null
+          and m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
+          and (search_history.filter_conversation_id is null or m.conversation_id = search_history.filter_conversation_id)
+        window w as (partition by m.conversation_id order by m.created_at, m.id)
+    ),
+    dense as materialized (
+        -- Cosine to the weighted sum of the context's embeddings (<=> normalises the sum; sum()
+        -- skips the missing neighbours).
+        select x.id, 1 - ((
+            select extensions.sum(v.v) from (values
+                (x.e),
+                (x.b1 operator(extensions.*) vb[1]), (x.b2 operator(extensions.*) vb[2]),
+                (x.b3 operator(extensions.*) vb[3]), (x.b4 operator(extensions.*) vb[4]),
+                (x.b5 operator(extensions.*) vb[5]),
+                (x.a1 operator(extensions.*) va[1]), (x.a2 operator(extensions.*) va[2]),
+                (x.a3 operator(extensions.*) va[3]), (x.a4 operator(extensions.*) va[4]),
+                (x.a5 operator(extensions.*) va[5])
+            ) as v (v)
+        ) operator(extensions.<=>) query_embedding) as s
+        from neighbour_embeddings as x
+        where x.e is not null
+          and (search_history.filter_modality is null or x.modality = search_history.filter_modality)
+    ),
+    scores as materialized (
+        -- One row per searched message with both legs' scores: a union grouped by message, not
+        -- outer joins, so the plan stays linear whatever the row estimates (a conversation outside
+        -- the statistics is estimated at a row or two; 002700's joins then ran once per message).
+        select u.id, max(u.ds) as ds, max(u.ls) as ls
+        from (
+            select s.id, null::double precision as ds, null::double precision as ls, true as searched
+            from scoped as s
+            where search_history.filter_modality is null or s.modality = search_history.filter_modality
+            union all
+            select l.id, null, l.s, false from lexical as l
+            union all
+            select d.id, d.s, null, false from dense as d
+        ) as u
+        group by u.id
+        having bool_or(u.searched)
+    ),
+    stats as materialized (
+        -- z-scores over every searched message: BM25 0 without a query term, cosine at the leg's
+        -- minimum without an embedding.
+        select
+            avg(coalesce(x.ls, 0)) as l_mean,
+            coalesce(nullif(stddev_pop(coalesce(x.ls, 0)), 0), 1) as l_sd,
+            avg(x.ds) as d_mean,
+            coalesce(nullif(stddev_pop(x.ds), 0), 1) as d_sd,
+            min(x.ds) as d_min
+        from scores as x
+    ),
+    fused as materialized (
+        -- The top k, or with the re-rank its top token_rerank_candidates (at least k).
+        select x.id, x.ds, x.ls,
+            wd * coalesce((coalesce(x.ds, st.d_min) - st.d_mean) / st.d_sd, 0)
+            + wl * (coalesce(x.ls, 0) - st.l_mean) / st.l_sd as f
+        from scores as x
+        cross join stats as st
+        where x.ds is not null or x.ls is not null
+        order by f desc, x.id
+        limit case when rerank then greatest(k, n_candidates) else k end
+    ),
+    query_ids as materialized (
+        select qt.i, qt.id, qt.bits
+        from unnest(query_token_ids, query_token_bits) with ordinality as qt (id, bits, i)
+        where rerank
+    ),
+    idf_sample as materialized (
+        -- The messages the query tokens' idf is counted over: the searched ones, at most the
+        -- newest token_idf_sample of them (a whole history stays cheap; a conversation is exact).
+        select o.id, o.token_ids from own as o where rerank order by o.id desc limit n_idf
+    ),
+    query_tokens as materialized (
+        -- Each query token with its BM25-style idf among the sampled messages (token ids).
+        select q.i, q.bits, ln(1 + (n.n - coalesce(d.n, 0) + 0.5) / (coalesce(d.n, 0) + 0.5)) as w
+        from query_ids as q
+        cross join (select count(*) as n from idf_sample) as n
+        left join (
+            -- Only the messages sharing a token with the query are unnested.
+            select u.id, count(distinct o.id) as n
+            from idf_sample as o
+            cross join lateral unnest(o.token_ids) as u (id)
+            where o.token_ids operator(pg_catalog.&&) query_token_ids and u.id = any(query_token_ids)
+            group by u.id
+        ) as d on d.id = q.id
+    ),
+    token_scores as materialized (
+        -- Late interaction (MaxSim): for each query token the most similar token of the message
+        -- (1 - 2 hamming / bits: the cosine of the sign vectors), idf-weighted mean. The message's
+        -- bits are read once and paired with every query token.
+        select f.id, sum(x.w * x.sim) / nullif(sum(x.w), 0) as ts
+        from fused as f
+        inner join hipocampo_private.messages as m on m.id = f.id
+        cross join lateral (
+            select max(t.w) as w, 1 - 2 * min(bit_count(d.b operator(pg_catalog.#) t.bits))::double precision
+                / max(bit_length(t.bits)) as sim
+            from unnest(m.token_bits) as d (b)
+            cross join query_tokens as t
+            group by t.i
+        ) as x
+        where rerank and m.token_bits is not null and m.embedding_model = model
+        group by f.id
+    ),
+    candidate_stats as materialized (
+        select avg(f.f) as f_mean, coalesce(nullif(stddev_pop(f.f), 0), 1) as f_sd,
+            avg(t.ts) as t_mean, coalesce(nullif(stddev_pop(t.ts), 0), 1) as t_sd, min(t.ts) as t_min
+        from fused as f
+        left join token_scores as t on t.id = f.id
+    ),
+    ranked as (
+        -- Without the re-rank the fused score stands; with it, both z-scored over the candidates
+        -- (a candidate without tokens at the tokens' minimum).
+        select f.id, f.ds, f.ls, t.ts,
+            case when rerank then (f.f - cs.f_mean) / cs.f_sd
+                + w_token * coalesce((coalesce(t.ts, cs.t_min) - cs.t_mean) / cs.t_sd, 0)
+            else f.f end as s
+        from fused as f
+        cross join candidate_stats as cs
+        left join token_scores as t on t.id = f.id
+    )
+    select m.id, m.conversation_id, m.role, m.content, m.modality, m.metadata, m.created_at,
+        r.ds, r.ls, r.s, (row_number() over (order by r.s desc, m.id))::integer, r.ts
+    from ranked as r
+    inner join hipocampo_private.messages as m on m.id = r.id
+    order by r.s desc, m.id
+    limit k;
+end;
+$$;
+
+comment on function hipocampo.search_history(
+    text, extensions.vector, uuid, integer, text, uuid, uuid, integer[], varbit[]
+) is
+'Hybrid (BM25 + cosine) search of the caller''s conversation history, each message with its neighbours and date; re-ranked by late interaction over tokens when the query''s are given.';
+
+-- Backfill of the messages' tokens for search_history's late-interaction re-rank (migration
+-- 003500). Messages stored before 003500, through the edge functions (no token model in Deno) or
+-- by a client without a token model have an embedding but no tokens; in a history that mixes them
+-- with messages that have tokens they rank at the tokens' minimum among the re-rank's candidates.
+-- A worker with the token model lists them here and stores their tokens with set_message_tokens
+-- (`hipocampo db backfill-tokens`, `hipocampo worker --backfill-tokens`).
+-- The messages still to backfill, in id order, whatever the size of the table (the policies'
+-- columns are indexed in 001400; this one serves only the backfill's scan).
+create index messages_without_tokens_idx on hipocampo_private.messages (id)
+where token_bits is null and embedding is not null;
+
+/*
+messages_without_tokens(batch_size integer default 100, filter_tenant_id uuid default null,
+  after_message_id bigint default 0) -> table (message_id bigint, tenant_id uuid, content text, context text[])
+
+Purpose: the oldest messages that have an embedding of the active model and no tokens, each with
+  the context its tokens are read after (as Memory.add_messages reads them): the previous
+  conversations.token_context_messages messages of its conversation (its tenant's config), oldest
+  first. The listed messages stay locked (for update skip locked) until the caller's transaction
+  ends: store their tokens in the same transaction; concurrent workers take other messages.
+Parameters: batch_size 1..1000 messages; filter_tenant_id - only that tenant's messages (null: every
+  tenant's); after_message_id - only messages with a greater id (a caller's cursor: a message whose
+  tokens it could not compute is not listed to it again).
+Returns: at most batch_size rows, by message id; none when every message of the active model has
+  its tokens (or no model is active).
+Errors: 22023 "batch_size must be 1..1000"; 55000 "conversations config is incomplete: seed it from
+  config.toml (hipocampo db migrate)" (token_context_messages missing for a listed message's tenant).
+Example: select message_id, content, context from hipocampo.messages_without_tokens(100, null, 0);
+*/
+create function hipocampo.messages_without_tokens(
+    batch_size integer default 100, filter_tenant_id uuid default null, after_message_id bigint default 0
+)
+returns table (message_id bigint, tenant_id uuid, content text, context text[])
+language plpgsql
+volatile
+security invoker
+set search_path = ''
+as $$
+declare
+    model text;
+begin
+    if batch_size is null or batch_size not between 1 and 1000 then
+        raise exception 'batch_size must be 1..1000' using errcode = '22023';
+    end if;
+    select e.name into model from hipocampo_private.embedding_models as e where e.active;
+    return query
+    with batch as materialized (
+        select m.id, m.tenant_id, m.user_id, m.conversation_id, m.content
+        from hipocampo_private.messages as m
+        where m.token_bits is null and m.embedding is not null and m.embedding_model = model
+          and m.id > coalesce(messages_without_tokens.after_message_id, 0)
+          and (messages_without_tokens.filter_tenant_id is null or m.tenant_id = messages_without_tokens.filter_tenant_id)
+        order by m.id
+        limit batch_size
+        for update of m skip locked
+    ),
+    context_size as materialized (
+        select t.tenant_id, (hipocampo_private._require_config(
+            hipocampo.effective_config(t.tenant_id) -> 'conversations', 'conversations',
+            array['token_context_messages']
+        ) ->> 'token_context_messages')::integer as n
+        from (select distinct b.tenant_id from batch as b) as t
+    )
+    select b.id, b.tenant_id, b.content, array(
+        select p.content from (
+            select x.id, x.content from hipocampo_private.messages as x
+            where x.tenant_id = b.tenant_id and x.user_id = b.user_id
+              and x.conversation_id = b.conversation_id and x.id < b.id
+            order by x.id desc
+            limit greatest(cs.n, 0)
+        ) as p
+        order by p.id
+    )
+    from batch as b
+    inner join context_size as cs on cs.tenant_id = b.tenant_id
+    order by b.id;
+end;
+$$;
+
+comment on function hipocampo.messages_without_tokens(integer, uuid, bigint) is
+'Messages with an embedding of the active model and no tokens, each with its previous messages (locked for the caller''s transaction): the token backfill''s work list.';
+
+-- Messages are scrubbed before storage by default (issue 16 §1.4, §2 "PII"): add_message and
+-- session_add_message stored CPF and card numbers verbatim. A BEFORE trigger runs the one
+-- scrubber (_pii_scrub, 004000) on a message's content and on every string of its attachments
+-- and metadata, and on conversation summaries, whoever writes them (RPC, edge function, direct
+-- INSERT), when the tenant's conversations.scrub_pii is true: the default in config.toml, and
+-- what a missing key means. A tenant that must keep messages verbatim (e.g. a support desk
+-- that records the customer's CPF by design) sets it to false with set_tenant_config.
+/*
+_scrub_message() -> trigger
+
+Purpose: BEFORE INSERT / UPDATE trigger of messages: content, attachments and metadata scrubbed
+  when the row's tenant has conversations.scrub_pii (default true).
+*/
+create function hipocampo_private._scrub_message()
+returns trigger
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    if coalesce((hipocampo.effective_config(new.tenant_id) -> 'conversations' ->> 'scrub_pii')::boolean, true) then
+        new.content := (hipocampo_private._pii_scrub(new.content)).text;
+        new.attachments := hipocampo_private._pii_scrub_jsonb(new.attachments);
+        new.metadata := hipocampo_private._pii_scrub_jsonb(new.metadata);
+    end if;
+    return new;
+end;
+$$;
+
+/*
+_scrub_summary() -> trigger
+
+Purpose: BEFORE INSERT / UPDATE trigger of conversation_summaries: the summary scrubbed like the
+  messages it summarises (conversations.scrub_pii, default true).
+*/
+create function hipocampo_private._scrub_summary()
+returns trigger
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    if coalesce((hipocampo.effective_config(new.tenant_id) -> 'conversations' ->> 'scrub_pii')::boolean, true) then
+        new.summary := (hipocampo_private._pii_scrub(new.summary)).text;
+    end if;
+    return new;
+end;
+$$;
+
+create trigger messages_scrub_pii
+before insert or update of content, attachments, metadata on hipocampo_private.messages
+for each row execute function hipocampo_private._scrub_message();
+
+create trigger conversation_summaries_scrub_pii
+before insert or update of summary on hipocampo_private.conversation_summaries
+for each row execute function hipocampo_private._scrub_summary();

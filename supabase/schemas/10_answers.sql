@@ -1,0 +1,1265 @@
+-- Function bodies may name objects of later schema files; they are checked when called (as in
+-- pg_dump output), so the files apply in the order of [db.migrations] schema_paths.
+set check_function_bodies = off;
+
+-- Evidence for answers that cite or refuse: how much of a question a chunk covers (support), the
+-- conflicts between documents (deadlines, dates, money per scope), and one RPC that retrieves,
+-- scores, resolves conflicts, selects the evidence under a token budget and decides answer or
+-- refuse. Generation (extractive or an LLM) and the post-validation of numbers happen in the client.
+/*
+_question_lexemes(query_text text, ts_config regconfig, stopwords jsonb) -> text[]
+
+Purpose: the distinct stemmed, unaccented terms of a question, minus the question stopwords
+  (rag.question_stopwords: interrogatives and auxiliaries).
+Example: select hipocampo_private._question_lexemes('Qual o prazo?', 'hipocampo_private.portuguese_unaccent', '[]');
+*/
+create function hipocampo_private._question_lexemes(query_text text, ts_config regconfig, stopwords jsonb)
+returns text[]
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select coalesce(array_agg(distinct l.lexeme), '{}')
+    from pg_catalog.unnest(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(ts_config, coalesce(query_text, ''))))
+        as l (lexeme)
+    where not coalesce(stopwords, '[]'::jsonb) ? l.lexeme
+$$;
+
+/*
+_sentences(content text) -> table (ord integer, sentence text)
+
+Purpose: a text split into sentences (after . ! ? ; : before a capital letter, or at line breaks),
+  empty ones left out.
+*/
+create function hipocampo_private._sentences(content text)
+returns table (ord integer, sentence text)
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select row_number() over (order by s.n)::integer, btrim(s.part)
+    from pg_catalog.regexp_split_to_table(content, '(?<=[.!?;:])\s+(?=[A-ZÀ-Ý"«(])|\n+') with ordinality as s (part, n)
+    where btrim(s.part) <> ''
+$$;
+
+-- Restated from migration 002100; the caller is resolved first.
+/*
+evidence_support(query_text text, chunk_ids bigint[], stopwords jsonb default null) -> setof record
+
+Purpose: how well each chunk covers a question. coverage = idf-weighted share of the question's
+  terms (BM25 idf of the chunk's knowledge base) present in the chunk (title included);
+  window_coverage = the same over the chunk's best window of two consecutive sentences;
+  support = (coverage + window_coverage) / 2, in [0, 1] (docs/design.md §answers).
+Parameters: query_text 1..2,000 characters; chunk_ids visible to the caller (RLS);
+  stopwords - json array of stems (default rag.question_stopwords).
+Returns: chunk_id, coverage, window_coverage, support, best_window (text of the best window).
+Errors: 42501 as _caller (before any other work); otherwise none (chunks the caller cannot see are left out).
+Example: select * from hipocampo.evidence_support('Qual o prazo de trancamento?', array[12, 15]);
+*/
+create or replace function hipocampo.evidence_support(query_text text, chunk_ids bigint[], stopwords jsonb default null)
+returns table (
+    chunk_id bigint, coverage double precision, window_coverage double precision,
+    support double precision, best_window text
+)
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select hipocampo_private._caller();
+    with c as (
+        select ch.id, ch.kb_id, ch.embedding_model, ch.ts_config, ch.fts, ch.content
+        from hipocampo_private.chunks as ch
+        where ch.id = any(evidence_support.chunk_ids)
+    ),
+
+    q as (
+        select
+            c.id,
+            l.lexeme,
+            pg_catalog.ln(
+                1 + (coalesce(st.chunk_count, 0) - coalesce(ts.doc_freq, 0) + 0.5)
+                / (coalesce(ts.doc_freq, 0) + 0.5)
+            ) as idf
+        from c
+        cross join lateral pg_catalog.unnest(hipocampo_private._question_lexemes(
+            evidence_support.query_text, c.ts_config,
+            coalesce(evidence_support.stopwords,
+                     (select s.config -> 'rag' -> 'question_stopwords'
+                      from hipocampo_private.settings as s where s.tenant_id is null))
+        )) as l (lexeme)
+        left join hipocampo_private.kb_text_stats as st
+            on st.kb_id = c.kb_id and st.embedding_model = c.embedding_model
+        left join hipocampo_private.kb_term_stats as ts
+            on ts.kb_id = c.kb_id and ts.embedding_model = c.embedding_model and ts.lexeme = l.lexeme
+    ),
+
+    totals as (
+        select q.id, sum(q.idf) as total, sum(q.idf) filter (
+            where q.lexeme = any(pg_catalog.tsvector_to_array((select c.fts from c where c.id = q.id)))
+        ) as found
+        from q group by q.id
+    ),
+
+    sentences as (
+        select c.id, s.ord, s.sentence,
+               pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(c.ts_config, s.sentence)) as lexemes
+        from c cross join lateral hipocampo_private._sentences(c.content) as s
+    ),
+
+    windows as (
+        select a.id, a.ord,
+               a.sentence || coalesce(' ' || b.sentence, '') as text,
+               a.lexemes || coalesce(b.lexemes, '{}') as lexemes
+        from sentences as a
+        left join sentences as b on b.id = a.id and b.ord = a.ord + 1
+    ),
+
+    scored as (
+        select distinct on (w.id) w.id, w.text,
+               coalesce((select sum(q.idf) from q where q.id = w.id and q.lexeme = any(w.lexemes)), 0) as found
+        from windows as w
+        order by w.id, 3 desc, w.ord
+    )
+
+    select
+        c.id,
+        coalesce(t.found / nullif(t.total, 0), 0),
+        coalesce(s.found / nullif(t.total, 0), 0),
+        (coalesce(t.found / nullif(t.total, 0), 0) + coalesce(s.found / nullif(t.total, 0), 0)) / 2,
+        s.text
+    from c
+    left join totals as t on t.id = c.id
+    left join scored as s on s.id = c.id
+$$;
+
+/*
+_scope_of(text text) -> text
+
+Purpose: the scope a sentence or question speaks of: 'internacional', 'nacional' or 'geral'.
+*/
+create function hipocampo_private._scope_of(sentence text)
+returns text
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select case
+        when lower(extensions.unaccent(sentence)) ~ '\minternaciona' then 'internacional'
+        when lower(extensions.unaccent(sentence)) ~ '\mnaciona' then 'nacional'
+        else 'geral'
+    end
+$$;
+
+/*
+_sentence_values(sentence text) -> table (kind text, value text)
+
+Purpose: the comparable values a sentence states: deadlines in days ("30 dias", "2 meses" = 60),
+  dd/mm/yyyy dates (as yyyy-mm-dd) and monetary values in R$ (as a plain decimal).
+Example: select * from hipocampo_private._sentence_values('Prazo de 30 dias, multa de R$ 1.200,50.');
+*/
+create function hipocampo_private._sentence_values(sentence text)
+returns table (kind text, value text)
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    with plain as (select lower(extensions.unaccent(sentence)) as t)
+
+    select 'deadline_days', ((m[1])::integer * case when m[2] like 'mes%' then 30 else 1 end)::text
+    from plain cross join lateral pg_catalog.regexp_matches(
+        plain.t, '\m(\d{1,4})\s*(?:\([^)]{1,40}\)\s*)?(dias?|meses|mes)\M', 'g'
+    ) as m
+    union all
+    select 'date', m[3] || '-' || lpad(m[2], 2, '0') || '-' || lpad(m[1], 2, '0')
+    from plain cross join lateral pg_catalog.regexp_matches(plain.t, '\m(\d{1,2})/(\d{1,2})/(\d{4})\M', 'g') as m
+    union all
+    select 'money', (replace(m[1], '.', '') || '.' || rpad(coalesce(m[2], '00'), 2, '0'))::numeric::text
+    from plain cross join lateral pg_catalog.regexp_matches(
+        plain.t, 'r\$\s*(\d{1,3}(?:\.\d{3})+|\d+)(?:,(\d{1,2}))?', 'g'
+    ) as m
+$$;
+
+-- Restated from migration 002100; the caller is resolved first.
+/*
+detect_conflicts(query_text text, chunk_ids bigint[], trust_margin double precision default null,
+  stopwords jsonb default null) -> jsonb
+
+Purpose: conflicts between the documents of the given chunks: two active documents that state
+  different deadlines (days), dd/mm/yyyy dates or R$ values, in sentences on the question's topic
+  (sharing at least min(2, n) of its n terms), within one scope (nacional, internacional,
+  geral). When the question names a scope, only that scope counts. Values that differ inside one
+  document are not a conflict. A conflict is resolved when one document's trust exceeds every
+  other's by trust_margin (default rag.conflict_trust_margin): its values win.
+Parameters: query_text; chunk_ids visible to the caller; trust_margin 0..1; stopwords as
+  evidence_support.
+Returns: a json array of {"kind", "scope", "resolved", "winner_document_id", "document_ids",
+  "values": [{"value", "document_id", "chunk_id", "title", "trust_score", "sentence"}]}; [] when none.
+Errors: 42501 as _caller (before any other work).
+Example: select hipocampo.detect_conflicts('Qual o prazo de reembolso internacional?', array[1, 2]);
+*/
+create or replace function hipocampo.detect_conflicts(
+    query_text text, chunk_ids bigint[], trust_margin double precision default null, stopwords jsonb default null
+)
+returns jsonb
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select hipocampo_private._caller();
+    with cfg as (
+        select s.config -> 'rag' as rag from hipocampo_private.settings as s where s.tenant_id is null
+    ),
+
+    c as (
+        select ch.id, ch.document_id, ch.ts_config, ch.content, d.title, d.trust_score
+        from hipocampo_private.chunks as ch
+        inner join hipocampo_private.documents as d on d.id = ch.document_id and d.tenant_id = ch.tenant_id
+        where ch.id = any(detect_conflicts.chunk_ids) and d.status = 'active'
+    ),
+
+    question_scope as (
+        select case
+            when hipocampo_private._scope_of(detect_conflicts.query_text) = 'geral' then null
+            else hipocampo_private._scope_of(detect_conflicts.query_text)
+        end as scope
+    ),
+
+    facts as (
+        select c.id as chunk_id, c.document_id, c.title, c.trust_score, s.sentence,
+               hipocampo_private._scope_of(s.sentence) as scope, v.kind, v.value
+        from c
+        cross join lateral hipocampo_private._sentences(c.content) as s
+        cross join lateral hipocampo_private._sentence_values(s.sentence) as v
+        cross join lateral (
+            select hipocampo_private._question_lexemes(
+                detect_conflicts.query_text, c.ts_config,
+                coalesce(detect_conflicts.stopwords, (select cfg.rag -> 'question_stopwords' from cfg))
+            ) as terms
+        ) as q
+        where cardinality(q.terms) > 0
+          and (
+              select count(*) from pg_catalog.unnest(q.terms) as t (lexeme)
+              where t.lexeme = any(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(c.ts_config, s.sentence)))
+          ) >= least(2, cardinality(q.terms))
+    ),
+
+    scoped as (
+        select f.* from facts as f, question_scope as qs
+        where qs.scope is null or f.scope = qs.scope
+    ),
+
+    groups as (
+        select g.kind, g.scope
+        from scoped as g
+        where exists (
+            select 1 from scoped as o
+            where o.kind = g.kind and o.scope = g.scope
+              and o.document_id <> g.document_id and o.value <> g.value
+        )
+        group by g.kind, g.scope
+    ),
+
+    ranked as (
+        select gr.kind, gr.scope, d.document_id, d.trust_score,
+               row_number() over (partition by gr.kind, gr.scope order by d.trust_score desc, d.document_id) as rn
+        from groups as gr
+        cross join lateral (
+            select distinct s.document_id, s.trust_score from scoped as s
+            where s.kind = gr.kind and s.scope = gr.scope
+        ) as d
+    ),
+
+    verdicts as (
+        select r1.kind, r1.scope,
+               r1.trust_score - coalesce(r2.trust_score, 0)
+               >= coalesce(detect_conflicts.trust_margin, ((select cfg.rag ->> 'conflict_trust_margin' from cfg))::double precision)
+               as resolved,
+               r1.document_id as top_document
+        from ranked as r1
+        left join ranked as r2 on r2.kind = r1.kind and r2.scope = r1.scope and r2.rn = 2
+        where r1.rn = 1
+    )
+
+    select coalesce(jsonb_agg(jsonb_build_object(
+        'kind', v.kind,
+        'scope', v.scope,
+        'resolved', v.resolved,
+        'winner_document_id', case when v.resolved then v.top_document end,
+        'document_ids', (
+            select jsonb_agg(distinct s.document_id) from scoped as s where s.kind = v.kind and s.scope = v.scope
+        ),
+        'values', (
+            select jsonb_agg(jsonb_build_object(
+                'value', s.value, 'document_id', s.document_id, 'chunk_id', s.chunk_id, 'title', s.title,
+                'trust_score', s.trust_score, 'sentence', s.sentence
+            ) order by s.trust_score desc, s.chunk_id)
+            from scoped as s where s.kind = v.kind and s.scope = v.scope
+        )
+    ) order by v.kind, v.scope), '[]'::jsonb)
+    from verdicts as v
+$$;
+
+/*
+answer_evidence(query_text text, query_embedding vector, kb_ids uuid[] default null,
+  agent text default null, tenant_id uuid default null) -> jsonb
+
+Purpose: everything an answer needs from the database in one call, with the rules of the rag
+  config (rag_config): hybrid retrieval of rag.top_k chunks, plus up to 3 near-duplicates of each
+  from other documents (retrieval drops those; two versions of a policy are such twins);
+  support per chunk (evidence_support);
+  evidence = chunks with support >= rag.min_score, in the order of the combined score, under
+  rag.evidence_token_budget tokens (near-duplicates: _near_duplicates, HNSW on large scopes); conflicts (detect_conflicts): a resolved one drops the losing
+  documents' chunks, an unresolved one refuses; confidence = the best support, refused below
+  rag.min_confidence; cross-check: >= rag.cross_check_min_documents distinct documents with
+  support >= rag.min_confidence, or one of rag.authoritative_source_types with trust >=
+  rag.authoritative_trust.
+Parameters: query_text 1..2,000 characters; query_embedding of the active model; kb_ids (default:
+  the agent binding's); agent - binding name; tenant_id only for service_role.
+Returns: {"decision": "answer" | "refuse", "reason": null | "rag_disabled" | "no_evidence" |
+  "low_confidence" | "conflicting_sources" | "cross_check_failed", "confidence", "candidates",
+  "filtered" (below min_score), "conflicts" (detect_conflicts), "evidence": [{"n", "chunk_id",
+  "document_id", "kb_id", "title", "source_uri", "source_type", "trust_score", "published_at",
+  "content", "best_window", "score", "dense_score", "lexical_score", "support", "token_count"}],
+  "config": the rag config used}.
+Errors: 22023 "no knowledge base: …" when neither kb_ids nor an agent names one; as hybrid_search
+  (22023 query length, 22000 dimensions); 42501 no tenant; P0002 unknown agent binding.
+Example: select hipocampo.answer_evidence('Qual o prazo?', '[…]'::extensions.vector, array[kb]);
+*/
+create or replace function hipocampo.answer_evidence(
+    query_text text,
+    query_embedding extensions.vector,
+    kb_ids uuid[] default null,
+    agent text default null,
+    tenant_id uuid default null
+)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(answer_evidence.tenant_id);
+    cfg jsonb := hipocampo.rag_config(
+        case when cardinality(answer_evidence.kb_ids) = 1 then answer_evidence.kb_ids[1] end,
+        answer_evidence.agent, t
+    );
+    kbs uuid[] := coalesce(answer_evidence.kb_ids,
+        (select array_agg(x::uuid) from jsonb_array_elements_text(
+            case when jsonb_typeof(cfg -> 'kb_ids') = 'array' then cfg -> 'kb_ids' else '[]'::jsonb end
+        ) as x));
+    top_k integer := (cfg ->> 'top_k')::integer;
+    min_score double precision := (cfg ->> 'min_score')::double precision;
+    min_confidence double precision := (cfg ->> 'min_confidence')::double precision;
+    budget integer := (cfg ->> 'evidence_token_budget')::integer;
+    dedupe double precision := (hipocampo.effective_config(t) -> 'retrieval' ->> 'dedupe_threshold')::double precision;
+    candidates jsonb;
+    evidence jsonb := '[]'::jsonb;
+    conflicts jsonb := '[]'::jsonb;
+    losers jsonb := '[]'::jsonb;
+    item jsonb;
+    used integer := 0;
+    n_candidates integer;
+    n_filtered integer;
+    confidence double precision;
+    agreeing integer;
+    authoritative boolean;
+    reason text;
+begin
+    if coalesce(cardinality(kbs), 0) = 0 then
+        raise exception 'no knowledge base: pass kb_ids or an agent bound to knowledge bases'
+            using errcode = '22023';
+    end if;
+    if not coalesce((cfg ->> 'enabled')::boolean, true) then
+        return jsonb_build_object('decision', 'refuse', 'reason', 'rag_disabled', 'confidence', 0,
+            'candidates', 0, 'filtered', 0, 'conflicts', '[]'::jsonb, 'evidence', '[]'::jsonb, 'config', cfg);
+    end if;
+
+    select coalesce(jsonb_agg(to_jsonb(h) order by h.rank), '[]'::jsonb) into candidates
+    from hipocampo.hybrid_search(
+        query_text => answer_evidence.query_text,
+        query_embedding => answer_evidence.query_embedding,
+        kb_ids => kbs,
+        match_count => top_k,
+        tenant_id => t
+    ) as h;
+    -- Near-duplicates of the hits (cosine above retrieval.dedupe_threshold, other active
+    -- documents) re-enter as candidates with their twin's scores: retrieval drops them as
+    -- duplicates, but two versions of a policy that differ in one number are exactly the
+    -- conflicts to see (and the newer version may be the twin that was dropped).
+    select candidates || coalesce(jsonb_agg(h.e || jsonb_build_object(
+               'chunk_id', x.id, 'document_id', x.document_id, 'kb_id', x.kb_id, 'content', x.content,
+               'metadata', x.metadata, 'title', d.title, 'source_uri', d.source_uri,
+               'source_type', d.source_type, 'trust_score', d.trust_score, 'published_at', d.published_at,
+               'near_duplicate_of', h.id
+           ) order by h.rank, nd.distance), '[]'::jsonb)
+    into candidates
+    from (
+        select (e ->> 'chunk_id')::bigint as id, (e ->> 'rank')::integer as rank, e
+        from jsonb_array_elements(candidates) as e
+    ) as h
+    inner join hipocampo_private._near_duplicates(
+        array(select (e ->> 'chunk_id')::bigint from jsonb_array_elements(candidates) as e), kbs, t, dedupe, 3
+    ) as nd on nd.of_chunk_id = h.id
+    inner join hipocampo_private.chunks as x on x.id = nd.chunk_id
+    inner join hipocampo_private.documents as d on d.id = x.document_id and d.status = 'active';
+    select coalesce(jsonb_agg(e || jsonb_build_object(
+               'support', coalesce(s.support, 0), 'best_window', s.best_window, 'token_count', ch.token_count
+           ) order by (e ->> 'rank')::integer, e ->> 'near_duplicate_of' nulls first), '[]'::jsonb)
+    into candidates
+    from jsonb_array_elements(candidates) as e
+    left join hipocampo.evidence_support(
+        answer_evidence.query_text,
+        array(select (x ->> 'chunk_id')::bigint from jsonb_array_elements(candidates) as x),
+        cfg -> 'question_stopwords'
+    ) as s on s.chunk_id = (e ->> 'chunk_id')::bigint
+    left join hipocampo_private.chunks as ch on ch.id = (e ->> 'chunk_id')::bigint;
+
+    n_candidates := jsonb_array_length(candidates);
+    select count(*) into n_filtered from jsonb_array_elements(candidates) as e
+    where coalesce((e ->> 'support')::double precision, 0) < min_score;
+
+    conflicts := hipocampo.detect_conflicts(
+        answer_evidence.query_text,
+        array(select (e ->> 'chunk_id')::bigint from jsonb_array_elements(candidates) as e
+              where coalesce((e ->> 'support')::double precision, 0) >= min_score),
+        (cfg ->> 'conflict_trust_margin')::double precision,
+        cfg -> 'question_stopwords'
+    );
+    -- Resolved conflicts: the losing documents' chunks leave the evidence.
+    select coalesce(jsonb_agg(distinct d), '[]'::jsonb) into losers
+    from jsonb_array_elements(conflicts) as k, jsonb_array_elements(k -> 'document_ids') as d
+    where (k ->> 'resolved')::boolean and d <> k -> 'winner_document_id';
+
+    for item in
+        select e from jsonb_array_elements(candidates) as e
+        where coalesce((e ->> 'support')::double precision, 0) >= min_score
+          and not losers @> jsonb_build_array(e -> 'document_id')
+        order by (e ->> 'final_score')::double precision desc, (e ->> 'rank')::integer
+    loop
+        exit when used > 0 and used + (item ->> 'token_count')::integer > budget;
+        used := used + (item ->> 'token_count')::integer;
+        evidence := evidence || jsonb_build_array(jsonb_build_object(
+            'n', jsonb_array_length(evidence) + 1,
+            'chunk_id', item -> 'chunk_id', 'document_id', item -> 'document_id', 'kb_id', item -> 'kb_id',
+            'title', item -> 'title', 'source_uri', item -> 'source_uri', 'source_type', item -> 'source_type',
+            'trust_score', item -> 'trust_score', 'published_at', item -> 'published_at',
+            'metadata', item -> 'metadata',
+            -- A single chunk over the budget is cut to it (4 characters per token).
+            'content', case when used > budget then left(item ->> 'content', budget * 4) else item ->> 'content' end,
+            'best_window', item -> 'best_window', 'score', item -> 'final_score',
+            'dense_score', item -> 'dense_score', 'lexical_score', item -> 'lexical_score',
+            'support', item -> 'support', 'token_count', least((item ->> 'token_count')::integer, budget)
+        ));
+    end loop;
+
+    select max((e ->> 'support')::double precision) into confidence from jsonb_array_elements(evidence) as e;
+    select count(distinct e ->> 'document_id') filter (
+               where (e ->> 'support')::double precision >= min_confidence
+           ),
+           coalesce(bool_or(
+               (e ->> 'support')::double precision >= min_confidence
+               and (cfg -> 'authoritative_source_types') ? (e ->> 'source_type')
+               and (e ->> 'trust_score')::double precision >= (cfg ->> 'authoritative_trust')::double precision
+           ), false)
+    into agreeing, authoritative
+    from jsonb_array_elements(evidence) as e;
+
+    reason := case
+        when jsonb_array_length(evidence) = 0 then 'no_evidence'
+        when exists (select 1 from jsonb_array_elements(conflicts) as k where not (k ->> 'resolved')::boolean)
+            then 'conflicting_sources'
+        when coalesce(confidence, 0) < min_confidence then 'low_confidence'
+        when agreeing < (cfg ->> 'cross_check_min_documents')::integer and not authoritative
+            then 'cross_check_failed'
+    end;
+    return jsonb_build_object(
+        'decision', case when reason is null then 'answer' else 'refuse' end,
+        'reason', reason,
+        'confidence', coalesce(confidence, 0),
+        'candidates', n_candidates,
+        'filtered', n_filtered,
+        'conflicts', conflicts,
+        'evidence', evidence,
+        'config', cfg
+    );
+end;
+$$;
+
+comment on function hipocampo.evidence_support(text, bigint[], jsonb) is
+'How much of a question each chunk covers: idf-weighted term coverage of the chunk and its best two-sentence window.';
+
+comment on function hipocampo.detect_conflicts(text, bigint[], double precision, jsonb) is
+'Deadlines, dates and R$ values that disagree between documents on the question''s topic, per scope.';
+
+comment on function hipocampo.answer_evidence(text, extensions.vector, uuid[], text, uuid) is
+'Retrieval, support, conflicts, evidence under a token budget and the answer-or-refuse decision.';
+
+-- The answer cache (per tenant + knowledge bases + normalised question, TTL rag.cache_ttl_seconds,
+-- invalidated by any change to those knowledge bases), the token-bucket rate limit (per tenant
+-- and user, and per client IP for the HTTP API), and the audit row of every answer call.
+create table hipocampo_private.answer_cache (
+    tenant_id uuid not null references hipocampo_private.tenants (id) on delete cascade,
+    -- Sorted, distinct knowledge base ids, joined by ',' (part of the key), and as an array.
+    kb_key text not null,
+    kb_ids uuid[] not null,
+    agent text not null default '',
+    question_key text not null,
+    answer jsonb not null,
+    created_at timestamptz not null default now(),
+    expires_at timestamptz not null,
+    primary key (tenant_id, kb_key, agent, question_key),
+    constraint answer_cache_answer_is_object check (jsonb_typeof(answer) = 'object')
+);
+
+alter table hipocampo_private.answer_cache enable row level security;
+
+-- Invalidation finds the entries of one knowledge base.
+create index answer_cache_kb_ids_idx on hipocampo_private.answer_cache using gin (kb_ids);
+
+create index answer_cache_expires_at_idx on hipocampo_private.answer_cache (expires_at);
+
+create table hipocampo_private.rate_limit_buckets (
+    bucket text primary key,
+    tokens double precision not null,
+    capacity double precision not null,
+    updated_at timestamptz not null default now()
+);
+
+alter table hipocampo_private.rate_limit_buckets enable row level security;
+
+create table hipocampo_private.answer_audit (
+    trace_id uuid primary key,
+    tenant_id uuid not null references hipocampo_private.tenants (id) on delete cascade,
+    -- Pseudonymous: sha256(tenant:user) (see _user_ref), so erasing a user leaves no identity here.
+    user_ref text,
+    agent text,
+    kb_ids uuid[] not null default '{}',
+    question_sha256 text not null,
+    answer_source text not null,
+    reason text,
+    confidence real,
+    candidates integer not null default 0,
+    filtered integer not null default 0,
+    evidence_chunk_ids bigint[] not null default '{}',
+    timings_ms jsonb not null default '{}'::jsonb,
+    latency_ms real not null,
+    created_at timestamptz not null default now(),
+    constraint answer_audit_source_check check (answer_source in ('CACHE', 'LLM', 'EXTRACTIVE', 'REFUSAL')),
+    constraint answer_audit_timings_is_object check (jsonb_typeof(timings_ms) = 'object')
+);
+
+alter table hipocampo_private.answer_audit enable row level security;
+
+-- RLS filters on tenant_id; the views group by tenant and period.
+create index answer_audit_tenant_created_idx on hipocampo_private.answer_audit (tenant_id, created_at);
+
+create policy "admins can read the answer audit of their tenant"
+on hipocampo_private.answer_audit
+for select
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (select hipocampo_private.current_tenant_role()) = 'admin'
+);
+
+/*
+normalize_question(question text) -> text
+
+Purpose: the cache key of a question: lower case, unaccented, punctuation removed, whitespace
+  collapsed ("Qual é o prazo?" and "qual e o  prazo" share one key).
+Example: select hipocampo.normalize_question('  Qual é o PRAZO? '); -- 'qual e o prazo'
+*/
+create function hipocampo.normalize_question(question text)
+returns text
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select btrim(regexp_replace(lower(extensions.unaccent(coalesce(question, ''))), '[^[:alnum:]]+', ' ', 'g'))
+$$;
+
+/*
+_cache_scope(kb_ids uuid[]) -> text
+
+Purpose: the knowledge-base part of a cache key: distinct ids, sorted, joined by ','.
+*/
+create function hipocampo_private._cache_scope(kb_ids uuid[])
+returns text
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select string_agg(distinct k::text, ',' order by k::text) from pg_catalog.unnest(kb_ids) as k
+$$;
+
+/*
+cache_get(question text, kb_ids uuid[], agent text default null, tenant_id uuid default null) -> jsonb
+
+Purpose: the cached answer to a question over these knowledge bases, when one is live. The caller
+  is resolved first (before, as a sql function with the check in its WHERE clause, an empty
+  cache answered null to any caller).
+Parameters: question as asked (normalised here); kb_ids - the knowledge bases searched (null:
+  all); agent - agent binding name or null; tenant_id - service_role only.
+Returns: the answer json, or null.
+Errors: 42501 as _resolve_tenant.
+Example: select hipocampo.cache_get('Qual o prazo?', array[kb]);
+*/
+-- definer because clients may not read the cache table directly (it is shared by the tenant's users).
+create or replace function hipocampo.cache_get(
+    question text, kb_ids uuid[], agent text default null, tenant_id uuid default null
+)
+returns jsonb
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(cache_get.tenant_id);
+begin
+    return (
+        select c.answer from hipocampo_private.answer_cache as c
+        where c.tenant_id = t
+          and c.kb_key = hipocampo_private._cache_scope(cache_get.kb_ids)
+          and c.agent = coalesce(cache_get.agent, '')
+          and c.question_key = hipocampo.normalize_question(cache_get.question)
+          and c.expires_at > now()
+    );
+end;
+$$;
+
+-- The answer cache's TTL follows the same rag config as the answer it caches: a knowledge base's
+-- or an agent binding's cache_ttl_seconds override now applies (002200 read the tenant's only).
+/*
+cache_put(question text, kb_ids uuid[], answer jsonb, agent text default null, tenant_id uuid default null)
+  -> boolean
+
+Purpose: cache an answer for rag.cache_ttl_seconds of the effective rag config of the call
+  (rag_config(kb, agent): the knowledge base's override when kb_ids names exactly one, the agent
+  binding's when agent is given, else the tenant's; 0 = never cache). Only answers whose cited
+  chunks all belong to these knowledge bases of the tenant are accepted (a client cannot plant
+  answers citing anything else).
+Parameters: answer - {"answer", "confidence", "sources": [{"chunk_id", …}], …}.
+Returns: true when cached.
+Errors: 22023 "answer must be a json object with sources"; 22023 "cited chunk … is not in these
+  knowledge bases"; 42501 as _resolve_tenant; P0002 unknown agent binding.
+Example: select hipocampo.cache_put('Qual o prazo?', array[kb], '{"answer": "…", "sources": []}');
+*/
+-- definer because the cache is written for the whole tenant and no client role may write it directly.
+create or replace function hipocampo.cache_put(
+    question text, kb_ids uuid[], answer jsonb, agent text default null, tenant_id uuid default null
+)
+returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(cache_put.tenant_id);
+    ttl integer := (hipocampo.rag_config(
+        case when cardinality(cache_put.kb_ids) = 1 then cache_put.kb_ids[1] end, cache_put.agent, t
+    ) ->> 'cache_ttl_seconds')::integer;
+    bad bigint;
+begin
+    if answer is null or jsonb_typeof(answer) <> 'object' or jsonb_typeof(answer -> 'sources') <> 'array' then
+        raise exception 'answer must be a json object with sources' using errcode = '22023';
+    end if;
+    select (s ->> 'chunk_id')::bigint into bad
+    from jsonb_array_elements(answer -> 'sources') as s
+    where not exists (
+        select 1 from hipocampo_private.chunks as c
+        where c.id = (s ->> 'chunk_id')::bigint and c.tenant_id = t and c.kb_id = any(cache_put.kb_ids)
+    )
+    limit 1;
+    if found then
+        raise exception 'cited chunk % is not in these knowledge bases', bad using errcode = '22023';
+    end if;
+    if coalesce(ttl, 0) <= 0 then
+        return false;
+    end if;
+    insert into hipocampo_private.answer_cache as c (
+        tenant_id, kb_key, kb_ids, agent, question_key, answer, expires_at
+    ) values (
+        t, hipocampo_private._cache_scope(cache_put.kb_ids), cache_put.kb_ids, coalesce(cache_put.agent, ''),
+        hipocampo.normalize_question(cache_put.question), answer, now() + make_interval(secs => ttl)
+    )
+    on conflict on constraint answer_cache_pkey do update
+    set answer = excluded.answer, created_at = now(), expires_at = excluded.expires_at;
+    return true;
+end;
+$$;
+
+/*
+_invalidate_answer_cache() -> trigger
+
+Purpose: any change to a knowledge base (its documents: ingest, delete, status or trust change;
+  its overrides) drops the cached answers over it; expired entries go at the same time.
+  Statement-level, over the transition tables.
+*/
+-- definer because the writer of a document (an admin, the ingestion) may not write the cache table.
+create function hipocampo_private._invalidate_answer_cache()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    changed uuid[];
+begin
+    if tg_table_name = 'knowledge_bases' then
+        select array_agg(n.id) into changed from new_rows as n;
+    elsif tg_op = 'INSERT' then
+        select array_agg(distinct n.kb_id) into changed from new_rows as n;
+    elsif tg_op = 'DELETE' then
+        select array_agg(distinct o.kb_id) into changed from old_rows as o;
+    else
+        select array_agg(distinct x.kb_id) into changed from (
+            select n.kb_id from new_rows as n union all select o.kb_id from old_rows as o
+        ) as x;
+    end if;
+    delete from hipocampo_private.answer_cache as c where c.kb_ids && changed or c.expires_at <= now();
+    return null;
+end;
+$$;
+
+/*
+set_document_status(document_id uuid, status text default null, trust_score real default null) -> jsonb
+
+Purpose: mark a document superseded / archived / active again, or change its trust (0..1): how an
+  admin resolves conflicting sources. Retrieval reads active documents only; the change drops the
+  cached answers of its knowledge base (trigger below).
+Parameters: status 'active' | 'superseded' | 'archived' (null = unchanged); trust_score 0..1
+  (null = unchanged).
+Returns: {"document_id", "status", "trust_score"}.
+Errors: P0002 "unknown document: …" (also another tenant's, RLS); 23514 bad status or trust;
+  42501 not an admin (RLS: the row is not updatable).
+Example: select hipocampo.set_document_status(doc, 'superseded');
+*/
+create function hipocampo.set_document_status(
+    document_id uuid, status text default null, trust_score real default null
+)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    d hipocampo_private.documents;
+begin
+    perform hipocampo_private._require_admin();
+    update hipocampo_private.documents as x
+    set status = coalesce(set_document_status.status, x.status),
+        trust_score = coalesce(set_document_status.trust_score, x.trust_score),
+        updated_at = now()
+    where x.id = set_document_status.document_id
+    returning * into d;
+    if d.id is null then
+        raise exception 'unknown document: %', document_id using errcode = 'P0002';
+    end if;
+    return jsonb_build_object('document_id', d.id, 'status', d.status, 'trust_score', d.trust_score);
+end;
+$$;
+
+create trigger documents_invalidate_answer_cache_on_insert
+after insert on hipocampo_private.documents
+referencing new table as new_rows
+for each statement execute function hipocampo_private._invalidate_answer_cache();
+
+create trigger documents_invalidate_answer_cache_on_update
+after update on hipocampo_private.documents
+referencing new table as new_rows old table as old_rows
+for each statement execute function hipocampo_private._invalidate_answer_cache();
+
+create trigger documents_invalidate_answer_cache_on_delete
+after delete on hipocampo_private.documents
+referencing old table as old_rows
+for each statement execute function hipocampo_private._invalidate_answer_cache();
+
+create trigger knowledge_bases_invalidate_answer_cache
+after update on hipocampo_private.knowledge_bases
+referencing new table as new_rows old table as old_rows
+for each statement execute function hipocampo_private._invalidate_answer_cache();
+
+/*
+_take_token(bucket text, per_minute double precision, cost double precision) -> jsonb
+
+Purpose: one token-bucket step: capacity per_minute, refilled continuously at per_minute / 60
+  tokens per second; takes `cost` tokens when available.
+Returns: {"allowed", "remaining", "limit", "retry_after_ms"}.
+*/
+create function hipocampo_private._take_token(bucket text, per_minute double precision, cost double precision)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    b hipocampo_private.rate_limit_buckets;
+    level double precision;
+begin
+    insert into hipocampo_private.rate_limit_buckets as r (bucket, tokens, capacity)
+    values (_take_token.bucket, per_minute, per_minute)
+    on conflict on constraint rate_limit_buckets_pkey do nothing;
+    select * into b from hipocampo_private.rate_limit_buckets as r where r.bucket = _take_token.bucket for update;
+    level := least(per_minute, b.tokens + extract(epoch from (clock_timestamp() - b.updated_at)) * per_minute / 60);
+    if level >= cost then
+        update hipocampo_private.rate_limit_buckets as r
+        set tokens = level - cost, capacity = per_minute, updated_at = clock_timestamp()
+        where r.bucket = b.bucket;
+        return jsonb_build_object('allowed', true, 'remaining', floor(level - cost), 'limit', per_minute,
+            'retry_after_ms', 0);
+    end if;
+    update hipocampo_private.rate_limit_buckets as r
+    set tokens = level, capacity = per_minute, updated_at = clock_timestamp()
+    where r.bucket = b.bucket;
+    return jsonb_build_object('allowed', false, 'remaining', 0, 'limit', per_minute,
+        'retry_after_ms', ceil((cost - level) * 60000 / per_minute));
+end;
+$$;
+
+/*
+take_rate_limit(cost double precision default 1, user_id uuid default null, tenant_id uuid default null)
+  -> jsonb
+
+Purpose: the answer API's token buckets: one per tenant and user (rag.rate_limit_per_minute of
+  the tenant), keyed by the user's pseudonym (_user_ref), and one per tenant
+  (rag.tenant_rate_limit_per_minute, locked for tenants) that all its users and its service
+  calls share. Both must allow; a call the tenant bucket refuses gives the user's tokens back.
+  The user bucket's key comes from the JWT (a user cannot spend another's); service_role names
+  the user, or without one spends the tenant's service bucket.
+Parameters: cost - tokens this call spends (> 0); user_id / tenant_id only for service_role.
+Returns: {"allowed", "remaining", "limit", "retry_after_ms", "scope": "user" | "tenant"} (the
+  scope of the refusal, or of the smaller remainder when allowed).
+Errors: 22023 "cost must be positive"; 42501 as _resolve_tenant; 55000 "rag config is
+  incomplete: tenant_rate_limit_per_minute …".
+Example: select hipocampo.take_rate_limit();
+*/
+-- definer because the buckets table is not writable by client roles.
+create or replace function hipocampo.take_rate_limit(
+    cost double precision default 1, user_id uuid default null, tenant_id uuid default null
+)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(take_rate_limit.tenant_id);
+    u uuid := coalesce((select auth.uid()), take_rate_limit.user_id);
+    cfg jsonb;
+    user_bucket text;
+    per_user jsonb;
+    per_tenant jsonb;
+begin
+    if cost is null or cost <= 0 or cost = 'infinity'::double precision or cost = 'nan'::double precision then
+        raise exception 'cost must be positive and finite' using errcode = '22023';
+    end if;
+    cfg := hipocampo.rag_config(null, null, t);
+    if cfg ->> 'tenant_rate_limit_per_minute' is null then
+        raise exception 'rag config is incomplete: tenant_rate_limit_per_minute (seed it from config.toml: hipocampo db migrate)'
+            using errcode = '55000';
+    end if;
+    user_bucket := 'user:' || t || ':' || coalesce(hipocampo_private._user_ref(t, u), 'service');
+    per_user := hipocampo_private._take_token(user_bucket, (cfg ->> 'rate_limit_per_minute')::double precision, cost)
+        || '{"scope": "user"}'::jsonb;
+    if not (per_user ->> 'allowed')::boolean then
+        return per_user;
+    end if;
+    per_tenant := hipocampo_private._take_token('tenant:' || t,
+        (cfg ->> 'tenant_rate_limit_per_minute')::double precision, cost) || '{"scope": "tenant"}'::jsonb;
+    if not (per_tenant ->> 'allowed')::boolean then
+        update hipocampo_private.rate_limit_buckets as r set tokens = least(r.capacity, r.tokens + cost)
+        where r.bucket = user_bucket;
+        return per_tenant;
+    end if;
+    return case when (per_tenant ->> 'remaining')::double precision < (per_user ->> 'remaining')::double precision
+        then per_tenant else per_user end;
+end;
+$$;
+
+/*
+take_ip_rate_limit(ip inet) -> jsonb
+
+Purpose: the per client address token bucket of the HTTP API (rag.ip_rate_limit_per_minute of
+  the global config), taken before authentication, keyed by the address's pseudonym
+  (_pseudonym, 004300: no raw address is stored). service_role only.
+Returns: as take_rate_limit (without scope).
+Errors: 22023 "ip is required".
+Example: select hipocampo.take_ip_rate_limit('203.0.113.7');
+*/
+create or replace function hipocampo.take_ip_rate_limit(ip inet)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    if ip is null then
+        raise exception 'ip is required' using errcode = '22023';
+    end if;
+    return hipocampo_private._take_token(
+        'ip:' || hipocampo_private._pseudonym(host(ip)),
+        (select (s.config -> 'rag' ->> 'ip_rate_limit_per_minute')::double precision
+         from hipocampo_private.settings as s where s.tenant_id is null),
+        1
+    );
+end;
+$$;
+
+/*
+record_answer(trace_id uuid, question text, answer_source text, reason text, confidence real,
+  candidates integer, filtered integer, evidence_chunk_ids bigint[], timings_ms jsonb,
+  latency_ms real, kb_ids uuid[], agent text default null, user_id uuid default null,
+  tenant_id uuid default null) -> uuid
+
+Purpose: the audit row of one answer call (also refusals and cache hits). The question is kept
+  only as its sha256 and the user as the pseudonymous user_ref.
+Returns: the trace id.
+Errors: 23514 unknown answer_source; 23505 duplicate trace id; 42501 as _resolve_tenant.
+Example: select hipocampo.record_answer(gen_random_uuid(), 'q', 'REFUSAL', 'low_confidence', 0.2,
+  4, 3, '{}', '{}', 12.5, array[kb]);
+*/
+-- definer because audit rows are append-only for clients: no client role may write the table.
+create function hipocampo.record_answer(
+    trace_id uuid, question text, answer_source text, reason text, confidence real,
+    candidates integer, filtered integer, evidence_chunk_ids bigint[], timings_ms jsonb,
+    latency_ms real, kb_ids uuid[], agent text default null, user_id uuid default null,
+    tenant_id uuid default null
+)
+returns uuid
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(record_answer.tenant_id);
+    u uuid := coalesce((select auth.uid()), record_answer.user_id);
+begin
+    insert into hipocampo_private.answer_audit (
+        trace_id, tenant_id, user_ref, agent, kb_ids, question_sha256, answer_source, reason, confidence,
+        candidates, filtered, evidence_chunk_ids, timings_ms, latency_ms
+    ) values (
+        record_answer.trace_id, t,
+        case when u is not null then hipocampo_private._user_ref(t, u) end,
+        record_answer.agent, coalesce(record_answer.kb_ids, '{}'),
+        encode(sha256(convert_to(coalesce(question, ''), 'UTF8')), 'hex'),
+        record_answer.answer_source, record_answer.reason, record_answer.confidence,
+        coalesce(record_answer.candidates, 0), coalesce(record_answer.filtered, 0),
+        coalesce(record_answer.evidence_chunk_ids, '{}'), coalesce(record_answer.timings_ms, '{}'::jsonb),
+        record_answer.latency_ms
+    );
+    return record_answer.trace_id;
+end;
+$$;
+
+comment on function hipocampo.normalize_question(text) is 'The cache key of a question.';
+
+comment on function hipocampo.set_document_status(uuid, text, real) is
+'Mark a document superseded / archived / active, or change its trust.';
+
+comment on function hipocampo.cache_get(text, uuid[], text, uuid) is 'A live cached answer, or null.';
+
+comment on function hipocampo.take_rate_limit(double precision, uuid, uuid) is
+'Token bucket per tenant and user (rag.rate_limit_per_minute).';
+
+comment on function hipocampo.take_ip_rate_limit(inet) is 'Token bucket per client IP for the HTTP API.';
+
+comment on function hipocampo.record_answer(
+    uuid, text, text, text, real, integer, integer, bigint[], jsonb, real, uuid[], text, uuid, uuid
+) is 'The audit row of one answer call (question as sha256, user pseudonymous).';
+
+-- The ContextPack: what an assistant needs on every turn, in one round trip and within a token
+-- budget. Retrieval order: memory -> session -> RAG -> tools -> model knowledge (wording only).
+/*
+_pack_tokens(t text) -> integer
+
+Purpose: the token estimate of a text in a pack: ceil(characters / 4) + 4 per item (role,
+  separators), the estimate the memory gate uses too.
+*/
+create function hipocampo_private._pack_tokens(t text)
+returns integer
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select ceil(char_length(coalesce(t, '')) / 4.0)::integer + 4
+$$;
+
+/*
+context_pack(conversation_id uuid, query text, query_embedding vector default null,
+  modality text default 'chat', token_budget integer default null, kb_ids uuid[] default null,
+  agent text default null, session_id uuid default null, user_id uuid default null,
+  tenant_id uuid default null) -> jsonb
+
+Purpose: the ContextPack of one turn. Window policy (config context_pack): fewer than all_below
+  (10) messages -> all of them; up to summary_above (30) -> the last recent_with_summary (10) +
+  the rolling summary; more -> the last recent_long (5) + summary. Relevant memories: the user's
+  preferences first (category preference/style, keys prefs.*), then memories with cosine >=
+  memory.context_threshold (up to memory.match_count). Session: the live session of the
+  conversation (or session_id): tools used, pending confirmations, summary (task/artifact state).
+  RAG: rag.top_k chunks of hybrid_search with citations, skipped when every one of them is
+  already cited in the window's messages (metadata.citations = [chunk ids or {"chunk_id"}]).
+  Chat and voice share the conversation: the pack is the same for both apart from "modality".
+  Budget: items are added in retrieval order (memories, summary, session state, messages newest
+  first, chunks) while they fit; tokens_used <= token_budget always (estimate: _pack_tokens).
+Parameters: conversation_id; query 1..2,000 characters; query_embedding of the active model (null:
+  no memories, no dense leg: chunks by BM25 are still needed, so RAG is skipped); modality chat |
+  voice; token_budget >= context_pack.min_token_budget (default context_pack.default_token_budget);
+  kb_ids / agent for RAG (none: RAG skipped); session_id optional; user_id / tenant_id only for
+  service_role.
+Returns: {"conversation_id", "modality", "token_budget", "tokens_used", "retrieval_order",
+  "window": {"policy": "all" | "recent_with_summary" | "recent_long", "total_messages", "included"},
+  "summary", "messages": [...], "memories": [{"key", "value", "description", "category",
+  "similarity", "preference"}], "session": {...} | null, "chunks": [{"n", "chunk_id", "document_id",
+  "title", "source_uri", "content", "score", "citation"}], "rag": {"skipped", "reason"},
+  "dropped": {"memories", "messages", "chunks"}}.
+Errors: 22023 "query must have 1 to 2000 characters" / "modality must be chat or voice" /
+  "token_budget must be at least …"; 22000 wrong dimensions; 42501 no tenant / user; P0002
+  unknown session.
+Example: select hipocampo.context_pack(conv, 'Qual o prazo?', emb, 'voice', 800, array[kb]);
+*/
+create function hipocampo.context_pack(
+    conversation_id uuid,
+    query text,
+    query_embedding extensions.vector default null,
+    modality text default 'chat',
+    token_budget integer default null,
+    kb_ids uuid[] default null,
+    agent text default null,
+    session_id uuid default null,
+    user_id uuid default null,
+    tenant_id uuid default null
+)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    a record := hipocampo_private._memory_actor(context_pack.user_id, context_pack.tenant_id);
+    cfg jsonb := hipocampo.effective_config(a.actor_tenant);
+    cp jsonb := coalesce(cfg -> 'context_pack', '{}'::jsonb);
+    mem jsonb := coalesce(cfg -> 'memory', '{}'::jsonb);
+    rag jsonb;
+    budget integer := coalesce(context_pack.token_budget, (cp ->> 'default_token_budget')::integer);
+    used integer := 0;
+    total integer;
+    policy text;
+    window_n integer;
+    conv jsonb;
+    model text;
+    sess hipocampo_private.sessions;
+    kbs uuid[];
+    cited jsonb;
+    item jsonb;
+    cost integer;
+    summary text;
+    memories jsonb := '[]'::jsonb;
+    messages jsonb := '[]'::jsonb;
+    chunks jsonb := '[]'::jsonb;
+    session_view jsonb;
+    rag_state jsonb := jsonb_build_object('skipped', true, 'reason', 'no_knowledge_base');
+    dropped_memories integer := 0;
+    dropped_messages integer := 0;
+    dropped_chunks integer := 0;
+    touched uuid[] := '{}';
+begin
+    if query is null or char_length(btrim(query)) not between 1 and 2000 then
+        raise exception 'query must have 1 to 2000 characters' using errcode = '22023';
+    end if;
+    if modality is null or modality not in ('chat', 'voice') then
+        raise exception 'modality must be chat or voice' using errcode = '22023';
+    end if;
+    if budget is null or budget < (cp ->> 'min_token_budget')::integer then
+        raise exception 'token_budget must be at least % tokens', cp ->> 'min_token_budget' using errcode = '22023';
+    end if;
+
+    -- 1. Memory: preferences first, then the memories closest to the query.
+    if query_embedding is not null then
+        model := hipocampo_private._active_model(query_embedding, 'query_embedding');
+        for item in
+            select jsonb_build_object(
+                'memory_id', m.id, 'key', m.key, 'value', m.value, 'description', m.description,
+                'category', m.category, 'scope', m.scope, 'similarity', 1 - x.distance, 'preference', x.preference
+            ) as j
+            from hipocampo_private.memories as m
+            cross join lateral (
+                select
+                    m.category in ('preference', 'style') or m.key like 'prefs.%' as preference,
+                    m.embedding operator(extensions.<=>) query_embedding as distance
+            ) as x
+            where m.tenant_id = a.actor_tenant and m.status = 'active'
+              and (m.user_id = a.actor_user and m.scope = 'personal' or m.scope = 'tenant_shared')
+              and m.embedding_model = model
+              and (x.preference or 1 - x.distance >= (mem ->> 'context_threshold')::double precision)
+            order by x.preference desc, x.distance
+            limit (mem ->> 'match_count')::integer
+        loop
+            cost := hipocampo_private._pack_tokens(item ->> 'description');
+            if used + cost <= budget then
+                used := used + cost;
+                memories := memories || jsonb_build_array(item);
+                touched := touched || (item ->> 'memory_id')::uuid;
+            else
+                dropped_memories := dropped_memories + 1;
+            end if;
+        end loop;
+        perform hipocampo_private._touch_memories(touched, a.actor_tenant);
+    end if;
+
+    -- 2. Session: the rolling summary and the window of recent messages, the task state.
+    select count(*) into total from hipocampo_private.messages as m
+    where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
+      and m.conversation_id = context_pack.conversation_id;
+    if total < (cp ->> 'all_below')::integer then
+        policy := 'all';
+        window_n := total;
+    elsif total <= (cp ->> 'summary_above')::integer then
+        policy := 'recent_with_summary';
+        window_n := (cp ->> 'recent_with_summary')::integer;
+    else
+        policy := 'recent_long';
+        window_n := (cp ->> 'recent_long')::integer;
+    end if;
+    conv := hipocampo.conversation_context(context_pack.conversation_id, window_n, a.actor_user, a.actor_tenant);
+    if policy <> 'all' and conv ->> 'summary' is not null then
+        summary := conv ->> 'summary';
+        cost := hipocampo_private._pack_tokens(summary);
+        if used + cost > budget then
+            -- The summary is cut to what is left (4 characters per token).
+            summary := left(summary, greatest((budget - used - 4) * 4, 0));
+            cost := hipocampo_private._pack_tokens(summary);
+        end if;
+        if summary = '' or used + cost > budget then
+            summary := null;
+        else
+            used := used + cost;
+        end if;
+    end if;
+
+    if context_pack.session_id is not null then
+        sess := hipocampo_private._session(context_pack.session_id, true);
+    else
+        select * into sess from hipocampo_private.sessions as s
+        where s.tenant_id = a.actor_tenant and s.user_id = a.actor_user
+          and s.conversation_id = context_pack.conversation_id and s.expires_at > now()
+        order by s.last_activity_at desc
+        limit 1;
+    end if;
+    if sess.id is not null then
+        session_view := hipocampo_private._session_view(sess) - 'messages';
+        cost := hipocampo_private._pack_tokens((session_view - 'summary')::text);
+        if used + cost <= budget then
+            used := used + cost;
+        else
+            session_view := jsonb_build_object('session_id', sess.id, 'truncated', true);
+            used := used + hipocampo_private._pack_tokens(session_view::text);
+        end if;
+    end if;
+
+    for item in
+        select e from jsonb_array_elements(conv -> 'messages') as e order by (e ->> 'id')::bigint desc
+    loop
+        cost := hipocampo_private._pack_tokens(item ->> 'content');
+        if used + cost <= budget then
+            used := used + cost;
+            messages := jsonb_build_array(item) || messages;
+        else
+            dropped_messages := dropped_messages + 1;
+        end if;
+    end loop;
+
+    -- 3. RAG: chunks with citations, unless the conversation already cited all of them.
+    if kb_ids is not null or agent is not null then
+        rag := hipocampo.rag_config(
+            case when cardinality(context_pack.kb_ids) = 1 then context_pack.kb_ids[1] end,
+            context_pack.agent, a.actor_tenant
+        );
+        kbs := coalesce(context_pack.kb_ids,
+            (select array_agg(x::uuid) from jsonb_array_elements_text(
+            case when jsonb_typeof(rag -> 'kb_ids') = 'array' then rag -> 'kb_ids' else '[]'::jsonb end
+        ) as x));
+        if query_embedding is null then
+            rag_state := jsonb_build_object('skipped', true, 'reason', 'no_query_embedding');
+        elsif not coalesce((rag ->> 'enabled')::boolean, true) then
+            rag_state := jsonb_build_object('skipped', true, 'reason', 'rag_disabled');
+        else
+            select coalesce(jsonb_agg(case jsonb_typeof(x) when 'object' then x -> 'chunk_id' else x end), '[]'::jsonb)
+            into cited
+            from (
+                select m.metadata from hipocampo_private.messages as m
+                where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
+                  and m.conversation_id = context_pack.conversation_id
+                order by m.id desc
+                limit greatest(window_n, 1)
+            ) as w,
+                jsonb_array_elements(coalesce(w.metadata -> 'citations', '[]'::jsonb)) as x;
+            select coalesce(jsonb_agg(jsonb_build_object(
+                'chunk_id', h.chunk_id, 'document_id', h.document_id, 'title', h.title,
+                'source_uri', h.source_uri, 'content', h.content, 'score', h.final_score
+            ) order by h.rank), '[]'::jsonb)
+            into item
+            from hipocampo.hybrid_search(
+                query_text => context_pack.query, query_embedding => context_pack.query_embedding,
+                kb_ids => kbs, match_count => (rag ->> 'top_k')::integer, tenant_id => a.actor_tenant
+            ) as h;
+            if jsonb_array_length(item) > 0 and not exists (
+                select 1 from jsonb_array_elements(item) as h where not cited @> jsonb_build_array(h -> 'chunk_id')
+            ) then
+                rag_state := jsonb_build_object('skipped', true, 'reason', 'covered_by_session');
+            else
+                rag_state := jsonb_build_object('skipped', false, 'reason', null);
+                for item in select e from jsonb_array_elements(item) as e loop
+                    cost := hipocampo_private._pack_tokens(item ->> 'content');
+                    if used + cost <= budget then
+                        used := used + cost;
+                        chunks := chunks || jsonb_build_array(item || jsonb_build_object(
+                            'n', jsonb_array_length(chunks) + 1,
+                            'citation', '[' || (jsonb_array_length(chunks) + 1) || '] ' || (item ->> 'title')
+                        ));
+                    else
+                        dropped_chunks := dropped_chunks + 1;
+                    end if;
+                end loop;
+            end if;
+        end if;
+    end if;
+
+    return jsonb_build_object(
+        'conversation_id', context_pack.conversation_id,
+        'modality', context_pack.modality,
+        'query', context_pack.query,
+        'token_budget', budget,
+        'tokens_used', used,
+        'retrieval_order', jsonb_build_array('memory', 'session', 'rag', 'tools', 'model'),
+        'window', jsonb_build_object(
+            'policy', policy, 'total_messages', total, 'included', jsonb_array_length(messages)
+        ),
+        'summary', summary,
+        'messages', messages,
+        'memories', memories,
+        'session', session_view,
+        'chunks', chunks,
+        'rag', rag_state,
+        'dropped', jsonb_build_object(
+            'memories', dropped_memories, 'messages', dropped_messages, 'chunks', dropped_chunks
+        )
+    );
+end;
+$$;
+
+comment on function hipocampo.context_pack(
+    uuid, text, extensions.vector, text, integer, uuid[], text, uuid, uuid, uuid
+) is 'The ContextPack of one turn (memories, session, chunks with citations) within a token budget.';
+
+comment on function hipocampo.cache_put(text, uuid[], jsonb, text, uuid) is
+'Caches an answer for the effective rag.cache_ttl_seconds (KB / agent overrides apply); refuses answers citing other chunks.';

@@ -1,0 +1,167 @@
+-- Function bodies may name objects of later schema files; they are checked when called (as in
+-- pg_dump output), so the files apply in the order of [db.migrations] schema_paths.
+set check_function_bodies = off;
+
+-- Observability of the memory engine: views in the exposed schema over the memory tables and the
+-- event log. security_invoker, so RLS applies: service_role sees every tenant; a tenant admin
+-- sees their tenant's events and the memories RLS shows them (shared + their own).
+create view hipocampo.memory_metrics
+with (security_invoker = true)
+as
+select
+    t.id as tenant_id,
+    coalesce(m.active, 0) as memories_total,
+    coalesce(s.staged, 0) as staged_total,
+    coalesce(e.writes, 0) as writes,
+    coalesce(e.decayed, 0) as decayed,
+    coalesce(e.expired, 0) as expired,
+    coalesce(e.user_deleted, 0) as user_deleted,
+    coalesce(e.corrected, 0) as corrected,
+    coalesce(e.rejected, 0) as rejected,
+    -- Share of save attempts the gate refused.
+    round(coalesce(e.rejected, 0)::numeric / nullif(coalesce(e.writes, 0) + coalesce(e.rejected, 0), 0), 4)
+        as rejected_rate,
+    -- Corrections per stored write.
+    round(coalesce(e.corrected, 0)::numeric / nullif(coalesce(e.writes, 0), 0), 4) as correction_rate
+from hipocampo_private.tenants as t
+left join (
+    select x.tenant_id, count(*) as active from hipocampo_private.memories as x
+    where x.status = 'active'
+    group by x.tenant_id
+) as m on t.id = m.tenant_id
+left join (
+    select x.tenant_id, count(*) as staged from hipocampo_private.memory_staging as x
+    group by x.tenant_id
+) as s on t.id = s.tenant_id
+left join (
+    select
+        x.tenant_id,
+        count(*) filter (where x.event in ('memory.created', 'memory.updated', 'memory.staged')) as writes,
+        count(*) filter (where x.event = 'memory.decayed') as decayed,
+        count(*) filter (where x.event in ('memory.expired', 'memory.purged')) as expired,
+        count(*) filter (where x.event = 'memory.forgotten') as user_deleted,
+        count(*) filter (where x.event = 'memory.corrected') as corrected,
+        count(*) filter (where x.event = 'memory.write_rejected') as rejected
+    from hipocampo_private.memory_events as x
+    group by x.tenant_id
+) as e on t.id = e.tenant_id;
+
+create view hipocampo.memory_rejections
+with (security_invoker = true)
+as
+select
+    e.tenant_id,
+    e.reason,
+    count(*) as rejected,
+    round(count(*)::numeric / sum(count(*)) over (partition by e.tenant_id), 4) as share
+from hipocampo_private.memory_events as e
+where e.event = 'memory.write_rejected'
+group by e.tenant_id, e.reason;
+
+create view hipocampo.memory_top_categories
+with (security_invoker = true)
+as
+select
+    m.tenant_id,
+    m.category,
+    count(*) as memories,
+    (rank() over (partition by m.tenant_id order by count(*) desc))::integer as rank
+from hipocampo_private.memories as m
+where m.status = 'active'
+group by m.tenant_id, m.category;
+
+create view hipocampo.memory_events_daily
+with (security_invoker = true)
+as
+select
+    e.tenant_id,
+    (date_trunc('day', e.at))::date as day,
+    e.event,
+    count(*) as events
+from hipocampo_private.memory_events as e
+group by e.tenant_id, (date_trunc('day', e.at))::date, e.event;
+
+comment on view hipocampo.memory_metrics is
+'Per tenant: memories, staged, writes, decayed, expired, user_deleted, corrected, rejected, rejected_rate (refused / attempts), correction_rate (corrections / writes).';
+
+comment on view hipocampo.memory_rejections is 'Per tenant: refused memory writes by reason, with their share.';
+
+comment on view hipocampo.memory_top_categories is 'Per tenant: active memories per category, ranked.';
+
+comment on view hipocampo.memory_events_daily is 'Per tenant and day: memory events by kind.';
+
+-- Observability of retrieval and answers: views in the exposed schema, security_invoker so RLS
+-- applies (service_role sees every tenant; a tenant admin sees their tenant's audit rows).
+-- rag.query.count, latency p50/p95/p99, results per query, % filtered by the threshold, refusals
+-- and cache hit rate, per tenant and day, over the audit rows of answer calls (ask).
+create view hipocampo.rag_answer_stats
+with (security_invoker = true)
+as
+select
+    a.tenant_id,
+    date_trunc('day', a.created_at) as day,
+    count(*) as query_count,
+    percentile_cont(0.5) within group (order by a.latency_ms) as latency_p50_ms,
+    percentile_cont(0.95) within group (order by a.latency_ms) as latency_p95_ms,
+    percentile_cont(0.99) within group (order by a.latency_ms) as latency_p99_ms,
+    round(avg(cardinality(a.evidence_chunk_ids)), 2) as results_per_query,
+    round(sum(a.filtered)::numeric / nullif(sum(a.candidates), 0), 4) as filtered_rate,
+    count(*) filter (where a.answer_source = 'REFUSAL') as refusals,
+    round((count(*) filter (where a.answer_source = 'REFUSAL'))::numeric / count(*), 4) as refusal_rate,
+    round((count(*) filter (where a.answer_source = 'CACHE'))::numeric / count(*), 4) as cache_hit_rate
+from hipocampo_private.answer_audit as a
+group by a.tenant_id, date_trunc('day', a.created_at);
+
+-- Refusals by reason code, per tenant and day.
+create view hipocampo.rag_refusals
+with (security_invoker = true)
+as
+select
+    a.tenant_id,
+    date_trunc('day', a.created_at) as day,
+    a.reason,
+    count(*) as refusals
+from hipocampo_private.answer_audit as a
+where a.answer_source = 'REFUSAL'
+group by a.tenant_id, date_trunc('day', a.created_at), a.reason;
+
+-- Every hybrid_search call (ask, context_pack, search, agents), per tenant and day.
+create view hipocampo.rag_search_stats
+with (security_invoker = true)
+as
+select
+    l.tenant_id,
+    date_trunc('day', l.at) as day,
+    count(*) as query_count,
+    percentile_cont(0.5) within group (order by l.latency_ms) as latency_p50_ms,
+    percentile_cont(0.95) within group (order by l.latency_ms) as latency_p95_ms,
+    percentile_cont(0.99) within group (order by l.latency_ms) as latency_p99_ms,
+    round(avg(l.rows_returned), 2) as results_per_query
+from hipocampo_private.data_access_log as l
+where l.rpc = 'hybrid_search'
+group by l.tenant_id, date_trunc('day', l.at);
+
+-- Embeddings per tenant, knowledge base and model; stale = not retrieved for 90 days (never
+-- retrieved counts from the chunk's creation).
+create view hipocampo.embedding_stats
+with (security_invoker = true)
+as
+select
+    c.tenant_id,
+    c.kb_id,
+    c.embedding_model,
+    count(*) as embeddings_total,
+    count(*) filter (
+        where coalesce(c.last_accessed_at, c.created_at) < now() - interval '90 days'
+    ) as embeddings_stale
+from hipocampo_private.chunks as c
+group by c.tenant_id, c.kb_id, c.embedding_model;
+
+comment on view hipocampo.rag_answer_stats is
+'Answer calls per tenant and day: count, latency p50/p95/p99 (ms), results per query, filtered, refusal and cache hit rates.';
+
+comment on view hipocampo.rag_refusals is 'Refusals per tenant, day and reason code.';
+
+comment on view hipocampo.rag_search_stats is 'hybrid_search calls per tenant and day: count, latency, results.';
+
+comment on view hipocampo.embedding_stats is 'Embeddings per tenant, knowledge base and model; stale = not retrieved in 90 days.';

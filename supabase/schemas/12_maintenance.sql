@@ -1,0 +1,89 @@
+-- Function bodies may name objects of later schema files; they are checked when called (as in
+-- pg_dump output), so the files apply in the order of [db.migrations] schema_paths.
+set check_function_bodies = off;
+
+/*
+schedule_maintenance() -> jsonb
+
+Purpose, returns and errors: as in migration 003200, with a fifth job:
+  hipocampo-interrupted-ingestion (recover_ingestion_jobs, maintenance.ingestion_recovery_cron).
+Example: select hipocampo.schedule_maintenance();
+*/
+create or replace function hipocampo.schedule_maintenance()
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    cfg jsonb := (select s.config -> 'maintenance' from hipocampo_private.settings as s where s.tenant_id is null);
+    jobs jsonb;
+    job record;
+begin
+    if not exists (select 1 from pg_catalog.pg_extension where extname = 'pg_cron') then
+        raise exception 'pg_cron is not installed: enable it (on Supabase: Integrations → Cron), then call '
+            'hipocampo.schedule_maintenance() again' using errcode = '55000';
+    end if;
+    jobs := jsonb_build_object(
+        'hipocampo-memory-maintenance',
+        jsonb_build_array(cfg ->> 'memory_cron', 'select hipocampo.run_memory_maintenance()'),
+        'hipocampo-session-purge',
+        jsonb_build_array(cfg ->> 'session_purge_cron', 'select hipocampo.purge_sessions()'),
+        'hipocampo-retention-purge',
+        jsonb_build_array(cfg ->> 'retention_cron', 'select hipocampo.purge_expired()'),
+        'hipocampo-transient-purge',
+        jsonb_build_array(cfg ->> 'transient_purge_cron', 'select hipocampo.purge_transient_state()'),
+        'hipocampo-interrupted-ingestion',
+        jsonb_build_array(cfg ->> 'ingestion_recovery_cron', 'select hipocampo.recover_ingestion_jobs()')
+    );
+    if exists (select 1 from jsonb_each(jobs) as j where j.value ->> 0 is null) then
+        raise exception 'maintenance config is incomplete: seed it from config.toml (hipocampo db migrate)'
+            using errcode = '55000';
+    end if;
+    for job in select j.key, j.value from jsonb_each(jobs) as j loop
+        perform cron.schedule(job.key, job.value ->> 0, job.value ->> 1);
+    end loop;
+    return (select jsonb_object_agg(j.key, j.value -> 0) from jsonb_each(jobs) as j);
+end;
+$$;
+
+comment on function hipocampo.schedule_maintenance() is
+'(Re)schedule memory maintenance, the session purge and retention with pg_cron, from the [maintenance] config.';
+
+-- Transient state is purged: expired answer-cache entries were deleted only when a knowledge
+-- base of theirs changed, and rate-limit buckets (one per user, and one per client IP of the HTTP
+-- API) were never deleted, so a public endpoint grew one row per address ever seen.
+-- purge_transient_state() deletes both; schedule_maintenance() (003000) now also schedules it
+-- (maintenance.transient_purge_cron) and `hipocampo worker` runs it.
+/*
+purge_transient_state(now timestamptz default now()) -> jsonb
+
+Purpose: delete answer-cache entries past expires_at, and rate-limit buckets idle for at least a
+  minute. Deleting such a bucket loses nothing: a bucket refills its whole capacity in 60 s
+  (per_minute / 60 tokens per second, _take_token), and a missing bucket is created full.
+Parameters: now - the clock (tests pass a frozen one).
+Returns: {"answer_cache": n, "rate_limit_buckets": n} (rows deleted).
+Errors: none.
+Example: select hipocampo.purge_transient_state();
+*/
+create function hipocampo.purge_transient_state(now timestamptz default now())
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    n_cache integer;
+    n_buckets integer;
+begin
+    delete from hipocampo_private.answer_cache as c where c.expires_at <= purge_transient_state.now;
+    get diagnostics n_cache = row_count;
+    delete from hipocampo_private.rate_limit_buckets as r
+    where r.updated_at <= purge_transient_state.now - interval '1 minute';
+    get diagnostics n_buckets = row_count;
+    return jsonb_build_object('answer_cache', n_cache, 'rate_limit_buckets', n_buckets);
+end;
+$$;
+
+comment on function hipocampo.purge_transient_state(timestamptz) is
+'Delete expired answer-cache entries and idle (full) rate-limit buckets.';

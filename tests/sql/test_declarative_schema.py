@@ -1,0 +1,75 @@
+"""supabase/schemas/ is the product's definition; the migrations must build the same database
+(issue 17 §1, the guard).
+
+A fresh database on the session's server is built from the schema files (in the order of
+supabase/config.toml's [db.migrations] schema_paths) plus supabase/data/, and its normalised
+catalog (tests/catalog.py: tables, columns, constraints, indexes with their opclass and
+parameters, policies with their expressions, functions with body, volatility, security and
+proconfig, views, triggers, privileges, comments) is compared with the session database, which
+the migrations built. Any difference fails with a readable diff: a change is a schema edit plus
+a new migration, and both must agree.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from hipocampo import db as hdb
+
+from ..catalog import diff, snapshot
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def schema_files() -> list[Path]:
+    """The schema files in the order supabase/config.toml lists them."""
+    config = tomllib.loads((ROOT / "supabase" / "config.toml").read_text("utf-8"))
+    files: list[Path] = []
+    for pattern in config["db"]["migrations"]["schema_paths"]:
+        files.extend(sorted((ROOT / "supabase").glob(pattern.removeprefix("./"))))
+    return files
+
+
+@pytest.fixture(scope="module")
+def schema_database(database_url: str) -> Iterator[str]:
+    name = f"hipocampo_schema_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+    url = psycopg.conninfo.make_conninfo(database_url, dbname=name)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(hdb._shim_sql())  # type: ignore[arg-type,unused-ignore]
+            for file in schema_files():
+                with conn.transaction():
+                    conn.execute(file.read_text("utf-8"))  # type: ignore[arg-type,unused-ignore]
+            hdb.run_data_files(conn)
+            hdb.seed_config(conn)
+        yield url
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
+
+
+def test_config_lists_every_schema_file() -> None:
+    listed = {p.name for p in schema_files()}
+    present = {p.name for p in (ROOT / "supabase" / "schemas").glob("*.sql")}
+    assert listed == present and len(listed) >= 10
+
+
+def test_the_schema_files_build_the_database_the_migrations_build(database_url: str, schema_database: str) -> None:
+    difference = diff(snapshot(database_url), snapshot(schema_database))
+    assert difference == "", "\n" + difference[:20000]
+
+
+def test_the_project_secret_is_set_up_by_the_data_files(schema_database: str) -> None:
+    with psycopg.connect(schema_database) as conn:
+        row = conn.execute("select octet_length(value) from hipocampo_private.project_secrets").fetchone()
+    assert row == (32,)
