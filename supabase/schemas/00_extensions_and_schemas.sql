@@ -26,10 +26,6 @@ comment on schema hipocampo is
 comment on schema hipocampo_private is
 'hipocampo tables and internal functions. Not exposed over HTTP; protected by RLS.';
 
--- Revoke by default. Per-schema default privileges cannot take back PostgreSQL's built-in
--- EXECUTE-to-PUBLIC on new functions, and a global `alter default privileges` would change the
--- user's other schemas too; so every migration that creates functions ends with an explicit
--- `revoke execute on all functions in schema … from public`, and grants each one explicitly.
 alter default privileges in schema hipocampo revoke all on tables from anon, authenticated;
 
 alter default privileges in schema hipocampo_private revoke all on tables from anon, authenticated;

@@ -45,7 +45,7 @@ Errors: none.
 Example: select hipocampo_private.current_tenant_id();
 */
 -- definer because memberships is under RLS and its own policies call this function.
-create function hipocampo_private.current_tenant_id()
+create or replace function hipocampo_private.current_tenant_id()
 returns uuid
 language sql
 stable
@@ -74,7 +74,7 @@ Errors: none.
 Example: select hipocampo_private.current_tenant_role() = 'admin';
 */
 -- definer because memberships is under RLS and its own policies call this function.
-create function hipocampo_private.current_tenant_role()
+create or replace function hipocampo_private.current_tenant_role()
 returns text
 language sql
 stable
@@ -110,7 +110,7 @@ Returns: the new tenant id.
 Errors: 23505 "tenant slug already exists"; 23514 on a bad name or slug.
 Example: select hipocampo.create_tenant('Condomínio Sol', 'sol', '…uuid…');
 */
-create function hipocampo.create_tenant(name text, slug text, admin_user_id uuid default null)
+create or replace function hipocampo.create_tenant(name text, slug text, admin_user_id uuid default null)
 returns uuid
 language plpgsql
 security invoker
@@ -145,7 +145,7 @@ Returns: nothing.
 Errors: 23514 on an unknown role; 23503 "unknown tenant" when the tenant does not exist.
 Example: select hipocampo.add_member('…tenant…', '…user…', 'member');
 */
-create function hipocampo.add_member(tenant_id uuid, user_id uuid, role text default 'member')
+create or replace function hipocampo.add_member(tenant_id uuid, user_id uuid, role text default 'member')
 returns void
 language plpgsql
 security invoker
@@ -207,7 +207,7 @@ Example: select kind, tenant_id from hipocampo_private._caller();
 */
 -- definer because memberships is under RLS and the caller must be resolved the same way from
 -- invoker and definer RPCs; it reads only the request's settings and the caller's membership.
-create function hipocampo_private._caller(
+create or replace function hipocampo_private._caller(
     out kind text, out tenant_id uuid, out user_id uuid, out tenant_role text
 )
 language plpgsql

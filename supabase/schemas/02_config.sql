@@ -2,11 +2,6 @@
 -- pg_dump output), so the files apply in the order of [db.migrations] schema_paths.
 set check_function_bodies = off;
 
--- Config rows: the one place thresholds live.
---
--- The global row (tenant_id is null) is seeded from the root config.toml by
--- hipocampo_private.seed_default_config() each time migrations are applied; a tenant row
--- overrides keys of it; a knowledge base's `overrides` override both.
 create table hipocampo_private.settings (
     id bigint generated always as identity primary key,
     tenant_id uuid,
@@ -33,7 +28,7 @@ Returns: nothing.
 Errors: 22023 "defaults must be a json object" when it is not an object.
 Example: select hipocampo_private.seed_default_config('{"retrieval": {"match_count": 5}}');
 */
-create function hipocampo_private.seed_default_config(defaults jsonb)
+create or replace function hipocampo_private.seed_default_config(defaults jsonb)
 returns void
 language plpgsql
 security invoker
@@ -62,10 +57,16 @@ using (
 /*
 set_tenant_config(section text, patch jsonb, tenant_id uuid default null) -> jsonb
 
-Purpose: as in migration 001300, now validated by _check_config_patch (which adds the secrets
-  rule); merges `patch` into the tenant's row for one section; a null value removes an override.
-Errors: 42501 not an admin; 22023 / 22003 as _check_config_patch.
-Example: select hipocampo.set_tenant_config('rag', '{"top_k": 6}');
+Purpose: merge `patch` into the caller's tenant row of settings, for one section (e.g.
+  'sessions', 'retrieval', 'memory', 'rag'), validated by _check_config_patch: only keys of the
+  global row's section, with the same json type, within `<key>_range` (and `<key>_max_items`)
+  when declared, never keys in `tenant_locked`, secrets only by name. A null value removes the
+  tenant's override of that key (back to the global default).
+Parameters: section; patch - a json object; tenant_id only for service_role.
+Returns: the tenant's overrides of that section after the change.
+Errors: 42501 as _resolve_tenant; 42501 "only tenant admins can change the tenant's
+  configuration"; 22023 / 22003 as _check_config_patch.
+Example: select hipocampo.set_tenant_config('sessions', '{"inactivity_ttl_minutes": 15}');
 */
 -- definer because tenant admins change their tenant's settings row, which no client role may write directly.
 create or replace function hipocampo.set_tenant_config(section text, patch jsonb, tenant_id uuid default null)
@@ -99,10 +100,15 @@ comment on function hipocampo.set_tenant_config(text, jsonb, uuid) is
 /*
 _check_config_patch(section text, patch jsonb) -> void
 
-Purpose: as in migration 002000; a `<key>_range` now also bounds each element of an array of
-  numbers, and `<key>_max_items` caps an array's length (the history context weights).
-Errors: as in 002000; 22023 "… must have at most N items"; 22003 "… must lie in [lo, hi]" also
-  for an array element that is not a number or lies outside the range.
+Purpose: validate a patch of one config section against the global row: known keys only, same
+  json type, within `<key>_range` (a `<key>_range` also bounds each element of an array of
+  numbers, and `<key>_max_items` caps an array's length), never `tenant_locked` keys; secrets
+  only by name (keys ending in `_secret` hold a name such as OPENAI_API_KEY; no key may be called
+  api_key/password/secret and no value may look like a key or a JWT).
+Errors: 22023 "patch must be a json object" / "unknown section …" / "unknown key …" / "… is fixed
+  and cannot be changed per tenant" / "… must be a …" / "secrets are never stored: …" / "… must
+  have at most N items"; 22003 "… must lie in [lo, hi]" (also for an array element that is not a
+  number or lies outside the range).
 Example: select hipocampo_private._check_config_patch('conversations', '{"context_weights_after": [0.4]}');
 */
 create or replace function hipocampo_private._check_config_patch(section text, patch jsonb)
@@ -197,7 +203,6 @@ begin
 end;
 $$;
 
--- Restated from migration 002000; the caller is resolved first.
 /*
 set_knowledge_base_config(kb_id uuid, section text, patch jsonb) -> jsonb
 
@@ -293,7 +298,7 @@ Errors: 42501 not an admin; 22023 "an agent binding needs at least one knowledge
   as _check_config_patch; P0002 "unknown knowledge base: …".
 Example: select hipocampo.set_agent_binding('portaria', array[kb], '{"top_k": 3}');
 */
-create function hipocampo.set_agent_binding(
+create or replace function hipocampo.set_agent_binding(
     name text, kb_ids uuid[], rag_overrides jsonb default '{}'::jsonb, tenant_id uuid default null
 )
 returns uuid
@@ -330,17 +335,6 @@ begin
 end;
 $$;
 
--- The effective rag config is complete or an error. 003100 made the memory and session functions
--- read their thresholds from the config rows only; the rag section was left: answer_evidence read
--- top_k, min_score, min_confidence and the token budget as they came, so a database whose config
--- was never seeded (e.g. `supabase db push` without `hipocampo db migrate`) retrieved with
--- hybrid_search's own count and compared supports with null, and answer_evidence and context_pack
--- took rag.enabled as true when it was missing. rag_config, which every reader of the section
--- calls (answer_evidence, context_pack, cache_get / cache_put, take_rate_limit, the Python
--- orchestrator and generators, the edge functions), now checks the merged section with
--- _require_config: a missing key is 55000. The coalesce(enabled, true) left in answer_evidence
--- (002600) and context_pack (002300) can no longer apply; those large functions are not restated
--- for it.
 /*
 rag_config(kb_id uuid default null, agent text default null, tenant_id uuid default null) -> jsonb
 
@@ -401,13 +395,6 @@ comment on function hipocampo.set_knowledge_base_config(uuid, text, jsonb) is
 comment on function hipocampo.set_agent_binding(text, uuid[], jsonb, uuid) is
 'Tenant admins bind an agent to knowledge bases with its own rag overrides.';
 
--- The memory and session functions read their thresholds from the config rows only. Since
--- 001100-001500 they fell back to literal values when a key was missing, and several of those
--- were stale copies of config.toml (memory search thresholds 0.78 / 0.85 where config.toml,
--- calibrated for the local model, says 0.35 / 0.55): a database whose config was never seeded
--- (e.g. `supabase db push` without `hipocampo db migrate`) ran on them silently. Now a missing
--- key is an error (55000), as in hybrid_search and search_history; config.toml stays the one
--- place the values live. Behaviour with a seeded config is unchanged.
 /*
 _require_config(section_config jsonb, section text, keys text[]) -> jsonb
 
@@ -416,7 +403,7 @@ Purpose: a config section (e.g. hipocampo.effective_config(t) -> 'memory') check
 Errors: 55000 "<section> config is incomplete: seed it from config.toml (hipocampo db migrate)".
 Example: select hipocampo_private._require_config('{"a": 1}', 'memory', array['a']);
 */
-create function hipocampo_private._require_config(section_config jsonb, section text, keys text[])
+create or replace function hipocampo_private._require_config(section_config jsonb, section text, keys text[])
 returns jsonb
 language plpgsql
 immutable
@@ -435,26 +422,11 @@ begin
 end;
 $$;
 
--- The memory gate reads the whole memory (issue 16 §1.3, §1.4). Before, it checked only the
--- description: value could hold a CPF or an e-mail ({"cpf": "529.982.247-25"} was stored), be
--- 10 MB or nest 5,000 levels, and a member with no consent could INSERT a memory straight into
--- the table, skipping the gate.
--- - _memory_text_problem finds personal data with the one scrubber (_pii_scrub, 004000) instead
---   of its own patterns;
--- - _memory_value_problem: value must be at most memory.value_max_bytes (22001) and nest at most
---   memory.value_max_depth levels (22023); every string leaf and object key is checked for
---   personal and sensitive data like the description (22023);
--- - _remember runs both, and names a null key / scope / source (22023) or a key over 200
---   characters (22001) instead of the table's 23502 / 23514;
--- - direct writes as authenticated: the INSERT policies of memories and memory_staging pass only
---   rows the gate would pass (consent, text, value: _memory_write_allowed), and UPDATE is granted
---   only on the columns the RPCs change (status, validity, access counters, confidence,
---   embeddings), so a member cannot rewrite a stored description or value behind the gate.
 /*
 _memory_config(section_config jsonb) -> jsonb
 
-Purpose: _require_config with the keys the memory / session functions read; 004100 adds
-  value_max_bytes and value_max_depth.
+Purpose: _require_config with the keys the memory functions read (config.toml [memory], with
+  value_max_bytes and value_max_depth).
 Errors: 55000 as _require_config.
 */
 create or replace function hipocampo_private._memory_config(section_config jsonb)
@@ -472,7 +444,13 @@ as $$
     ])
 $$;
 
-create function hipocampo_private._sessions_config(section_config jsonb)
+/*
+_sessions_config(section_config jsonb) -> jsonb
+
+Purpose: _require_config with the keys the session functions read (config.toml [sessions]).
+Errors: 55000 "sessions config is incomplete: …" as _require_config.
+*/
+create or replace function hipocampo_private._sessions_config(section_config jsonb)
 returns jsonb
 language sql
 immutable

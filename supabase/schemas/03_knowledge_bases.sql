@@ -194,7 +194,7 @@ Returns: 0 for an empty vector.
 Errors: none.
 Example: select hipocampo_private.tsvector_token_count(to_tsvector('simple', 'a a b')); -- 3
 */
-create function hipocampo_private.tsvector_token_count(v tsvector)
+create or replace function hipocampo_private.tsvector_token_count(v tsvector)
 returns integer
 language sql
 immutable
@@ -215,7 +215,7 @@ Returns: hipocampo_private.<language>_unaccent.
 Errors: 22023 "unsupported text-search language" for any other value.
 Example: select hipocampo_private.text_search_config('portuguese');
 */
-create function hipocampo_private.text_search_config(language text)
+create or replace function hipocampo_private.text_search_config(language text)
 returns regconfig
 language plpgsql
 immutable
@@ -269,6 +269,7 @@ create table hipocampo_private.chunks (
 
 -- Keep embeddings inline (uncompressed floats do not compress): a row over ~2 kB would
 -- otherwise have its vector moved out of line, and every exact distance would read TOAST.
+-- (PostgreSQL 15 has no STORAGE clause in CREATE TABLE; 16 added it.)
 alter table hipocampo_private.chunks alter column embedding set storage main;
 
 alter table hipocampo_private.chunks enable row level security;
@@ -371,9 +372,16 @@ for select
 to authenticated
 using (tenant_id = (select hipocampo_private.current_tenant_id()));
 
+/*
+_chunks_stats_after_insert() -> trigger
+
+Purpose: AFTER INSERT (statement, transition table) trigger of chunks: adds the new chunks' terms
+  to the BM25 statistics of their knowledge bases (kb_term_stats document frequencies,
+  kb_text_stats counts and lengths, kb_postings term frequencies).
+*/
 -- definer because every writer of chunks must keep the statistics right, and writers get no
 -- direct write privilege on the statistics tables.
-create function hipocampo_private._chunks_stats_after_insert()
+create or replace function hipocampo_private._chunks_stats_after_insert()
 returns trigger
 language plpgsql
 security definer
@@ -408,8 +416,14 @@ begin
 end;
 $$;
 
+/*
+_chunks_stats_after_delete() -> trigger
+
+Purpose: AFTER DELETE (statement, transition table) trigger of chunks: removes the deleted
+  chunks' terms from the BM25 statistics of their knowledge bases.
+*/
 -- definer because, as for inserts, every writer of chunks keeps the statistics right.
-create function hipocampo_private._chunks_stats_after_delete()
+create or replace function hipocampo_private._chunks_stats_after_delete()
 returns trigger
 language plpgsql
 security definer
@@ -525,6 +539,8 @@ create table hipocampo_private.ingestion_jobs (
     created_by uuid,
     started_at timestamptz not null default now(),
     finished_at timestamptz,
+    -- The run's lease: renewed by heartbeat_ingestion_job; see recover_ingestion_jobs.
+    heartbeat_at timestamptz not null default now(),
     constraint ingestion_jobs_status_check check (
         status in ('running', 'succeeded', 'partial', 'failed')
     ),
@@ -534,19 +550,6 @@ create table hipocampo_private.ingestion_jobs (
 );
 
 alter table hipocampo_private.ingestion_jobs enable row level security;
-
--- Ingestion jobs hold a lease (issue 16 §1.8, §2 "Ingest crash recovery"). A crash mid-ingest
--- (kill -9 of the CLI, or of the server) left the job row 'running' forever and the knowledge
--- base 'indexing'. The data itself was safe (one transaction per document) and stays so.
--- - ingestion_jobs.heartbeat_at: set at start and by heartbeat_ingestion_job, which the Python
---   pipeline calls before each embedding batch (every ~64 chunks);
--- - recover_ingestion_jobs(now): a running job whose heartbeat is older than
---   maintenance.ingestion_lease_seconds (300) is marked failed with an "interrupted" error, and
---   each knowledge base left 'indexing' with no running job gets its status back from what it
---   holds (ready with documents, error without). It runs at the start of every ingestion job
---   (for that knowledge base), in `hipocampo worker`, and from pg_cron
---   (maintenance.ingestion_recovery_cron, added to schedule_maintenance).
-alter table hipocampo_private.ingestion_jobs add column heartbeat_at timestamptz not null default now();
 
 create table hipocampo_private.data_access_log (
     id bigint generated always as identity primary key,
@@ -687,7 +690,7 @@ Returns: a jsonb object with sections retrieval, chunking, embedding.
 Errors: 42501 as _resolve_tenant.
 Example: select hipocampo.effective_config() -> 'retrieval' ->> 'min_similarity';
 */
-create function hipocampo.effective_config(tenant_id uuid default null, kb_id uuid default null)
+create or replace function hipocampo.effective_config(tenant_id uuid default null, kb_id uuid default null)
 returns jsonb
 language plpgsql
 stable
@@ -733,7 +736,7 @@ Returns: the HNSW index name.
 Errors: 22023 "model … is registered with … dimensions" on a dims change; 23514 on bad values.
 Example: select hipocampo.register_embedding_model('all-MiniLM-L6-v2', 'local', 384, true);
 */
-create function hipocampo.register_embedding_model(
+create or replace function hipocampo.register_embedding_model(
     name text, provider text, dims integer, activate boolean default false
 )
 returns text
@@ -769,7 +772,7 @@ Purpose: confirm the switch to a registered model: it becomes the default of ret
 Errors: P0002 "unknown embedding model".
 Example: select hipocampo.activate_embedding_model('text-embedding-3-small');
 */
-create function hipocampo.activate_embedding_model(name text)
+create or replace function hipocampo.activate_embedding_model(name text)
 returns void
 language plpgsql
 security invoker
@@ -861,7 +864,7 @@ Returns: the knowledge-base id (the existing one when the name exists).
 Errors: 42501 no tenant / not an admin; 23514 on a bad name or language.
 Example: select hipocampo.create_knowledge_base('regulamentos');
 */
-create function hipocampo.create_knowledge_base(
+create or replace function hipocampo.create_knowledge_base(
     name text,
     description text default null,
     tags text[] default '{}',
@@ -900,7 +903,7 @@ _kb(kb_id uuid) -> hipocampo_private.knowledge_bases
 Purpose: the knowledge base row, as the caller's RLS sees it.
 Errors: P0002 "unknown knowledge base: …" when it does not exist or is another tenant's.
 */
-create function hipocampo_private._kb(kb_id uuid)
+create or replace function hipocampo_private._kb(kb_id uuid)
 returns hipocampo_private.knowledge_bases
 language plpgsql
 stable
@@ -925,7 +928,7 @@ Purpose: look a knowledge base up by name in the caller's tenant.
 Errors: P0002 "unknown knowledge base: …".
 Example: select hipocampo.knowledge_base_id('regulamentos');
 */
-create function hipocampo.knowledge_base_id(name text, tenant_id uuid default null)
+create or replace function hipocampo.knowledge_base_id(name text, tenant_id uuid default null)
 returns uuid
 language plpgsql
 stable
@@ -952,7 +955,7 @@ Purpose: the caller's knowledge bases with document and chunk counts.
 Returns: id, name, description, tags, status, language, documents, chunks, updated_at.
 Example: select * from hipocampo.list_knowledge_bases();
 */
-create function hipocampo.list_knowledge_bases(tenant_id uuid default null)
+create or replace function hipocampo.list_knowledge_bases(tenant_id uuid default null)
 returns table (
     id uuid, name text, description text, tags text[], status text, language text,
     documents bigint, chunks bigint, updated_at timestamptz
@@ -972,7 +975,6 @@ as $$
     order by k.name
 $$;
 
--- Restated from migration 000800; the caller is resolved first.
 /*
 set_knowledge_base_status(kb_id uuid, status text) -> void
 
@@ -995,7 +997,6 @@ begin
 end;
 $$;
 
--- Restated from migration 000800; the caller is resolved first.
 /*
 document_hashes(kb_id uuid) -> setof (document_id uuid, source_uri text, content_hash text)
 
@@ -1022,14 +1023,28 @@ $$;
 /*
 ingest_document(kb_id uuid, document jsonb, chunks jsonb, embedding_model text) -> jsonb
 
-Purpose, parameters, returns: as in migration 003900 (000800's contract). 004500: document.title
-  (at most 500 characters) and document.source_uri (at most 2,048 bytes) are scrubbed of PII
-  before the document is looked up and stored.
-Errors: 42501 as _caller (before any other work); P0002 unknown (or null) knowledge base;
-  22023 "embedding_model must not be null"; 22001 "document.title is n characters; the limit is 500", "document.source_uri is n
-  bytes; the limit is 2048"; P0002 unknown knowledge base / embedding model; 22023 bad document
-  or chunks shape; 22000 "embedding of chunk i has n dimensions; model … expects d"; 42501 not an
-  admin; 23514 invalid document field values.
+Purpose: write one document and all its chunks in one transaction. A document is identified by
+  (kb_id, document.source_uri): unchanged content_hash -> nothing written; changed -> its chunks
+  are replaced; new -> inserted. A chunk whose (tenant, content_hash, model) already exists is
+  skipped. The title and source_uri are scrubbed of PII before the lookup (what the documents
+  trigger stores); chunk content and metadata are scrubbed by the chunks trigger.
+Parameters:
+  kb_id - the knowledge base (the caller must be its tenant's admin, or service_role).
+  document - {title (1..500 characters), source_uri (1..2,048 bytes), content_hash,
+    source_type?, doc_type?, author?, published_at?, version?, trust_score? 0..1,
+    data_classification?, expires_at?, status?}
+  chunks - [{chunk_index, content, token_count, content_hash, metadata?, embedding: [float, …]}]
+  embedding_model - a registered model; every embedding must have its dims.
+Returns: {"document_id", "status": "inserted" | "replaced" | "unchanged", "chunks": n, "skipped": n}.
+Errors: 42501 as _caller (before any other work); 42501 "only tenant admins can ingest
+  documents"; P0002 unknown (or null) knowledge base / unknown embedding model; 22023
+  "embedding_model must not be null"; 22023 bad document or chunks shape; 22001
+  "document.title is n characters; the limit is 500", "document.source_uri is n bytes; the limit
+  is 2048"; 22000 "embedding of chunk i has n dimensions; model … expects d"; 22023 "invalid
+  document field: …" (unparsable date or number); 23514 "invalid document: …".
+Example: select hipocampo.ingest_document(kb, '{"title":"Regimento","source_uri":"file:///r.pdf",
+  "content_hash":"ab…"}', '[{"chunk_index":0,"content":"…","token_count":12,"content_hash":"cd…",
+  "embedding":[0.1, …]}]', 'all-MiniLM-L6-v2');
 */
 create or replace function hipocampo.ingest_document(
     kb_id uuid, document jsonb, chunks jsonb, embedding_model text
@@ -1171,7 +1186,6 @@ exception
 end;
 $$;
 
--- Restated from migration 000800; the caller is resolved first.
 /*
 delete_document(document_id uuid) -> boolean
 
@@ -1201,7 +1215,7 @@ Parameters: now - the clock (tests pass a frozen one).
 Returns: {"documents": n, "chunks": n}.
 Example: select hipocampo.purge_expired();
 */
-create function hipocampo.purge_expired(now timestamptz default now())
+create or replace function hipocampo.purge_expired(now timestamptz default now())
 returns jsonb
 language plpgsql
 security invoker
@@ -1222,7 +1236,7 @@ $$;
 /*
 start_ingestion_job(kb_id uuid, documents_total integer) -> uuid
 
-Purpose: open an ingestion run (status running, lease renewed by heartbeat_ingestion_job). 004600:
+Purpose: open an ingestion run (status running, lease renewed by heartbeat_ingestion_job). It
   first recovers the knowledge base's interrupted jobs (recover_ingestion_jobs), so a run after a
   crash finds the earlier job failed (interrupted) instead of running forever.
 Errors: 42501 as _caller (before any other work); P0002 unknown knowledge base; 22023
@@ -1251,7 +1265,6 @@ begin
 end;
 $$;
 
--- Restated from migration 000800; the caller is resolved first.
 /*
 finish_ingestion_job(job_id uuid, status text, counts jsonb, errors jsonb) -> void
 
@@ -1328,15 +1341,6 @@ comment on function hipocampo.start_ingestion_job(uuid, integer) is 'Open an ing
 comment on function hipocampo.finish_ingestion_job(uuid, text, jsonb, jsonb) is
 'Close an ingestion-job record with its status, counts and errors.';
 
--- A model switch carries memories and history along. Documents are re-ingested into new chunk
--- rows (migration 000400's rule); memories, staged memories and messages had no way to get an
--- embedding of the new model: after activate_embedding_model they dropped out of memory search
--- and the dense leg of history search, and drop_embedding_model failed on their foreign keys
--- (23503). rows_to_embed lists what search cannot read with the active model (also messages
--- stored through the edge functions without a vector), set_row_embeddings stores the new vectors
--- (`hipocampo db embed-missing`, `hipocampo worker --embed-missing`, which also run 003600's token
--- backfill: the commands its header names were folded into these), and drop_embedding_model says
--- what still needs them.
 /*
 rows_to_embed(kind text, batch_size integer default 100, after_id text default null)
   -> table (row_id text, content text)
@@ -1353,7 +1357,7 @@ Errors: 22023 "kind must be memories, memory_staging or messages"; 22023 "batch_
   1..1000"; 55000 "no embedding model is active".
 Example: select row_id, content from hipocampo.rows_to_embed('messages', 100);
 */
-create function hipocampo.rows_to_embed(kind text, batch_size integer default 100, after_id text default null)
+create or replace function hipocampo.rows_to_embed(kind text, batch_size integer default 100, after_id text default null)
 returns table (row_id text, content text)
 language plpgsql
 volatile
@@ -1415,7 +1419,7 @@ Errors: 22023 "kind must be memories, memory_staging or messages"; 22023 "items 
   array"; 22000 "embedding has N dimensions; model M expects D"; 55000 "no embedding model is active".
 Example: select hipocampo.set_row_embeddings('messages', '[{"id": "42", "embedding": [0.1, …]}]');
 */
-create function hipocampo.set_row_embeddings(kind text, items jsonb)
+create or replace function hipocampo.set_row_embeddings(kind text, items jsonb)
 returns integer
 language plpgsql
 security invoker
@@ -1479,7 +1483,7 @@ Errors: 42501 as _caller; P0002 "ingestion job … is not running" (unknown, fin
   marked interrupted: the client should stop and report it).
 Example: select hipocampo.heartbeat_ingestion_job('…');
 */
-create function hipocampo.heartbeat_ingestion_job(job_id uuid)
+create or replace function hipocampo.heartbeat_ingestion_job(job_id uuid)
 returns void
 language plpgsql
 security invoker
@@ -1510,7 +1514,7 @@ Returns: {"interrupted": n jobs, "knowledge_bases": n statuses recomputed}.
 Errors: 42501 as _caller; 55000 "maintenance config is incomplete: ingestion_lease_seconds …".
 Example: select hipocampo.recover_ingestion_jobs();
 */
-create function hipocampo.recover_ingestion_jobs(now timestamptz default now(), kb_id uuid default null)
+create or replace function hipocampo.recover_ingestion_jobs(now timestamptz default now(), kb_id uuid default null)
 returns jsonb
 language plpgsql
 security invoker
@@ -1572,7 +1576,7 @@ Returns: the tenant id, or null.
 Errors: 42501 as _caller; 22023 "slug must not be null".
 Example: select hipocampo.tenant_by_slug('demo');
 */
-create function hipocampo.tenant_by_slug(slug text)
+create or replace function hipocampo.tenant_by_slug(slug text)
 returns uuid
 language plpgsql
 stable
@@ -1602,7 +1606,7 @@ Returns: one row per document; trust_score 0..1; chunk_count chunks of the docum
 Errors: 42501 as _caller; P0002 "unknown knowledge base: …".
 Example: select title, chunk_count from hipocampo.list_documents('…');
 */
-create function hipocampo.list_documents(kb_id uuid)
+create or replace function hipocampo.list_documents(kb_id uuid)
 returns table (
     id uuid, title text, source_uri text, source_type text, doc_type text, status text, trust_score real,
     chunk_count integer, content_hash text, published_at timestamptz, expires_at timestamptz,
@@ -1634,7 +1638,7 @@ Purpose: a user's role in a tenant: admin | member, or null when not a member. A
 Errors: 42501 as _memory_actor (no tenant / no user / user mismatch).
 Example: select hipocampo.membership_role('…'::uuid, '…'::uuid);  -- as service_role
 */
-create function hipocampo.membership_role(user_id uuid default null, tenant_id uuid default null)
+create or replace function hipocampo.membership_role(user_id uuid default null, tenant_id uuid default null)
 returns text
 language plpgsql
 stable
@@ -1660,7 +1664,7 @@ Purpose: the user's active personal memories stored without a vector (written in
 Errors: 42501 as _memory_actor.
 Example: select * from hipocampo.memories_without_embedding();
 */
-create function hipocampo.memories_without_embedding(
+create or replace function hipocampo.memories_without_embedding(
     keys text[] default null, user_id uuid default null, tenant_id uuid default null
 )
 returns table (id uuid, key text, description text)
@@ -1691,7 +1695,7 @@ Purpose: the embedding model search reads (the registry's active row); no row wh
 Errors: 42501 as _caller.
 Example: select name, dims from hipocampo.active_embedding_model();
 */
-create function hipocampo.active_embedding_model()
+create or replace function hipocampo.active_embedding_model()
 returns table (name text, provider text, dims integer, distance text)
 language plpgsql
 stable

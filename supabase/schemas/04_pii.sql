@@ -2,32 +2,13 @@
 -- pg_dump output), so the files apply in the order of [db.migrations] schema_paths.
 set check_function_bodies = off;
 
--- One PII scrubber, in the database (issue 16 §1.5, §2 "PII"). The Python ingestion scrubber
--- (hipocampo.ingest.pii) missed 20 of 63 Brazilian variants: separators other than the formatted
--- ones (spaces, dots only, a dash only, NBSP), numbers broken across a line, RG with a state
--- prefix, phones without punctuation or with a trunk / country code, obfuscated e-mails. It is
--- replaced by hipocampo_private._pii_scrub, which every path runs:
--- - hipocampo.scrub_pii (the RPC the Python ingestion and guardrails call before anything is
---   hashed, embedded or stored);
--- - BEFORE triggers on documents (title, source_uri, author), chunks (content, metadata
---   strings) and ingestion_jobs (errors, which name files), so no client, edge function or
---   direct INSERT stores or indexes (tsvector, BM25 postings) unscrubbed text;
--- - the memory gate (migration 004100) and the message trigger (004200) read its counts.
---
--- How numbers are found: a run of digits joined by at most three separator characters
--- (space, NBSP, . - / ( ) or one line break) is split into its digit groups; from each group,
--- the longest stretch of at most seven consecutive groups whose digits form a valid CPF (check
--- digits), CNPJ (check digits), Brazilian phone number (DDD + 9 + 8 digits, with 55 or a 0
--- trunk prefix; landlines only when written with a parenthesis or a dash) or card number (13-19
--- digits, Luhn, written bare or in groups of four) is replaced. Ordinary numbers (dates, money,
--- article and law numbers, CEP) have no valid shape and stay.
 /*
 cpf_is_valid(digits text) -> boolean / cnpj_is_valid(digits text) -> boolean
 
 Purpose: the check digits of a CPF (11 digits) / CNPJ (14 digits); all-equal digits are invalid.
 Example: select hipocampo_private.cpf_is_valid('52998224725'); -- true
 */
-create function hipocampo_private.cpf_is_valid(digits text)
+create or replace function hipocampo_private.cpf_is_valid(digits text)
 returns boolean
 language sql
 immutable
@@ -41,7 +22,13 @@ as $$
              from generate_series(1, 10) as i) = substr(digits, 11, 1)::integer, false)
 $$;
 
-create function hipocampo_private.cnpj_is_valid(digits text)
+/*
+cnpj_is_valid(digits text) -> boolean
+
+Purpose: the check digits of a CNPJ (14 digits); all-equal digits are invalid.
+Example: select hipocampo_private.cnpj_is_valid('11222333000181'); -- true
+*/
+create or replace function hipocampo_private.cnpj_is_valid(digits text)
 returns boolean
 language sql
 immutable
@@ -68,7 +55,7 @@ Parameters: digits - the stretch's digits only; groups - the lengths of its digi
 Returns: 'CPF' | 'CNPJ' | 'TELEFONE' | 'CARTAO' | null.
 Example: select hipocampo_private._pii_kind('52998224725', '{3,3,3,2}', '529 982 247 25'); -- CPF
 */
-create function hipocampo_private._pii_kind(digits text, groups integer[], span text)
+create or replace function hipocampo_private._pii_kind(digits text, groups integer[], span text)
 returns text
 language sql
 immutable
@@ -106,7 +93,7 @@ Returns: text - the scrubbed text; counts - {"CPF": n, …} of the kinds replace
 Example: select * from hipocampo_private._pii_scrub('CPF 529 982 247 25, joao[at]x[dot]com');
   -- ('CPF [CPF], [EMAIL]', {"CPF": 1, "EMAIL": 1})
 */
-create function hipocampo_private._pii_scrub(input text, out text text, out counts jsonb)
+create or replace function hipocampo_private._pii_scrub(input text, out text text, out counts jsonb)
 language plpgsql
 immutable
 parallel safe
@@ -236,7 +223,7 @@ Purpose: value with every string leaf scrubbed by _pii_scrub (keys kept; numbers
 Example: select hipocampo_private._pii_scrub_jsonb('{"title": "contrato 529.982.247-25"}');
   -- {"title": "contrato [CPF]"}
 */
-create function hipocampo_private._pii_scrub_jsonb(value jsonb)
+create or replace function hipocampo_private._pii_scrub_jsonb(value jsonb)
 returns jsonb
 language plpgsql
 immutable
@@ -269,7 +256,7 @@ Returns: one row per text, in the order given: the scrubbed text and the counts 
 Errors: none of its own.
 Example: select * from hipocampo.scrub_pii(array['CPF 529 982 247 25', 'ok']);
 */
-create function hipocampo.scrub_pii(texts text[])
+create or replace function hipocampo.scrub_pii(texts text[])
 returns table (text text, counts jsonb)
 language sql
 immutable
@@ -283,9 +270,13 @@ as $$
     order by t.n
 $$;
 
--- Whatever writes a document or a chunk (the RPCs, an edge function, a direct INSERT), what is
--- stored and indexed (tsvector, BM25 postings, which AFTER triggers compute) is scrubbed.
-create function hipocampo_private._scrub_document()
+/*
+_scrub_document() -> trigger
+
+Purpose: BEFORE INSERT / UPDATE trigger of documents: title, source_uri and author scrubbed of
+  PII (_pii_scrub), whoever writes the row.
+*/
+create or replace function hipocampo_private._scrub_document()
 returns trigger
 language plpgsql
 security invoker
@@ -299,7 +290,13 @@ begin
 end;
 $$;
 
-create function hipocampo_private._scrub_chunk()
+/*
+_scrub_chunk() -> trigger
+
+Purpose: BEFORE INSERT / UPDATE trigger of chunks: content and every string of metadata scrubbed
+  of PII, before the tsvector is computed and the BM25 statistics triggers read it.
+*/
+create or replace function hipocampo_private._scrub_chunk()
 returns trigger
 language plpgsql
 security invoker
@@ -312,7 +309,13 @@ begin
 end;
 $$;
 
-create function hipocampo_private._scrub_job_errors()
+/*
+_scrub_job_errors() -> trigger
+
+Purpose: BEFORE INSERT / UPDATE trigger of ingestion_jobs: every string of errors scrubbed of PII
+  (error lines name files).
+*/
+create or replace function hipocampo_private._scrub_job_errors()
 returns trigger
 language plpgsql
 security invoker

@@ -40,7 +40,7 @@ Purpose: maximal marginal relevance over candidates already ranked best first: r
 Returns: the positions (1-based) of at most k picked candidates, in pick order.
 Example: select hipocampo_private._mmr(array[…]::extensions.vector[], array[1, 0.5], 5, 0.5, 0.97);
 */
-create function hipocampo_private._mmr(
+create or replace function hipocampo_private._mmr(
     embeddings extensions.vector[], relevance double precision[], k integer,
     lambda double precision, dup double precision
 )
@@ -90,11 +90,47 @@ end;
 $$;
 
 /*
-hybrid_search(...) -> table
+hybrid_search(query_text text, query_embedding vector, kb_ids uuid[] default null,
+  source_types text[] default null, metadata_filter jsonb default null,
+  match_count integer default null, min_similarity double precision default null,
+  fusion text default null, dense_weight double precision default null,
+  lexical_weight double precision default null, rerank text default null,
+  mmr_lambda double precision default null, embedding_model text default null,
+  tenant_id uuid default null) -> setof record
 
-Purpose, parameters, returns, errors: as in migration 002900 (000900's contract). 004500 moves
-  the candidate count after the match_count range check, and bounds dense_weight and
-  lexical_weight to 0..100 (22023; 1e308 overflowed the fused score with 22003).
+Purpose: the hybrid retrieval RPC (PostgREST: POST /rpc/hybrid_search with named arguments).
+  Every null argument takes its value from the config rows (hipocampo.effective_config,
+  section retrieval).
+Parameters:
+  query_text       1..retrieval.max_query_chars (2,000) characters.
+  query_embedding  the query vector, dims of the model (L2-normalised).
+  kb_ids           knowledge bases to search (null = all of the tenant's).
+  source_types     filter on documents.source_type (null = any).
+  metadata_filter  jsonb containment filter on chunks.metadata, e.g. {"article": "Art. 5"}.
+  match_count      rows returned, 1..100 (retrieval.match_count, 5).
+  min_similarity   cosine similarity floor of the dense leg, -1..1 (retrieval.min_similarity,
+                   0.25, calibrated per model).
+  fusion           'score' (z-score weighted sum) | 'rrf' (reciprocal rank, k = rrf_k).
+  dense_weight, lexical_weight  weights of the two legs, 0..100, not both 0.
+  rerank           'none' | 'trust_recency' (similarity*0.6 + trust*0.4 + freshness*0.2, seed 004).
+  mmr_lambda       0..1; 1 = relevance only, 0.5 = seed MMR.
+  embedding_model  null = the active model.
+  tenant_id        only for service_role; others use their JWT tenant.
+Returns: chunk_id, document_id, kb_id, chunk_index, content, metadata, title, source_uri,
+  source_type, author, published_at, trust_score, dense_score (cosine similarity or null),
+  lexical_score (BM25 or null), fused_score, final_score, rank (1-based).
+Errors:
+  42501 as _resolve_tenant;
+  22023 "query_text must be 1..2000 characters" (empty, blank or too long);
+  22023 "query_embedding is required"; 22000 "query_embedding has n dimensions; model m expects d";
+  22023 "match_count must be 1..100 (got n)", and on an out-of-range min_similarity, mmr_lambda,
+  weight, fusion or rerank; P0002 "unknown knowledge base: …"; P0002 "unknown embedding model: …";
+  55000 "retrieval config is incomplete: …" (a config row without a key config.toml seeds).
+Example:
+  select rank, title, final_score from hipocampo.hybrid_search(
+    query_text => 'prazo para trancamento de matrícula',
+    query_embedding => '[0.01, …]'::extensions.vector,
+    kb_ids => array['…']::uuid[], match_count => 5);
 */
 create or replace function hipocampo.hybrid_search(
     query_text text,
@@ -519,7 +555,7 @@ Returns: of_chunk_id (the given chunk), chunk_id, distance (cosine distance, 1 -
 Errors: none (chunks the caller cannot see are left out, RLS).
 Example: select * from hipocampo_private._near_duplicates(array[12], array[kb], tenant, 0.97);
 */
-create function hipocampo_private._near_duplicates(
+create or replace function hipocampo_private._near_duplicates(
     chunk_ids bigint[], kb_ids uuid[], tenant uuid, min_cosine double precision, per_chunk integer default 3
 )
 returns table (of_chunk_id bigint, chunk_id bigint, distance double precision)

@@ -2,10 +2,6 @@
 -- pg_dump output), so the files apply in the order of [db.migrations] schema_paths.
 set check_function_bodies = off;
 
--- Long-term memory: consent, memories (one active row per key), and the memory event log.
---
--- Rules live here, not in clients: the gate (hipocampo.remember), upsert with supersede,
--- correction, forgetting, search and decay are SQL functions (next migrations).
 create table hipocampo_private.memory_consents (
     tenant_id uuid not null references hipocampo_private.tenants (id) on delete cascade,
     user_id uuid not null,
@@ -18,8 +14,12 @@ create table hipocampo_private.memory_consents (
 
 alter table hipocampo_private.memory_consents enable row level security;
 
--- The unique-tags check needs a function: a CHECK cannot hold a subquery.
-create function hipocampo_private.tags_are_unique(tags text[])
+/*
+tags_are_unique(tags text[]) -> boolean
+
+Purpose: whether the array holds no tag twice (a CHECK cannot hold a subquery).
+*/
+create or replace function hipocampo_private.tags_are_unique(tags text[])
 returns boolean
 language sql
 immutable
@@ -86,19 +86,15 @@ create table hipocampo_private.memories (
     constraint memories_life_domain_check check (life_domain is null or life_domain in (
         'trabalho', 'relacionamentos', 'saude', 'financas', 'outros'
     )),
-    constraint memories_embedding_model check ((embedding is null) = (embedding_model is null))
-);
-
-alter table hipocampo_private.memories
-add constraint memories_tags_unique check (hipocampo_private.tags_are_unique(tags));
-
-alter table hipocampo_private.memories enable row level security;
-
--- Leave room on memory pages so that the access-count update of every search
+    constraint memories_embedding_model check ((embedding is null) = (embedding_model is null)),
+    constraint memories_tags_unique check (hipocampo_private.tags_are_unique(tags))
+)
+-- Room on each page so that the access-count update of every search
 -- (hipocampo_private._touch_memories: access_count, last_accessed_at, no indexed column) can be a
 -- HOT update: with full pages it writes a new tuple into every index, the HNSW one included.
--- Applies to pages written from now on.
-alter table hipocampo_private.memories set (fillfactor = 80);
+with (fillfactor = 80);
+
+alter table hipocampo_private.memories enable row level security;
 
 -- Exactly one active memory per (tenant, owner, scope, key); tenant_shared keys are per tenant.
 create unique index memories_one_active_per_key on hipocampo_private.memories (
@@ -132,21 +128,12 @@ create table hipocampo_private.memory_events (
     constraint memory_events_event_check check (event in (
         'memory.write_rejected', 'memory.created', 'memory.updated', 'memory.duplicate',
         'memory.unchanged', 'memory.corrected', 'memory.forgotten', 'memory.hard_deleted',
-        'memory.decayed', 'memory.expired', 'memory.consent', 'user.erased'
+        'memory.decayed', 'memory.expired', 'memory.consent', 'memory.staged', 'memory.promoted',
+        'memory.purged', 'user.exported', 'user.erased'
     ))
 );
 
 alter table hipocampo_private.memory_events enable row level security;
-
--- New events: staging writes, promotion, purge; session and export audit.
-alter table hipocampo_private.memory_events drop constraint memory_events_event_check;
-
-alter table hipocampo_private.memory_events add constraint memory_events_event_check check (event in (
-    'memory.write_rejected', 'memory.created', 'memory.updated', 'memory.duplicate',
-    'memory.unchanged', 'memory.corrected', 'memory.forgotten', 'memory.hard_deleted',
-    'memory.decayed', 'memory.expired', 'memory.consent', 'memory.staged', 'memory.promoted',
-    'memory.purged', 'user.exported', 'user.erased'
-));
 
 create index memory_events_tenant_at_idx on hipocampo_private.memory_events (tenant_id, at);
 
@@ -327,7 +314,7 @@ luhn_is_valid(digits text) -> boolean
 Purpose: Luhn checksum of a string of digits (card numbers).
 Example: select hipocampo_private.luhn_is_valid('4111111111111111'); -- true
 */
-create function hipocampo_private.luhn_is_valid(digits text)
+create or replace function hipocampo_private.luhn_is_valid(digits text)
 returns boolean
 language sql
 immutable
@@ -352,7 +339,7 @@ Parameters: granted; user_id / tenant_id only for service_role (users act for th
 Errors: 42501 no tenant / no user.
 Example: select hipocampo.set_memory_consent(true);
 */
-create function hipocampo.set_memory_consent(
+create or replace function hipocampo.set_memory_consent(
     granted boolean, user_id uuid default null, tenant_id uuid default null
 )
 returns void
@@ -371,35 +358,42 @@ begin
 end;
 $$;
 
--- Arguments are checked up front (issue 16 §1.9, §2 "Validation"): the fuzzer
--- (tests/sql/test_fuzz_rpcs.py) found raw engine errors where a documented SQLSTATE naming the
--- argument belongs:
--- - search_memories / search_history: match_count -1 gave 2201W (negative LIMIT) and -2^31 22003;
---   now 22023 "match_count must be 1..100", hybrid_search's range;
--- - add_message (and session_add_message through it): a null conversation_id, role or content
---   gave 23502 from the table; now 22023 naming it, and content over 100,000 characters 22001
---   (the table's check said 23514);
--- - ingest_document: a source_uri over ~2.7 KB gave 54000 from the btree; now 22001 over 2,048
---   bytes (documented limit), a title over 500 characters 22001 (was 23514), a null
---   embedding_model 22023. The document's title and source_uri are scrubbed before the lookup,
---   so a client that sends them raw finds the document the trigger stored scrubbed (before, a
---   second ingest of a raw URI with PII missed it and hit the unique index).
--- - hybrid_search: match_count -2^31 gave 22003 (the candidate count was computed before the range
---   check); now 22023 like every other out-of-range count;
--- - ingest_document: a trust_score such as 1e300 gave 22003 from the cast to real; now 22023
---   "invalid document field" like the other unparsable fields.
--- - hybrid_search: dense_weight / lexical_weight of 1e308 overflowed (22003); now 0..100 (22023);
--- - remember: intensity outside 0..10 overflowed numeric(3, 1) (22003) and a confidence of 1e308
---   the cast to real; both are checked in the wrapper now (22023).
--- remember's null key / scope / source were done in 004100.
-/*
-remember(key, value, description, category, embedding, scope, confidence, source, source_ref,
-  conversation_id, tags, emotion, intensity, life_domain, pinned, token_count, expires_at,
-  user_id, tenant_id) -> jsonb
 
-Purpose, parameters, returns: as in migration 001200 (the gate: _remember, 004100).
-Errors: as in 001200 and 004100, and 22023 "confidence must be 0..1 (got x)", "intensity must be
-  0..10 (got x)", "token_count must be >= 0 (got n)", raised before the gate.
+/*
+remember(key text, value jsonb, description text, category text, embedding vector default null,
+  scope text default 'personal', confidence double precision default 0.9, source text default 'explicit_user',
+  source_ref text default null, conversation_id uuid default null, tags text[] default null,
+  emotion text default null, intensity numeric default null, life_domain text default null,
+  pinned boolean default false, token_count integer default null, expires_at timestamptz default null,
+  user_id uuid default null, tenant_id uuid default null) -> jsonb
+
+Purpose: the memory gate plus upsert (_remember). Every attempt is recorded in memory_events with
+  its reason. Refusals (in order): no consent (42501), missing category (23502), confidence <
+  memory.min_confidence or < min_confidence_inferred for inferred (22003), description too short
+  (22023) or too long (22001), noise (22023), personal or sensitive data in the description
+  (22023), a value over memory.value_max_bytes (too_long, 22001) or nested deeper than
+  memory.value_max_depth (invalid_value, 22023) or holding personal or sensitive data in any
+  string or key (22023), quota of active memories reached (53400), an inferred write over an
+  explicit_user memory (55000).
+  Intensity < memory.staging_below_intensity (7) goes to short-term staging (status 'staged',
+  expires_at defaulting to memory.staging_ttl_days, at most 30 days); otherwise long-term.
+  A semantic duplicate (cosine > duplicate_cosine) of an active memory returns that memory.
+  Otherwise the one active row of (tenant, owner, scope, key) is replaced: the old one is
+  deprecated (valid_to set) and the new one points to it (supersedes). Concurrent calls for one
+  key are serialised by an advisory lock, so exactly one active row remains and no caller sees a
+  unique violation.
+Parameters: key 'a.b' snake_case, at most 200 characters; value any json (8,192 bytes, 8 levels);
+  description the text (3 chars .. 3,000 tokens); category one of ten; embedding of the active
+  model; confidence 0..1; tags snake_case, unique, default {category}; intensity 0..10 (rounded
+  to 0.1); token_count >= 0; user_id/tenant_id only for service_role.
+Returns: {"status": "created" | "updated" | "unchanged" | "duplicate" | "staged" | "rejected",
+  "memory_id", "superseded", "expires_at", "reason", "sqlstate", "message"}.
+Errors (raised, nothing recorded): 42501 as _memory_actor; 22023 "key / scope / source must not
+  be null", "confidence must be 0..1 (got x)", "intensity must be 0..10 (got x)", "token_count
+  must be >= 0 (got n)"; 22001 "key is n characters; the limit is 200"; 23514 on values outside
+  the vocabularies; 22000 wrong dims; 22023 a staging expires_at beyond 30 days.
+Example: select hipocampo.remember('prefs.short_answers', 'true', 'Prefere respostas curtas',
+  'preference', '[…]'::extensions.vector, tags => array['respostas']);
 */
 create or replace function hipocampo.remember(
     key text,
@@ -446,7 +440,6 @@ begin
 end;
 $$;
 
--- Restated from migration 001100; the caller is resolved first.
 /*
 correct_memory(memory_id uuid, value jsonb, description text, embedding vector default null) -> jsonb
 
@@ -499,7 +492,6 @@ begin
 end;
 $$;
 
--- Restated from migration 001100; the caller is resolved first.
 /*
 forget_memory(memory_id uuid) -> boolean
 
@@ -538,7 +530,7 @@ Purpose: compliance deletion of a memory row and its history chain links (servic
 Returns: true when a row was deleted.
 Example: select hipocampo.hard_delete_memory('…');
 */
-create function hipocampo.hard_delete_memory(memory_id uuid)
+create or replace function hipocampo.hard_delete_memory(memory_id uuid)
 returns boolean
 language plpgsql
 security invoker
@@ -565,7 +557,7 @@ Purpose: exact lookup by key and/or category of the caller's visible memories (a
   or the whole history with include_history). Counts as an access.
 Example: select value from hipocampo.lookup_memories(key => 'user.name');
 */
-create function hipocampo.lookup_memories(
+create or replace function hipocampo.lookup_memories(
     key text default null, category text default null, include_history boolean default false
 )
 returns setof hipocampo_private.memories
@@ -626,9 +618,16 @@ $$;
 /*
 run_memory_maintenance(now timestamptz default now()) -> jsonb
 
-Purpose, parameters and returns: as in migration 001200. Only the config reading changes: the
-  memory section comes from the config rows with no values of its own.
-Errors: as in 001200, and 55000 "memory config is incomplete: …" (not seeded from config.toml).
+Purpose: decay, expiry and the staging purge, with an explicit clock (tests freeze it).
+  Memories not accessed for memory.decay_days lose memory.decay_step confidence, once per
+  period; below memory.deactivate_below they expire; explicit_user and pinned memories never
+  decay; active memories past expires_at expire; staged memories past expires_at are deleted
+  unless pinned. Events memory.decayed / memory.expired / memory.purged are recorded.
+  Scheduled with pg_cron (schedule_maintenance) where the extension exists; locally
+  `hipocampo worker`.
+Returns: {"decayed": n, "deactivated": n, "expired": n, "staging_purged": n}.
+Errors: 55000 "memory config is incomplete: …" (not seeded from config.toml).
+Example: select hipocampo.run_memory_maintenance('2027-01-01'::timestamptz);
 */
 create or replace function hipocampo.run_memory_maintenance(now timestamptz default now())
 returns jsonb
@@ -706,7 +705,6 @@ begin
 end;
 $$;
 
--- Restated from migration 001800; the caller is resolved first.
 /*
 seed_profile(profile jsonb, source_ref text default 'onboarding', user_id uuid default null,
   tenant_id uuid default null) -> jsonb
@@ -812,35 +810,24 @@ comment on function hipocampo.seed_profile(jsonb, text, uuid, uuid) is
 
 -- Short-term staging: memories of intensity < 7 wait here (expires_at required, at most 30 days
 -- ahead) until promoted to long-term memory or purged. The memory HNSW indexes.
---
--- Replaces (same signatures): remember (routing by intensity, through _remember),
--- _touch_memories (both tiers), run_memory_maintenance (staging purge), _ensure_model_index
--- (memory indexes). Replaces search_memories with a version that also searches staging.
--- Same shape as memories (columns, defaults, checks, indexes); the tenant FK and the expiry rule
--- are added below.
+-- Same shape as memories (columns, defaults, checks, indexes), plus the tenant FK, the expiry
+-- rule (at most 30 days ahead of the write; issue: memory engine §2) and fillfactor 80 (the
+-- access-count updates stay HOT, as on memories).
 create table hipocampo_private.memory_staging (
-    like hipocampo_private.memories including defaults including constraints including indexes
-);
+    like hipocampo_private.memories including defaults including constraints including indexes,
+    constraint memory_staging_tenant_id_fkey foreign key (tenant_id)
+    references hipocampo_private.tenants (id) on delete cascade,
+    constraint memory_staging_expiry_window check (
+        expires_at > created_at and expires_at <= created_at + interval '30 days'
+    ),
+    constraint memory_staging_status_check_active check (status = 'active')
+)
+with (fillfactor = 80);
 
-alter table hipocampo_private.memory_staging
-add constraint memory_staging_tenant_id_fkey foreign key (tenant_id)
-references hipocampo_private.tenants (id) on delete cascade;
-
-alter table hipocampo_private.memory_staging
-alter column expires_at set not null;
-
--- At most 30 days ahead of the write (issue: memory engine §2).
-alter table hipocampo_private.memory_staging
-add constraint memory_staging_expiry_window check (
-    expires_at > created_at and expires_at <= created_at + interval '30 days'
-);
-
-alter table hipocampo_private.memory_staging
-add constraint memory_staging_status_check_active check (status = 'active');
+-- A staged memory always expires (LIKE cannot change a copied column's nullability).
+alter table hipocampo_private.memory_staging alter column expires_at set not null;
 
 alter table hipocampo_private.memory_staging enable row level security;
-
-alter table hipocampo_private.memory_staging set (fillfactor = 80);
 
 create policy "users read their staged memories and their tenant's shared ones"
 on hipocampo_private.memory_staging
@@ -874,7 +861,7 @@ Parameters: v - a vector; label - its name in the error message (e.g. 'query_emb
 Errors: 22000 "<label> has N dimensions; model M expects D".
 Example: model := hipocampo_private._active_model(embedding, 'embedding');
 */
-create function hipocampo_private._active_model(v extensions.vector, label text)
+create or replace function hipocampo_private._active_model(v extensions.vector, label text)
 returns text
 language plpgsql
 stable
@@ -894,14 +881,21 @@ end;
 $$;
 
 /*
-_remember(...) -> jsonb
+_remember(…the parameters of hipocampo.remember…, tier text) -> jsonb
 
-Purpose: the memory gate and upsert behind remember (migration 001200's contract, config from
-  the config rows, 003100). 004100: a null key / scope / source is 22023 and a key over 200
-  characters 22001 (raised, before the gate); the gate also refuses a value that is too large
-  (too_long, 22001), nests too deep (invalid_value, 22023) or carries personal or sensitive data
-  in any string leaf or key (personal_data / sensitive_data, 22023), recorded and returned as a
-  rejection like every gate refusal.
+Purpose: the gate and the write behind remember (tier 'auto') and promote_memory (tier
+  'long_term'). 'auto' routes a write with intensity < memory.staging_below_intensity (7) to
+  staging; anything else (no intensity, or intensity >= 7) goes to long-term memory. The gate
+  (see hipocampo.remember) reads the memory config from the config rows only
+  (_memory_config) and checks the description (_memory_text_problem) and the value
+  (_memory_value_problem).
+Staging writes: the same gate except the quota and the explicit-user rule (both apply on
+  promotion); expires_at defaults to now() + memory.staging_ttl_days and must lie within 30 days
+  (22023 otherwise); one staged row per key (a new write replaces it). A long-term write of a key
+  removes that key's staged row.
+Returns / errors: as hipocampo.remember; staging writes return status 'staged'; 22023 "key /
+  scope / source must not be null", 22001 "key is n characters; the limit is 200" (raised);
+  55000 "memory config is incomplete: …".
 */
 create or replace function hipocampo_private._remember(
     key text, value jsonb, description text, category text, embedding extensions.vector, scope text,
@@ -1100,13 +1094,20 @@ exception when check_violation then
 end;
 $$;
 
--- Restated from migration 003100; the caller is resolved first.
+
 /*
 promote_memory(staging_id uuid, intensity numeric, override boolean default false) -> jsonb
 
-Purpose, parameters and returns: as in migration 001200. Only the config reading changes: the
-  memory section comes from the config rows with no values of its own.
-Errors: 42501 as _caller (before any other work); as in 001200, and 55000 "memory config is incomplete: …" (not seeded from config.toml).
+Purpose: move a staged memory to long-term memory. Without override, `intensity` is the
+  recomputed intensity: >= memory.staging_below_intensity (7) promotes, below it the staged row
+  keeps the new intensity (status 'kept'). With override (a human decision) the memory is
+  promoted whatever the intensity, pinned, with the new intensity. Promotion goes through the
+  gate (consent, quota, explicit-user rule); a refusal leaves the staged row in place.
+Parameters: staging_id; intensity 0..10 (rounded to 0.1); override.
+Returns: remember's result plus {"promoted_from": staging_id}, or {"status": "kept", ...}.
+Errors: 42501 as _caller (before any other work); P0002 "unknown staged memory"; 22004
+  intensity is null; 23514 intensity outside 0..10; 55000 "memory config is incomplete: …".
+Example: select hipocampo.promote_memory('…', 8.5);
 */
 create or replace function hipocampo.promote_memory(staging_id uuid, intensity numeric, override boolean default false)
 returns jsonb
@@ -1161,7 +1162,7 @@ Purpose: the caller's staged memories (own personal ones + the tenant's shared o
   expiry first.
 Example: select key, intensity, expires_at from hipocampo.staged_memories();
 */
-create function hipocampo.staged_memories()
+create or replace function hipocampo.staged_memories()
 returns setof hipocampo_private.memory_staging
 language sql
 stable
@@ -1175,11 +1176,27 @@ as $$
 $$;
 
 /*
-search_memories(...) -> table
+search_memories(query_embedding vector, mode text default 'context', match_count integer default null,
+  filter_tags text[] default null, filter_emotion text default null, filter_life_domain text default null,
+  filter_category text default null, filter_scope text default null, min_score double precision default null,
+  include_staging boolean default true) -> setof record
 
-Purpose, parameters, returns: as in migration 003100 (001200's contract). 004500: match_count is
-  1..100 (22023 otherwise; null means memory.match_count).
-Errors: as in 003100, and 22023 "match_count must be 1..100 (got n)".
+Purpose: semantic memory search for the caller (own personal memories + the tenant's shared
+  ones), over long-term memory and, unless include_staging is false, short-term staging.
+  score = cosine similarity + memory.pinned_bonus for pinned memories; kept when score >=
+  memory.context_threshold (mode 'context') or memory.answer_threshold (mode 'answer'), or
+  min_score; MMR (memory.mmr_lambda) with near-duplicates (cosine > duplicate_cosine) dropped.
+  Tag filtering with an empty tag list, or with tags no memory carries, falls back to searching
+  without the tag filter and says so in `fallback` ('empty_tags' | 'no_memory_with_tags').
+  Returned memories count as accessed (access_count, last_accessed_at).
+Parameters: query_embedding of the active model; mode 'context' | 'answer'; match_count k,
+  1..100 (default memory.match_count); filters; min_score overrides the mode's threshold
+  (cosine, -1..1.05).
+Returns: memory_id, key, value, description, category, scope, tags, pinned, confidence,
+  similarity, score, rank (1-based), fallback, tier ('long_term' | 'staging').
+Errors: 42501 as _resolve_tenant; 22023 on an unknown mode; 22023 "match_count must be 1..100
+  (got n)"; 22000 on wrong dimensions; 55000 "memory config is incomplete: …".
+Example: select key, score from hipocampo.search_memories('[…]'::extensions.vector, 'context');
 */
 create or replace function hipocampo.search_memories(
     query_embedding extensions.vector,
@@ -1314,7 +1331,6 @@ comment on function hipocampo.search_memories(
     extensions.vector, text, integer, text[], text, text, text, text, double precision, boolean
 ) is 'Semantic memory search (long-term + staging) with thresholds, pinned bonus, MMR and tag fallback.';
 
--- Restated from migration 001800; the caller is resolved first.
 /*
 set_memory_embeddings(items jsonb) -> integer
 
@@ -1408,7 +1424,7 @@ Returns: null, or [reason, message] with reason personal_data | sensitive_data.
 Example: select hipocampo_private._pii_problem('CPF 529 982 247 25', cfg, 'memory value');
   -- {personal_data,"memory value carries personal data (CPF)"}
 */
-create function hipocampo_private._pii_problem(content text, cfg jsonb, what text)
+create or replace function hipocampo_private._pii_problem(content text, cfg jsonb, what text)
 returns text[]
 language plpgsql
 stable
@@ -1445,7 +1461,7 @@ Returns: null, or [reason, message] with reason invalid_value | too_long | perso
 Example: select hipocampo_private._memory_value_problem('{"cpf": "529.982.247-25"}', cfg);
   -- {personal_data,"memory value carries personal data (CPF)"}
 */
-create function hipocampo_private._memory_value_problem(value jsonb, cfg jsonb)
+create or replace function hipocampo_private._memory_value_problem(value jsonb, cfg jsonb)
 returns text[]
 language plpgsql
 stable
@@ -1492,7 +1508,7 @@ Purpose: the gate as a row check, for the INSERT policies of memories and memory
   _memory_text_problem and _memory_value_problem under the tenant's memory config. A direct
   INSERT as authenticated passes only what remember would store.
 */
-create function hipocampo_private._memory_write_allowed(
+create or replace function hipocampo_private._memory_write_allowed(
     tenant_id uuid, user_id uuid, description text, value jsonb, token_count integer
 )
 returns boolean

@@ -24,14 +24,25 @@ create table hipocampo_private.messages (
     embedding extensions.vector,
     embedding_model text references hipocampo_private.embedding_models (name),
     created_at timestamptz not null default now(),
+    -- Contextual token vectors for history search's late-interaction re-rank: WordPiece ids and
+    -- the sign bits of their embeddings, written by set_message_tokens (the client that holds the
+    -- local model computes them; a message without them is ranked at the tokens' minimum).
+    token_ids integer[],
+    token_bits varbit[],
     constraint messages_role_check check (role in ('user', 'assistant', 'system', 'tool')),
     constraint messages_modality_check check (modality in ('chat', 'voice')),
     constraint messages_content_length check (char_length(content) between 1 and 100000),
     constraint messages_attachments_is_array check (jsonb_typeof(attachments) = 'array'),
     constraint messages_metadata_is_object check (jsonb_typeof(metadata) = 'object'),
-    constraint messages_embedding_model check ((embedding is null) = (embedding_model is null))
+    constraint messages_embedding_model check ((embedding is null) = (embedding_model is null)),
+    constraint messages_tokens_paired check (
+        (token_ids is null) = (token_bits is null)
+        and (token_ids is null or cardinality(token_ids) = cardinality(token_bits))
+    ),
+    constraint messages_tokens_need_embedding check (token_bits is null or embedding is not null)
 );
 
+-- (PostgreSQL 15 has no STORAGE clause in CREATE TABLE; 16 added it.)
 alter table hipocampo_private.messages alter column embedding set storage main;
 
 alter table hipocampo_private.messages enable row level security;
@@ -47,21 +58,6 @@ alter table hipocampo_private.messages enable row level security;
 -- than 0.003 against float vectors (~50 KB a message). Hamming distance is native (bit_count of
 -- xor, PostgreSQL 14+).
 --
--- messages gains token_ids / token_bits, written by set_message_tokens (the client that holds
--- the local model computes them; a message without them is ranked at the tokens' minimum), and
--- search_history two arguments (query_token_ids, query_token_bits) and a returned column
--- (token_score); the old signature is dropped. Config: conversations.token_rerank_weight
--- (0 = off), token_rerank_candidates, token_idf_sample and token_context_messages (read by the
--- client).
--- export_user_data leaves the token columns out, as it does the embeddings.
-alter table hipocampo_private.messages
-add column token_ids integer[],
-add column token_bits varbit[],
-add constraint messages_tokens_paired check (
-    (token_ids is null) = (token_bits is null)
-    and (token_ids is null or cardinality(token_ids) = cardinality(token_bits))
-),
-add constraint messages_tokens_need_embedding check (token_bits is null or embedding is not null);
 
 -- RLS filters on (tenant_id, user_id); the history reads one conversation in order.
 create index messages_tenant_user_conversation_idx on hipocampo_private.messages (
@@ -138,11 +134,18 @@ add_message(conversation_id uuid, role text, content text, modality text default
   language text default null, created_at timestamptz default null, user_id uuid default null,
   tenant_id uuid default null) -> bigint
 
-Purpose, parameters, returns: as in migration 001400. Stored scrubbed of PII unless the tenant
-  turned conversations.scrub_pii off (trigger, 004200).
-Errors: 22023 "conversation_id / role / content must not be null"; 22001 "content is n
-  characters; the limit is 100,000"; 23514 invalid role / modality / attachments; 22023
-  unsupported language; 22000 wrong dimensions; 42501 no tenant or user.
+Purpose: append a message to a conversation's history (chat or voice). Writes no memory. Stored
+  scrubbed of PII (content, attachments and metadata strings) unless the tenant turned
+  conversations.scrub_pii off (the messages trigger).
+Parameters: role user | assistant | system | tool; content 1..100,000 characters; modality chat |
+  voice; attachments a json array; embedding of the active model (optional; needed by the dense
+  leg of search_history); language portuguese | english | simple (default
+  conversations.language); created_at (imports; default now()); user_id / tenant_id only for
+  service_role.
+Returns: the message id.
+Errors: 42501 as _memory_actor; 22023 "conversation_id / role / content must not be null";
+  22001 "content is n characters; the limit is 100,000"; 23514 invalid role / modality /
+  attachments; 22023 unsupported language; 22000 wrong dimensions.
 Example: select hipocampo.add_message('…'::uuid, 'user', 'Qual o prazo da matrícula?');
 */
 create or replace function hipocampo.add_message(
@@ -209,7 +212,7 @@ Purpose: store the rolling summary of a conversation, covering its messages up t
 Errors: 22023 "through_message_id is not a message of this conversation"; 22023 empty summary.
 Example: select hipocampo.update_conversation_summary('…', 'Usuário pediu o prazo…', 42);
 */
-create function hipocampo.update_conversation_summary(
+create or replace function hipocampo.update_conversation_summary(
     conversation_id uuid, summary text, through_message_id bigint, user_id uuid default null,
     tenant_id uuid default null
 )
@@ -254,7 +257,7 @@ Returns: {"conversation_id", "summary", "summary_through", "unsummarized": n mes
   summary, "messages": [{"id", "role", "content", "modality", "attachments", "created_at"}]}.
 Example: select hipocampo.conversation_context('…'::uuid, 10);
 */
-create function hipocampo.conversation_context(
+create or replace function hipocampo.conversation_context(
     conversation_id uuid, last_n integer default null, user_id uuid default null, tenant_id uuid default null
 )
 returns jsonb
@@ -328,7 +331,7 @@ Returns: e.g. '8 may 2023' or '8 maio 2023'.
 Errors: none.
 Example: select hipocampo_private._date_words('2023-05-08', 'pg_catalog.english');
 */
-create function hipocampo_private._date_words(day date, config regconfig)
+create or replace function hipocampo_private._date_words(day date, config regconfig)
 returns text
 language sql
 immutable
@@ -374,7 +377,7 @@ Errors: 22023 "<name>_ids and <name>_bits must have the same 1..512 items, none 
   22023 "<name>_bits must be bit strings of <dims> bits (the embedding model's dimensions)".
 Example: select hipocampo_private._check_message_tokens(array[1], array[b'01'], 2, 'token');
 */
-create function hipocampo_private._check_message_tokens(
+create or replace function hipocampo_private._check_message_tokens(
     token_ids integer[], token_bits varbit[], dims integer, name text
 )
 returns void
@@ -397,7 +400,6 @@ begin
 end;
 $$;
 
--- Restated from migration 003500; the caller is resolved first.
 /*
 set_message_tokens(message_id bigint, token_ids integer[], token_bits varbit[]) -> void
 
@@ -442,11 +444,46 @@ comment on function hipocampo.set_message_tokens(bigint, integer[], varbit[]) is
 'Store a message''s token ids and contextual token sign bits (search_history''s late-interaction re-rank).';
 
 /*
-search_history(...) -> table
+search_history(query_text text, query_embedding vector default null,
+  filter_conversation_id uuid default null, match_count integer default null,
+  filter_modality text default null, user_id uuid default null,
+  tenant_id uuid default null, query_token_ids integer[] default null,
+  query_token_bits varbit[] default null) -> setof record
 
-Purpose, parameters, returns: as in migration 003500. 004500: match_count is 1..100 (22023
-  otherwise; null means conversations.match_count).
-Errors: as in 003500, and 22023 "match_count must be 1..100 (got n)".
+Purpose: search the caller's own conversation history (one conversation, or all). Each message is
+  scored with its context: itself (weight 1) plus the messages before it in its conversation
+  weighted by conversations.context_weights_before (nearest first) and those after it by
+  conversations.context_weights_after (order: created_at, id), read with window functions in one
+  pass per leg. Lexical leg: Okapi BM25 (conversations.bm25_k1 / bm25_b) over the context's
+  weighted term frequencies, which include each message's date words (_date_words of created_at
+  in conversations.time_zone, weight conversations.date_weight; 0 = off); document frequencies
+  and lengths over the searched messages' contexts. Dense leg (when query_embedding is given):
+  cosine to the weighted sum of the context's embeddings of the active model, exact. Both legs
+  are z-scored over every searched message (BM25 0 without a query term; a missing cosine counts
+  as the leg's minimum) and summed with conversations.dense_weight / lexical_weight; messages
+  matched by neither leg are left out. Then, given the query's tokens, the top
+  conversations.token_rerank_candidates are re-ranked: fused score and MaxSim token score, each
+  z-scored over the candidates, weighted 1 and conversations.token_rerank_weight (0 = off); the
+  query tokens' idf is counted over the newest conversations.token_idf_sample searched messages.
+  With filter_modality, neighbours of any modality give context; only messages of that modality
+  are returned.
+Parameters: query_text 1..2,000 characters; query_embedding of the active model (optional);
+  filter_conversation_id (null = every conversation of the user); match_count k, 1..100 (default
+  conversations.match_count); filter_modality chat | voice; user_id / tenant_id only for
+  service_role; query_token_ids / query_token_bits - the question's WordPiece ids and the sign
+  bits of its token embeddings (same model as query_embedding, which they need; 1..512 items).
+Returns: message_id, conversation_id, role, content, modality, metadata, created_at,
+  dense_score (cosine of the context), lexical_score (BM25 of the context), score (the ranking
+  score), rank (1-based), token_score (MaxSim in [-1, 1]; null without the re-rank or without
+  the message's tokens).
+Errors: 42501 as _memory_actor; 22023 empty or too long query; 22023 "match_count must be 1..100
+  (got n)"; 22023 "conversations.context_weights_before must be an array of at most 5 numbers in
+  [0, 1]" (and _after); 22023 unknown conversations.time_zone; 22023 "query tokens need
+  query_embedding (their model's)"; 22023 as _check_message_tokens for the query tokens (bits as
+  long as query_embedding's dimensions); 22000 wrong dimensions; 55000 "conversations config is
+  incomplete: …".
+Example: select content, score from hipocampo.search_history('what did Mel paint?', '[…]', '…'::uuid,
+  query_token_ids => array[2054, …], query_token_bits => array[b'0110…', …]);
 */
 create or replace function hipocampo.search_history(
     query_text text,
@@ -813,14 +850,6 @@ comment on function hipocampo.search_history(
 ) is
 'Hybrid (BM25 + cosine) search of the caller''s conversation history, each message with its neighbours and date; re-ranked by late interaction over tokens when the query''s are given.';
 
--- Backfill of the messages' tokens for search_history's late-interaction re-rank (migration
--- 003500). Messages stored before 003500, through the edge functions (no token model in Deno) or
--- by a client without a token model have an embedding but no tokens; in a history that mixes them
--- with messages that have tokens they rank at the tokens' minimum among the re-rank's candidates.
--- A worker with the token model lists them here and stores their tokens with set_message_tokens
--- (`hipocampo db backfill-tokens`, `hipocampo worker --backfill-tokens`).
--- The messages still to backfill, in id order, whatever the size of the table (the policies'
--- columns are indexed in 001400; this one serves only the backfill's scan).
 create index messages_without_tokens_idx on hipocampo_private.messages (id)
 where token_bits is null and embedding is not null;
 
@@ -842,7 +871,7 @@ Errors: 22023 "batch_size must be 1..1000"; 55000 "conversations config is incom
   config.toml (hipocampo db migrate)" (token_context_messages missing for a listed message's tenant).
 Example: select message_id, content, context from hipocampo.messages_without_tokens(100, null, 0);
 */
-create function hipocampo.messages_without_tokens(
+create or replace function hipocampo.messages_without_tokens(
     batch_size integer default 100, filter_tenant_id uuid default null, after_message_id bigint default 0
 )
 returns table (message_id bigint, tenant_id uuid, content text, context text[])
@@ -895,20 +924,13 @@ $$;
 comment on function hipocampo.messages_without_tokens(integer, uuid, bigint) is
 'Messages with an embedding of the active model and no tokens, each with its previous messages (locked for the caller''s transaction): the token backfill''s work list.';
 
--- Messages are scrubbed before storage by default (issue 16 §1.4, §2 "PII"): add_message and
--- session_add_message stored CPF and card numbers verbatim. A BEFORE trigger runs the one
--- scrubber (_pii_scrub, 004000) on a message's content and on every string of its attachments
--- and metadata, and on conversation summaries, whoever writes them (RPC, edge function, direct
--- INSERT), when the tenant's conversations.scrub_pii is true: the default in config.toml, and
--- what a missing key means. A tenant that must keep messages verbatim (e.g. a support desk
--- that records the customer's CPF by design) sets it to false with set_tenant_config.
 /*
 _scrub_message() -> trigger
 
 Purpose: BEFORE INSERT / UPDATE trigger of messages: content, attachments and metadata scrubbed
   when the row's tenant has conversations.scrub_pii (default true).
 */
-create function hipocampo_private._scrub_message()
+create or replace function hipocampo_private._scrub_message()
 returns trigger
 language plpgsql
 security invoker
@@ -930,7 +952,7 @@ _scrub_summary() -> trigger
 Purpose: BEFORE INSERT / UPDATE trigger of conversation_summaries: the summary scrubbed like the
   messages it summarises (conversations.scrub_pii, default true).
 */
-create function hipocampo_private._scrub_summary()
+create or replace function hipocampo_private._scrub_summary()
 returns trigger
 language plpgsql
 security invoker

@@ -77,7 +77,6 @@ using (
 comment on table hipocampo_private.sessions is
 'Session context (last messages, summary, tools, pending confirmations) with TTLs; expired rows are unreadable.';
 
--- Restated from migration 003100; the caller is resolved first.
 /*
 _session(session_id uuid, renew boolean) -> hipocampo_private.sessions
 
@@ -125,7 +124,7 @@ _session_view(s hipocampo_private.sessions) -> jsonb
 
 Purpose: a session as the API returns it; expired pending confirmations left out.
 */
-create function hipocampo_private._session_view(s hipocampo_private.sessions)
+create or replace function hipocampo_private._session_view(s hipocampo_private.sessions)
 returns jsonb
 language sql
 stable
@@ -148,11 +147,18 @@ as $$
 $$;
 
 /*
-open_session(conversation_id uuid default null, user_id uuid default null, tenant_id uuid default null) -> jsonb
+open_session(conversation_id uuid default null, user_id uuid default null, tenant_id uuid default null)
+  -> jsonb
 
-Purpose, parameters and returns: as in migration 001500. Only the config reading changes: the
-  sessions section comes from the config rows with no values of its own.
-Errors: as in 001500, and 55000 "sessions config is incomplete: …" (not seeded from config.toml).
+Purpose: open a session for the caller. Expires after sessions.inactivity_ttl_minutes without
+  activity (renewed by activity) and at the latest sessions.absolute_max_minutes after opening.
+  A user has at most sessions.max_concurrent live sessions: opening one more closes the least
+  recently active ones (listed in "evicted").
+Parameters: conversation_id (default: a new one); user_id / tenant_id only for service_role.
+Returns: the session (see get_session) plus {"evicted": [session ids]}.
+Errors: 42501 as _memory_actor; 55000 "sessions config is incomplete: …" (not seeded from
+  config.toml).
+Example: select hipocampo.open_session();
 */
 create or replace function hipocampo.open_session(
     conversation_id uuid default null, user_id uuid default null, tenant_id uuid default null
@@ -202,7 +208,7 @@ Returns: {"session_id", "conversation_id", "messages": [last N], "summary", "too
 Errors: P0002 "unknown or expired session".
 Example: select hipocampo.get_session('…');
 */
-create function hipocampo.get_session(session_id uuid, renew boolean default true)
+create or replace function hipocampo.get_session(session_id uuid, renew boolean default true)
 returns jsonb
 language sql
 security invoker
@@ -212,11 +218,16 @@ as $$
 $$;
 
 /*
-session_add_message(…) -> jsonb
+session_add_message(session_id uuid, role text, content text, modality text default 'chat',
+  attachments jsonb default '[]', embedding vector default null, metadata jsonb default '{}') -> bigint
 
-Purpose, parameters and returns: as in migration 001500. Only the config reading changes: the
-  sessions section comes from the config rows with no values of its own.
-Errors: as in 001500, and 55000 "sessions config is incomplete: …" (not seeded from config.toml).
+Purpose: add a message to the session's conversation history (hipocampo.add_message) and to the
+  session's last sessions.last_messages messages (kept in sessions.data, scrubbed like the
+  message); renews the session.
+Returns: the message id.
+Errors: 42501 as _caller; P0002 "unknown or expired session"; as add_message; 55000 "sessions
+  config is incomplete: …".
+Example: select hipocampo.session_add_message('…', 'user', 'Oi, preciso da segunda via');
 */
 create or replace function hipocampo.session_add_message(
     session_id uuid,
@@ -270,7 +281,7 @@ Returns: the session (see get_session).
 Errors: P0002 "unknown or expired session".
 Example: select hipocampo.update_session('…', tool => 'hybrid_search');
 */
-create function hipocampo.update_session(session_id uuid, summary text default null, tool text default null)
+create or replace function hipocampo.update_session(session_id uuid, summary text default null, tool text default null)
 returns jsonb
 language plpgsql
 security invoker
@@ -296,9 +307,12 @@ $$;
 /*
 add_pending_confirmation(session_id uuid, action text, payload jsonb default '{}') -> jsonb
 
-Purpose, parameters and returns: as in migration 001500. Only the config reading changes: the
-  sessions section comes from the config rows with no values of its own.
-Errors: as in 001500, and 55000 "sessions config is incomplete: …" (not seeded from config.toml).
+Purpose: park an action awaiting the user's confirmation ("confirma o envio?"). It expires after
+  sessions.pending_confirmation_minutes (5, fixed: tenants cannot change it); renews the session.
+Returns: {"id", "action", "payload", "expires_at"}.
+Errors: 42501 as _caller; P0002 "unknown or expired session"; 22023 empty action; 55000
+  "sessions config is incomplete: …".
+Example: select hipocampo.add_pending_confirmation('…', 'send_invoice', '{"invoice": 12}');
 */
 create or replace function hipocampo.add_pending_confirmation(session_id uuid, action text, payload jsonb default '{}'::jsonb)
 returns jsonb
@@ -339,7 +353,7 @@ Errors: P0002 "unknown or expired session"; P0002 "unknown or expired confirmati
   5 minutes: the action must be asked again).
 Example: select hipocampo.resolve_pending_confirmation('…', '…');
 */
-create function hipocampo.resolve_pending_confirmation(session_id uuid, confirmation_id uuid)
+create or replace function hipocampo.resolve_pending_confirmation(session_id uuid, confirmation_id uuid)
 returns jsonb
 language plpgsql
 security invoker
@@ -365,14 +379,6 @@ begin
 end;
 $$;
 
--- Every RPC resolves its caller first. 003800 put the caller model into the helpers that take a
--- tenant or user (_resolve_tenant, _memory_actor, …); the RPCs below act on rows by id and relied
--- on RLS alone, so a JWT without sub, without a tenant claim or with a removed membership reached
--- their bodies and got an empty answer (false, null, P0002) instead of a refusal. Each is restated
--- unchanged but for its first step, hipocampo_private._caller() (42501 before any other work), as
--- is _session, which the session RPCs read through. Not gated: normalize_question (a pure function
--- of its argument) and remember (its first step is _remember's _memory_actor).
--- Restated from migration 001500; the caller is resolved first.
 /*
 close_session(session_id uuid) -> boolean
 
@@ -407,7 +413,7 @@ Purpose: delete expired sessions (inactivity TTL or absolute maximum passed). Sc
 Returns: the number of sessions deleted.
 Example: select hipocampo.purge_sessions();
 */
-create function hipocampo.purge_sessions(now timestamptz default now())
+create or replace function hipocampo.purge_sessions(now timestamptz default now())
 returns integer
 language plpgsql
 security invoker
@@ -442,18 +448,13 @@ comment on function hipocampo.close_session(uuid) is 'End a session now.';
 
 comment on function hipocampo.purge_sessions(timestamptz) is 'Delete expired sessions.';
 
--- Sessions keep a copy of their last messages and the pending confirmations' payloads in
--- sessions.data (session_add_message, add_pending_confirmation), written from the arguments, so
--- 004200's message trigger did not reach them: a CPF said in a session stayed verbatim in the
--- session row. A BEFORE trigger scrubs every string of sessions.data under the same switch
--- (conversations.scrub_pii, default true).
 /*
 _scrub_session() -> trigger
 
 Purpose: BEFORE INSERT / UPDATE trigger of sessions: every string of data scrubbed when the
   row's tenant has conversations.scrub_pii (default true).
 */
-create function hipocampo_private._scrub_session()
+create or replace function hipocampo_private._scrub_session()
 returns trigger
 language plpgsql
 security invoker

@@ -6,7 +6,7 @@ set check_function_bodies = off;
 _user_ref(tenant_id uuid, user_id uuid) -> text
 
 Purpose: the pseudonym of a user in audit records and rate-limit buckets: _pseudonym(tenant:user),
-  a keyed HMAC since 004300 (an unsalted sha256 before). Called by the definer RPCs
+  a keyed HMAC that whoever holds the user id but not the key cannot recompute. Called by the definer RPCs
   (record_answer, erase_user, take_rate_limit) and service_role; not by clients.
 */
 create or replace function hipocampo_private._user_ref(tenant_id uuid, user_id uuid)
@@ -46,8 +46,15 @@ $$;
 /*
 export_user_data(user_id uuid default null, tenant_id uuid default null) -> jsonb
 
-Purpose, parameters, returns and errors: as in migration 001600. The messages' token_ids and
-  token_bits (derived from their content, like the embeddings) are left out with the embeddings.
+Purpose: everything hipocampo holds about one user in one tenant, as JSON (LGPD art. 18 II/V):
+  consent, memories (with history), staged memories, messages, conversation summaries, live
+  sessions and memory events. Embeddings and the messages' token_ids / token_bits (derived from
+  their content) are left out. Audited (user.exported).
+Parameters: user_id / tenant_id only for service_role (users export themselves).
+Returns: {"format": "hipocampo.user_export.v1", "exported_at", "tenant_id", "user_id", "consent",
+  "memories": [...], "staged_memories": [...], "messages": [...], "conversation_summaries": [...],
+  "sessions": [...], "events": [...]}.
+Errors: 42501 as _data_subject (no tenant / no user / user mismatch).
 Example: select hipocampo.export_user_data();
 */
 -- definer because a user's export includes their own audit events and sessions in every state, beyond what RLS shows.
@@ -193,20 +200,6 @@ comment on function hipocampo.export_user_data(uuid, uuid) is
 comment on function hipocampo.erase_user(uuid, uuid) is
 'Erase a user''s memories, staging, messages, sessions and events; one pseudonymous audit record remains.';
 
--- Erasure leaves no raw user id, and the audit pseudonym is keyed (issue 16 §1.7, §2 "Erasure").
--- Before, erase_user left the user's id in rate_limit_buckets.bucket ('user:<tenant>:<user>'),
--- memberships and ingestion_jobs.created_by, and user_ref was an unsalted sha256 of
--- tenant:user, so whoever held the id recomputed it and re-identified the audit rows.
--- - hipocampo_private.project_secrets holds a random per-project key (generated here, readable by
---   service_role alone: no policy, no grant to anon or authenticated);
--- - _pseudonym(text) is HMAC-SHA256 with that key (RFC 2104 over the core sha256(); pgcrypto is
---   not assumed), and _user_ref(tenant, user) = _pseudonym(tenant:user); neither is executable by
---   clients, so no member can compute another user's reference;
--- - take_rate_limit keys a user's bucket by that pseudonym and adds a tenant-wide bucket
---   (rag.tenant_rate_limit_per_minute, locked for tenants); take_ip_rate_limit keys the client
---   address by its pseudonym, so no raw address is stored either;
--- - erase_user also deletes the user's membership and bucket and clears ingestion_jobs.created_by.
--- Audit rows written before this migration keep their sha256 reference.
 create table hipocampo_private.project_secrets (
     name text primary key,
     value bytea not null,
@@ -227,7 +220,7 @@ Purpose: HMAC-SHA256 (RFC 2104): sha256((K xor opad) || sha256((K xor ipad) || m
 Example: select encode(hipocampo_private._hmac_sha256('key', 'The quick brown fox jumps over the lazy dog'), 'hex');
   -- f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8
 */
-create function hipocampo_private._hmac_sha256(key bytea, message bytea)
+create or replace function hipocampo_private._hmac_sha256(key bytea, message bytea)
 returns bytea
 language plpgsql
 immutable
@@ -261,7 +254,7 @@ Errors: 55000 "the project has no user_ref_key" (the row was deleted).
 */
 -- definer because it reads project_secrets, which only service_role may read; not executable by
 -- clients (a client could otherwise compute anyone's pseudonym).
-create function hipocampo_private._pseudonym(value text)
+create or replace function hipocampo_private._pseudonym(value text)
 returns text
 language plpgsql
 stable

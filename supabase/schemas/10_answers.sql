@@ -13,7 +13,7 @@ Purpose: the distinct stemmed, unaccented terms of a question, minus the questio
   (rag.question_stopwords: interrogatives and auxiliaries).
 Example: select hipocampo_private._question_lexemes('Qual o prazo?', 'hipocampo_private.portuguese_unaccent', '[]');
 */
-create function hipocampo_private._question_lexemes(query_text text, ts_config regconfig, stopwords jsonb)
+create or replace function hipocampo_private._question_lexemes(query_text text, ts_config regconfig, stopwords jsonb)
 returns text[]
 language sql
 stable
@@ -32,7 +32,7 @@ _sentences(content text) -> table (ord integer, sentence text)
 Purpose: a text split into sentences (after . ! ? ; : before a capital letter, or at line breaks),
   empty ones left out.
 */
-create function hipocampo_private._sentences(content text)
+create or replace function hipocampo_private._sentences(content text)
 returns table (ord integer, sentence text)
 language sql
 immutable
@@ -44,7 +44,6 @@ as $$
     where btrim(s.part) <> ''
 $$;
 
--- Restated from migration 002100; the caller is resolved first.
 /*
 evidence_support(query_text text, chunk_ids bigint[], stopwords jsonb default null) -> setof record
 
@@ -140,7 +139,7 @@ _scope_of(text text) -> text
 
 Purpose: the scope a sentence or question speaks of: 'internacional', 'nacional' or 'geral'.
 */
-create function hipocampo_private._scope_of(sentence text)
+create or replace function hipocampo_private._scope_of(sentence text)
 returns text
 language sql
 stable
@@ -161,7 +160,7 @@ Purpose: the comparable values a sentence states: deadlines in days ("30 dias", 
   dd/mm/yyyy dates (as yyyy-mm-dd) and monetary values in R$ (as a plain decimal).
 Example: select * from hipocampo_private._sentence_values('Prazo de 30 dias, multa de R$ 1.200,50.');
 */
-create function hipocampo_private._sentence_values(sentence text)
+create or replace function hipocampo_private._sentence_values(sentence text)
 returns table (kind text, value text)
 language sql
 stable
@@ -184,7 +183,6 @@ as $$
     ) as m
 $$;
 
--- Restated from migration 002100; the caller is resolved first.
 /*
 detect_conflicts(query_text text, chunk_ids bigint[], trust_margin double precision default null,
   stopwords jsonb default null) -> jsonb
@@ -575,7 +573,7 @@ Purpose: the cache key of a question: lower case, unaccented, punctuation remove
   collapsed ("Qual é o prazo?" and "qual e o  prazo" share one key).
 Example: select hipocampo.normalize_question('  Qual é o PRAZO? '); -- 'qual e o prazo'
 */
-create function hipocampo.normalize_question(question text)
+create or replace function hipocampo.normalize_question(question text)
 returns text
 language sql
 stable
@@ -590,7 +588,7 @@ _cache_scope(kb_ids uuid[]) -> text
 
 Purpose: the knowledge-base part of a cache key: distinct ids, sorted, joined by ','.
 */
-create function hipocampo_private._cache_scope(kb_ids uuid[])
+create or replace function hipocampo_private._cache_scope(kb_ids uuid[])
 returns text
 language sql
 immutable
@@ -636,8 +634,6 @@ begin
 end;
 $$;
 
--- The answer cache's TTL follows the same rag config as the answer it caches: a knowledge base's
--- or an agent binding's cache_ttl_seconds override now applies (002200 read the tenant's only).
 /*
 cache_put(question text, kb_ids uuid[], answer jsonb, agent text default null, tenant_id uuid default null)
   -> boolean
@@ -705,7 +701,7 @@ Purpose: any change to a knowledge base (its documents: ingest, delete, status o
   Statement-level, over the transition tables.
 */
 -- definer because the writer of a document (an admin, the ingestion) may not write the cache table.
-create function hipocampo_private._invalidate_answer_cache()
+create or replace function hipocampo_private._invalidate_answer_cache()
 returns trigger
 language plpgsql
 security definer
@@ -743,7 +739,7 @@ Errors: P0002 "unknown document: …" (also another tenant's, RLS); 23514 bad st
   42501 not an admin (RLS: the row is not updatable).
 Example: select hipocampo.set_document_status(doc, 'superseded');
 */
-create function hipocampo.set_document_status(
+create or replace function hipocampo.set_document_status(
     document_id uuid, status text default null, trust_score real default null
 )
 returns jsonb
@@ -795,7 +791,7 @@ Purpose: one token-bucket step: capacity per_minute, refilled continuously at pe
   tokens per second; takes `cost` tokens when available.
 Returns: {"allowed", "remaining", "limit", "retry_after_ms"}.
 */
-create function hipocampo_private._take_token(bucket text, per_minute double precision, cost double precision)
+create or replace function hipocampo_private._take_token(bucket text, per_minute double precision, cost double precision)
 returns jsonb
 language plpgsql
 security invoker
@@ -890,7 +886,7 @@ take_ip_rate_limit(ip inet) -> jsonb
 
 Purpose: the per client address token bucket of the HTTP API (rag.ip_rate_limit_per_minute of
   the global config), taken before authentication, keyed by the address's pseudonym
-  (_pseudonym, 004300: no raw address is stored). service_role only.
+  (_pseudonym: no raw address is stored). service_role only.
 Returns: as take_rate_limit (without scope).
 Errors: 22023 "ip is required".
 Example: select hipocampo.take_ip_rate_limit('203.0.113.7');
@@ -928,7 +924,7 @@ Example: select hipocampo.record_answer(gen_random_uuid(), 'q', 'REFUSAL', 'low_
   4, 3, '{}', '{}', 12.5, array[kb]);
 */
 -- definer because audit rows are append-only for clients: no client role may write the table.
-create function hipocampo.record_answer(
+create or replace function hipocampo.record_answer(
     trace_id uuid, question text, answer_source text, reason text, confidence real,
     candidates integer, filtered integer, evidence_chunk_ids bigint[], timings_ms jsonb,
     latency_ms real, kb_ids uuid[], agent text default null, user_id uuid default null,
@@ -984,7 +980,7 @@ _pack_tokens(t text) -> integer
 Purpose: the token estimate of a text in a pack: ceil(characters / 4) + 4 per item (role,
   separators), the estimate the memory gate uses too.
 */
-create function hipocampo_private._pack_tokens(t text)
+create or replace function hipocampo_private._pack_tokens(t text)
 returns integer
 language sql
 immutable
@@ -1027,7 +1023,7 @@ Errors: 22023 "query must have 1 to 2000 characters" / "modality must be chat or
   unknown session.
 Example: select hipocampo.context_pack(conv, 'Qual o prazo?', emb, 'voice', 800, array[kb]);
 */
-create function hipocampo.context_pack(
+create or replace function hipocampo.context_pack(
     conversation_id uuid,
     query text,
     query_embedding extensions.vector default null,

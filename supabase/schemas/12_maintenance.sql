@@ -5,8 +5,19 @@ set check_function_bodies = off;
 /*
 schedule_maintenance() -> jsonb
 
-Purpose, returns and errors: as in migration 003200, with a fifth job:
+Purpose: (re)schedule hipocampo's periodic jobs with pg_cron, from the global [maintenance]
+  config: hipocampo-memory-maintenance (run_memory_maintenance, maintenance.memory_cron),
+  hipocampo-session-purge (purge_sessions, maintenance.session_purge_cron),
+  hipocampo-retention-purge (purge_expired, maintenance.retention_cron),
+  hipocampo-transient-purge (purge_transient_state, maintenance.transient_purge_cron) and
   hipocampo-interrupted-ingestion (recover_ingestion_jobs, maintenance.ingestion_recovery_cron).
+  Idempotent: pg_cron replaces a job of the same name.
+Run as: the database owner (postgres, e.g. in the SQL editor once pg_cron is enabled); no API
+  role is granted it, since scheduling needs pg_cron's privileges.
+Returns: {"<job name>": "<cron expression>", …} for the five jobs.
+Errors: 55000 "pg_cron is not installed: …" (enable it, then call this again);
+  55000 "maintenance config is incomplete: …" (seed it: hipocampo db migrate);
+  pg_cron's own error on an invalid cron expression.
 Example: select hipocampo.schedule_maintenance();
 */
 create or replace function hipocampo.schedule_maintenance()
@@ -50,11 +61,6 @@ $$;
 comment on function hipocampo.schedule_maintenance() is
 '(Re)schedule memory maintenance, the session purge and retention with pg_cron, from the [maintenance] config.';
 
--- Transient state is purged: expired answer-cache entries were deleted only when a knowledge
--- base of theirs changed, and rate-limit buckets (one per user, and one per client IP of the HTTP
--- API) were never deleted, so a public endpoint grew one row per address ever seen.
--- purge_transient_state() deletes both; schedule_maintenance() (003000) now also schedules it
--- (maintenance.transient_purge_cron) and `hipocampo worker` runs it.
 /*
 purge_transient_state(now timestamptz default now()) -> jsonb
 
@@ -66,7 +72,7 @@ Returns: {"answer_cache": n, "rate_limit_buckets": n} (rows deleted).
 Errors: none.
 Example: select hipocampo.purge_transient_state();
 */
-create function hipocampo.purge_transient_state(now timestamptz default now())
+create or replace function hipocampo.purge_transient_state(now timestamptz default now())
 returns jsonb
 language plpgsql
 security invoker

@@ -2,8 +2,6 @@
 -- pg_dump output), so the files apply in the order of [db.migrations] schema_paths.
 set check_function_bodies = off;
 
--- Privileges: nothing is granted by default (migration 000100's default privileges, and
--- PUBLIC's EXECUTE revoked below); each function, table and column is granted here explicitly.
 
 revoke execute on all functions in schema hipocampo from public;
 revoke execute on all functions in schema hipocampo_private from public;
