@@ -24,6 +24,7 @@ import psycopg
 from psycopg.rows import tuple_row
 
 from .config import load_config, repo_root
+from .errors import HipocampoError
 
 __all__ = [
     "MigrationResult",
@@ -45,6 +46,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 # Advisory-lock key serialising concurrent migration runs ("hipocampo" in ASCII, truncated).
 _MIGRATION_LOCK = 0x686970_6F63
+# The baseline migration replaced the history 20261121000100 … SQUASHED_THROUGH (issue 17): a
+# database migrated with all of it already holds the baseline's schema.
+BASELINE = "20261124000100"
+SQUASHED_THROUGH = "20261121004700"
 # config.toml sections seeded into the global config row (the one place thresholds live).
 CONFIG_SECTIONS = (
     "retrieval",
@@ -231,6 +236,7 @@ def apply_migrations(url: str, *, shim: bool) -> MigrationResult:
                 r[0]: r[1]
                 for r in conn.execute("select version, statements from supabase_migrations.schema_migrations")
             }
+            _adopt_baseline(conn, done)
             for file in sorted(migrations_dir().glob("*.sql")):
                 version, _, name = file.stem.partition("_")
                 sql = file.read_text("utf-8")
@@ -264,6 +270,33 @@ def apply_migrations(url: str, *, shim: bool) -> MigrationResult:
         finally:
             conn.execute("select pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
     return MigrationResult(applied, skipped, drifted)
+
+
+def _adopt_baseline(conn: psycopg.Connection[Any], done: dict[str, list[str] | None]) -> None:
+    """Record the baseline as applied on a database the squashed history built (every version up
+    to SQUASHED_THROUGH recorded), instead of running it over the objects it already has.
+
+    Raises:
+        HipocampoError: the database has part of the squashed history only: it must be migrated
+            with a release before the squash, or reset (``hipocampo db reset``).
+    """
+    old = sorted(v for v in done if v < BASELINE)
+    if BASELINE in done or not old:
+        return
+    if old[-1] != SQUASHED_THROUGH:
+        raise HipocampoError(
+            f"this database was migrated up to {old[-1]} of the history the baseline {BASELINE} replaced "
+            f"(through {SQUASHED_THROUGH}): migrate it with a release before the squash first, or reset it "
+            "(hipocampo db reset)"
+        )
+    sql = next(migrations_dir().glob(f"{BASELINE}_*.sql")).read_text("utf-8")
+    with conn.transaction():
+        conn.execute(
+            "insert into supabase_migrations.schema_migrations (version, statements, name) values (%s, %s, %s)",
+            (BASELINE, [sql], "baseline"),
+        )
+    done[BASELINE] = [sql]
+    log.info("recorded the baseline %s: this database has the squashed history through %s", BASELINE, old[-1])
 
 
 def data_files_dir() -> Path:

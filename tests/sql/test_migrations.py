@@ -42,7 +42,8 @@ def test_an_edited_landed_migration_is_reported(database_url: str, caplog: pytes
                 (text, first),
             )
     assert (res.applied, res.drifted) == ([], [first])
-    assert f"migration {first}_schemas_and_extensions differs from what this database applied" in caplog.text
+    name = next(hdb.migrations_dir().glob(f"{first}_*.sql")).stem
+    assert f"migration {name} differs from what this database applied" in caplog.text
     assert hdb.apply_migrations(database_url, shim=True).drifted == []
 
 
@@ -137,3 +138,31 @@ def test_a_configured_url_replaces_the_embedded_server(
     assert hdb.ensure_database() == database_url
     assert calls == [False]
     assert not (tmp_path / "never-created").exists()
+
+
+def test_a_database_the_squashed_history_built_adopts_the_baseline(database_url: str) -> None:
+    """A database migrated with 20261121000100 … SQUASHED_THROUGH is recorded as having the
+    baseline instead of having it run over its objects; a partial old history is refused."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        saved = conn.execute("select version, statements, name from supabase_migrations.schema_migrations").fetchall()
+        try:
+            conn.execute("delete from supabase_migrations.schema_migrations")
+            conn.execute(
+                "insert into supabase_migrations.schema_migrations (version, name) values"
+                " ('20261121000100', 'schemas_and_extensions'), (%s, 'python_surface')",
+                (hdb.SQUASHED_THROUGH,),
+            )
+            res = hdb.apply_migrations(database_url, shim=True)
+            assert res.applied == [] and res.skipped == [hdb.BASELINE]
+            conn.execute(
+                "delete from supabase_migrations.schema_migrations where version >= %s", (hdb.SQUASHED_THROUGH,)
+            )
+            with pytest.raises(hdb.HipocampoError, match="migrated up to 20261121000100"):
+                hdb.apply_migrations(database_url, shim=True)
+        finally:
+            conn.execute("delete from supabase_migrations.schema_migrations")
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "insert into supabase_migrations.schema_migrations (version, statements, name) values (%s, %s, %s)",
+                    saved,
+                )
