@@ -1869,7 +1869,7 @@ begin
         raise exception 'document must be an object with title, source_uri and content_hash'
             using errcode = '22023';
     end if;
-    -- What is stored is scrubbed (the documents trigger, 004000); look the document up by the same.
+    -- What is stored is scrubbed (the documents trigger); look the document up by the same.
     document := document || jsonb_build_object(
         'title', (hipocampo_private._pii_scrub(document ->> 'title')).text,
         'source_uri', (hipocampo_private._pii_scrub(document ->> 'source_uri')).text);
@@ -5759,7 +5759,7 @@ begin
     scores as materialized (
         -- One row per searched message with both legs' scores: a union grouped by message, not
         -- outer joins, so the plan stays linear whatever the row estimates (a conversation outside
-        -- the statistics is estimated at a row or two; 002700's joins then ran once per message).
+        -- the statistics is estimated at a row or two, and outer joins then ran once per message).
         select u.id, max(u.ds) as ds, max(u.ls) as ls
         from (
             select s.id, null::double precision as ds, null::double precision as ls, true as searched
@@ -6643,7 +6643,7 @@ begin
     where l.tenant_id = a.actor_tenant and l.caller = a.actor_user;
     update hipocampo_private.ingestion_jobs as j set created_by = null
     where j.tenant_id = a.actor_tenant and j.created_by = a.actor_user;
-    -- The user's rate-limit bucket (keyed by the pseudonym since 004300; by the raw id before).
+    -- The user's rate-limit bucket (keyed by the pseudonym; by the raw id in older databases).
     delete from hipocampo_private.rate_limit_buckets as r
     where r.bucket in ('user:' || a.actor_tenant || ':' || ref, 'user:' || a.actor_tenant || ':' || a.actor_user);
     delete from hipocampo_private.memberships as m

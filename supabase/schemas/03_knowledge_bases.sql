@@ -1075,7 +1075,7 @@ begin
         raise exception 'document must be an object with title, source_uri and content_hash'
             using errcode = '22023';
     end if;
-    -- What is stored is scrubbed (the documents trigger, 004000); look the document up by the same.
+    -- What is stored is scrubbed (the documents trigger); look the document up by the same.
     document := document || jsonb_build_object(
         'title', (hipocampo_private._pii_scrub(document ->> 'title')).text,
         'source_uri', (hipocampo_private._pii_scrub(document ->> 'source_uri')).text);

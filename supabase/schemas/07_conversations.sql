@@ -742,7 +742,7 @@ begin
     scores as materialized (
         -- One row per searched message with both legs' scores: a union grouped by message, not
         -- outer joins, so the plan stays linear whatever the row estimates (a conversation outside
-        -- the statistics is estimated at a row or two; 002700's joins then ran once per message).
+        -- the statistics is estimated at a row or two, and outer joins then ran once per message).
         select u.id, max(u.ds) as ds, max(u.ls) as ls
         from (
             select s.id, null::double precision as ds, null::double precision as ls, true as searched

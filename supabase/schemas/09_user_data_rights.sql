@@ -180,7 +180,7 @@ begin
     where l.tenant_id = a.actor_tenant and l.caller = a.actor_user;
     update hipocampo_private.ingestion_jobs as j set created_by = null
     where j.tenant_id = a.actor_tenant and j.created_by = a.actor_user;
-    -- The user's rate-limit bucket (keyed by the pseudonym since 004300; by the raw id before).
+    -- The user's rate-limit bucket (keyed by the pseudonym; by the raw id in older databases).
     delete from hipocampo_private.rate_limit_buckets as r
     where r.bucket in ('user:' || a.actor_tenant || ':' || ref, 'user:' || a.actor_tenant || ':' || a.actor_user);
     delete from hipocampo_private.memberships as m
