@@ -6,8 +6,8 @@
  * Body: {"query_text": text (1..2,000 characters), "query_embedding": number[] (the active
  * model's dimensions; left out, it is computed through the model's OpenAI / Azure endpoint, and
  * required when the model is the offline one), "kb_ids"?: uuid[], "source_types"?: text[], "metadata_filter"?: object,
- * "match_count"?: 1..100, "min_similarity"?, "fusion"?: "zscore" | "rrf", "dense_weight"?,
- * "lexical_weight"?, "rerank"?, "mmr_lambda"?: 0..1, "embedding_model"?, "tenant_id"?:
+ * "match_count"?: 1..100, "min_similarity"?: -1..1, "fusion"?: "score" | "rrf", "dense_weight"?: 0..100,
+ * "lexical_weight"?: 0..100, "rerank"?: "none" | "trust_recency", "mmr_lambda"?: 0..1, "embedding_model"?, "tenant_id"?:
  * service_role only}. Defaults: the tenant's retrieval config.
  * Returns {"results": [...]} in rank order. Errors: 401; 403 (42501); 404 (P0002) unknown
  * knowledge base; 422 (22023 query length, 22000 dimensions); 429; 503.

@@ -1,0 +1,127 @@
+"""Contracts that cannot drift (issue 17 §1 and §2): what the docs and the edge functions say about
+the RPC surface is checked against the catalog of the database the migrations built."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FUNCTIONS = ROOT / "supabase" / "functions"
+SCHEMAS = ROOT / "supabase" / "schemas"
+
+Conn = psycopg.Connection[dict[str, Any]]
+
+
+def rpc_arguments(db: Conn) -> dict[str, dict[str, str]]:
+    """``{rpc: {argument: type}}`` of every function in the exposed schema."""
+    rows = db.execute(
+        "select p.proname, a.name, format_type(a.type, null) as type"
+        " from pg_proc as p cross join lateral unnest(p.proargnames, p.proargtypes::oid[]) as a (name, type)"
+        " where p.pronamespace = 'hipocampo'::regnamespace and p.proargmodes is null"
+        " union all"
+        " select p.proname, a.name, format_type(a.type, null)"
+        " from pg_proc as p cross join lateral unnest(p.proargnames, p.proallargtypes, p.proargmodes)"
+        "   as a (name, type, mode)"
+        " where p.pronamespace = 'hipocampo'::regnamespace and p.proargmodes is not null and a.mode in ('i', 'b')"
+    ).fetchall()
+    out: dict[str, dict[str, str]] = {}
+    for r in rows:
+        out.setdefault(r["proname"], {})[r["name"]] = r["type"]
+    for r in db.execute("select proname from pg_proc where pronamespace = 'hipocampo'::regnamespace").fetchall():
+        out.setdefault(r["proname"], {})
+    return out
+
+
+def edge_rpcs() -> list[tuple[str, str, dict[str, str]]]:
+    """(file, rpc name, {param: type}) of every ``Rpc`` object literal in the edge functions."""
+    found = []
+    for path in sorted(FUNCTIONS.glob("*/index.ts")):
+        text = path.read_text("utf-8")
+        for m in re.finditer(r'name:\s*"(\w+)",\s*params:\s*\{([^}]*)\}', text):
+            params = dict(re.findall(r'(\w+):\s*"([^"]+)"', m.group(2)))
+            found.append((path.parent.name, m.group(1), params))
+    return found
+
+
+def normalise(t: str) -> str:
+    return (
+        t.replace("extensions.", "").replace("bit varying", "varbit").replace("timestamp with time zone", "timestamptz")
+    )
+
+
+def test_edge_functions_declare_the_rpcs_arguments(db: Conn) -> None:
+    catalog = rpc_arguments(db)
+    rpcs = edge_rpcs()
+    assert len(rpcs) >= 10
+    problems = []
+    for fn, name, params in rpcs:
+        if name not in catalog:
+            problems.append(f"{fn}: {name} is not an RPC")
+            continue
+        for param, type_ in params.items():
+            want = catalog[name].get(param)
+            if want is None:
+                problems.append(f"{fn}: {name} has no argument {param}")
+            elif normalise(want) != normalise(type_):
+                problems.append(f"{fn}: {name}.{param} is {want}, declared {type_}")
+    assert problems == []
+
+
+@pytest.mark.parametrize("function", ["search", "context-pack"])
+def test_documented_body_fields_are_the_declared_parameters(function: str) -> None:
+    text = (FUNCTIONS / function / "index.ts").read_text("utf-8")
+    body = text[text.index("Body: {") : text.index("Returns")]
+    documented = set(re.findall(r'"(\w+)"(?:\?[:,}]|:)', body))
+    declared = next(p for fn, _, p in edge_rpcs() if fn == function)
+    assert documented == set(declared) - {"user_id"}
+
+
+def test_design_md_lists_every_rpc_and_no_other(db: Conn) -> None:
+    text = (ROOT / "docs" / "design.md").read_text("utf-8")
+    start = text.index("## RPC surface (schema hipocampo)")
+    section = text[start : text.index("\n## ", start + 5)]
+    listed = set()
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            first = line.split("|")[1]
+            listed |= set(re.findall(r"`(\w+)\(", first)) | set(re.findall(r"`(\w+)`", first))
+    functions = {
+        r["proname"] for r in db.execute("select proname from pg_proc where pronamespace = 'hipocampo'::regnamespace")
+    }
+    views = {
+        r["relname"]
+        for r in db.execute(
+            "select relname from pg_class where relnamespace = 'hipocampo'::regnamespace and relkind = 'v'"
+        )
+    }
+    assert functions - listed == set(), "RPCs missing from design.md"
+    assert listed - functions - views == set(), "design.md lists what is not an RPC"
+
+
+def test_each_function_is_defined_once_in_the_schema_files(db: Conn) -> None:
+    definitions = [
+        line
+        for path in sorted(SCHEMAS.glob("*.sql"))
+        for line in path.read_text("utf-8").splitlines()
+        if "create or replace function" in line
+    ]
+    row = db.execute(
+        "select count(*) as n from pg_proc"
+        " where pronamespace in ('hipocampo'::regnamespace, 'hipocampo_private'::regnamespace)"
+    ).fetchone()
+    assert row is not None and len(definitions) == row["n"]
+
+
+def test_no_schema_comment_refers_to_a_migration() -> None:
+    found = [
+        f"{path.name}:{n}"
+        for path in sorted(SCHEMAS.glob("*.sql"))
+        for n, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+        if re.search(r"\bmigration \d|\b00[0-4]\d00\b|as in migration", line)
+    ]
+    assert found == []
