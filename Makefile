@@ -21,7 +21,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv demo test lint pytest pytest-pg15 fuzz bench clean
+.PHONY: venv demo test lint pytest pytest-pg15 fuzz wheel-test bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -83,6 +83,11 @@ test: lint pytest pytest-pg15
 
 # The RPC fuzzer (tests/sql/test_fuzz_rpcs.py) at 3,000 examples per RPC instead of make test's
 # 300 (24,000 calls, a few minutes).
+# The wheel in a fresh venv with its dependencies from the index (core + embedded + local;
+# several minutes, torch included); make test runs the same test with the dev venv's packages.
+wheel-test: $(STAMP)
+	HIPOCAMPO_WHEEL_FULL=1 $(BIN)/python -m pytest -q tests/test_wheel.py
+
 fuzz: $(STAMP) $(DENO) $(PGTAP)
 	HIPOCAMPO_FUZZ_EXAMPLES=3000 $(BIN)/python -m pytest -q tests/sql/test_fuzz_rpcs.py
 

@@ -23,8 +23,9 @@ from typing import Any
 import psycopg
 from psycopg.rows import tuple_row
 
-from .config import load_config, repo_root
+from .config import load_config
 from .errors import HipocampoError
+from .resources import sql_dir
 
 __all__ = [
     "MigrationResult",
@@ -186,8 +187,8 @@ def reset(path: Path | None = None) -> str:
 
 
 def migrations_dir() -> Path:
-    """``supabase/migrations`` of the repository."""
-    return repo_root() / "supabase" / "migrations"
+    """The migrations: ``supabase/migrations`` of the checkout, or the wheel's copy."""
+    return sql_dir("migrations")
 
 
 @dataclass(frozen=True)
@@ -302,7 +303,7 @@ def _adopt_baseline(conn: psycopg.Connection[Any], done: dict[str, list[str] | N
 def data_files_dir() -> Path:
     """``supabase/data/``: idempotent SQL files that set up data the schema does not carry (e.g. the
     project's HMAC key), run in name order after the migrations or the schema files."""
-    return migrations_dir().parent / "data"
+    return sql_dir("data")
 
 
 def run_data_files(conn: psycopg.Connection[Any]) -> None:
