@@ -8,20 +8,20 @@ RLS policies are the barrier: a client acting for user A of tenant T cannot see 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 import psycopg
-from pgvector import Vector
 from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from .errors import from_db_error
 from .models import KnowledgeBase, ScrubResult, SearchHit
+from .rpc import Shape, Signatures, call, load_signatures
 
 __all__ = ["Actor", "Hipocampo"]
 
@@ -91,6 +91,8 @@ class Hipocampo:
             timeout=pool_timeout_s,
             kwargs={"connect_timeout": max(1, int(pool_timeout_s))},
         )
+        # The RPCs' argument types, read from the catalog on the first call (hipocampo.rpc).
+        self._signatures: Signatures = {}
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -108,6 +110,7 @@ class Hipocampo:
         other.url = self.url
         other.actor = actor
         other._pool = self._pool
+        other._signatures = self._signatures
         return other
 
     @contextmanager
@@ -134,27 +137,40 @@ class Hipocampo:
     def _tenant(self) -> str | None:
         return str(self.actor.tenant_id) if self.actor.tenant_id else None
 
+    # -- the one RPC caller -------------------------------------------------------------------
+    def rpc(self, name: str, args: Mapping[str, Any] | None = None, shape: Shape = "value") -> Any:
+        """Call ``hipocampo.<name>`` with named ``args`` as this client's actor, in one transaction
+        (:func:`hipocampo.rpc.call`: arguments cast to their declared types, an unknown one is
+        InvalidInputError, database errors typed by SQLSTATE). ``shape``: ``value`` | ``row`` |
+        ``rows`` | ``none``."""
+        with self.transaction() as cur:
+            return self.rpc_in(cur, name, args, shape)
+
+    def rpc_in(
+        self,
+        cur: psycopg.Cursor[dict[str, Any]],
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        shape: Shape = "value",
+    ) -> Any:
+        """:meth:`rpc` inside a transaction the caller holds (several calls, one transaction)."""
+        if not self._signatures:
+            self._signatures.update(load_signatures(cur))
+        return call(cur, self._signatures, name, args, shape)
+
     # -- tenants -----------------------------------------------------------------------------
     def create_tenant(self, name: str, slug: str, admin_user_id: UUID | str | None = None) -> UUID:
         """Create a tenant (service_role). Raises InvalidInputError when the slug exists."""
-        with self.transaction() as cur:
-            cur.execute(
-                "select hipocampo.create_tenant(%s, %s, %s) as id",
-                (name, slug, str(admin_user_id) if admin_user_id else None),
-            )
-            return UUID(str(_one(cur)["id"]))
+        return UUID(str(self.rpc("create_tenant", {"name": name, "slug": slug, "admin_user_id": admin_user_id})))
 
     def tenant_id(self, slug: str) -> UUID | None:
         """Id of the tenant with ``slug`` (as the actor sees it), or None."""
-        with self.transaction() as cur:
-            cur.execute("select hipocampo.tenant_by_slug(%s) as id", (slug,))
-            row = cur.fetchone()
-            return UUID(str(row["id"])) if row and row["id"] else None
+        found = self.rpc("tenant_by_slug", {"slug": slug})
+        return UUID(str(found)) if found else None
 
     def add_member(self, tenant_id: UUID | str, user_id: UUID | str, role: str = "member") -> None:
         """Add a user to a tenant as ``admin`` or ``member`` (service_role)."""
-        with self.transaction() as cur:
-            cur.execute("select hipocampo.add_member(%s, %s, %s)", (str(tenant_id), str(user_id), role))
+        self.rpc("add_member", {"tenant_id": tenant_id, "user_id": user_id, "role": role}, "none")
 
     # -- knowledge bases ---------------------------------------------------------------------
     def create_kb(
@@ -172,42 +188,32 @@ class Hipocampo:
             PermissionDeniedError: no tenant, or not an admin of it.
             InvalidInputError: bad name or language.
         """
-        with self.transaction() as cur:
-            cur.execute(
-                "select hipocampo.create_knowledge_base(%s, %s, %s, %s, %s::jsonb, %s) as id",
-                (
-                    name,
-                    description,
-                    list(tags),
-                    language,
-                    json.dumps(overrides or {}),
-                    self._tenant(),
-                ),
-            )
-            return UUID(str(_one(cur)["id"]))
+        args = {
+            "name": name,
+            "description": description,
+            "tags": list(tags),
+            "language": language,
+            "overrides": overrides or {},
+            "tenant_id": self._tenant(),
+        }
+        return UUID(str(self.rpc("create_knowledge_base", args)))
 
     def kb_id(self, name: str) -> UUID:
         """Id of the knowledge base ``name``. Raises NotFoundError."""
-        with self.transaction() as cur:
-            cur.execute("select hipocampo.knowledge_base_id(%s, %s) as id", (name, self._tenant()))
-            return UUID(str(_one(cur)["id"]))
+        return UUID(str(self.rpc("knowledge_base_id", {"name": name, "tenant_id": self._tenant()})))
 
     def list_kbs(self) -> list[KnowledgeBase]:
         """The tenant's knowledge bases with counts."""
-        with self.transaction() as cur:
-            cur.execute("select * from hipocampo.list_knowledge_bases(%s)", (self._tenant(),))
-            return [KnowledgeBase(**r) for r in cur.fetchall()]
+        rows = self.rpc("list_knowledge_bases", {"tenant_id": self._tenant()}, "rows")
+        return [KnowledgeBase(**r) for r in rows]
 
     def set_kb_status(self, kb_id: UUID, status: str) -> None:
         """Set a KB's status: draft | indexing | ready | error."""
-        with self.transaction() as cur:
-            cur.execute("select hipocampo.set_knowledge_base_status(%s, %s)", (kb_id, status))
+        self.rpc("set_knowledge_base_status", {"kb_id": kb_id, "status": status}, "none")
 
     def effective_config(self, kb_id: UUID | None = None) -> dict[str, Any]:
         """The config in force (global <- tenant <- KB), as stored in the database."""
-        with self.transaction() as cur:
-            cur.execute("select hipocampo.effective_config(%s, %s) as c", (self._tenant(), kb_id))
-            return dict(_one(cur)["c"])
+        return dict(self.rpc("effective_config", {"tenant_id": self._tenant(), "kb_id": kb_id}))
 
     def rag_config(self, kb_id: UUID | None = None, agent: str | None = None) -> dict[str, Any]:
         """The effective rag section (``hipocampo.rag_config``): global <- tenant <- KB <- agent
@@ -216,9 +222,7 @@ class Hipocampo:
         Raises:
             NotFoundError: unknown agent binding. PermissionDeniedError: no tenant.
         """
-        with self.transaction() as cur:
-            cur.execute("select hipocampo.rag_config(%s::uuid, %s, %s::uuid) as c", (kb_id, agent, self._tenant()))
-            return dict(_one(cur)["c"])
+        return dict(self.rpc("rag_config", {"kb_id": kb_id, "agent": agent, "tenant_id": self._tenant()}))
 
     # -- documents ---------------------------------------------------------------------------
     def scrub_pii(self, texts: Sequence[str]) -> list[ScrubResult]:
@@ -229,15 +233,12 @@ class Hipocampo:
         """
         if not texts:
             return []
-        with self.transaction() as cur:
-            cur.execute("select text, counts from hipocampo.scrub_pii(%s::text[])", (list(texts),))
-            return [ScrubResult(text=r["text"], counts=r["counts"]) for r in cur.fetchall()]
+        rows = self.rpc("scrub_pii", {"texts": list(texts)}, "rows")
+        return [ScrubResult(text=r["text"], counts=r["counts"]) for r in rows]
 
     def document_hashes(self, kb_id: UUID) -> dict[str, str]:
         """``{source_uri: content_hash}`` of the KB's documents."""
-        with self.transaction() as cur:
-            cur.execute("select source_uri, content_hash from hipocampo.document_hashes(%s)", (kb_id,))
-            return {r["source_uri"]: r["content_hash"] for r in cur.fetchall()}
+        return {r["source_uri"]: r["content_hash"] for r in self.rpc("document_hashes", {"kb_id": kb_id}, "rows")}
 
     def ingest_document(
         self,
@@ -251,60 +252,42 @@ class Hipocampo:
         ``chunks[i]["embedding"]`` is a ``list[float]`` of the model's dims.
         Returns ``{"document_id", "status", "chunks", "skipped"}``.
         """
-        with self.transaction() as cur:
-            cur.execute(
-                "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s) as r",
-                (kb_id, json.dumps(document), json.dumps(list(chunks)), embedding_model),
-            )
-            return dict(_one(cur)["r"])
+        args = {"kb_id": kb_id, "document": document, "chunks": list(chunks), "embedding_model": embedding_model}
+        return dict(self.rpc("ingest_document", args))
 
     def list_documents(self, kb_id: UUID) -> list[dict[str, Any]]:
         """The KB's documents (``hipocampo.list_documents``): id, title, source_uri, source_type,
         doc_type, status, trust_score 0..1, chunk_count, content_hash, dates; by source_uri."""
-        with self.transaction() as cur:
-            cur.execute("select * from hipocampo.list_documents(%s)", (kb_id,))
-            return [dict(r) for r in cur.fetchall()]
+        return [dict(r) for r in self.rpc("list_documents", {"kb_id": kb_id}, "rows")]
 
     def membership_role(self, tenant_id: UUID | str, user_id: UUID | str) -> str | None:
         """``admin`` | ``member`` | None: the user's role in the tenant (service_role names both)."""
-        with self.transaction() as cur:
-            cur.execute("select hipocampo.membership_role(%s::uuid, %s::uuid) as r", (str(user_id), str(tenant_id)))
-            row = cur.fetchone()
-            return str(row["r"]) if row and row["r"] else None
+        role = self.rpc("membership_role", {"user_id": user_id, "tenant_id": tenant_id})
+        return str(role) if role else None
 
     def active_embedding_model(self) -> str | None:
         """Name of the active embedding model (``hipocampo.active_embedding_model``), or None."""
-        with self.transaction() as cur:
-            cur.execute("select name from hipocampo.active_embedding_model()")
-            row = cur.fetchone()
-            return str(row["name"]) if row else None
+        row = self.rpc("active_embedding_model", None, "row")
+        return str(row["name"]) if row else None
 
     def delete_document(self, document_id: UUID) -> bool:
         """Delete a document with its chunks and embeddings; False when not visible."""
-        with self.transaction() as cur:
-            cur.execute("select hipocampo.delete_document(%s) as ok", (document_id,))
-            return bool(_one(cur)["ok"])
+        return bool(self.rpc("delete_document", {"document_id": document_id}))
 
     def heartbeat_job(self, job_id: UUID) -> None:
         """Renew a running ingestion job's lease (``hipocampo.heartbeat_ingestion_job``; lease
         maintenance.ingestion_lease_seconds = 300 s). Raises NotFoundError when the job is no
         longer running (e.g. marked interrupted after a longer silence)."""
-        with self.transaction() as cur:
-            cur.execute("select hipocampo.heartbeat_ingestion_job(%s)", (job_id,))
+        self.rpc("heartbeat_ingestion_job", {"job_id": job_id}, "none")
 
     def start_job(self, kb_id: UUID, documents_total: int) -> UUID:
         """Open an ingestion-job record (the knowledge base's interrupted jobs are recovered first)."""
-        with self.transaction() as cur:
-            cur.execute("select hipocampo.start_ingestion_job(%s, %s) as id", (kb_id, documents_total))
-            return UUID(str(_one(cur)["id"]))
+        return UUID(str(self.rpc("start_ingestion_job", {"kb_id": kb_id, "documents_total": documents_total})))
 
     def finish_job(self, job_id: UUID, status: str, counts: dict[str, int], errors: list[dict[str, Any]]) -> None:
         """Close an ingestion-job record."""
-        with self.transaction() as cur:
-            cur.execute(
-                "select hipocampo.finish_ingestion_job(%s, %s, %s::jsonb, %s::jsonb)",
-                (job_id, status, json.dumps(counts), json.dumps(errors)),
-            )
+        args = {"job_id": job_id, "status": status, "counts": counts, "errors": errors}
+        self.rpc("finish_ingestion_job", args, "none")
 
     # -- retrieval ---------------------------------------------------------------------------
     def search(
@@ -316,55 +299,39 @@ class Hipocampo:
         source_types: Sequence[str] | None = None,
         metadata_filter: dict[str, Any] | None = None,
         match_count: int | None = None,
-        **options: Any,
+        min_similarity: float | None = None,
+        fusion: Literal["score", "rrf"] | None = None,
+        dense_weight: float | None = None,
+        lexical_weight: float | None = None,
+        rerank: Literal["none", "trust_recency"] | None = None,
+        mmr_lambda: float | None = None,
+        embedding_model: str | None = None,
     ) -> list[SearchHit]:
-        """Hybrid search (``hipocampo.hybrid_search``): ``match_count`` hits, best first.
+        """Hybrid search (``hipocampo.hybrid_search``): ``match_count`` hits (1..100), best first.
 
-        ``embedding`` is the query vector (``list[float]`` of the model's dims). ``options``:
-        min_similarity, fusion ('score' | 'rrf'), dense_weight, lexical_weight, rerank
-        ('none' | 'trust_recency'), mmr_lambda (0..1), embedding_model. None = config rows.
+        ``embedding`` is the query vector (``list[float]`` of the model's dims). min_similarity
+        (cosine, -1..1), fusion, dense_weight / lexical_weight (0..100), rerank, mmr_lambda (0..1),
+        embedding_model: None takes the config rows' value (docs/design.md §retrieval).
 
         Raises:
-            InvalidInputError: empty or too long query, bad option.
+            InvalidInputError: empty or too long query, an argument out of range.
             DimensionMismatchError: embedding of the wrong size.
             NotFoundError: unknown knowledge base or model.
         """
-        allowed = {
-            "min_similarity",
-            "fusion",
-            "dense_weight",
-            "lexical_weight",
-            "rerank",
-            "mmr_lambda",
-            "embedding_model",
-        }
-        unknown = set(options) - allowed
-        if unknown:
-            raise TypeError(f"unknown search options: {sorted(unknown)}")
         args: dict[str, Any] = {
             "query_text": query,
-            "query_embedding": Vector(list(embedding)).to_text(),
+            "query_embedding": list(embedding),
             "kb_ids": list(kb_ids) if kb_ids else None,
             "source_types": list(source_types) if source_types else None,
-            "metadata_filter": json.dumps(metadata_filter) if metadata_filter else None,
+            "metadata_filter": metadata_filter or None,
             "match_count": match_count,
+            "min_similarity": min_similarity,
+            "fusion": fusion,
+            "dense_weight": dense_weight,
+            "lexical_weight": lexical_weight,
+            "rerank": rerank,
+            "mmr_lambda": mmr_lambda,
+            "embedding_model": embedding_model,
             "tenant_id": self._tenant(),
-            **options,
         }
-        casts = {
-            "query_embedding": "::extensions.vector",
-            "kb_ids": "::uuid[]",
-            "source_types": "::text[]",
-            "metadata_filter": "::jsonb",
-            "tenant_id": "::uuid",
-        }
-        named = ", ".join(f"{k} => %({k})s{casts.get(k, '')}" for k in args)
-        with self.transaction() as cur:
-            cur.execute(f"select * from hipocampo.hybrid_search({named})", args)  # type: ignore[arg-type,unused-ignore]
-            return [SearchHit(**r) for r in cur.fetchall()]
-
-
-def _one(cur: psycopg.Cursor[dict[str, Any]]) -> dict[str, Any]:
-    row = cur.fetchone()
-    assert row is not None
-    return row
+        return [SearchHit(**r) for r in self.rpc("hybrid_search", args, "rows")]

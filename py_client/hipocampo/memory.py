@@ -63,12 +63,8 @@ class Memory:
         return str(Vector(self.embedder.embed_query(text)).to_text())
 
     def _call(self, fn: str, args: Mapping[str, Any], casts: Mapping[str, str] | None = None) -> Any:
-        casts = casts or {}
-        named = ", ".join(f"{k} => %({k})s{casts.get(k, '')}" for k in args)
-        with self.client.transaction() as cur:
-            cur.execute(f"select hipocampo.{fn}({named}) as r", dict(args))
-            row = cur.fetchone()
-        return row["r"] if row else None
+        """The RPC's value through the client's one caller (``casts`` are the catalog's now)."""
+        return self.client.rpc(fn, args)
 
     @staticmethod
     def _result(r: dict[str, Any]) -> RememberResult:

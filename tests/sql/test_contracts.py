@@ -125,3 +125,30 @@ def test_no_schema_comment_refers_to_a_migration() -> None:
         if re.search(r"\bmigration \d|\b00[0-4]\d00\b|as in migration", line)
     ]
     assert found == []
+
+
+def python_rpc_calls() -> list[tuple[str, str, set[str]]]:
+    """(module, rpc, argument names) of every call of the RPC caller with a literal dict in the
+    package (``client.rpc("x", {...})``, ``rpc_in(cur, "x", {...})``, ``Memory._call("x", {...})``)."""
+    package = ROOT / "py_client" / "hipocampo"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        text = path.read_text("utf-8")
+        for m in re.finditer(r'(?:\.rpc|\.rpc_in|\._call)\(\s*(?:cur,\s*)?"(\w+)",\s*(\{[^{}]*\}|None)', text):
+            keys = set(re.findall(r'"(\w+)":', m.group(2)))
+            if "**self._subject()" in m.group(2):
+                keys |= {"user_id", "tenant_id"}
+            found.append((path.name, m.group(1), keys))
+    return found
+
+
+def test_python_calls_name_real_rpcs_and_arguments(db: Conn) -> None:
+    catalog = rpc_arguments(db)
+    calls = python_rpc_calls()
+    assert len(calls) >= 20
+    problems = [
+        f"{module}: {rpc}({', '.join(sorted(keys - set(catalog.get(rpc, {}))))})"
+        for module, rpc, keys in calls
+        if rpc not in catalog or keys - set(catalog[rpc])
+    ]
+    assert problems == []
