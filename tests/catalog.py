@@ -141,6 +141,7 @@ QUERIES: dict[str, str] = {
     "extension": """
         select e.extname as name, n.nspname as body
         from pg_extension as e join pg_namespace as n on n.oid = e.extnamespace
+        where e.extname <> 'pg_cron'  -- the deployment's choice (Supabase: Integrations → Cron)
     """,
 }
 

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from uuid import UUID
 
@@ -74,19 +73,22 @@ def backfill_message_tokens(
     stored, after = 0, 0
     while limit is None or stored < limit:
         with client.transaction() as cur:
-            cur.execute(
-                "select message_id, content, context from hipocampo.messages_without_tokens(%s, %s::uuid, %s)",
-                (batch_size, str(tenant_id) if tenant_id else None, after),
+            batch = client.rpc_in(
+                cur,
+                "messages_without_tokens",
+                {"batch_size": batch_size, "filter_tenant_id": tenant_id, "after_message_id": after},
+                "rows",
             )
-            batch = cur.fetchall()
             if not batch:
                 break
             vectors = tokens.embed_tokens([r["content"] for r in batch], [list(r["context"]) for r in batch])
             for r, tv in zip(batch, vectors, strict=True):
                 if tv.ids:
-                    cur.execute(
-                        "select hipocampo.set_message_tokens(%s, %s::integer[], %s::varbit[])",
-                        (r["message_id"], tv.ids, tv.bits),
+                    client.rpc_in(
+                        cur,
+                        "set_message_tokens",
+                        {"message_id": r["message_id"], "token_ids": tv.ids, "token_bits": tv.bits},
+                        "none",
                     )
                     stored += 1
             after = int(batch[-1]["message_id"])
@@ -133,17 +135,14 @@ def embed_missing_rows(
         stored, after = 0, None
         while limit is None or stored < limit:
             with client.transaction() as cur:
-                cur.execute(
-                    "select row_id, content from hipocampo.rows_to_embed(%s, %s, %s)", (kind, batch_size, after)
+                batch = client.rpc_in(
+                    cur, "rows_to_embed", {"kind": kind, "batch_size": batch_size, "after_id": after}, "rows"
                 )
-                batch = cur.fetchall()
                 if not batch:
                     break
                 vectors = embedder.embed_documents([r["content"] for r in batch])
                 items = [{"id": r["row_id"], "embedding": list(v)} for r, v in zip(batch, vectors, strict=True)]
-                cur.execute("select hipocampo.set_row_embeddings(%s, %s::jsonb) as n", (kind, json.dumps(items)))
-                row = cur.fetchone()
-                stored += int(row["n"]) if row else 0
+                stored += int(client.rpc_in(cur, "set_row_embeddings", {"kind": kind, "items": items}) or 0)
                 after = str(batch[-1]["row_id"])
         done[kind] = stored
     return done

@@ -357,14 +357,11 @@ def worker(
     with _client() as client:
         while True:
             with client.transaction() as cur:
-                cur.execute(
-                    "select hipocampo.run_memory_maintenance() || jsonb_build_object("
-                    "'sessions_purged', hipocampo.purge_sessions(), 'retention', hipocampo.purge_expired(),"
-                    " 'transient', hipocampo.purge_transient_state(),"
-                    " 'ingestion', hipocampo.recover_ingestion_jobs()) as r"
-                )
-                row = cur.fetchone()
-            result = dict(row["r"]) if row else {}
+                result: dict[str, Any] = dict(client.rpc_in(cur, "run_memory_maintenance") or {})
+                result["sessions_purged"] = client.rpc_in(cur, "purge_sessions")
+                result["retention"] = client.rpc_in(cur, "purge_expired")
+                result["transient"] = client.rpc_in(cur, "purge_transient_state")
+                result["ingestion"] = client.rpc_in(cur, "recover_ingestion_jobs")
             if embedder is not None:
                 result["embedded"] = embed_missing_rows(client, embedder)
                 result["message_tokens_stored"] = backfill_message_tokens(client, embedder)

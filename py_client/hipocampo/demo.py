@@ -132,7 +132,6 @@ def _answers_demo(
 ) -> None:
     """Cited answers to real FaQuAD questions, two refusals, and a ContextPack that carries a
     remembered preference, all as the demo user (RLS applies)."""
-    from pgvector import Vector
 
     from .cli_answers import print_answer
 
@@ -150,13 +149,20 @@ def _answers_demo(
     mem.add_message(conversation, "user", "Preciso entender as regras de estágio do curso.")
     mem.add_message(conversation, "assistant", "Claro! O que você quer saber sobre o estágio?")
     question = "Qual a carga horária do estágio supervisionado?"
-    with client.transaction() as cur:
-        cur.execute(
-            "select hipocampo.context_pack(%s, %s, %s::extensions.vector, 'voice', 600, array[%s]::uuid[]) as v",
-            (conversation, question, Vector(embedder.embed_query(question)).to_text(), kb),
+    pack = (
+        client.rpc(
+            "context_pack",
+            {
+                "conversation_id": conversation,
+                "query": question,
+                "query_embedding": embedder.embed_query(question),
+                "modality": "voice",
+                "token_budget": 600,
+                "kb_ids": [kb],
+            },
         )
-        row = cur.fetchone()
-    pack = row["v"] if row else {}
+        or {}
+    )
     console.print(
         f"modality {pack['modality']}, budget {pack['token_budget']} tokens, used {pack['tokens_used']}; "
         f"window {pack['window']['policy']} ({pack['window']['included']} of {pack['window']['total_messages']})"

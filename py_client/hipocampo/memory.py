@@ -192,12 +192,9 @@ class Memory:
         profile seed), optionally only those ``keys``. Returns how many were embedded."""
         if self.embedder is None:
             return 0
-        with self.client.transaction() as cur:
-            cur.execute(
-                "select id, description from hipocampo.memories_without_embedding(%s::text[], %s::uuid, %s::uuid)",
-                (list(keys) if keys is not None else None, self.user_id, self.tenant_id),
-            )
-            todo = cur.fetchall()
+        todo = self.client.rpc(
+            "memories_without_embedding", {"keys": list(keys) if keys is not None else None, **self._subject()}, "rows"
+        )
         if not todo:
             return 0
         vectors = self.embedder.embed_documents([str(m["description"]) for m in todo])
@@ -226,24 +223,22 @@ class Memory:
         model), +``pinned_bonus`` for pinned, MMR λ ``memory.mmr_lambda``; ``min_score``
         overrides. An empty or unknown tag filter is dropped and reported in ``fallback``.
         """
-        with self.client.transaction() as cur:
-            cur.execute(
-                "select * from hipocampo.search_memories(%(q)s::extensions.vector, %(mode)s, %(k)s, "
-                "%(tags)s::text[], %(emotion)s, %(life)s, %(category)s, %(scope)s, %(min)s, %(staging)s)",
-                {
-                    "q": self._query_vector(query),
-                    "mode": mode,
-                    "k": k,
-                    "tags": list(tags) if tags is not None else None,
-                    "emotion": emotion,
-                    "life": life_domain,
-                    "category": category,
-                    "scope": scope,
-                    "min": min_score,
-                    "staging": include_staging,
-                },
-            )
-            rows = cur.fetchall()
+        rows = self.client.rpc(
+            "search_memories",
+            {
+                "query_embedding": self._query_vector(query),
+                "mode": mode,
+                "match_count": k,
+                "filter_tags": list(tags) if tags is not None else None,
+                "filter_emotion": emotion,
+                "filter_life_domain": life_domain,
+                "filter_category": category,
+                "filter_scope": scope,
+                "min_score": min_score,
+                "include_staging": include_staging,
+            },
+            "rows",
+        )
         fallback = next((r["fallback"] for r in rows if r["fallback"]), None)
         return Recall(hits=[MemoryHit.model_validate(r) for r in rows if r["memory_id"]], fallback=fallback)
 
@@ -252,18 +247,17 @@ class Memory:
     ) -> builtins.list[MemoryRecord]:
         """Exact lookup by key and/or category (active rows; the whole history with
         ``include_history``), newest first within a key. Counts as an access."""
-        with self.client.transaction() as cur:
-            cur.execute("select * from hipocampo.lookup_memories(%s, %s, %s)", (key, category, include_history))
-            return [_record(r, "long_term") for r in cur.fetchall()]
+        rows = self.client.rpc(
+            "lookup_memories", {"key": key, "category": category, "include_history": include_history}, "rows"
+        )
+        return [_record(r, "long_term") for r in rows]
 
     def list(self, *, include_staging: bool = True, include_history: bool = False) -> builtins.list[MemoryRecord]:
         """Every memory the user can see: long-term (active, or all with ``include_history``) and
         staged ones (``tier`` = staging)."""
         out = self.lookup(include_history=include_history)
         if include_staging:
-            with self.client.transaction() as cur:
-                cur.execute("select * from hipocampo.staged_memories()")
-                out += [_record(r, "staging") for r in cur.fetchall()]
+            out += [_record(r, "staging") for r in self.client.rpc("staged_memories", None, "rows")]
         return out
 
     # -- data-subject rights ---------------------------------------------------------------------
@@ -338,43 +332,37 @@ class Memory:
         with self.client.transaction() as cur:
             token_rows = self._message_tokens(cur, tokens, conversation_id, contents) if tokens and messages else None
             for i, (m, vec) in enumerate(zip(messages, vectors, strict=True)):
-                cur.execute(
-                    "select hipocampo.add_message(%s::uuid, %s, %s, %s, %s::jsonb, %s::extensions.vector, "
-                    "%s::jsonb, %s, %s::timestamptz, %s::uuid, %s::uuid) as id",
-                    (
-                        str(conversation_id),
-                        m["role"],
-                        contents[i],
-                        m.get("modality", "chat"),
-                        json.dumps(list(m.get("attachments") or [])),
-                        vec,
-                        json.dumps(dict(m.get("metadata") or {})),
-                        language,
-                        m.get("created_at"),
-                        self.user_id,
-                        self.tenant_id,
-                    ),
+                new_id = self.client.rpc_in(
+                    cur,
+                    "add_message",
+                    {
+                        "conversation_id": conversation_id,
+                        "role": m["role"],
+                        "content": contents[i],
+                        "modality": m.get("modality", "chat"),
+                        "attachments": list(m.get("attachments") or []),
+                        "embedding": vec,
+                        "metadata": dict(m.get("metadata") or {}),
+                        "language": language,
+                        "created_at": m.get("created_at"),
+                        **self._subject(),
+                    },
                 )
-                row = cur.fetchone()
-                ids.append(int(row["id"]) if row else 0)
+                ids.append(int(new_id) if new_id is not None else 0)
                 if token_rows and token_rows[i].ids and vec is not None:
-                    cur.execute(
-                        "select hipocampo.set_message_tokens(%s, %s::integer[], %s::varbit[])",
-                        (ids[-1], token_rows[i].ids, token_rows[i].bits),
+                    self.client.rpc_in(
+                        cur,
+                        "set_message_tokens",
+                        {"message_id": ids[-1], "token_ids": token_rows[i].ids, "token_bits": token_rows[i].bits},
+                        "none",
                     )
         return ids
 
     def _scrubbed_contents(self, contents: Sequence[str]) -> builtins.list[str]:
         """``contents`` as the messages trigger will store them: scrubbed by ``hipocampo.scrub_pii``
         when the tenant's conversations.scrub_pii is on (missing means on), else unchanged."""
-        with self.client.transaction() as cur:
-            cur.execute(
-                "select coalesce((hipocampo.effective_config(%s::uuid) -> 'conversations' ->> 'scrub_pii')::boolean,"
-                " true) as on",
-                (self.tenant_id,),
-            )
-            row = cur.fetchone()
-        if row is None or not row["on"]:
+        config = self.client.rpc("effective_config", {"tenant_id": self.tenant_id}) or {}
+        if not (config.get("conversations") or {}).get("scrub_pii", True):
             return list(contents)
         return [r.text for r in self.client.scrub_pii(contents)]
 
@@ -384,26 +372,21 @@ class Memory:
         """Token vectors of ``contents``, each after the previous token_context_messages messages
         (the conversation's stored ones, then the batch's). 55000 (PreconditionError) when the
         key is not seeded."""
-        cur.execute(
-            "select hipocampo.effective_config(%s::uuid) -> 'conversations' ->> 'token_context_messages' as n",
-            (self.tenant_id,),
-        )
-        row = cur.fetchone()
-        if row is None or row["n"] is None:
+        config = self.client.rpc_in(cur, "effective_config", {"tenant_id": self.tenant_id}) or {}
+        n_context = (config.get("conversations") or {}).get("token_context_messages")
+        if n_context is None:
             raise PreconditionError(
                 "conversations config is incomplete: token_context_messages (seed it from config.toml: "
                 "hipocampo db migrate)",
                 "55000",
             )
-        n = int(row["n"])
+        n = int(n_context)
         history: builtins.list[str] = []
         if n > 0:
-            cur.execute(
-                "select hipocampo.conversation_context(%s::uuid, %s, %s::uuid, %s::uuid) as c",
-                (str(conversation_id), n, self.user_id, self.tenant_id),
+            got = self.client.rpc_in(
+                cur, "conversation_context", {"conversation_id": conversation_id, "last_n": n, **self._subject()}
             )
-            got = cur.fetchone()
-            history = [str(x["content"]) for x in ((got or {}).get("c") or {}).get("messages", [])]
+            history = [str(x["content"]) for x in (got or {}).get("messages", [])]
         seen = history + list(contents)
         offset = len(history)
         contexts = [seen[max(0, offset + i - n) : offset + i] if n > 0 else [] for i in range(len(contents))]
@@ -429,23 +412,21 @@ class Memory:
         semantic = dense and self.embedder is not None
         tokens = token_embedder(self.embedder) if semantic else None
         qt = tokens.embed_tokens([query])[0] if tokens else None
-        with self.client.transaction() as cur:
-            cur.execute(
-                "select * from hipocampo.search_history(%s, %s::extensions.vector, %s::uuid, %s, %s, %s::uuid, "
-                "%s::uuid, %s::integer[], %s::varbit[])",
-                (
-                    query,
-                    self._query_vector(query) if semantic else None,
-                    str(conversation_id) if conversation_id else None,
-                    k,
-                    modality,
-                    self.user_id,
-                    self.tenant_id,
-                    qt.ids if qt and qt.ids else None,
-                    qt.bits if qt and qt.ids else None,
-                ),
-            )
-            return [HistoryHit.model_validate(r) for r in cur.fetchall()]
+        rows = self.client.rpc(
+            "search_history",
+            {
+                "query_text": query,
+                "query_embedding": self._query_vector(query) if semantic else None,
+                "filter_conversation_id": conversation_id,
+                "match_count": k,
+                "filter_modality": modality,
+                **self._subject(),
+                "query_token_ids": qt.ids if qt and qt.ids else None,
+                "query_token_bits": qt.bits if qt and qt.ids else None,
+            },
+            "rows",
+        )
+        return [HistoryHit.model_validate(r) for r in rows]
 
     def context(self, conversation_id: UUID | str, last_n: int | None = None) -> dict[str, Any]:
         """A conversation's rolling summary and its last N messages (default

@@ -20,8 +20,6 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
-from pgvector import Vector
-
 from .client import Hipocampo
 from .embeddings import EmbeddingProvider
 from .errors import HipocampoError, InvalidInputError
@@ -135,10 +133,7 @@ class Orchestrator:
 
         limit: dict[str, Any] = {"allowed": True}
         if rate_limit:
-            with self.client.transaction() as cur:
-                cur.execute("select hipocampo.take_rate_limit(tenant_id => %s::uuid) as v", (self.client._tenant(),))
-                row = cur.fetchone()
-            limit = dict(row["v"]) if row else limit
+            limit = dict(self.client.rpc("take_rate_limit", {"tenant_id": self.client._tenant()}) or limit)
             t = lap("rate_limit", t)
         if not limit.get("allowed"):
             return finish(refuse("rate_limited", retry_after_ms=int(limit.get("retry_after_ms") or 0)))
@@ -152,14 +147,16 @@ class Orchestrator:
 
         vector = self.embedder.embed_query(question)
         t = lap("embed", t)
-        with self.client.transaction() as cur:
-            cur.execute(
-                "select hipocampo.answer_evidence(%s, %s::extensions.vector, %s::uuid[], %s, %s::uuid) as v",
-                (question, Vector(list(vector)).to_text(), kbs, agent, self.client._tenant()),
-            )
-            row = cur.fetchone()
-        assert row is not None
-        decision: dict[str, Any] = row["v"]
+        decision: dict[str, Any] = self.client.rpc(
+            "answer_evidence",
+            {
+                "query_text": question,
+                "query_embedding": list(vector),
+                "kb_ids": kbs,
+                "agent": agent,
+                "tenant_id": self.client._tenant(),
+            },
+        )
         t = lap("evidence", t)
         evidence: list[dict[str, Any]] = decision["evidence"]
         candidates, filtered = int(decision["candidates"]), int(decision["filtered"])
@@ -196,45 +193,44 @@ class Orchestrator:
 
     # -- database helpers --------------------------------------------------------------------
     def _cache_get(self, question: str, kbs: list[UUID], agent: str | None) -> dict[str, Any] | None:
-        with self.client.transaction() as cur:
-            cur.execute(
-                "select hipocampo.cache_get(%s, %s::uuid[], %s, %s::uuid) as v",
-                (question, kbs, agent, self.client._tenant()),
-            )
-            row = cur.fetchone()
-        return dict(row["v"]) if row and row["v"] else None
+        found = self.client.rpc(
+            "cache_get", {"question": question, "kb_ids": kbs, "agent": agent, "tenant_id": self.client._tenant()}
+        )
+        return dict(found) if found else None
 
     def _cache_put(self, question: str, kbs: list[UUID], agent: str | None, answer: dict[str, Any]) -> None:
-        with self.client.transaction() as cur:
-            cur.execute(
-                "select hipocampo.cache_put(%s, %s::uuid[], %s::jsonb, %s, %s::uuid)",
-                (question, kbs, json.dumps(answer), agent, self.client._tenant()),
-            )
+        args = {
+            "question": question,
+            "kb_ids": kbs,
+            "answer": answer,
+            "agent": agent,
+            "tenant_id": self.client._tenant(),
+        }
+        self.client.rpc("cache_put", args, "none")
 
     def _audit(
         self, ans: Answer, kbs: list[UUID], agent: str | None, candidates: int, filtered: int, total_ms: float
     ) -> None:
         try:
-            with self.client.transaction() as cur:
-                cur.execute(
-                    "select hipocampo.record_answer(%s, %s::text, %s::text, %s::text, %s::real, %s::integer,"
-                    " %s::integer, %s::bigint[], %s::jsonb, %s::real, %s::uuid[], %s::text, null, %s::uuid)",
-                    (
-                        ans.trace_id,
-                        ans.question,
-                        ans.answer_source,
-                        ans.reason,
-                        ans.confidence,
-                        candidates,
-                        filtered,
-                        [s.chunk_id for s in ans.sources],
-                        json.dumps(ans.timings_ms),
-                        total_ms,
-                        kbs,
-                        agent,
-                        self.client._tenant(),
-                    ),
-                )
+            self.client.rpc(
+                "record_answer",
+                {
+                    "trace_id": ans.trace_id,
+                    "question": ans.question,
+                    "answer_source": ans.answer_source,
+                    "reason": ans.reason,
+                    "confidence": ans.confidence,
+                    "candidates": candidates,
+                    "filtered": filtered,
+                    "evidence_chunk_ids": [s.chunk_id for s in ans.sources],
+                    "timings_ms": ans.timings_ms,
+                    "latency_ms": total_ms,
+                    "kb_ids": kbs,
+                    "agent": agent,
+                    "tenant_id": self.client._tenant(),
+                },
+                "none",
+            )
         except HipocampoError as exc:  # the answer stands; a lost audit row is logged loudly
             log.error("audit row of trace %s not written: %s", ans.trace_id, exc)
 

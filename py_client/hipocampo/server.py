@@ -28,7 +28,6 @@ import jwt
 import psycopg
 from fastapi import FastAPI, Header, Request
 from fastapi.responses import JSONResponse
-from pgvector import Vector
 from pydantic import BaseModel, Field
 
 from .client import Actor, Hipocampo
@@ -171,12 +170,9 @@ def create_app(
     def ip_limited(request: Request, trace: str) -> JSONResponse | None:
         ip = request.client.host if request.client else "0.0.0.0"
         try:
-            with root.as_actor(Actor.service()).transaction() as cur:
-                cur.execute("select hipocampo.take_ip_rate_limit(%s::inet) as v", (_inet(ip),))
-                row = cur.fetchone()
+            res = root.as_actor(Actor.service()).rpc("take_ip_rate_limit", {"ip": _inet(ip)}) or {"allowed": True}
         except (HipocampoError, psycopg.Error, OSError):
             return None  # the database is down: the endpoint itself answers 503
-        res = row["v"] if row else {"allowed": True}
         if res.get("allowed"):
             return None
         retry = str(max(1, int(res.get("retry_after_ms", 1000)) // 1000))
@@ -253,25 +249,21 @@ def create_app(
             return error(exc.status, str(exc), trace)
         client = root.as_actor(actor)
         try:
-            vec = Vector(list(get_embedder().embed_query(body.query))).to_text()
-            with client.transaction() as cur:
-                cur.execute(
-                    "select hipocampo.context_pack(%s::uuid, %s, %s::extensions.vector, %s, %s::integer, %s::uuid[],"
-                    " %s, %s::uuid, %s::uuid, %s::uuid) as v",
-                    (
-                        body.conversation_id,
-                        body.query,
-                        vec,
-                        body.modality,
-                        body.token_budget,
-                        body.kb_ids,
-                        body.agent,
-                        body.session_id,
-                        body.user_id,
-                        body.tenant_id,
-                    ),
-                )
-                row = cur.fetchone()
+            pack = client.rpc(
+                "context_pack",
+                {
+                    "conversation_id": body.conversation_id,
+                    "query": body.query,
+                    "query_embedding": list(get_embedder().embed_query(body.query)),
+                    "modality": body.modality,
+                    "token_budget": body.token_budget,
+                    "kb_ids": body.kb_ids,
+                    "agent": body.agent,
+                    "session_id": body.session_id,
+                    "user_id": body.user_id,
+                    "tenant_id": body.tenant_id,
+                },
+            )
         except (PermissionDeniedError, NotFoundError, InvalidInputError) as exc:
             return error(_STATUS[type(exc)], exc.message, trace)
         except PreconditionError as exc:
@@ -280,7 +272,7 @@ def create_app(
         except (HipocampoError, psycopg.Error, OSError) as exc:
             log.error("context-pack failed (trace %s): %s", trace, exc)
             return error(503, "database unavailable", trace)
-        return JSONResponse(row["v"] if row else {}, headers={"X-Trace-ID": trace})
+        return JSONResponse(pack or {}, headers={"X-Trace-ID": trace})
 
     app.state.hipocampo = root
     return app
