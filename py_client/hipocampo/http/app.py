@@ -30,11 +30,12 @@ from fastapi import FastAPI, Header, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from .client import Actor, Hipocampo
-from .config import load_config
-from .db import readiness_problems
-from .embeddings import EmbeddingProvider
-from .errors import (
+from ..answers import Orchestrator
+from ..client import Actor, Hipocampo
+from ..config import load_config
+from ..db import readiness_problems
+from ..embeddings import EmbeddingProvider
+from ..errors import (
     DimensionMismatchError,
     HipocampoError,
     InvalidInputError,
@@ -42,7 +43,6 @@ from .errors import (
     PermissionDeniedError,
     PreconditionError,
 )
-from .orchestrator import Orchestrator
 
 __all__ = ["AskRequest", "ContextPackRequest", "create_app"]
 
@@ -131,7 +131,7 @@ def create_app(
 
     def get_embedder() -> EmbeddingProvider:
         if state["embedder"] is None:
-            from .embeddings import LocalMiniLM
+            from ..embeddings import LocalMiniLM
 
             state["embedder"] = LocalMiniLM()
         emb: EmbeddingProvider = state["embedder"]

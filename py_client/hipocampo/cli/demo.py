@@ -9,15 +9,15 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 from rich.console import Console
 from rich.table import Table
 
-from . import db
-from .client import Actor, Hipocampo
-from .datasets import datasets_dir, load_beir, load_faquad_questions
-from .embeddings import LocalMiniLM, count_tokens
-from .errors import MemoryRejected
-from .evaluation import evaluate, index_beir
-from .ingest import DocumentInput, ingest_documents, load_path
-from .memory import Memory
-from .orchestrator import Orchestrator
+from .. import db
+from ..answers import Orchestrator
+from ..client import Actor, Hipocampo
+from ..datasets import datasets_dir, load_beir, load_faquad_questions
+from ..embeddings import LocalMiniLM, count_tokens
+from ..errors import MemoryRejected
+from ..evaluation import evaluate, index_beir
+from ..ingest import DocumentInput, ingest_documents, load_path
+from ..memory import Memory
 
 __all__ = ["run_demo"]
 
@@ -133,7 +133,7 @@ def _answers_demo(
     """Cited answers to real FaQuAD questions, two refusals, and a ContextPack that carries a
     remembered preference, all as the demo user (RLS applies)."""
 
-    from .cli_answers import print_answer
+    from .answers import print_answer
 
     console.rule("[bold]answers that cite or refuse (hipocampo ask)")
     user = uuid5(NAMESPACE_URL, "hipocampo:demo-user")

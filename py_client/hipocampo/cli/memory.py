@@ -18,9 +18,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .client import Actor
-from .errors import HipocampoError, MemoryRejected
-from .memory import Memory
+from ..client import Actor
+from ..errors import HipocampoError, MemoryRejected
+from ..memory import Memory
+from .common import _client, _fail
 
 __all__ = ["LOCAL_USER", "memory_app"]
 
@@ -37,8 +38,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 @contextmanager
 def _memory(tenant: str, user: str | None, *, embed: bool = True) -> Iterator[Memory]:
-    from .cli import _client, _fail
-    from .embeddings import provider_from_config
+    from ..embeddings import provider_from_config
 
     uid = uuid.UUID(user or os.environ.get("HIPOCAMPO_USER") or str(LOCAL_USER))
     with _client(tenant) as service:

@@ -23,9 +23,9 @@ from typing import Any
 import psycopg
 from psycopg.rows import tuple_row
 
-from .config import load_config
-from .errors import HipocampoError
-from .resources import sql_dir
+from ..config import load_config
+from ..errors import HipocampoError
+from ..resources import sql_dir
 
 __all__ = [
     "MigrationResult",
@@ -203,7 +203,7 @@ class MigrationResult:
 
 
 def _shim_sql() -> str:
-    return resources.files("hipocampo").joinpath("shim/supabase_local.sql").read_text("utf-8")
+    return resources.files("hipocampo.db").joinpath("shim/supabase_local.sql").read_text("utf-8")
 
 
 def apply_migrations(url: str, *, shim: bool) -> MigrationResult:

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import openai
 
-from .errors import HipocampoError
+from ..errors import HipocampoError
 
 __all__ = ["ChatAnswerer", "ExtractiveAnswerer", "GenerationError", "Generator", "generator_for", "numbers_absent"]
 

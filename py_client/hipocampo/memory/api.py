@@ -16,10 +16,10 @@ from uuid import UUID
 
 from pgvector import Vector
 
-from .client import Hipocampo
-from .embeddings.base import EmbeddingProvider, TokenEmbedder, TokenVectors, token_embedder
-from .errors import InvalidInputError, MemoryRejected, PreconditionError
-from .models import HistoryHit, MemoryHit, MemoryRecord, Recall, RememberResult
+from ..client import Hipocampo
+from ..embeddings.base import EmbeddingProvider, TokenEmbedder, TokenVectors, token_embedder
+from ..errors import InvalidInputError, MemoryRejected, PreconditionError
+from ..models import HistoryHit, MemoryHit, MemoryRecord, Recall, RememberResult
 
 __all__ = ["Memory"]
 

@@ -20,12 +20,12 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
-from .client import Hipocampo
-from .embeddings import EmbeddingProvider
-from .errors import HipocampoError, InvalidInputError
+from ..client import Hipocampo
+from ..embeddings import EmbeddingProvider
+from ..errors import HipocampoError, InvalidInputError
+from ..models import Answer, Source
 from .generation import GenerationError, Generator, generator_for, numbers_absent
 from .guardrails import check_question
-from .models import Answer, Source
 
 __all__ = ["Orchestrator"]
 

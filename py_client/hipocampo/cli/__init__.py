@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import db
-from .client import Actor, Hipocampo
-from .errors import HipocampoError, from_db_error
+from .. import db
+from ..errors import HipocampoError, from_db_error
+from .answers import ask, serve
+from .common import JsonOpt, TenantOpt, _client, _fail, console, err_console
+from .memory import memory_app
 
 __all__ = ["app"]
 
@@ -36,32 +36,6 @@ kb_app = typer.Typer(help="Knowledge bases.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(tenant_app, name="tenant")
 app.add_typer(kb_app, name="kb")
-console = Console()
-err_console = Console(stderr=True)
-
-TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant slug.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-
-
-def _fail(exc: Exception) -> typer.Exit:
-    state = f" [{exc.sqlstate}]" if isinstance(exc, HipocampoError) and exc.sqlstate else ""
-    err_console.print(f"[red]error{escape(state)}:[/red] {escape(str(exc))}", soft_wrap=True, highlight=False)
-    return typer.Exit(code=1)
-
-
-def _client(tenant: str | None = None, *, create_default: bool = True) -> Hipocampo:
-    url = db.ensure_database()
-    # A server that went away is reported after 10 s (one line, exit 1), not the library's 30.
-    client = Hipocampo(url, pool_timeout_s=10.0)
-    if tenant is None:
-        return client
-    tid = client.tenant_id(tenant)
-    if tid is None:
-        if tenant != "default" or not create_default:
-            client.close()
-            raise _fail(HipocampoError(f"unknown tenant {tenant!r}; create it with `hipocampo tenant create`"))
-        tid = client.create_tenant("Default", "default")
-    return client.as_actor(Actor.service(tid))
 
 
 # -- db ---------------------------------------------------------------------------------------
@@ -130,8 +104,8 @@ def db_embed_missing(
     active and staged memories and messages without one of the active model (after a model
     switch; messages stored through the edge functions), then the tokens of messages that have
     none (history search's re-rank; messages stored before migration 003500 or over HTTP)."""
-    from .backfill import backfill_message_tokens, embed_missing_rows
-    from .embeddings import provider_from_config
+    from ..backfill import backfill_message_tokens, embed_missing_rows
+    from ..embeddings import provider_from_config
 
     with _client() as client:
         embedder = provider_from_config()
@@ -224,8 +198,8 @@ def ingest(
     as_json: JsonOpt = False,
 ) -> None:
     """Load, scrub PII, chunk, embed and store documents; unchanged ones are skipped."""
-    from .embeddings import count_tokens, provider_from_config
-    from .ingest import expand_paths, ingest_paths
+    from ..embeddings import count_tokens, provider_from_config
+    from ..ingest import expand_paths, ingest_paths
 
     files = expand_paths(paths)
     embedder = provider_from_config()
@@ -307,7 +281,7 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """Hybrid search: a table of hits with scores and sources."""
-    from .embeddings import provider_from_config
+    from ..embeddings import provider_from_config
 
     embedder = provider_from_config()
     with _client(tenant) as client:
@@ -350,8 +324,8 @@ def worker(
     also does what ``hipocampo db embed-missing`` does (the configured embedding model)."""
     import time
 
-    from .backfill import backfill_message_tokens, embed_missing_rows
-    from .embeddings import provider_from_config
+    from ..backfill import backfill_message_tokens, embed_missing_rows
+    from ..embeddings import provider_from_config
 
     embedder = provider_from_config() if embed_missing else None
     with _client() as client:
@@ -387,16 +361,9 @@ def demo(
     )
 
 
-def _register_memory() -> None:
-    from .cli_answers import ask, serve
-    from .cli_memory import memory_app
-
-    app.add_typer(memory_app, name="memory")
-    app.command()(ask)
-    app.command()(serve)
-
-
-_register_memory()
+app.add_typer(memory_app, name="memory")
+app.command()(ask)
+app.command()(serve)
 
 
 def main() -> None:

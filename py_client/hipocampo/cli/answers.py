@@ -10,8 +10,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .errors import HipocampoError
-from .models import Answer
+from ..errors import HipocampoError
+from ..models import Answer
+from .common import _client, _fail
 
 __all__ = ["ask", "print_answer", "serve"]
 
@@ -42,9 +43,8 @@ def ask(
     as_json: Annotated[bool, typer.Option("--json", help="Print the Answer as JSON.")] = False,
 ) -> None:
     """Answer with cited sources, or refuse ("Não encontrei informações confiáveis…") with a reason."""
-    from .cli import _client, _fail
-    from .embeddings import provider_from_config
-    from .orchestrator import Orchestrator
+    from ..answers import Orchestrator
+    from ..embeddings import provider_from_config
 
     with _client(tenant) as client:
         try:
@@ -69,10 +69,10 @@ def serve(
     JWKS URL of the project's asymmetric signing keys in [http] jwks_url_env (SUPABASE_JWKS_URL)."""
     import uvicorn
 
-    from . import db
-    from .config import load_config
-    from .embeddings import provider_from_config
-    from .server import create_app
+    from .. import db
+    from ..config import load_config
+    from ..embeddings import provider_from_config
+    from ..http import create_app
 
     http = load_config().get("http", {})
     env = str(http.get("jwt_secret_env", "SUPABASE_JWT_SECRET"))
