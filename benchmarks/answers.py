@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from hipocampo import Actor, Hipocampo, Orchestrator, db
+from hipocampo.answers.generation import numbers_absent
 from hipocampo.config import repo_root
 from hipocampo.datasets import datasets_dir, load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
-from hipocampo.answers.generation import numbers_absent
 from hipocampo.ingest import DocumentInput, ingest_documents, load_path
 from hipocampo.ingest.loaders import LoadedDocument
 from report import pct, write_section
