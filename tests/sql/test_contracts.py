@@ -152,3 +152,36 @@ def test_python_calls_name_real_rpcs_and_arguments(db: Conn) -> None:
         if rpc not in catalog or keys - set(catalog[rpc])
     ]
     assert problems == []
+
+
+def rpc_columns(db: Conn, rpc: str) -> set[str]:
+    """The columns an RPC returns (its OUT / TABLE arguments)."""
+    row = db.execute(
+        "select array(select a.name from unnest(p.proargnames, p.proargmodes) as a (name, mode)"
+        " where a.mode in ('o', 't', 'b')) as cols,"
+        " array(select a.attname from pg_type as t join pg_attribute as a on a.attrelid = t.typrelid"
+        "       where t.oid = p.prorettype and a.attnum > 0 and not a.attisdropped) as row_cols"
+        " from pg_proc as p where p.pronamespace = 'hipocampo'::regnamespace and p.proname = %s",
+        (rpc,),
+    ).fetchone()
+    assert row is not None, rpc
+    return set(row["cols"] or []) | set(row["row_cols"] or [])
+
+
+@pytest.mark.parametrize(
+    ("rpc", "model", "python_only"),
+    [
+        ("hybrid_search", "SearchHit", set()),
+        ("list_knowledge_bases", "KnowledgeBase", set()),
+        ("search_memories", "MemoryHit", set()),
+        ("search_history", "HistoryHit", set()),
+        ("scrub_pii", "ScrubResult", set()),
+        ("lookup_memories", "MemoryRecord", {"tier"}),
+    ],
+)
+def test_result_models_match_the_rpcs_columns(db: Conn, rpc: str, model: str, python_only: set[str]) -> None:
+    """Every field of the pydantic result model is a column the RPC returns (or one Python adds)."""
+    import hipocampo.models as models
+
+    fields = set(getattr(models, model).model_fields)
+    assert fields - python_only <= rpc_columns(db, rpc), sorted(fields - python_only - rpc_columns(db, rpc))
