@@ -769,7 +769,8 @@ $$;
 activate_embedding_model(name text) -> void
 
 Purpose: confirm the switch to a registered model: it becomes the default of retrieval.
-Errors: P0002 "unknown embedding model".
+Returns: nothing.
+Errors: 42501 for any role but service_role (no EXECUTE); P0002 "unknown embedding model".
 Example: select hipocampo.activate_embedding_model('text-embedding-3-small');
 */
 create or replace function hipocampo.activate_embedding_model(name text)
@@ -925,7 +926,8 @@ $$;
 knowledge_base_id(name text, tenant_id uuid default null) -> uuid
 
 Purpose: look a knowledge base up by name in the caller's tenant.
-Errors: P0002 "unknown knowledge base: …".
+Returns: the knowledge base's id.
+Errors: 42501 as _resolve_tenant; P0002 "unknown knowledge base: …".
 Example: select hipocampo.knowledge_base_id('regulamentos');
 */
 create or replace function hipocampo.knowledge_base_id(name text, tenant_id uuid default null)
@@ -953,6 +955,7 @@ list_knowledge_bases(tenant_id uuid default null) -> setof record
 
 Purpose: the caller's knowledge bases with document and chunk counts.
 Returns: id, name, description, tags, status, language, documents, chunks, updated_at.
+Errors: 42501 as _resolve_tenant.
 Example: select * from hipocampo.list_knowledge_bases();
 */
 create or replace function hipocampo.list_knowledge_bases(tenant_id uuid default null)
@@ -980,6 +983,7 @@ set_knowledge_base_status(kb_id uuid, status text) -> void
 
 Purpose: move a knowledge base through draft -> indexing -> ready | error.
 Errors: 42501 as _caller (before any other work); P0002 unknown knowledge base; 23514 on an unknown status.
+Returns: nothing.
 Example: select hipocampo.set_knowledge_base_status(kb, 'indexing');
 */
 create or replace function hipocampo.set_knowledge_base_status(kb_id uuid, status text)
@@ -1002,6 +1006,7 @@ document_hashes(kb_id uuid) -> setof (document_id uuid, source_uri text, content
 
 Purpose: what a knowledge base holds, so a client can skip unchanged documents before embedding.
 Errors: 42501 as _caller (before any other work); P0002 unknown knowledge base.
+Returns: one row per document of the knowledge base.
 Example: select * from hipocampo.document_hashes(kb);
 */
 create or replace function hipocampo.document_hashes(kb_id uuid)
@@ -1213,6 +1218,7 @@ purge_expired(now timestamptz default now()) -> jsonb
 Purpose: delete documents and chunks whose expires_at has passed (retention).
 Parameters: now - the clock (tests pass a frozen one).
 Returns: {"documents": n, "chunks": n}.
+Errors: 42501 for any role but service_role (no EXECUTE).
 Example: select hipocampo.purge_expired();
 */
 create or replace function hipocampo.purge_expired(now timestamptz default now())
@@ -1239,6 +1245,7 @@ start_ingestion_job(kb_id uuid, documents_total integer) -> uuid
 Purpose: open an ingestion run (status running, lease renewed by heartbeat_ingestion_job). It
   first recovers the knowledge base's interrupted jobs (recover_ingestion_jobs), so a run after a
   crash finds the earlier job failed (interrupted) instead of running forever.
+Returns: the job's id.
 Errors: 42501 as _caller (before any other work); P0002 unknown knowledge base; 22023
   "documents_total must be >= 0".
 Example: select hipocampo.start_ingestion_job(kb, 12);
@@ -1479,6 +1486,7 @@ heartbeat_ingestion_job(job_id uuid) -> void
 
 Purpose: renew a running job's lease (heartbeat_at = now()). Clients call it at least every
   maintenance.ingestion_lease_seconds (300 s) while they work.
+Returns: nothing.
 Errors: 42501 as _caller; P0002 "ingestion job … is not running" (unknown, finished, or already
   marked interrupted: the client should stop and report it).
 Example: select hipocampo.heartbeat_ingestion_job('…');
@@ -1635,6 +1643,7 @@ membership_role(user_id uuid default null, tenant_id uuid default null) -> text
 
 Purpose: a user's role in a tenant: admin | member, or null when not a member. A signed-in user
   asks about themselves; service_role names the user and the tenant.
+Returns: 'admin' | 'member', or null when the user is not a member.
 Errors: 42501 as _memory_actor (no tenant / no user / user mismatch).
 Example: select hipocampo.membership_role('…'::uuid, '…'::uuid);  -- as service_role
 */
@@ -1661,6 +1670,7 @@ memories_without_embedding(keys text[] default null, user_id uuid default null,
 
 Purpose: the user's active personal memories stored without a vector (written in SQL, e.g. by
   seed_profile), optionally only these keys, for the client to embed (set_memory_embeddings).
+Returns: one row per memory, by key.
 Errors: 42501 as _memory_actor.
 Example: select * from hipocampo.memories_without_embedding();
 */
@@ -1692,6 +1702,7 @@ active_embedding_model() -> table (name text, provider text, dims integer, dista
 
 Purpose: the embedding model search reads (the registry's active row); no row when none is
   active.
+Returns: at most one row.
 Errors: 42501 as _caller.
 Example: select name, dims from hipocampo.active_embedding_model();
 */

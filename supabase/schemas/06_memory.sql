@@ -337,6 +337,7 @@ set_memory_consent(granted boolean, user_id uuid default null, tenant_id uuid de
 Purpose: record (or revoke) the user's consent to long-term memory (LGPD art. 7 I).
 Parameters: granted; user_id / tenant_id only for service_role (users act for themselves).
 Errors: 42501 no tenant / no user.
+Returns: nothing.
 Example: select hipocampo.set_memory_consent(true);
 */
 create or replace function hipocampo.set_memory_consent(
@@ -528,6 +529,7 @@ hard_delete_memory(memory_id uuid) -> boolean
 
 Purpose: compliance deletion of a memory row and its history chain links (service_role only).
 Returns: true when a row was deleted.
+Errors: 42501 for any role but service_role (no EXECUTE); 42501 as _caller.
 Example: select hipocampo.hard_delete_memory('…');
 */
 create or replace function hipocampo.hard_delete_memory(memory_id uuid)
@@ -555,6 +557,8 @@ lookup_memories(key text default null, category text default null, include_histo
 
 Purpose: exact lookup by key and/or category of the caller's visible memories (active ones,
   or the whole history with include_history). Counts as an access.
+Returns: memories rows (every column; clients drop the embedding), newest first within a key.
+Errors: 42501 as _resolve_tenant.
 Example: select value from hipocampo.lookup_memories(key => 'user.name');
 */
 create or replace function hipocampo.lookup_memories(
@@ -1160,6 +1164,8 @@ staged_memories() -> setof hipocampo_private.memory_staging
 
 Purpose: the caller's staged memories (own personal ones + the tenant's shared ones), soonest
   expiry first.
+Returns: memory_staging rows (every column).
+Errors: 42501 as _resolve_tenant.
 Example: select key, intensity, expires_at from hipocampo.staged_memories();
 */
 create or replace function hipocampo.staged_memories()

@@ -209,7 +209,8 @@ update_conversation_summary(conversation_id uuid, summary text, through_message_
 
 Purpose: store the rolling summary of a conversation, covering its messages up to
   through_message_id (the summariser, e.g. the orchestrator's LLM, runs outside the database).
-Errors: 22023 "through_message_id is not a message of this conversation"; 22023 empty summary.
+Returns: nothing.
+Errors: 42501 as _memory_actor; 22023 "through_message_id is not a message of this conversation"; 22023 empty summary.
 Example: select hipocampo.update_conversation_summary('…', 'Usuário pediu o prazo…', 42);
 */
 create or replace function hipocampo.update_conversation_summary(
@@ -255,6 +256,7 @@ Purpose: what an assistant needs of a conversation: its rolling summary and the 
   (default sessions.last_messages), oldest first.
 Returns: {"conversation_id", "summary", "summary_through", "unsummarized": n messages after the
   summary, "messages": [{"id", "role", "content", "modality", "attachments", "created_at"}]}.
+Errors: 42501 as _memory_actor; 55000 "sessions config is incomplete: …" (last_n null and not seeded).
 Example: select hipocampo.conversation_context('…'::uuid, 10);
 */
 create or replace function hipocampo.conversation_context(

@@ -411,6 +411,7 @@ purge_sessions(now timestamptz default now()) -> integer
 Purpose: delete expired sessions (inactivity TTL or absolute maximum passed). Scheduled every
   5 minutes with pg_cron where it exists; locally `hipocampo worker`.
 Returns: the number of sessions deleted.
+Errors: 42501 for any role but service_role (no EXECUTE).
 Example: select hipocampo.purge_sessions();
 */
 create or replace function hipocampo.purge_sessions(now timestamptz default now())

@@ -571,6 +571,8 @@ normalize_question(question text) -> text
 
 Purpose: the cache key of a question: lower case, unaccented, punctuation removed, whitespace
   collapsed ("Qual é o prazo?" and "qual e o  prazo" share one key).
+Returns: the normalised text (null for null).
+Errors: none (a pure function).
 Example: select hipocampo.normalize_question('  Qual é o PRAZO? '); -- 'qual e o prazo'
 */
 create or replace function hipocampo.normalize_question(question text)
