@@ -469,8 +469,9 @@ Purpose: search the caller's own conversation history (one conversation, or all)
   query tokens' idf is counted over the newest conversations.token_idf_sample searched messages.
   With filter_modality, neighbours of any modality give context; only messages of that modality
   are returned.
-Parameters: query_text 1..2,000 characters; query_embedding of the active model (optional);
-  filter_conversation_id (null = every conversation of the user); match_count k, 1..100 (default
+Parameters: query_text 1..conversations.max_query_chars (2,000) characters; query_embedding of
+  the active model (optional); filter_conversation_id (null = every conversation of the user);
+  match_count k, 1..100 (default
   conversations.match_count); filter_modality chat | voice; user_id / tenant_id only for
   service_role; query_token_ids / query_token_bits - the question's WordPiece ids and the sign
   bits of its token embeddings (same model as query_embedding, which they need; 1..512 items).
@@ -512,6 +513,7 @@ declare
     a record := hipocampo_private._memory_actor(search_history.user_id, search_history.tenant_id);
     cfg jsonb := hipocampo.effective_config(a.actor_tenant) -> 'conversations';
     k integer := coalesce(search_history.match_count, (cfg ->> 'match_count')::integer);
+    max_chars integer := (cfg ->> 'max_query_chars')::integer;
     k1 double precision := (cfg ->> 'bm25_k1')::double precision;
     b double precision := (cfg ->> 'bm25_b')::double precision;
     wd double precision := (cfg ->> 'dense_weight')::double precision;
@@ -539,10 +541,10 @@ begin
     if k is null or k < 1 or k > 100 then
         raise exception 'match_count must be 1..100 (got %)', k using errcode = '22023';
     end if;
-    if query_text is null or btrim(query_text) = '' or char_length(query_text) > 2000 then
-        raise exception 'query_text must have 1..2000 characters' using errcode = '22023';
+    if query_text is null or btrim(query_text) = '' or char_length(query_text) > max_chars then
+        raise exception 'query_text must have 1..% characters', max_chars using errcode = '22023';
     end if;
-    if k is null or k1 is null or b is null or wd is null or wl is null or w_date is null
+    if max_chars is null or k is null or k1 is null or b is null or wd is null or wl is null or w_date is null
         or tz is null or w_before is null or w_after is null or w_token is null or n_candidates is null
         or n_idf is null then
         raise exception 'conversations config is incomplete: seed it from config.toml (hipocampo db migrate)'

@@ -408,7 +408,8 @@ class Memory:
         late interaction over tokens (``token_rerank_weight``, migration 003500); see
         docs/design.md §Memory (history). ``k`` defaults to ``conversations.match_count``.
         Returns at most k ``HistoryHit`` (scores: cosine, BM25, ranking score, token MaxSim).
-        Raises ``InvalidInputError`` (22023) for an empty or > 2,000-character query."""
+        Raises ``InvalidInputError`` (22023) for an empty query or one over
+        ``conversations.max_query_chars`` (2,000) characters."""
         semantic = dense and self.embedder is not None
         tokens = token_embedder(self.embedder) if semantic else None
         qt = tokens.embed_tokens([query])[0] if tokens else None
