@@ -138,6 +138,6 @@ def test_history_search_reads_its_query_limit_from_config(db: Conn, world: World
     """conversations.max_query_chars (2,000), not a literal (migration 20261124000200)."""
     world.act("authenticated", world.admin_a, world.tenant_a)
     db.execute("""select hipocampo.set_tenant_config('conversations', '{"max_query_chars": 10}')""")
-    with pytest.raises(psycopg.errors.InvalidParameterValue, match="1..10 characters"), db.transaction():
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match=r"1\.\.10 characters"), db.transaction():
         db.execute("select * from hipocampo.search_history('uma pergunta longa demais')")
     assert db.execute("select count(*) as n from hipocampo.search_history('curta')").fetchone() == {"n": 0}
