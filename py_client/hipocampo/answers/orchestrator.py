@@ -80,46 +80,13 @@ class Orchestrator:
             PermissionDeniedError: no tenant in the JWT claims / not a member.
             DimensionMismatchError: the embedder's dims differ from the active model's.
         """
-        trace = uuid.uuid4()
         start = time.perf_counter()
-        timings: dict[str, float] = {}
-
-        def lap(step: str, since: float) -> float:
-            now = time.perf_counter()
-            timings[step] = round((now - since) * 1000, 2)
-            return now
-
-        t = time.perf_counter()
         cfg = self.config(kb_ids, agent)
         kbs = [UUID(str(k)) for k in (kb_ids or cfg.get("kb_ids") or [])]
         if not kbs:
             raise InvalidInputError("no knowledge base: pass kb_ids or an agent bound to knowledge bases", "22023")
-        t = lap("config", t)
-
-        def finish(ans: dict[str, Any], candidates: int = 0, filtered: int = 0) -> Answer:
-            total = (time.perf_counter() - start) * 1000
-            timings["total"] = round(total, 2)
-            result = Answer(question=question, trace_id=trace, timings_ms=timings, **ans)
-            self._audit(result, kbs, agent, candidates, filtered, total)
-            log.debug(
-                json.dumps(
-                    {
-                        "event": "ask",
-                        "trace_id": str(trace),
-                        "answer_source": result.answer_source,
-                        "reason": result.reason,
-                        "confidence": result.confidence,
-                        "timings_ms": timings,
-                    }
-                )
-            )
-            return result
-
-        def refuse(reason: str, **extra: Any) -> dict[str, Any]:
-            message = str(cfg["refusal_message"])
-            if reason == "conflicting_sources":
-                message += " " + _disagreement(extra.get("conflicts") or [])
-            return {"answer": message, "refused": True, "reason": reason, "answer_source": "REFUSAL", **extra}
+        turn = _Turn(self, question, kbs, agent, cfg, start)
+        turn.lap("config")
 
         reason = check_question(
             question,
@@ -127,69 +94,68 @@ class Orchestrator:
             int(cfg["question_max_chars"]),
             lambda text: self.client.scrub_pii([text])[0].counts,
         )
-        t = lap("guardrails", t)
+        turn.lap("guardrails")
         if reason:
-            return finish(refuse(reason))
-
-        limit: dict[str, Any] = {"allowed": True}
+            return turn.finish(turn.refuse(reason))
         if rate_limit:
-            limit = dict(self.client.rpc("take_rate_limit", {"tenant_id": self.client._tenant()}) or limit)
-            t = lap("rate_limit", t)
-        if not limit.get("allowed"):
-            return finish(refuse("rate_limited", retry_after_ms=int(limit.get("retry_after_ms") or 0)))
-
+            limit = dict(self.client.rpc("take_rate_limit", {"tenant_id": self.client._tenant()}) or {"allowed": True})
+            turn.lap("rate_limit")
+            if not limit.get("allowed"):
+                return turn.finish(turn.refuse("rate_limited", retry_after_ms=int(limit.get("retry_after_ms") or 0)))
         if use_cache:
             cached = self._cache_get(question, kbs, agent)
-            t = lap("cache", t)
+            turn.lap("cache")
             if cached:
                 cached.pop("answer_source", None)
-                return finish({**cached, "refused": False, "reason": None, "answer_source": "CACHE"})
+                return turn.finish({**cached, "refused": False, "reason": None, "answer_source": "CACHE"})
+        return self._answer(turn, use_cache)
 
-        vector = self.embedder.embed_query(question)
-        t = lap("embed", t)
+    def _answer(self, turn: _Turn, use_cache: bool) -> Answer:
+        """Evidence (one SQL call: retrieval, gates, conflicts), then generation and its checks."""
+        vector = self.embedder.embed_query(turn.question)
+        turn.lap("embed")
         decision: dict[str, Any] = self.client.rpc(
             "answer_evidence",
             {
-                "query_text": question,
+                "query_text": turn.question,
                 "query_embedding": list(vector),
-                "kb_ids": kbs,
-                "agent": agent,
+                "kb_ids": turn.kbs,
+                "agent": turn.agent,
                 "tenant_id": self.client._tenant(),
             },
         )
-        t = lap("evidence", t)
+        turn.lap("evidence")
         evidence: list[dict[str, Any]] = decision["evidence"]
-        candidates, filtered = int(decision["candidates"]), int(decision["filtered"])
+        counts = int(decision["candidates"]), int(decision["filtered"])
         confidence = float(decision["confidence"])
         conflicts: list[dict[str, Any]] = decision["conflicts"]
         if decision["decision"] != "answer":
-            return finish(refuse(decision["reason"], confidence=confidence, conflicts=conflicts), candidates, filtered)
+            return turn.finish(turn.refuse(decision["reason"], confidence=confidence, conflicts=conflicts), *counts)
 
-        generator = self.generator or generator_for(cfg)
+        generator = self.generator or generator_for(turn.cfg)
         try:
-            text = generator.generate(question, evidence, cfg)
+            text = generator.generate(turn.question, evidence, turn.cfg)
         except GenerationError as exc:
-            log.warning("generation failed (trace %s): %s", trace, exc)
-            return finish(refuse("generation_failed", confidence=confidence), candidates, filtered)
-        t = lap("generate", t)
+            log.warning("generation failed (trace %s): %s", turn.trace, exc)
+            return turn.finish(turn.refuse("generation_failed", confidence=confidence), *counts)
+        turn.lap("generate")
         absent = numbers_absent(text, evidence)
         if absent:
-            log.info("answer refused: numbers %s absent from the evidence (trace %s)", absent, trace)
-            return finish(refuse("number_not_in_evidence", confidence=confidence), candidates, filtered)
-        sources = _cited(text, evidence)
+            log.info("answer refused: numbers %s absent from the evidence (trace %s)", absent, turn.trace)
+            return turn.finish(turn.refuse("number_not_in_evidence", confidence=confidence), *counts)
         answer = {
             "answer": text,
             "refused": False,
             "reason": None,
             "confidence": confidence,
-            "sources": [s.model_dump(mode="json") for s in sources],
+            "sources": [s.model_dump(mode="json") for s in _cited(text, evidence)],
             "conflicts": conflicts,
             "answer_source": generator.answer_source,
         }
         if use_cache:
-            self._cache_put(question, kbs, agent, answer)
-            t = lap("cache_put", t)
-        return finish(answer, candidates, filtered)
+            self._cache_put(turn.question, turn.kbs, turn.agent, answer)
+            turn.lap("cache_put")
+        return turn.finish(answer, *counts)
 
     # -- database helpers --------------------------------------------------------------------
     def _cache_get(self, question: str, kbs: list[UUID], agent: str | None) -> dict[str, Any] | None:
@@ -233,6 +199,59 @@ class Orchestrator:
             )
         except HipocampoError as exc:  # the answer stands; a lost audit row is logged loudly
             log.error("audit row of trace %s not written: %s", ans.trace_id, exc)
+
+
+class _Turn:
+    """One ask: its trace id, the step timings (ms), the refusal builder and the audit at the end."""
+
+    def __init__(
+        self,
+        orchestrator: Orchestrator,
+        question: str,
+        kbs: list[UUID],
+        agent: str | None,
+        cfg: dict[str, Any],
+        start: float,
+    ) -> None:
+        self.orchestrator = orchestrator
+        self.question = question
+        self.kbs = kbs
+        self.agent = agent
+        self.cfg = cfg
+        self.trace = uuid.uuid4()
+        self.start = start
+        self.mark = start
+        self.timings: dict[str, float] = {}
+
+    def lap(self, step: str) -> None:
+        now = time.perf_counter()
+        self.timings[step] = round((now - self.mark) * 1000, 2)
+        self.mark = now
+
+    def refuse(self, reason: str, **extra: Any) -> dict[str, Any]:
+        message = str(self.cfg["refusal_message"])
+        if reason == "conflicting_sources":
+            message += " " + _disagreement(extra.get("conflicts") or [])
+        return {"answer": message, "refused": True, "reason": reason, "answer_source": "REFUSAL", **extra}
+
+    def finish(self, ans: dict[str, Any], candidates: int = 0, filtered: int = 0) -> Answer:
+        total = (time.perf_counter() - self.start) * 1000
+        self.timings["total"] = round(total, 2)
+        result = Answer(question=self.question, trace_id=self.trace, timings_ms=self.timings, **ans)
+        self.orchestrator._audit(result, self.kbs, self.agent, candidates, filtered, total)
+        log.debug(
+            json.dumps(
+                {
+                    "event": "ask",
+                    "trace_id": str(self.trace),
+                    "answer_source": result.answer_source,
+                    "reason": result.reason,
+                    "confidence": result.confidence,
+                    "timings_ms": self.timings,
+                }
+            )
+        )
+        return result
 
 
 def _cited(text: str, evidence: list[dict[str, Any]]) -> list[Source]:

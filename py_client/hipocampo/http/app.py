@@ -92,6 +92,167 @@ _STATUS: dict[type[HipocampoError], int] = {
 }
 
 
+class _JwtVerifier:
+    """The caller of a request, from its bearer token: HS256 with the project's secret, or ES256 /
+    RS256 with a key of the project's JWKS (named by the token's ``kid``)."""
+
+    def __init__(self, secret: str, jwks_url: str, audience: str) -> None:
+        self.secret = secret
+        self.jwks = jwt.PyJWKClient(jwks_url, cache_keys=True, lifespan=300, timeout=5) if jwks_url else None
+        self.audience = audience
+
+    def actor(self, authorization: str | None, tenant_id: UUID | None) -> Actor:
+        """The actor of ``authorization`` (``Bearer <JWT>``); ``tenant_id`` counts for service_role.
+
+        Raises:
+            _AuthError: no or an invalid token (401), or the signing keys cannot be read (503).
+        """
+        if not authorization or not authorization.lower().startswith("bearer "):
+            raise _AuthError("missing bearer token")
+        try:
+            token = authorization[7:].strip()
+            alg = jwt.get_unverified_header(token).get("alg")
+            key: Any
+            if alg == "HS256" and self.secret:
+                key = self.secret
+            elif alg in _ASYMMETRIC and self.jwks is not None:
+                key = self.jwks.get_signing_key_from_jwt(token).key
+            else:
+                raise _AuthError(f"invalid token: signing algorithm {alg!r} is not configured here")
+            claims: dict[str, Any] = jwt.decode(
+                token, key, algorithms=[alg], options={"verify_aud": False, "require": ["exp", "role"]}
+            )
+        except jwt.PyJWKClientConnectionError as exc:
+            raise _AuthError(f"cannot read the signing keys: {exc}", 503) from exc
+        except jwt.PyJWTError as exc:
+            raise _AuthError(f"invalid token: {exc}") from exc
+        role = claims.get("role")
+        if role == "service_role":
+            return Actor("service_role", claims, tenant_id)
+        if role == "authenticated" and claims.get("sub") and claims.get("aud") in (self.audience, [self.audience]):
+            return Actor("authenticated", claims, None)
+        raise _AuthError("token role must be authenticated (with sub and aud) or service_role")
+
+
+def _error(status: int, message: str, trace: str, **headers: str) -> JSONResponse:
+    return JSONResponse({"error": message, "trace_id": trace}, status, headers={"X-Trace-ID": trace, **headers})
+
+
+class _Endpoints:
+    """The routes' handlers over one connection pool (``root``, acting as service_role)."""
+
+    def __init__(
+        self, root: Hipocampo, verifier: _JwtVerifier, embedder: EmbeddingProvider | None, refusal_text: str
+    ) -> None:
+        self.root = root
+        self.verifier = verifier
+        self._embedder = embedder
+        self.refusal_text = refusal_text
+
+    def embedder(self) -> EmbeddingProvider:
+        if self._embedder is None:
+            from ..embeddings import LocalMiniLM
+
+            self._embedder = LocalMiniLM()
+        return self._embedder
+
+    def ip_limited(self, request: Request, trace: str) -> JSONResponse | None:
+        """429 when the client's address spent its bucket (``take_ip_rate_limit``), else None."""
+        ip = request.client.host if request.client else "0.0.0.0"
+        try:
+            res = self.root.as_actor(Actor.service()).rpc("take_ip_rate_limit", {"ip": _inet(ip)}) or {"allowed": True}
+        except (HipocampoError, psycopg.Error, OSError):
+            return None  # the database is down: the endpoint itself answers 503
+        if res.get("allowed"):
+            return None
+        retry = str(max(1, int(res.get("retry_after_ms", 1000)) // 1000))
+        return _error(429, "too many requests from this address", trace, **{"Retry-After": retry})
+
+    def healthz(self) -> dict[str, str]:
+        """Liveness: the process answers."""
+        return {"status": "ok"}
+
+    def readyz(self) -> JSONResponse:
+        """Readiness: 200 when the database answers and is seeded; 503 with ``status``
+        "unavailable" (unreachable) or "not_configured" (``problems``: config keys not seeded, no
+        active embedding model; see :func:`hipocampo.db.readiness_problems`)."""
+        try:
+            with self.root.transaction() as cur:  # service_role: may read the config rows
+                problems = readiness_problems(cur.connection)
+        except (HipocampoError, psycopg.Error, OSError) as exc:
+            return JSONResponse({"status": "unavailable", "error": str(exc)}, 503)
+        if problems:
+            return JSONResponse({"status": "not_configured", "problems": problems}, 503)
+        return JSONResponse({"status": "ready"})
+
+    def ask(self, body: AskRequest, request: Request, authorization: str | None = Header(default=None)) -> JSONResponse:
+        """Answer with cited sources or refuse (see ``Orchestrator.ask``)."""
+        trace = str(uuid.uuid4())
+        limited = self.ip_limited(request, trace)
+        if limited:
+            return limited
+        try:
+            actor = self.verifier.actor(authorization, body.tenant_id)
+        except _AuthError as exc:
+            return _error(exc.status, str(exc), trace)
+        orch = Orchestrator(self.root.as_actor(actor), self.embedder())
+        try:
+            ans = orch.ask(body.question, kb_ids=body.kb_ids, agent=body.agent, use_cache=body.use_cache)
+        except (PermissionDeniedError, NotFoundError, InvalidInputError) as exc:
+            return _error(_STATUS[type(exc)], exc.message, trace)
+        except (HipocampoError, psycopg.Error, OSError) as exc:
+            log.error("ask failed (trace %s): %s", trace, exc)
+            return self._unavailable(body.question, trace, exc)
+        status = 429 if ans.reason == "rate_limited" else 200
+        headers = {"X-Answer-Source": ans.answer_source, "X-Trace-ID": str(ans.trace_id)}
+        if ans.retry_after_ms:
+            headers["Retry-After"] = str(max(1, ans.retry_after_ms // 1000))
+        return JSONResponse(json.loads(ans.model_dump_json()), status, headers=headers)
+
+    def _unavailable(self, question: str, trace: str, exc: Exception) -> JSONResponse:
+        """A 503 refusal: the database answers but is not seeded (55000), or does not answer."""
+        reason = "not_configured" if isinstance(exc, PreconditionError) else "database_unavailable"
+        payload = {
+            "question": question,
+            "answer": self.refusal_text,
+            "refused": True,
+            "reason": reason,
+            "answer_source": "REFUSAL",
+            "trace_id": trace,
+            "sources": [],
+            "confidence": 0.0,
+        }
+        return JSONResponse(payload, 503, headers={"X-Answer-Source": "REFUSAL", "X-Trace-ID": trace})
+
+    def context_pack(
+        self, body: ContextPackRequest, request: Request, authorization: str | None = Header(default=None)
+    ) -> JSONResponse:
+        """The ContextPack of one turn (``hipocampo.context_pack``)."""
+        trace = str(uuid.uuid4())
+        limited = self.ip_limited(request, trace)
+        if limited:
+            return limited
+        try:
+            actor = self.verifier.actor(authorization, body.tenant_id)
+        except _AuthError as exc:
+            return _error(exc.status, str(exc), trace)
+        args = body.model_dump(exclude={"query"}) | {
+            "query": body.query,
+            "query_embedding": list(self.embedder().embed_query(body.query)),
+        }
+        try:
+            pack = self.root.as_actor(actor).rpc("context_pack", args)
+        except (PermissionDeniedError, NotFoundError, InvalidInputError) as exc:
+            return _error(_STATUS[type(exc)], exc.message, trace)
+        except PreconditionError as exc:
+            log.error("context-pack failed (trace %s): %s", trace, exc)
+            return _error(503, exc.message, trace)
+        except (HipocampoError, psycopg.Error, OSError) as exc:
+            log.error("context-pack failed (trace %s): %s", trace, exc)
+            return _error(503, "database unavailable", trace)
+        return JSONResponse(pack or {}, headers={"X-Trace-ID": trace})
+
+
 def create_app(
     url: str,
     embedder: EmbeddingProvider | None = None,
@@ -115,165 +276,22 @@ def create_app(
     Raises:
         RuntimeError: neither a JWT secret nor a JWKS URL configured.
     """
-    http = load_config().get("http", {})
+    config = load_config()
+    http = config.get("http", {})
     secret_env = str(http.get("jwt_secret_env", "SUPABASE_JWT_SECRET"))
     jwks_env = str(http.get("jwks_url_env", "SUPABASE_JWKS_URL"))
     secret = jwt_secret or os.environ.get(secret_env, "")
     jwks_at = jwks_url or os.environ.get(jwks_env, "")
     if not secret and not jwks_at:
         raise RuntimeError(f"no JWT key: set ${secret_env} (HS256) or ${jwks_env} (asymmetric signing keys)")
-    jwks = jwt.PyJWKClient(jwks_at, cache_keys=True, lifespan=300, timeout=5) if jwks_at else None
-    audience = str(http.get("jwt_audience", "authenticated"))
-    refusal_text = str(load_config().get("rag", {}).get("refusal_message", ""))
-    app = FastAPI(title="hipocampo", version="0.1.0", description="Answers that cite or refuse, and ContextPacks.")
+    verifier = _JwtVerifier(secret, jwks_at, str(http.get("jwt_audience", "authenticated")))
     root = Hipocampo(url, pool_timeout_s=pool_timeout_s)
-    state: dict[str, Any] = {"embedder": embedder}
-
-    def get_embedder() -> EmbeddingProvider:
-        if state["embedder"] is None:
-            from ..embeddings import LocalMiniLM
-
-            state["embedder"] = LocalMiniLM()
-        emb: EmbeddingProvider = state["embedder"]
-        return emb
-
-    def actor_of(authorization: str | None, tenant_id: UUID | None) -> Actor:
-        if not authorization or not authorization.lower().startswith("bearer "):
-            raise _AuthError("missing bearer token")
-        try:
-            token = authorization[7:].strip()
-            alg = jwt.get_unverified_header(token).get("alg")
-            key: Any
-            if alg == "HS256" and secret:
-                key = secret
-            elif alg in _ASYMMETRIC and jwks is not None:
-                key = jwks.get_signing_key_from_jwt(token).key
-            else:
-                raise _AuthError(f"invalid token: signing algorithm {alg!r} is not configured here")
-            claims: dict[str, Any] = jwt.decode(
-                token, key, algorithms=[alg], options={"verify_aud": False, "require": ["exp", "role"]}
-            )
-        except jwt.PyJWKClientConnectionError as exc:
-            raise _AuthError(f"cannot read the signing keys: {exc}", 503) from exc
-        except jwt.PyJWTError as exc:
-            raise _AuthError(f"invalid token: {exc}") from exc
-        role = claims.get("role")
-        if role == "service_role":
-            return Actor("service_role", claims, tenant_id)
-        if role == "authenticated" and claims.get("sub") and claims.get("aud") in (audience, [audience]):
-            return Actor("authenticated", claims, None)
-        raise _AuthError("token role must be authenticated (with sub and aud) or service_role")
-
-    def error(status: int, message: str, trace: str, **headers: str) -> JSONResponse:
-        return JSONResponse({"error": message, "trace_id": trace}, status, headers={"X-Trace-ID": trace, **headers})
-
-    def ip_limited(request: Request, trace: str) -> JSONResponse | None:
-        ip = request.client.host if request.client else "0.0.0.0"
-        try:
-            res = root.as_actor(Actor.service()).rpc("take_ip_rate_limit", {"ip": _inet(ip)}) or {"allowed": True}
-        except (HipocampoError, psycopg.Error, OSError):
-            return None  # the database is down: the endpoint itself answers 503
-        if res.get("allowed"):
-            return None
-        retry = str(max(1, int(res.get("retry_after_ms", 1000)) // 1000))
-        return error(429, "too many requests from this address", trace, **{"Retry-After": retry})
-
-    @app.get("/healthz")
-    def healthz() -> dict[str, str]:
-        """Liveness: the process answers."""
-        return {"status": "ok"}
-
-    @app.get("/readyz")
-    def readyz() -> JSONResponse:
-        """Readiness: 200 when the database answers and is seeded; 503 with ``status``
-        "unavailable" (unreachable) or "not_configured" (``problems``: config keys not seeded, no
-        active embedding model; see :func:`hipocampo.db.readiness_problems`)."""
-        try:
-            with root.transaction() as cur:  # service_role: may read the config rows
-                problems = readiness_problems(cur.connection)
-        except (HipocampoError, psycopg.Error, OSError) as exc:
-            return JSONResponse({"status": "unavailable", "error": str(exc)}, 503)
-        if problems:
-            return JSONResponse({"status": "not_configured", "problems": problems}, 503)
-        return JSONResponse({"status": "ready"})
-
-    @app.post("/ask")
-    def ask(body: AskRequest, request: Request, authorization: str | None = Header(default=None)) -> JSONResponse:
-        """Answer with cited sources or refuse (see ``Orchestrator.ask``)."""
-        trace = str(uuid.uuid4())
-        limited = ip_limited(request, trace)
-        if limited:
-            return limited
-        try:
-            actor = actor_of(authorization, body.tenant_id)
-        except _AuthError as exc:
-            return error(exc.status, str(exc), trace)
-        orch = Orchestrator(root.as_actor(actor), get_embedder())
-        try:
-            ans = orch.ask(body.question, kb_ids=body.kb_ids, agent=body.agent, use_cache=body.use_cache)
-        except (PermissionDeniedError, NotFoundError, InvalidInputError) as exc:
-            return error(_STATUS[type(exc)], exc.message, trace)
-        except (HipocampoError, psycopg.Error, OSError) as exc:
-            log.error("ask failed (trace %s): %s", trace, exc)
-            # 55000: the database answers but is not seeded (or not ready); anything else: down.
-            reason = "not_configured" if isinstance(exc, PreconditionError) else "database_unavailable"
-            payload = {
-                "question": body.question,
-                "answer": refusal_text,
-                "refused": True,
-                "reason": reason,
-                "answer_source": "REFUSAL",
-                "trace_id": trace,
-                "sources": [],
-                "confidence": 0.0,
-            }
-            return JSONResponse(payload, 503, headers={"X-Answer-Source": "REFUSAL", "X-Trace-ID": trace})
-        status = 429 if ans.reason == "rate_limited" else 200
-        headers = {"X-Answer-Source": ans.answer_source, "X-Trace-ID": str(ans.trace_id)}
-        if ans.retry_after_ms:
-            headers["Retry-After"] = str(max(1, ans.retry_after_ms // 1000))
-        return JSONResponse(json.loads(ans.model_dump_json()), status, headers=headers)
-
-    @app.post("/context-pack")
-    def context_pack(
-        body: ContextPackRequest, request: Request, authorization: str | None = Header(default=None)
-    ) -> JSONResponse:
-        """The ContextPack of one turn (``hipocampo.context_pack``)."""
-        trace = str(uuid.uuid4())
-        limited = ip_limited(request, trace)
-        if limited:
-            return limited
-        try:
-            actor = actor_of(authorization, body.tenant_id)
-        except _AuthError as exc:
-            return error(exc.status, str(exc), trace)
-        client = root.as_actor(actor)
-        try:
-            pack = client.rpc(
-                "context_pack",
-                {
-                    "conversation_id": body.conversation_id,
-                    "query": body.query,
-                    "query_embedding": list(get_embedder().embed_query(body.query)),
-                    "modality": body.modality,
-                    "token_budget": body.token_budget,
-                    "kb_ids": body.kb_ids,
-                    "agent": body.agent,
-                    "session_id": body.session_id,
-                    "user_id": body.user_id,
-                    "tenant_id": body.tenant_id,
-                },
-            )
-        except (PermissionDeniedError, NotFoundError, InvalidInputError) as exc:
-            return error(_STATUS[type(exc)], exc.message, trace)
-        except PreconditionError as exc:
-            log.error("context-pack failed (trace %s): %s", trace, exc)
-            return error(503, exc.message, trace)
-        except (HipocampoError, psycopg.Error, OSError) as exc:
-            log.error("context-pack failed (trace %s): %s", trace, exc)
-            return error(503, "database unavailable", trace)
-        return JSONResponse(pack or {}, headers={"X-Trace-ID": trace})
-
+    endpoints = _Endpoints(root, verifier, embedder, str(config.get("rag", {}).get("refusal_message", "")))
+    app = FastAPI(title="hipocampo", version="0.1.0", description="Answers that cite or refuse, and ContextPacks.")
+    app.get("/healthz")(endpoints.healthz)
+    app.get("/readyz")(endpoints.readyz)
+    app.post("/ask")(endpoints.ask)
+    app.post("/context-pack")(endpoints.context_pack)
     app.state.hipocampo = root
     return app
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 from ..client import Hipocampo
 from ..embeddings.base import EmbeddingProvider
@@ -67,6 +68,148 @@ def expand_paths(paths: Iterable[Path]) -> list[Path]:
 ProgressHook = Callable[[DocumentResult], None]
 
 
+@dataclass
+class _Pending:
+    """A chunked document waiting for its batch's embeddings."""
+
+    item: DocumentInput
+    digest: str
+    pii: int
+    chunks: list[Chunk]
+    result: DocumentResult
+
+
+class _Run:
+    """One ingestion run into one knowledge base: its summary, job record and embedding batches."""
+
+    def __init__(
+        self,
+        client: Hipocampo,
+        kb_name: str,
+        embedder: EmbeddingProvider,
+        on_document: ProgressHook | None,
+        total: int,
+    ) -> None:
+        self.client = client
+        self.embedder = embedder
+        self.on_document = on_document
+        self.started = time.perf_counter()
+        self.kb_id = client.create_kb(kb_name)
+        self.summary = IngestSummary(kb=kb_name, documents_total=total)
+        self.errors: list[dict[str, Any]] = []
+        self.pending: list[_Pending] = []
+        self.job: UUID | None = None
+
+    def finish(self, res: DocumentResult) -> None:
+        self.summary.documents.append(res)
+        if self.on_document:
+            self.on_document(res)
+
+    def fail(self, item: DocumentInput, res: DocumentResult, exc: HipocampoError) -> None:
+        res.error = exc.message
+        self.summary.documents_failed += 1
+        self.errors.append({"source_uri": item.doc.source_uri, "error": exc.message, "sqlstate": exc.sqlstate})
+
+    def prepare(self, inputs: Sequence[DocumentInput]) -> list[tuple[DocumentInput, str, str, int]]:
+        """Scrub text, title and source_uri with the database's scrubber before anything is
+        hashed, chunked or embedded (the triggers scrub what is stored again, whatever the
+        client); documents whose hash is stored already are reported unchanged."""
+        for item in inputs:
+            if item.source_type not in SOURCE_TYPES:
+                raise HipocampoError(f"unknown source_type {item.source_type!r}; one of {', '.join(SOURCE_TYPES)}")
+        existing = self.client.document_hashes(self.kb_id)
+        texts = [s for item in inputs for s in (item.doc.text, item.doc.title, item.doc.source_uri)]
+        cleaned = self.client.scrub_pii(texts)
+        prepared: list[tuple[DocumentInput, str, str, int]] = []
+        for n, item in enumerate(inputs):
+            scrubbed, title, uri = cleaned[3 * n : 3 * n + 3]
+            item = replace(item, doc=replace(item.doc, title=title.text, source_uri=uri.text))
+            digest = sha256(f"{item.doc.title}\n{item.source_type}\n{scrubbed.text}")
+            if existing.get(item.doc.source_uri) == digest:
+                self.summary.documents_unchanged += 1
+                self.finish(DocumentResult(source_uri=item.doc.source_uri, title=item.doc.title, status="unchanged"))
+                continue
+            prepared.append((item, scrubbed.text, digest, scrubbed.total + title.total + uri.total))
+        return prepared
+
+    def flush(self) -> None:
+        """Embed the pending documents' chunks in one model call, then write each document in its
+        own transaction."""
+        if not self.pending:
+            return
+        assert self.job is not None
+        # The title is a contextual header of every chunk, for the embedding as for the tsvector
+        # (which indexes metadata.title + content).
+        texts = [f"{p.item.doc.title}\n{c.content}" for p in self.pending for c in p.chunks]
+        self.client.heartbeat_job(self.job)  # the job's lease: alive before a long embedding call
+        try:
+            vectors = iter(self.embedder.embed_documents(texts))
+            self.summary.embedding_calls += 1
+        except HipocampoError as exc:
+            for p in self.pending:
+                self.fail(p.item, p.result, exc)
+                self.finish(p.result)
+            self.pending.clear()
+            return
+        for p in self.pending:
+            self.write(p, [next(vectors) for _ in p.chunks])
+        self.pending.clear()
+
+    def write(self, p: _Pending, vectors: list[list[float]]) -> None:
+        it, res = p.item, p.result
+        rows = [
+            {
+                "chunk_index": i,
+                "content": c.content,
+                "token_count": c.token_count,
+                # Scoped to the KB: the unique (tenant, content_hash, model) then dedupes within
+                # a knowledge base without taking a chunk away from another KB.
+                "content_hash": sha256(f"{self.kb_id}:{c.content}"),
+                "metadata": {**c.metadata, "title": it.doc.title},
+                "embedding": v,
+            }
+            for i, (c, v) in enumerate(zip(p.chunks, vectors, strict=True))
+        ]
+        document = {
+            "title": it.doc.title,
+            "source_uri": it.doc.source_uri,
+            "content_hash": p.digest,
+            "source_type": it.source_type,
+            "doc_type": it.doc_type,
+            "trust_score": it.trust_score,
+            **{k: v for k, v in it.doc.metadata.items() if v is not None},
+        }
+        try:
+            out = self.client.ingest_document(self.kb_id, document, rows, self.embedder.model_name)
+            res.status = str(out["status"])
+            res.chunks = int(out["chunks"])
+            self.summary.documents_ingested += 1
+            self.summary.chunks_written += res.chunks
+            self.summary.pii_replaced += p.pii
+        except ConnectionLostError:
+            raise  # not this document's fault: stop; the job is recovered by its lease
+        except HipocampoError as exc:
+            self.fail(it, res, exc)
+        self.finish(res)
+
+    def close(self) -> IngestSummary:
+        ok = self.summary.documents_ingested + self.summary.documents_unchanged
+        if self.job is not None:
+            status = "succeeded" if self.summary.documents_failed == 0 else ("partial" if ok else "failed")
+            counts = {
+                "documents_ingested": self.summary.documents_ingested,
+                "documents_unchanged": self.summary.documents_unchanged,
+                "documents_failed": self.summary.documents_failed,
+                "chunks_written": self.summary.chunks_written,
+            }
+            self.client.finish_job(self.job, status, counts, self.errors)
+            self.client.set_kb_status(self.kb_id, "ready" if ok else "error")
+        self.summary.seconds = time.perf_counter() - self.started
+        if self.summary.seconds:
+            self.summary.chunks_per_second = self.summary.chunks_written / self.summary.seconds
+        return self.summary
+
+
 def ingest_documents(
     client: Hipocampo,
     kb_name: str,
@@ -82,120 +225,25 @@ def ingest_documents(
 
     ``failures`` are documents that failed before this step (e.g. loader errors), counted in the
     summary and the job record. Chunks of several documents are embedded together, about
-    ``embed_batch`` per model call. Chunking rules come from the database config rows
-    (``chunking.<source_type>``).
+    ``embed_batch`` per model call; each document is still written in its own transaction.
+    Chunking rules come from the database config rows (``chunking.<source_type>``).
 
     Raises:
         PermissionDeniedError: the actor may not write this tenant's KB.
+        ConnectionLostError: the database went away (the run stops; its job is recovered by
+            the lease, docs/SECURITY.md §Crash recovery).
         HipocampoError: database errors other than per-document ones.
     """
-    started = time.perf_counter()
-    kb_id = client.create_kb(kb_name)
-    cfg = client.effective_config(kb_id)
-    rules = cfg.get("chunking", {})
-    existing = client.document_hashes(kb_id)
-    summary = IngestSummary(kb=kb_name, documents_total=len(inputs) + len(failures))
-    summary.documents.extend(failures)
-    summary.documents_failed = len(failures)
-
-    for item in inputs:
-        if item.source_type not in SOURCE_TYPES:
-            raise HipocampoError(f"unknown source_type {item.source_type!r}; one of {', '.join(SOURCE_TYPES)}")
-    # Text, title and source_uri go through the database's scrubber before anything is hashed,
-    # chunked or embedded (the triggers scrub what is stored again, whatever the client).
-    cleaned = client.scrub_pii([s for item in inputs for s in (item.doc.text, item.doc.title, item.doc.source_uri)])
-    prepared: list[tuple[DocumentInput, str, str, int]] = []
-    for n, item in enumerate(inputs):
-        scrubbed, title, uri = cleaned[3 * n : 3 * n + 3]
-        item = replace(item, doc=replace(item.doc, title=title.text, source_uri=uri.text))
-        pii = scrubbed.total + title.total + uri.total
-        digest = sha256(f"{item.doc.title}\n{item.source_type}\n{scrubbed.text}")
-        if existing.get(item.doc.source_uri) == digest:
-            res = DocumentResult(source_uri=item.doc.source_uri, title=item.doc.title, status="unchanged")
-            summary.documents.append(res)
-            summary.documents_unchanged += 1
-            if on_document:
-                on_document(res)
-            continue
-        prepared.append((item, scrubbed.text, digest, pii))
-
+    run = _Run(client, kb_name, embedder, on_document, len(inputs) + len(failures))
+    run.summary.documents.extend(failures)
+    run.summary.documents_failed = len(failures)
+    run.errors.extend({"source_uri": f.source_uri, "error": f.error} for f in failures)
+    prepared = run.prepare(inputs)
     if not prepared and not failures:
-        summary.seconds = time.perf_counter() - started
-        return summary
-
-    client.set_kb_status(kb_id, "indexing")
-    job = client.start_job(kb_id, summary.documents_total)
-    summary.job_id = job
-    errors: list[dict[str, Any]] = [{"source_uri": f.source_uri, "error": f.error} for f in failures]
-
-    def fail(item: DocumentInput, res: DocumentResult, exc: HipocampoError) -> None:
-        res.error = exc.message
-        summary.documents_failed += 1
-        errors.append({"source_uri": item.doc.source_uri, "error": exc.message, "sqlstate": exc.sqlstate})
-
-    def finish(res: DocumentResult) -> None:
-        summary.documents.append(res)
-        if on_document:
-            on_document(res)
-
-    # Documents are chunked, then embedded in batches of about `embed_batch` chunks across
-    # documents (small documents would otherwise cost one model call each); each document is
-    # still written in its own transaction.
-    pending: list[tuple[DocumentInput, str, int, list[Chunk], DocumentResult]] = []
-
-    def flush() -> None:
-        if not pending:
-            return
-        texts = [f"{it.doc.title}\n{c.content}" for it, _, _, chunks, _ in pending for c in chunks]
-        client.heartbeat_job(job)  # the lease (migration 004600): alive before a long embedding call
-        try:
-            # The title is a contextual header of every chunk, for the embedding as for the
-            # tsvector (which indexes metadata.title + content).
-            vectors = iter(embedder.embed_documents(texts))
-            summary.embedding_calls += 1
-        except HipocampoError as exc:
-            for it, _, _, _, res in pending:
-                fail(it, res, exc)
-                finish(res)
-            pending.clear()
-            return
-        for it, digest, pii, chunks, res in pending:
-            rows = [
-                {
-                    "chunk_index": i,
-                    "content": c.content,
-                    "token_count": c.token_count,
-                    # Scoped to the KB: the unique (tenant, content_hash, model) then dedupes
-                    # within a knowledge base without taking a chunk away from another KB.
-                    "content_hash": sha256(f"{kb_id}:{c.content}"),
-                    "metadata": {**c.metadata, "title": it.doc.title},
-                    "embedding": next(vectors),
-                }
-                for i, c in enumerate(chunks)
-            ]
-            document = {
-                "title": it.doc.title,
-                "source_uri": it.doc.source_uri,
-                "content_hash": digest,
-                "source_type": it.source_type,
-                "doc_type": it.doc_type,
-                "trust_score": it.trust_score,
-                **{k: v for k, v in it.doc.metadata.items() if v is not None},
-            }
-            try:
-                out = client.ingest_document(kb_id, document, rows, embedder.model_name)
-                res.status = str(out["status"])
-                res.chunks = int(out["chunks"])
-                summary.documents_ingested += 1
-                summary.chunks_written += res.chunks
-                summary.pii_replaced += pii
-            except ConnectionLostError:
-                raise  # not this document's fault: stop; the job is recovered by its lease
-            except HipocampoError as exc:
-                fail(it, res, exc)
-            finish(res)
-        pending.clear()
-
+        return run.close()
+    rules = client.effective_config(run.kb_id).get("chunking", {})
+    client.set_kb_status(run.kb_id, "indexing")
+    run.job = run.summary.job_id = client.start_job(run.kb_id, run.summary.documents_total)
     queued = 0
     for item, text, digest, pii in prepared:
         rule = ChunkingRule.from_config(
@@ -204,33 +252,16 @@ def ingest_documents(
         res = DocumentResult(source_uri=item.doc.source_uri, title=item.doc.title, status="failed", pii_replaced=pii)
         chunks = chunk_text(text, rule, count_tokens)
         if not chunks:
-            fail(item, res, LoaderError(f"{item.doc.source_uri}: no text to index"))
-            finish(res)
+            run.fail(item, res, LoaderError(f"{item.doc.source_uri}: no text to index"))
+            run.finish(res)
             continue
-        pending.append((item, digest, pii, chunks, res))
+        run.pending.append(_Pending(item, digest, pii, chunks, res))
         queued += len(chunks)
         if queued >= embed_batch:
-            flush()
+            run.flush()
             queued = 0
-    flush()
-
-    ok = summary.documents_ingested + summary.documents_unchanged
-    status = "succeeded" if summary.documents_failed == 0 else ("partial" if ok else "failed")
-    client.finish_job(
-        job,
-        status,
-        {
-            "documents_ingested": summary.documents_ingested,
-            "documents_unchanged": summary.documents_unchanged,
-            "documents_failed": summary.documents_failed,
-            "chunks_written": summary.chunks_written,
-        },
-        errors,
-    )
-    client.set_kb_status(kb_id, "ready" if ok else "error")
-    summary.seconds = time.perf_counter() - started
-    summary.chunks_per_second = summary.chunks_written / summary.seconds if summary.seconds else 0.0
-    return summary
+    run.flush()
+    return run.close()
 
 
 def ingest_paths(
