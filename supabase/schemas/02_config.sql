@@ -109,6 +109,7 @@ Errors: 22023 "patch must be a json object" / "unknown section …" / "unknown k
   and cannot be changed per tenant" / "… must be a …" / "secrets are never stored: …" / "… must
   have at most N items"; 22003 "… must lie in [lo, hi]" (also for an array element that is not a
   number or lies outside the range).
+Returns: nothing; it raises on the first problem.
 Example: select hipocampo_private._check_config_patch('conversations', '{"context_weights_after": [0.4]}');
 */
 create or replace function hipocampo_private._check_config_patch(section text, patch jsonb)
@@ -185,6 +186,7 @@ _require_admin() -> void
 Purpose: only an admin of the caller's tenant or service_role passes (fails closed: a caller
   _caller() does not resolve is refused).
 Errors: 42501 as _caller; 42501 "only tenant admins can change the tenant's configuration".
+Returns: nothing; it raises when the caller is not an admin.
 Example: perform hipocampo_private._require_admin();
 */
 create or replace function hipocampo_private._require_admin()
@@ -401,6 +403,7 @@ _require_config(section_config jsonb, section text, keys text[]) -> jsonb
 Purpose: a config section (e.g. hipocampo.effective_config(t) -> 'memory') checked to hold every
   key named, returned unchanged: the functions that read it have no values of their own.
 Errors: 55000 "<section> config is incomplete: seed it from config.toml (hipocampo db migrate)".
+Returns: section_config unchanged.
 Example: select hipocampo_private._require_config('{"a": 1}', 'memory', array['a']);
 */
 create or replace function hipocampo_private._require_config(section_config jsonb, section text, keys text[])
@@ -428,6 +431,7 @@ _memory_config(section_config jsonb) -> jsonb
 Purpose: _require_config with the keys the memory functions read (config.toml [memory], with
   value_max_bytes and value_max_depth).
 Errors: 55000 as _require_config.
+Returns: the memory section unchanged.
 */
 create or replace function hipocampo_private._memory_config(section_config jsonb)
 returns jsonb
@@ -449,6 +453,7 @@ _sessions_config(section_config jsonb) -> jsonb
 
 Purpose: _require_config with the keys the session functions read (config.toml [sessions]).
 Errors: 55000 "sessions config is incomplete: …" as _require_config.
+Returns: the sessions section unchanged.
 */
 create or replace function hipocampo_private._sessions_config(section_config jsonb)
 returns jsonb

@@ -378,6 +378,8 @@ _chunks_stats_after_insert() -> trigger
 Purpose: AFTER INSERT (statement, transition table) trigger of chunks: adds the new chunks' terms
   to the BM25 statistics of their knowledge bases (kb_term_stats document frequencies,
   kb_text_stats counts and lengths, kb_postings term frequencies).
+Returns: null (a statement trigger).
+Errors: none of its own.
 */
 -- definer because every writer of chunks must keep the statistics right, and writers get no
 -- direct write privilege on the statistics tables.
@@ -421,6 +423,8 @@ _chunks_stats_after_delete() -> trigger
 
 Purpose: AFTER DELETE (statement, transition table) trigger of chunks: removes the deleted
   chunks' terms from the BM25 statistics of their knowledge bases.
+Returns: null (a statement trigger).
+Errors: none of its own.
 */
 -- definer because, as for inserts, every writer of chunks keeps the statistics right.
 create or replace function hipocampo_private._chunks_stats_after_delete()
@@ -609,6 +613,7 @@ _log_access(tenant_id uuid, rpc text, rows_returned integer, query_hash text, la
 Purpose: append one row to the data-access log (caller and role taken from the request) for the
   given tenant, which must be the caller's (service_role: any).
 Errors: 42501 as _resolve_tenant.
+Returns: nothing.
 Example: perform hipocampo_private._log_access(t, 'hybrid_search', 5, 'ab12…', 3.2);
 */
 -- definer because callers may append to the access log but never read or change it.
@@ -903,6 +908,7 @@ _kb(kb_id uuid) -> hipocampo_private.knowledge_bases
 
 Purpose: the knowledge base row, as the caller's RLS sees it.
 Errors: P0002 "unknown knowledge base: …" when it does not exist or is another tenant's.
+Returns: the knowledge_bases row.
 */
 create or replace function hipocampo_private._kb(kb_id uuid)
 returns hipocampo_private.knowledge_bases

@@ -6,6 +6,8 @@ set check_function_bodies = off;
 cpf_is_valid(digits text) -> boolean / cnpj_is_valid(digits text) -> boolean
 
 Purpose: the check digits of a CPF (11 digits) / CNPJ (14 digits); all-equal digits are invalid.
+Returns: true when the check digits hold (false for null or a malformed string).
+Errors: none (a pure function).
 Example: select hipocampo_private.cpf_is_valid('52998224725'); -- true
 */
 create or replace function hipocampo_private.cpf_is_valid(digits text)
@@ -26,6 +28,8 @@ $$;
 cnpj_is_valid(digits text) -> boolean
 
 Purpose: the check digits of a CNPJ (14 digits); all-equal digits are invalid.
+Returns: true when the check digits hold (false for null or a malformed string).
+Errors: none (a pure function).
 Example: select hipocampo_private.cnpj_is_valid('11222333000181'); -- true
 */
 create or replace function hipocampo_private.cnpj_is_valid(digits text)
@@ -53,6 +57,7 @@ Purpose: the kind of PII a stretch of digits is, or null.
 Parameters: digits - the stretch's digits only; groups - the lengths of its digit groups as
   written; span - the stretch as written (separators included).
 Returns: 'CPF' | 'CNPJ' | 'TELEFONE' | 'CARTAO' | null.
+Errors: none (a pure function).
 Example: select hipocampo_private._pii_kind('52998224725', '{3,3,3,2}', '529 982 247 25'); -- CPF
 */
 create or replace function hipocampo_private._pii_kind(digits text, groups integer[], span text)
@@ -90,6 +95,7 @@ Purpose: the one PII scrubber. Replaces e-mails (also "[at]" / "(arroba)" / "[do
   spaces become plain spaces; soft hyphens and zero-width characters are removed. Idempotent.
 Parameters: input - any text (null gives null and {}).
 Returns: text - the scrubbed text; counts - {"CPF": n, …} of the kinds replaced.
+Errors: none (a pure function).
 Example: select * from hipocampo_private._pii_scrub('CPF 529 982 247 25, joao[at]x[dot]com');
   -- ('CPF [CPF], [EMAIL]', {"CPF": 1, "EMAIL": 1})
 */
@@ -220,6 +226,8 @@ _pii_scrub_jsonb(value jsonb) -> jsonb
 
 Purpose: value with every string leaf scrubbed by _pii_scrub (keys kept; numbers, booleans and
   nulls unchanged). Used on chunk metadata.
+Returns: jsonb of the same shape.
+Errors: none (a pure function).
 Example: select hipocampo_private._pii_scrub_jsonb('{"title": "contrato 529.982.247-25"}');
   -- {"title": "contrato [CPF]"}
 */
@@ -275,6 +283,8 @@ _scrub_document() -> trigger
 
 Purpose: BEFORE INSERT / UPDATE trigger of documents: title, source_uri and author scrubbed of
   PII (_pii_scrub), whoever writes the row.
+Returns: NEW, scrubbed.
+Errors: none of its own.
 */
 create or replace function hipocampo_private._scrub_document()
 returns trigger
@@ -295,6 +305,8 @@ _scrub_chunk() -> trigger
 
 Purpose: BEFORE INSERT / UPDATE trigger of chunks: content and every string of metadata scrubbed
   of PII, before the tsvector is computed and the BM25 statistics triggers read it.
+Returns: NEW, scrubbed.
+Errors: none of its own.
 */
 create or replace function hipocampo_private._scrub_chunk()
 returns trigger
@@ -314,6 +326,8 @@ _scrub_job_errors() -> trigger
 
 Purpose: BEFORE INSERT / UPDATE trigger of ingestion_jobs: every string of errors scrubbed of PII
   (error lines name files).
+Returns: NEW, scrubbed.
+Errors: none of its own.
 */
 create or replace function hipocampo_private._scrub_job_errors()
 returns trigger

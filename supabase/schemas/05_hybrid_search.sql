@@ -8,6 +8,7 @@ _touch_chunks(ids bigint[], tenant_id uuid) -> void
 Purpose: set last_accessed_at of the chunks just read (at most once every 5 minutes per chunk),
   only the given tenant's, which must be the caller's (service_role: any).
 Errors: 42501 as _resolve_tenant.
+Returns: nothing.
 Example: perform hipocampo_private._touch_chunks(array[1, 2], t);
 */
 -- definer because members may read chunks but are granted no update on them.
@@ -38,6 +39,7 @@ Purpose: maximal marginal relevance over candidates already ranked best first: r
   candidate whose cosine to a picked one exceeds dup (near-duplicate). lambda = 1 keeps the
   ranking and only drops near-duplicates.
 Returns: the positions (1-based) of at most k picked candidates, in pick order.
+Errors: none (a pure function; null or empty inputs give an empty array).
 Example: select hipocampo_private._mmr(array[…]::extensions.vector[], array[1, 0.5], 5, 0.5, 0.97);
 */
 create or replace function hipocampo_private._mmr(

@@ -18,6 +18,8 @@ alter table hipocampo_private.memory_consents enable row level security;
 tags_are_unique(tags text[]) -> boolean
 
 Purpose: whether the array holds no tag twice (a CHECK cannot hold a subquery).
+Returns: true when no tag repeats (true for null).
+Errors: none (a pure function).
 */
 create or replace function hipocampo_private.tags_are_unique(tags text[])
 returns boolean
@@ -203,6 +205,7 @@ _memory_event(tenant_id uuid, user_id uuid, memory_id uuid, event text, reason t
 Purpose: append one row to the memory event log. A user appends events of their own tenant about
   themselves only; service_role any.
 Errors: 42501 as _memory_actor.
+Returns: nothing.
 Example: perform hipocampo_private._memory_event(t, u, null, 'memory.consent', null, '{}');
 */
 -- definer because callers append events but may never change or delete them.
@@ -241,6 +244,7 @@ Purpose: who a memory, conversation or session call acts for, by _caller(): a us
   themselves in their tenant (user_id / tenant_id may repeat them); service_role names both.
 Errors: 42501 as _resolve_tenant; 42501 "user mismatch: the JWT names another user" when a user
   names another user; 42501 "no user: service_role must pass user_id".
+Returns: (actor_tenant, actor_user): the tenant and user the call acts for.
 Example: select actor_tenant, actor_user from hipocampo_private._memory_actor(null, null);
 */
 create or replace function hipocampo_private._memory_actor(
@@ -277,6 +281,7 @@ Purpose: the gate's checks of a memory's description: length (memory.min_chars c
   noise (memory.noise), then personal and sensitive data (_pii_problem).
 Returns: null, or [reason, message] with reason too_short | too_long | noise | personal_data |
   sensitive_data.
+Errors: none of its own (55000 from a config missing its keys is raised by _memory_config).
 */
 create or replace function hipocampo_private._memory_text_problem(description text, token_count integer, cfg jsonb)
 returns text[]
@@ -312,6 +317,8 @@ $$;
 luhn_is_valid(digits text) -> boolean
 
 Purpose: Luhn checksum of a string of digits (card numbers).
+Returns: true when the Luhn checksum holds (non-digits ignored; false for none).
+Errors: none (a pure function).
 Example: select hipocampo_private.luhn_is_valid('4111111111111111'); -- true
 */
 create or replace function hipocampo_private.luhn_is_valid(digits text)
@@ -599,6 +606,7 @@ _touch_memories(ids uuid[], tenant_id uuid) -> void
 Purpose: access_count + 1 and last_accessed_at = now() for memories (either tier) just read, only
   the given tenant's, which must be the caller's (service_role: any).
 Errors: 42501 as _resolve_tenant.
+Returns: nothing.
 Example: perform hipocampo_private._touch_memories(array[m], t);
 */
 -- definer because reading a shared memory must count as an access although only admins may update it.
@@ -863,6 +871,7 @@ _active_model(v vector, label text) -> text
 Purpose: the active embedding model's name, after checking that `v` has its dimensions.
 Parameters: v - a vector; label - its name in the error message (e.g. 'query_embedding').
 Errors: 22000 "<label> has N dimensions; model M expects D".
+Returns: the active model's name.
 Example: model := hipocampo_private._active_model(embedding, 'embedding');
 */
 create or replace function hipocampo_private._active_model(v extensions.vector, label text)
@@ -1427,6 +1436,7 @@ Purpose: the gate's data check of one text: personal data (any kind the scrubber
 Parameters: content - the text; cfg - the memory config; what - how the message names it
   ('memory text', 'memory value').
 Returns: null, or [reason, message] with reason personal_data | sensitive_data.
+Errors: none of its own.
 Example: select hipocampo_private._pii_problem('CPF 529 982 247 25', cfg, 'memory value');
   -- {personal_data,"memory value carries personal data (CPF)"}
 */
@@ -1464,6 +1474,7 @@ Purpose: the gate's checks of a memory's value: present, at most memory.value_ma
   an object or array level 1), and no personal or sensitive data in any string leaf or object key.
 Returns: null, or [reason, message] with reason invalid_value | too_long | personal_data |
   sensitive_data.
+Errors: none of its own.
 Example: select hipocampo_private._memory_value_problem('{"cpf": "529.982.247-25"}', cfg);
   -- {personal_data,"memory value carries personal data (CPF)"}
 */
@@ -1513,6 +1524,8 @@ Purpose: the gate as a row check, for the INSERT policies of memories and memory
   user has consented (memory_consents), and the description and value pass
   _memory_text_problem and _memory_value_problem under the tenant's memory config. A direct
   INSERT as authenticated passes only what remember would store.
+Returns: true when the row would pass the gate.
+Errors: 55000 as _memory_config; 42501 as effective_config.
 */
 create or replace function hipocampo_private._memory_write_allowed(
     tenant_id uuid, user_id uuid, description text, value jsonb, token_count integer

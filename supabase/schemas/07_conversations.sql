@@ -377,6 +377,7 @@ Purpose: token ids and bits that belong together: both given, as many of each (1
   every bit string `dims` long (the embedding model's dimensions).
 Errors: 22023 "<name>_ids and <name>_bits must have the same 1..512 items, none null";
   22023 "<name>_bits must be bit strings of <dims> bits (the embedding model's dimensions)".
+Returns: nothing; it raises on the first problem.
 Example: select hipocampo_private._check_message_tokens(array[1], array[b'01'], 2, 'token');
 */
 create or replace function hipocampo_private._check_message_tokens(
@@ -933,6 +934,8 @@ _scrub_message() -> trigger
 
 Purpose: BEFORE INSERT / UPDATE trigger of messages: content, attachments and metadata scrubbed
   when the row's tenant has conversations.scrub_pii (default true).
+Returns: NEW, scrubbed or unchanged.
+Errors: 42501 as effective_config (the row's tenant must be the caller's).
 */
 create or replace function hipocampo_private._scrub_message()
 returns trigger
@@ -955,6 +958,8 @@ _scrub_summary() -> trigger
 
 Purpose: BEFORE INSERT / UPDATE trigger of conversation_summaries: the summary scrubbed like the
   messages it summarises (conversations.scrub_pii, default true).
+Returns: NEW, scrubbed or unchanged.
+Errors: 42501 as effective_config.
 */
 create or replace function hipocampo_private._scrub_summary()
 returns trigger

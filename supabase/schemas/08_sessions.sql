@@ -84,6 +84,7 @@ Purpose: the caller's live session, locked; renewed (last_activity_at = now(), e
   least(now() + sessions.inactivity_ttl_minutes, absolute_expires_at)) when renew. The sessions
   config is read from the config rows only.
 Errors: 42501 as _caller (before any other work); P0002 "unknown or expired session"; 55000 "sessions config is incomplete: …".
+Returns: the sessions row, locked for update.
 Example: select (hipocampo_private._session(s, false)).id;
 */
 create or replace function hipocampo_private._session(session_id uuid, renew boolean)
@@ -123,6 +124,8 @@ $$;
 _session_view(s hipocampo_private.sessions) -> jsonb
 
 Purpose: a session as the API returns it; expired pending confirmations left out.
+Returns: {"session_id", "conversation_id", "messages", "summary", "pending", "expires_at", …}.
+Errors: none of its own.
 */
 create or replace function hipocampo_private._session_view(s hipocampo_private.sessions)
 returns jsonb
@@ -454,6 +457,8 @@ _scrub_session() -> trigger
 
 Purpose: BEFORE INSERT / UPDATE trigger of sessions: every string of data scrubbed when the
   row's tenant has conversations.scrub_pii (default true).
+Returns: NEW, scrubbed or unchanged.
+Errors: 42501 as effective_config.
 */
 create or replace function hipocampo_private._scrub_session()
 returns trigger

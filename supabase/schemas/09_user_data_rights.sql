@@ -8,6 +8,8 @@ _user_ref(tenant_id uuid, user_id uuid) -> text
 Purpose: the pseudonym of a user in audit records and rate-limit buckets: _pseudonym(tenant:user),
   a keyed HMAC that whoever holds the user id but not the key cannot recompute. Called by the definer RPCs
   (record_answer, erase_user, take_rate_limit) and service_role; not by clients.
+Returns: 64 hex characters.
+Errors: 55000 as _pseudonym; 42501 for clients (no EXECUTE).
 */
 create or replace function hipocampo_private._user_ref(tenant_id uuid, user_id uuid)
 returns text
@@ -25,6 +27,7 @@ _data_subject(user_id uuid, tenant_id uuid) -> record (actor_tenant uuid, actor_
 Purpose: whose data an export or erasure is about: exactly _memory_actor's answer (a user is
   their own data subject; service_role names the user and tenant).
 Errors: as _memory_actor.
+Returns: (actor_tenant, actor_user).
 Example: select actor_user from hipocampo_private._data_subject(null, null);
 */
 create or replace function hipocampo_private._data_subject(
@@ -217,6 +220,8 @@ _hmac_sha256(key bytea, message bytea) -> bytea
 
 Purpose: HMAC-SHA256 (RFC 2104): sha256((K xor opad) || sha256((K xor ipad) || message)), the
   key zero-padded to the 64-byte block (hashed first when longer).
+Returns: 32 bytes.
+Errors: none (a pure function).
 Example: select encode(hipocampo_private._hmac_sha256('key', 'The quick brown fox jumps over the lazy dog'), 'hex');
   -- f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8
 */
@@ -251,6 +256,7 @@ Purpose: the keyed pseudonym of an identifier: hex HMAC-SHA256 of value under th
   user_ref_key. Without the key (service_role alone reads it) the identifier cannot be
   recovered or re-derived from the pseudonym.
 Errors: 55000 "the project has no user_ref_key" (the row was deleted).
+Returns: 64 hex characters.
 */
 -- definer because it reads project_secrets, which only service_role may read; not executable by
 -- clients (a client could otherwise compute anyone's pseudonym).

@@ -11,6 +11,8 @@ _question_lexemes(query_text text, ts_config regconfig, stopwords jsonb) -> text
 
 Purpose: the distinct stemmed, unaccented terms of a question, minus the question stopwords
   (rag.question_stopwords: interrogatives and auxiliaries).
+Returns: text[] of lexemes (empty when none is left).
+Errors: none of its own.
 Example: select hipocampo_private._question_lexemes('Qual o prazo?', 'hipocampo_private.portuguese_unaccent', '[]');
 */
 create or replace function hipocampo_private._question_lexemes(query_text text, ts_config regconfig, stopwords jsonb)
@@ -31,6 +33,8 @@ _sentences(content text) -> table (ord integer, sentence text)
 
 Purpose: a text split into sentences (after . ! ? ; : before a capital letter, or at line breaks),
   empty ones left out.
+Returns: one row per sentence, in order.
+Errors: none (a pure function).
 */
 create or replace function hipocampo_private._sentences(content text)
 returns table (ord integer, sentence text)
@@ -138,6 +142,8 @@ $$;
 _scope_of(text text) -> text
 
 Purpose: the scope a sentence or question speaks of: 'internacional', 'nacional' or 'geral'.
+Returns: 'internacional' | 'nacional' | 'geral'.
+Errors: none (a pure function).
 */
 create or replace function hipocampo_private._scope_of(sentence text)
 returns text
@@ -158,6 +164,8 @@ _sentence_values(sentence text) -> table (kind text, value text)
 
 Purpose: the comparable values a sentence states: deadlines in days ("30 dias", "2 meses" = 60),
   dd/mm/yyyy dates (as yyyy-mm-dd) and monetary values in R$ (as a plain decimal).
+Returns: one row per value stated (none when the sentence states none).
+Errors: none (a pure function).
 Example: select * from hipocampo_private._sentence_values('Prazo de 30 dias, multa de R$ 1.200,50.');
 */
 create or replace function hipocampo_private._sentence_values(sentence text)
@@ -589,6 +597,8 @@ $$;
 _cache_scope(kb_ids uuid[]) -> text
 
 Purpose: the knowledge-base part of a cache key: distinct ids, sorted, joined by ','.
+Returns: the cache key part of the knowledge bases.
+Errors: none (a pure function).
 */
 create or replace function hipocampo_private._cache_scope(kb_ids uuid[])
 returns text
@@ -701,6 +711,8 @@ _invalidate_answer_cache() -> trigger
 Purpose: any change to a knowledge base (its documents: ingest, delete, status or trust change;
   its overrides) drops the cached answers over it; expired entries go at the same time.
   Statement-level, over the transition tables.
+Returns: null (a statement trigger).
+Errors: none of its own.
 */
 -- definer because the writer of a document (an admin, the ingestion) may not write the cache table.
 create or replace function hipocampo_private._invalidate_answer_cache()
@@ -792,6 +804,7 @@ _take_token(bucket text, per_minute double precision, cost double precision) -> 
 Purpose: one token-bucket step: capacity per_minute, refilled continuously at per_minute / 60
   tokens per second; takes `cost` tokens when available.
 Returns: {"allowed", "remaining", "limit", "retry_after_ms"}.
+Errors: none of its own.
 */
 create or replace function hipocampo_private._take_token(bucket text, per_minute double precision, cost double precision)
 returns jsonb
@@ -981,6 +994,8 @@ _pack_tokens(t text) -> integer
 
 Purpose: the token estimate of a text in a pack: ceil(characters / 4) + 4 per item (role,
   separators), the estimate the memory gate uses too.
+Returns: the token count.
+Errors: none (a pure function).
 */
 create or replace function hipocampo_private._pack_tokens(t text)
 returns integer
