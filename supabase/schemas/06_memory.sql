@@ -906,7 +906,8 @@ Staging writes: the same gate except the quota and the explicit-user rule (both 
   promotion); expires_at defaults to now() + memory.staging_ttl_days and must lie within 30 days
   (22023 otherwise); one staged row per key (a new write replaces it). A long-term write of a key
   removes that key's staged row.
-Returns / errors: as hipocampo.remember; staging writes return status 'staged'; 22023 "key /
+Returns: as hipocampo.remember; staging writes return status 'staged'.
+Errors: as hipocampo.remember; 22023 "key /
   scope / source must not be null", 22001 "key is n characters; the limit is 200" (raised);
   55000 "memory config is incomplete: …".
 */

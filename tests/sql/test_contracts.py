@@ -185,3 +185,19 @@ def test_result_models_match_the_rpcs_columns(db: Conn, rpc: str, model: str, py
 
     fields = set(getattr(models, model).model_fields)
     assert fields - python_only <= rpc_columns(db, rpc), sorted(fields - python_only - rpc_columns(db, rpc))
+
+
+def test_every_function_has_a_complete_docblock() -> None:
+    """Purpose, returns and errors above every function of the schema files (issue 17 §1)."""
+    incomplete = []
+    for path in sorted(SCHEMAS.glob("*.sql")):
+        text = path.read_text("utf-8")
+        for m in re.finditer(r"^create or replace function ([\w.]+)\(", text, re.M):
+            before = text[: m.start()]
+            start, end = before.rfind("/*"), before.rfind("*/")
+            between = before[end + 2 :].strip().splitlines() if end >= 0 else ["x"]
+            doc = before[start:end] if all(line.startswith("--") for line in between) else ""
+            missing = [part for part in ("Purpose", "Returns", "Errors") if part not in doc]
+            if missing:
+                incomplete.append(f"{path.name}: {m.group(1)} lacks {', '.join(missing)}")
+    assert incomplete == []
