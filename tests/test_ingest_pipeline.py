@@ -130,3 +130,20 @@ def test_identical_text_in_two_kbs_of_one_tenant(
             "salão de festas", counting.embed_query("salão de festas"), kb_ids=[service_client.kb_id(kb)], match_count=1
         )
         assert [h.content for h in hits] == ["O salão de festas fecha à meia-noite."]
+
+
+def test_documents_with_the_same_text_each_keep_their_chunks(
+    tmp_path: Path, service_client: Hipocampo, counting: CountingEmbedder
+) -> None:
+    """Issue 19 §1.11: the second of two documents with the same text kept no chunk (the chunk
+    hash covered the KB and the content only, and the insert skipped the 'duplicate')."""
+    text = "Art. 7º O portão da garagem fecha às 23 horas e abre às 6 horas."
+    (tmp_path / "regimento_2023.txt").write_text(text, encoding="utf-8")
+    (tmp_path / "regimento_2024.txt").write_text(text, encoding="utf-8")
+    summary = ingest_paths(service_client, "copias", [tmp_path], counting, count_tokens)
+    assert summary.documents_ingested == 2 and summary.chunks_written == 2
+    kb = service_client.kb_id("copias")
+    docs = service_client.list_documents(kb)
+    assert [d["chunk_count"] for d in docs] == [1, 1]
+    hits = service_client.search("quando fecha o portão", counting.embed_query("quando fecha o portão"), kb_ids=[kb])
+    assert hits and hits[0].content == text

@@ -162,9 +162,10 @@ class _Run:
                 "chunk_index": i,
                 "content": c.content,
                 "token_count": c.token_count,
-                # Scoped to the KB: the unique (tenant, content_hash, model) then dedupes within
-                # a knowledge base without taking a chunk away from another KB.
-                "content_hash": sha256(f"{self.kb_id}:{c.content}"),
+                # Scoped to the document and the chunk's position: every document keeps its own
+                # chunks, also when another one in the KB has the same text (search's
+                # near-duplicate dedupe then shows one of them); see issue 19 §1.11.
+                "content_hash": sha256(f"{self.kb_id}:{it.doc.source_uri}:{i}:{c.content}"),
                 "metadata": {**c.metadata, "title": it.doc.title},
                 "embedding": v,
             }
