@@ -85,3 +85,25 @@ def test_bad_files(tmp_path: Path, name: str, content: bytes, message: str) -> N
     (tmp_path / name).write_bytes(content)
     with pytest.raises(LoaderError, match=message):
         load_path(tmp_path / name)
+
+
+def test_ordinary_json_becomes_readable_lines(tmp_path: Path) -> None:
+    """Issue 19 §1.3: objects without text/content/body were refused ("no text found")."""
+    data = {
+        "title": "Áreas comuns",
+        "piscina": {"abre": "9h", "fecha": "21h"},
+        "regras": ["sem vidro", "touca obrigatória"],
+        "salas": [{"nome": "Salão", "capacidade": 80}],
+    }
+    (tmp_path / "areas.json").write_text(json.dumps(data, ensure_ascii=False), "utf-8")
+    doc = load_path(tmp_path / "areas.json")[0]
+    assert doc.title == "Áreas comuns"
+    assert doc.text.splitlines() == [
+        "piscina.abre: 9h",
+        "piscina.fecha: 21h",
+        "regras: sem vidro; touca obrigatória",
+        "salas[1].nome: Salão",
+        "salas[1].capacidade: 80",
+    ]
+    (tmp_path / "lista.json").write_text(json.dumps(["primeira regra", "segunda regra"]), "utf-8")
+    assert load_path(tmp_path / "lista.json")[0].text == "primeira regra\nsegunda regra"

@@ -1,7 +1,11 @@
 """File loaders: .txt, .md, .pdf (pypdf), .docx (python-docx), .json, .html (BeautifulSoup).
 
 Each returns :class:`LoadedDocument` objects; a JSON file may hold several documents (SQuAD
-format like FaQuAD's ``dataset.json``, a list of objects, or one object).
+format like FaQuAD's ``dataset.json``, a list of objects, or one object). An object's text is its
+``text`` / ``content`` / ``body`` (or SQuAD ``paragraphs``); any other object becomes readable
+``key: value`` lines (nested keys dotted, ``horario.abre: 9h``; lists of values joined by "; ";
+lists of objects numbered, ``salas[2].nome: Salão``), and a list of plain values one document with
+a line per value.
 """
 
 from __future__ import annotations
@@ -104,20 +108,38 @@ def _load_html(path: Path) -> list[LoadedDocument]:
     return [LoadedDocument(title or path.stem, soup.get_text(), path.resolve().as_uri())]
 
 
+def _flatten(value: Any, key: str = "") -> list[str]:
+    """Readable ``key: value`` lines of any JSON value: nested keys dotted (``horario.abre: 9h``),
+    a list of scalars joined by "; ", a list of objects numbered (``salas[2].nome: …``)."""
+    if isinstance(value, dict):
+        return [line for k, v in value.items() for line in _flatten(v, f"{key}.{k}" if key else str(k))]
+    if isinstance(value, list):
+        if all(not isinstance(v, dict | list) for v in value):
+            joined = "; ".join(str(v) for v in value if v is not None)
+            return [f"{key}: {joined}" if key else joined] if joined else []
+        return [line for i, v in enumerate(value, 1) for line in _flatten(v, f"{key}[{i}]")]
+    if value is None or value == "":
+        return []
+    return [f"{key}: {value}" if key else str(value)]
+
+
 def _json_docs(data: Any, path: Path) -> list[LoadedDocument]:
     uri = path.resolve().as_uri()
     if isinstance(data, dict) and isinstance(data.get("data"), list):  # SQuAD / FaQuAD
         data = data["data"]
+    if isinstance(data, list) and not all(isinstance(item, dict) for item in data):
+        # A list of values: one document, a line per value.
+        return [LoadedDocument(path.stem, "\n".join(line for v in data for line in _flatten(v)), uri)]
     items = data if isinstance(data, list) else [data]
     docs: list[LoadedDocument] = []
     for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise LoaderError(f"{path}: item {i} is not an object")
         title = str(item.get("title") or f"{path.stem} #{i + 1}")
         if isinstance(item.get("paragraphs"), list):
             text = "\n\n".join(str(p.get("context", "")) for p in item["paragraphs"])
         else:
             text = str(item.get("text") or item.get("content") or item.get("body") or "")
+        if not text.strip():  # an ordinary object: its fields as readable lines
+            text = "\n".join(_flatten({k: v for k, v in item.items() if k != "title"}))
         meta = {k: item[k] for k in ("author", "published_at", "version", "source_uri") if item.get(k)}
         source = str(meta.pop("source_uri", "") or f"{uri}#{item.get('id') or i}")
         docs.append(LoadedDocument(title.replace("_", " "), text, source, meta))
