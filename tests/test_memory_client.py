@@ -4,6 +4,7 @@ offline model (data committed; each test on its own tenant and user)."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -148,3 +149,37 @@ def test_cli_memory_commands(database_url: str) -> None:
     assert res.exit_code == 0 and json.loads(res.output)["format"] == "hipocampo.user_export.v1"
     res = runner.invoke(app, ["memory", "erase", "--yes", *base])
     assert res.exit_code == 0 and json.loads(res.output)["memories"] == 3
+
+
+def test_a_malformed_id_is_named_not_a_driver_error(mem: Memory) -> None:
+    """Issue 19 §1.5: a truncated id gave a raw 'invalid input syntax for type uuid'."""
+    with pytest.raises(InvalidInputError, match="memory_id is not a uuid: '1f2e3d4c'"):
+        mem.forget("1f2e3d4c")
+
+
+def test_memory_list_prints_whole_ids(database_url: str) -> None:
+    runner = CliRunner()
+    slug = f"ids-{uuid.uuid4().hex[:8]}"
+    assert runner.invoke(app, ["tenant", "create", "Ids", "--slug", slug]).exit_code == 0
+    user = str(uuid.uuid4())
+    assert runner.invoke(app, ["memory", "consent", "--tenant", slug, "--user", user]).exit_code == 0
+    res = runner.invoke(
+        app,
+        [
+            "memory",
+            "remember",
+            "prefs.cafe",
+            '"preto"',
+            "Gosta de café preto",
+            "-c",
+            "preference",
+            "--tenant",
+            slug,
+            "--user",
+            user,
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    listed = runner.invoke(app, ["memory", "list", "--tenant", slug, "--user", user], env={"COLUMNS": "80"})
+    ids = re.findall(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", listed.output)
+    assert len(ids) == 1, listed.output

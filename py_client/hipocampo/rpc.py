@@ -52,9 +52,14 @@ def load_signatures(cur: psycopg.Cursor[dict[str, Any]]) -> Signatures:
     return out
 
 
-def _adapt(value: Any, type_: str) -> Any:
+def _adapt(value: Any, type_: str, rpc: str = "", name: str = "") -> Any:
     if value is None:
         return None
+    if type_ == "uuid" and isinstance(value, str):
+        try:
+            return str(UUID(value))
+        except ValueError:
+            raise InvalidInputError(f"{name} is not a uuid: {value!r}", "22023") from None
     if type_ in ("json", "jsonb"):
         return value if isinstance(value, str) else json.dumps(value)
     if type_.endswith("vector") and not isinstance(value, str):
@@ -93,7 +98,7 @@ def call(
     if unknown:
         raise InvalidInputError(f"hipocampo.{rpc} has no argument {', '.join(unknown)}")
     named = ", ".join(f"{k} => %({k})s::{declared[k]}" for k in args)
-    params = {k: _adapt(v, declared[k]) for k, v in args.items()}
+    params = {k: _adapt(v, declared[k], rpc, k) for k, v in args.items()}
     if shape == "value":
         cur.execute(f"select hipocampo.{rpc}({named}) as value", params)  # type: ignore[arg-type,unused-ignore]
         row = cur.fetchone()

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from ..client import Actor
 from ..errors import HipocampoError, MemoryRejected
@@ -161,7 +161,8 @@ def list_(
     if as_json:
         _print(rows)
         return
-    table = Table("id", "tier", "status", "key", "value", "category", "confidence")
+    # The whole id (correct / forget / promote need it), never shortened to fit the terminal.
+    table = Table(Column("id", no_wrap=True, min_width=36), "tier", "status", "key", "value", "category", "confidence")
     for m in rows:
         table.add_row(str(m.id), m.tier, m.status, m.key, json.dumps(m.value), m.category, f"{m.confidence:.2f}")
     console.print(table)
