@@ -86,3 +86,53 @@ def test_worker_embeds_what_search_cannot_read(database_url: str) -> None:
     res = runner.invoke(app, ["worker", "--once", "--embed-missing"])
     out = json.loads(res.output)
     assert out["embedded"] == {"memories": 0, "memory_staging": 0, "messages": 0} and out["message_tokens_stored"] == 0
+
+
+def test_ingest_needs_create_kb_and_exits_1_on_any_failure(database_url: str, tmp_path: Path) -> None:
+    """Issue 19 §1.4, §1.6, §1.8: a --kb typo created a KB silently; a folder with failed files
+    exited 0; a failure line printed the path twice."""
+    slug = f"cli-{uuid.uuid4().hex[:8]}"
+    assert runner.invoke(app, ["tenant", "create", "Condomínio", "--slug", slug]).exit_code == 0
+    (tmp_path / "regimento.txt").write_text("Art. 1º O salão de festas fecha à meia-noite.", encoding="utf-8")
+    (tmp_path / "quebrado.pdf").write_bytes(b"%PDF-1.4 not really")
+    res = runner.invoke(app, ["ingest", str(tmp_path), "--kb", "regras", "--tenant", slug])
+    assert res.exit_code == 1
+    assert "error [P0002]: unknown knowledge base 'regras'" in res.output and "--create-kb" in res.output
+    res = runner.invoke(app, ["kb", "list", "--tenant", slug, "--json"])
+    assert json.loads(res.output) == []
+    res = runner.invoke(
+        app, ["ingest", str(tmp_path), "--kb", "regras", "--create-kb", "--tenant", slug, "--source-type", "regulation"]
+    )
+    assert res.exit_code == 1, res.output
+    assert "1 ingested" in res.output and "1 failed" in res.output
+    failed = [line for line in res.output.splitlines() if line.startswith("failed")]
+    assert len(failed) == 1 and failed[0].count("quebrado.pdf") == 1 and "not a readable PDF" in failed[0]
+    # Only the good file again: exit 0, the trust changed in place.
+    (tmp_path / "quebrado.pdf").unlink()
+    res = runner.invoke(
+        app,
+        ["ingest", str(tmp_path), "--kb", "regras", "--tenant", slug, "--source-type", "regulation", "--trust", "0.7"],
+    )
+    assert res.exit_code == 0 and "1 metadata updated" in res.output, res.output
+    res = runner.invoke(app, ["kb", "list", "--tenant", slug, "--json"])
+    assert json.loads(res.output)[0]["status"] == "ready"
+
+
+def test_ask_answers_from_one_regulation_and_explains_a_refusal(database_url: str, tmp_path: Path) -> None:
+    """Issue 19 §1.1: the README's own question was refused cross_check_failed."""
+    slug = f"cli-{uuid.uuid4().hex[:8]}"
+    assert runner.invoke(app, ["tenant", "create", "Condomínio", "--slug", slug]).exit_code == 0
+    (tmp_path / "regimento.md").write_text(
+        "# Regimento\n\nArt. 12º O prazo de recurso contra multa é de 15 dias corridos, contados da notificação.",
+        encoding="utf-8",
+    )
+    for kb, kind in [("regras", "regulation"), ("notas", "other")]:
+        res = runner.invoke(
+            app, ["ingest", str(tmp_path), "--kb", kb, "--create-kb", "--tenant", slug, "--source-type", kind]
+        )
+        assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["ask", "qual o prazo de recurso contra multa?", "--kb", "regras", "--tenant", slug])
+    assert res.exit_code == 0 and "15 dias" in res.output and "Regimento" in res.output, res.output
+    res = runner.invoke(app, ["ask", "qual o prazo de recurso contra multa?", "--kb", "notas", "--tenant", slug])
+    assert res.exit_code == 0 and "REFUSAL" in res.output and "confidence" not in res.output
+    assert "only one document supports the answer" in " ".join(res.output.split())

@@ -40,7 +40,7 @@ def write_documents(folder: Path, n: int) -> None:
 def ingest(url: str, folder: Path, slug: str) -> subprocess.Popen[str]:
     env = {**os.environ, "HIPOCAMPO_DATABASE_URL": url, "OMP_NUM_THREADS": "1"}
     return subprocess.Popen(
-        [HIPOCAMPO, "ingest", str(folder), "--kb", "crash", "--tenant", slug, "--json"],
+        [HIPOCAMPO, "ingest", str(folder), "--kb", "crash", "--create-kb", "--tenant", slug, "--json"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -102,7 +102,9 @@ def test_installed_from_the_wheel_it_runs_from_an_empty_directory(wheel: Path, t
         slug = f"wheel-{uuid.uuid4().hex[:6]}"
         run("tenant", "create", "Wheel", "--slug", slug)
         (work / "regras.txt").write_text("Art. 1º A piscina fecha às 22 horas aos domingos.", encoding="utf-8")
-        summary = json.loads(run("ingest", str(work / "regras.txt"), "--kb", "regras", "--tenant", slug, "--json"))
+        summary = json.loads(
+            run("ingest", str(work / "regras.txt"), "--kb", "regras", "--create-kb", "--tenant", slug, "--json")
+        )
         assert summary["documents_ingested"] == 1
         hits = json.loads(run("search", "quando fecha a piscina", "--tenant", slug, "--json"))
         assert hits and hits[0]["content"].startswith("Art. 1º")

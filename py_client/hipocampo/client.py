@@ -236,9 +236,24 @@ class Hipocampo:
         rows = self.rpc("scrub_pii", {"texts": list(texts)}, "rows")
         return [ScrubResult(text=r["text"], counts=r["counts"]) for r in rows]
 
-    def document_hashes(self, kb_id: UUID) -> dict[str, str]:
-        """``{source_uri: content_hash}`` of the KB's documents."""
-        return {r["source_uri"]: r["content_hash"] for r in self.rpc("document_hashes", {"kb_id": kb_id}, "rows")}
+    def document_hashes(self, kb_id: UUID, embedding_model: str | None = None) -> dict[str, dict[str, Any]]:
+        """``{source_uri: {document_id, content_hash, source_type, trust_score, expires_at,
+        embedded}}`` of the KB's documents; ``embedded``: it has chunks of ``embedding_model``
+        (None = the active model)."""
+        rows = self.rpc("document_hashes", {"kb_id": kb_id, "embedding_model": embedding_model}, "rows")
+        return {r["source_uri"]: dict(r) for r in rows}
+
+    def set_document_metadata(self, document_id: UUID, metadata: dict[str, Any]) -> dict[str, Any]:
+        """Change a document's source_type, trust_score (0..1), doc_type, author, published_at,
+        version, data_classification or expires_at without re-embedding it
+        (``hipocampo.set_document_metadata``); returns ``{document_id, source_type, trust_score,
+        expires_at, updated: [keys]}``.
+
+        Raises:
+            InvalidInputError: unknown field, bad value. NotFoundError: unknown document.
+            PermissionDeniedError: not a tenant admin.
+        """
+        return dict(self.rpc("set_document_metadata", {"document_id": document_id, "metadata": metadata}))
 
     def ingest_document(
         self,

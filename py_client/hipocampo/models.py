@@ -6,9 +6,10 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 __all__ = [
+    "REFUSAL_REASONS",
     "Answer",
     "DocumentResult",
     "HistoryHit",
@@ -80,7 +81,9 @@ class ScrubResult(BaseModel):
 
 
 class DocumentResult(BaseModel):
-    """Outcome of one document: ``status`` inserted | replaced | unchanged | failed."""
+    """Outcome of one document: ``status`` inserted | replaced (new text) | embedded (same text,
+    chunks of another model added: a model switch) | metadata_updated (source type or trust
+    changed, nothing re-embedded) | unchanged | failed."""
 
     source_uri: str
     title: str
@@ -98,6 +101,7 @@ class IngestSummary(BaseModel):
     documents_total: int = 0
     documents_ingested: int = 0
     documents_unchanged: int = 0
+    documents_updated: int = 0
     documents_failed: int = 0
     chunks_written: int = 0
     embedding_calls: int = 0
@@ -212,6 +216,30 @@ class Source(BaseModel):
     support: float = 0.0
 
 
+#: Each refusal reason in words (what ``hipocampo ask`` prints and ``Answer.explanation`` holds);
+#: the thresholds they name are the rag config rows' (docs/design.md §answers).
+REFUSAL_REASONS: dict[str, str] = {
+    "invalid_question": "the question is too short or too long",
+    "prompt_injection": "the question tries to change the assistant's instructions",
+    "sensitive_data": "the question carries personal data (CPF, e-mail, phone, card…)",
+    "secret": "the question carries what looks like a password, key or token",
+    "rate_limited": "too many questions in the last minute; try again shortly",
+    "rag_disabled": "answers are turned off for this tenant or agent (rag.enabled)",
+    "no_evidence": "no passage of the knowledge bases matches the question",
+    "low_confidence": "the best passages cover too little of the question (rag.min_confidence)",
+    "conflicting_sources": "the sources disagree and none is trusted enough above the others",
+    "cross_check_failed": (
+        "only one document supports the answer and it is not authoritative (a regulation, policy or manual"
+        " with trust >= rag.authoritative_trust); raise its trust (`hipocampo doc update <id> --trust 0.9`) or add a"
+        " second source"
+    ),
+    "number_not_in_evidence": "the drafted answer holds a number the sources do not",
+    "generation_failed": "the answer model failed",
+    "database_unavailable": "the database is unavailable",
+    "not_configured": "the server is not configured",
+}
+
+
 class Answer(BaseModel):
     """The result of ``Orchestrator.ask``: a cited answer, or a refusal with its reason code.
 
@@ -238,3 +266,11 @@ class Answer(BaseModel):
     trace_id: UUID
     retry_after_ms: int | None = None
     timings_ms: dict[str, float] = Field(default_factory=dict)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def explanation(self) -> str | None:
+        """A refusal's reason in words (REFUSAL_REASONS); None for an answer."""
+        if not self.refused or self.reason is None:
+            return None
+        return REFUSAL_REASONS.get(self.reason, self.reason)

@@ -155,7 +155,15 @@ def test_answer_evidence_gates(db: Conn, world: World) -> None:
     world.act("authenticated", world.member_a, world.tenant_a)
     r = answer(db, "Qual a cor do cavalo branco de Napoleão?", world.kb_a)
     assert (r["decision"], r["reason"]) == ("refuse", "no_evidence")
-    # One regulation at trust 0.5 (below rag.authoritative_trust): cross-check fails.
+    # One regulation ingested without a trust: retrieval.default_trust gives it 0.9
+    # (>= rag.authoritative_trust), so it answers alone (issue 19 §1.1) ...
+    r = answer(db, "Qual o prazo de trancamento de matrícula?", world.kb_a)
+    assert (r["decision"], r["reason"]) == ("answer", None)
+    world.act("service_role")
+    assert one(db, "select trust_score as v from hipocampo_private.documents where id = %s", (world.doc_a,)) == 0.9
+    # ... and at trust 0.5 (below it) the cross-check fails.
+    db.execute("update hipocampo_private.documents set trust_score = 0.5 where id = %s", (world.doc_a,))
+    world.act("authenticated", world.member_a, world.tenant_a)
     r = answer(db, "Qual o prazo de trancamento de matrícula?", world.kb_a)
     assert (r["decision"], r["reason"]) == ("refuse", "cross_check_failed")
     world.act("service_role")

@@ -139,7 +139,7 @@ def test_new_model_lives_beside_the_old_one(db: psycopg.Connection[dict[str, Any
         "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, 'test-model-8') as r",
         (world.kb_a, json.dumps(doc), json.dumps([chunk(0, "novo", dims=8)])),
     ).fetchone()
-    assert ingest_new is not None and ingest_new["r"]["status"] == "replaced"
+    assert ingest_new is not None and ingest_new["r"]["status"] == "embedded"  # same text, a new model
     models = db.execute(
         "select embedding_model, count(*) as n from hipocampo_private.chunks where document_id = %s "
         "group by 1 order by 1",

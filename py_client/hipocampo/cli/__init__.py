@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -191,19 +192,24 @@ def kb_status(name: str, tenant: TenantOpt = "default", as_json: JsonOpt = False
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or directories.")],
-    kb: Annotated[str, typer.Option("--kb", help="Knowledge base (created if missing).")],
+    kb: Annotated[str, typer.Option("--kb", help="Knowledge base (must exist unless --create-kb).")],
     tenant: TenantOpt = "default",
-    source_type: Annotated[str, typer.Option(help="regulation, policy, assembly_minutes, …")] = "other",
-    trust: Annotated[float | None, typer.Option(help="Trust score 0..1 of these documents.")] = None,
+    create_kb: Annotated[bool, typer.Option("--create-kb", help="Create the knowledge base if it is missing.")] = False,
+    source_type: Annotated[str, typer.Option(help="regulation, policy, manual, faq, …, other.")] = "other",
+    trust: Annotated[
+        float | None,
+        typer.Option(help="Trust 0..1 of these documents (default: retrieval.default_trust of the source type)."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Load, scrub PII, chunk, embed and store documents; unchanged ones are skipped."""
+    """Load, scrub PII, chunk, embed and store documents; unchanged ones are skipped, a changed
+    source type or trust is applied without re-embedding. Exit 1 when any file failed."""
     from ..embeddings import count_tokens, provider_from_config
     from ..ingest import expand_paths, ingest_paths
 
     files = expand_paths(paths)
-    embedder = provider_from_config()
     with _client(tenant) as client:
+        embedder = provider_from_config()
         progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -212,6 +218,7 @@ def ingest(
             TimeElapsedColumn(),
             console=err_console,
             disable=as_json,
+            transient=True,
         )
         with progress:
             task = progress.add_task("documents", total=None, chunks=0, rate=0.0)
@@ -232,22 +239,26 @@ def ingest(
                     source_type=source_type,
                     trust_score=trust,
                     on_document=tick,
+                    create_kb=create_kb,
+                    on_total=lambda n: progress.update(task, total=n),
                 )
             except HipocampoError as exc:
                 raise _fail(exc) from exc
     if as_json:
         console.print_json(summary.model_dump_json())
-        return
-    console.print(
-        f"[bold]{summary.kb}[/bold]: {summary.documents_ingested} ingested, "
-        f"{summary.documents_unchanged} unchanged, {summary.documents_failed} failed; "
-        f"{summary.chunks_written} chunks, {summary.pii_replaced} PII replaced, "
-        f"{summary.seconds:.1f} s ({summary.chunks_per_second:.1f} chunks/s)"
-    )
-    for d in summary.documents:
-        if d.error:
-            err_console.print(f"[red]failed[/red] {d.source_uri}: {d.error}")
-    if summary.documents_failed and not (summary.documents_ingested + summary.documents_unchanged):
+    else:
+        console.print(
+            f"[bold]{summary.kb}[/bold]: {summary.documents_ingested} ingested, "
+            f"{summary.documents_unchanged} unchanged, {summary.documents_updated} metadata updated, "
+            f"{summary.documents_failed} failed; {summary.chunks_written} chunks, "
+            f"{summary.pii_replaced} PII replaced, {summary.seconds:.1f} s"
+        )
+        for d in summary.documents:
+            if d.error:
+                err_console.print(
+                    f"[red]failed[/red] {escape(d.source_uri)}: {escape(d.error)}", highlight=False, soft_wrap=True
+                )
+    if summary.documents_failed:
         raise typer.Exit(code=1)
 
 

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import HipocampoError
@@ -23,7 +24,10 @@ def print_answer(ans: Answer, out: Console | None = None) -> None:
     """An answer with its sources table, or a refusal with its reason code."""
     out = out or console
     if ans.refused:
-        out.print(f"[yellow]REFUSAL ({ans.reason})[/yellow] {ans.answer}")
+        # The reason in words, never a confidence: a refusal's support figure reads as a
+        # contradiction next to it (issue 19 §1.1).
+        out.print(f"[yellow]REFUSAL[/yellow] {escape(ans.answer)}", highlight=False)
+        out.print(f"[dim]why: {escape(ans.explanation or '')} ({ans.reason})[/dim]", highlight=False)
     else:
         out.print(f"[green]{ans.answer_source}[/green] (confidence {ans.confidence:.2f}) {ans.answer}")
         table = Table("#", "document", "chunk", "score", "excerpt", show_lines=True)

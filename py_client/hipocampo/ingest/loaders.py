@@ -11,6 +11,7 @@ a line per value.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -55,6 +56,10 @@ def _read_text(path: Path) -> str:
 def _load_pdf(path: Path) -> list[LoadedDocument]:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
+
+    # pypdf logs what it repairs ("EOF marker not found", …) as warnings on stderr; a file it
+    # cannot read raises, and that is the one line the caller reports (issue 19 §1.8).
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
 
     try:
         reader = PdfReader(str(path))

@@ -1,24 +1,29 @@
 """Ingestion: load -> normalise -> PII scrub -> chunk -> embed -> one transaction per document.
 
-Content-hash dedupe: a document whose scrubbed text (plus title and source_type) hashes as stored
-is skipped before embedding, so re-ingesting it makes zero embedding calls and zero writes; a
-changed one has its chunks replaced. KB status moves draft -> indexing -> ready (or error when
-every document failed), and the run is recorded as an ingestion job.
+Content-hash dedupe: a document's hash covers its scrubbed text, its title and the chunking
+rule of its source type. One whose hash is stored and that has chunks of the embedding model is
+skipped before embedding (zero embedding calls, zero writes), or, when only its source type or
+trust changed, updated in place (``metadata_updated``, no embedding call). One whose hash is
+stored but that the model does not embed yet (a model switch) gets that model's chunks beside the
+old model's (``embedded``); a changed one has every model's chunks replaced. KB status moves
+draft -> indexing -> ready (error only when the KB holds no document after a run in which every
+document failed), and the run is recorded as an ingestion job.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 from ..client import Hipocampo
 from ..embeddings.base import EmbeddingProvider
-from ..errors import ConnectionLostError, HipocampoError, LoaderError
+from ..errors import ConnectionLostError, HipocampoError, LoaderError, NotFoundError
 from ..models import DocumentResult, IngestSummary
 from .chunking import Chunk, ChunkingRule, chunk_text
 from .loaders import LoadedDocument, load_path
@@ -89,12 +94,27 @@ class _Run:
         embedder: EmbeddingProvider,
         on_document: ProgressHook | None,
         total: int,
+        create_kb: bool = True,
     ) -> None:
         self.client = client
         self.embedder = embedder
         self.on_document = on_document
         self.started = time.perf_counter()
-        self.kb_id = client.create_kb(kb_name)
+        if create_kb:
+            self.kb_id = client.create_kb(kb_name)
+        else:
+            try:
+                self.kb_id = client.kb_id(kb_name)
+            except NotFoundError:
+                raise NotFoundError(
+                    f"unknown knowledge base {kb_name!r}: create it with `hipocampo kb create {kb_name}`"
+                    " (or pass --create-kb)",
+                    "P0002",
+                ) from None
+        cfg = client.effective_config(self.kb_id)
+        self.rules: dict[str, Any] = cfg.get("chunking", {})
+        self.default_trust: dict[str, Any] = cfg.get("retrieval", {}).get("default_trust", {})
+        self.stored = 0
         self.summary = IngestSummary(kb=kb_name, documents_total=total)
         self.errors: list[dict[str, Any]] = []
         self.pending: list[_Pending] = []
@@ -110,27 +130,64 @@ class _Run:
         self.summary.documents_failed += 1
         self.errors.append({"source_uri": item.doc.source_uri, "error": exc.message, "sqlstate": exc.sqlstate})
 
+    def rule(self, source_type: str) -> ChunkingRule:
+        """The chunking rule of a source type (config rows ``chunking.<source_type>``)."""
+        return ChunkingRule.from_config(
+            self.rules.get(source_type)
+            or self.rules.get("other")
+            or {"min_tokens": 200, "max_tokens": 400, "overlap": 50}
+        )
+
     def prepare(self, inputs: Sequence[DocumentInput]) -> list[tuple[DocumentInput, str, str, int]]:
         """Scrub text, title and source_uri with the database's scrubber before anything is
         hashed, chunked or embedded (the triggers scrub what is stored again, whatever the
-        client); documents whose hash is stored already are reported unchanged."""
+        client); documents whose hash is stored and that the model embeds are reported
+        unchanged, or metadata_updated when their source type or trust differ."""
         for item in inputs:
             if item.source_type not in SOURCE_TYPES:
                 raise HipocampoError(f"unknown source_type {item.source_type!r}; one of {', '.join(SOURCE_TYPES)}")
-        existing = self.client.document_hashes(self.kb_id)
+        existing = self.client.document_hashes(self.kb_id, self.embedder.model_name)
+        self.stored = len(existing)
         texts = [s for item in inputs for s in (item.doc.text, item.doc.title, item.doc.source_uri)]
         cleaned = self.client.scrub_pii(texts)
         prepared: list[tuple[DocumentInput, str, str, int]] = []
         for n, item in enumerate(inputs):
             scrubbed, title, uri = cleaned[3 * n : 3 * n + 3]
             item = replace(item, doc=replace(item.doc, title=title.text, source_uri=uri.text))
-            digest = sha256(f"{item.doc.title}\n{item.source_type}\n{scrubbed.text}")
-            if existing.get(item.doc.source_uri) == digest:
-                self.summary.documents_unchanged += 1
-                self.finish(DocumentResult(source_uri=item.doc.source_uri, title=item.doc.title, status="unchanged"))
+            rule = json.dumps(asdict(self.rule(item.source_type)), sort_keys=True)
+            digest = sha256(f"{item.doc.title}\n{rule}\n{scrubbed.text}")
+            stored = existing.get(item.doc.source_uri)
+            if stored is not None and stored["content_hash"] == digest and stored["embedded"]:
+                self.keep(item, stored)
                 continue
             prepared.append((item, scrubbed.text, digest, scrubbed.total + title.total + uri.total))
         return prepared
+
+    def keep(self, item: DocumentInput, stored: dict[str, Any]) -> None:
+        """A document whose text and chunks stand: unchanged, or its new source type / trust
+        applied in place (no embedding call)."""
+        res = DocumentResult(source_uri=item.doc.source_uri, title=item.doc.title, status="unchanged")
+        patch: dict[str, Any] = {}
+        if item.source_type != stored["source_type"]:
+            patch["source_type"] = item.source_type
+        trust = item.trust_score
+        if trust is None and patch:  # a new type without --trust takes the new type's default
+            trust = float(self.default_trust.get(item.source_type, 0.5))
+        if trust is not None and abs(float(stored["trust_score"]) - trust) > 1e-6:
+            patch["trust_score"] = trust
+        if patch:
+            try:
+                self.client.set_document_metadata(stored["document_id"], patch)
+                res.status = "metadata_updated"
+                self.summary.documents_updated += 1
+            except ConnectionLostError:
+                raise
+            except HipocampoError as exc:
+                self.fail(item, res, exc)
+                res.status = "failed"
+        else:
+            self.summary.documents_unchanged += 1
+        self.finish(res)
 
     def flush(self) -> None:
         """Embed the pending documents' chunks in one model call, then write each document in its
@@ -194,17 +251,21 @@ class _Run:
         self.finish(res)
 
     def close(self) -> IngestSummary:
-        ok = self.summary.documents_ingested + self.summary.documents_unchanged
+        sm = self.summary
+        ok = sm.documents_ingested + sm.documents_unchanged + sm.documents_updated
         if self.job is not None:
-            status = "succeeded" if self.summary.documents_failed == 0 else ("partial" if ok else "failed")
+            status = "succeeded" if sm.documents_failed == 0 else ("partial" if ok else "failed")
             counts = {
-                "documents_ingested": self.summary.documents_ingested,
-                "documents_unchanged": self.summary.documents_unchanged,
-                "documents_failed": self.summary.documents_failed,
-                "chunks_written": self.summary.chunks_written,
+                "documents_ingested": sm.documents_ingested,
+                "documents_unchanged": sm.documents_unchanged,
+                "documents_updated": sm.documents_updated,
+                "documents_failed": sm.documents_failed,
+                "chunks_written": sm.chunks_written,
             }
             self.client.finish_job(self.job, status, counts, self.errors)
-            self.client.set_kb_status(self.kb_id, "ready" if ok else "error")
+            # The KB's status says what it can serve: ready while it holds documents, error only
+            # when this run failed and it holds none (issue 19 §1.4).
+            self.client.set_kb_status(self.kb_id, "ready" if ok or self.stored else "error")
         self.summary.seconds = time.perf_counter() - self.started
         if self.summary.seconds:
             self.summary.chunks_per_second = self.summary.chunks_written / self.summary.seconds
@@ -221,8 +282,10 @@ def ingest_documents(
     failures: Sequence[DocumentResult] = (),
     on_document: ProgressHook | None = None,
     embed_batch: int = 64,
+    create_kb: bool = True,
 ) -> IngestSummary:
-    """Ingest already-loaded documents into knowledge base ``kb_name`` (created if missing).
+    """Ingest already-loaded documents into knowledge base ``kb_name`` (created if missing, or,
+    with ``create_kb=False``, NotFoundError when it does not exist).
 
     ``failures`` are documents that failed before this step (e.g. loader errors), counted in the
     summary and the job record. Chunks of several documents are embedded together, about
@@ -235,25 +298,23 @@ def ingest_documents(
             the lease, docs/SECURITY.md §Crash recovery).
         HipocampoError: database errors other than per-document ones.
     """
-    run = _Run(client, kb_name, embedder, on_document, len(inputs) + len(failures))
-    run.summary.documents.extend(failures)
+    run = _Run(client, kb_name, embedder, on_document, len(inputs) + len(failures), create_kb)
     run.summary.documents_failed = len(failures)
     run.errors.extend({"source_uri": f.source_uri, "error": f.error} for f in failures)
+    for f in failures:
+        run.finish(f)
     prepared = run.prepare(inputs)
     if not prepared and not failures:
         return run.close()
-    rules = client.effective_config(run.kb_id).get("chunking", {})
     client.set_kb_status(run.kb_id, "indexing")
     run.job = run.summary.job_id = client.start_job(run.kb_id, run.summary.documents_total)
     queued = 0
     for item, text, digest, pii in prepared:
-        rule = ChunkingRule.from_config(
-            rules.get(item.source_type) or rules.get("other") or {"min_tokens": 200, "max_tokens": 400, "overlap": 50}
-        )
+        rule = run.rule(item.source_type)
         res = DocumentResult(source_uri=item.doc.source_uri, title=item.doc.title, status="failed", pii_replaced=pii)
         chunks = chunk_text(text, rule, count_tokens)
         if not chunks:
-            run.fail(item, res, LoaderError(f"{item.doc.source_uri}: no text to index"))
+            run.fail(item, res, LoaderError("no text to index"))
             run.finish(res)
             continue
         run.pending.append(_Pending(item, digest, pii, chunks, res))
@@ -275,9 +336,13 @@ def ingest_paths(
     source_type: str = "other",
     trust_score: float | None = None,
     on_document: ProgressHook | None = None,
+    create_kb: bool = True,
+    on_total: Callable[[int], None] | None = None,
 ) -> IngestSummary:
     """Load files (directories walked) and ingest them; a file that fails to load is recorded
-    as a failed document and the others go on."""
+    as a failed document (its error without the path) and the others go on. ``on_total`` gets
+    the number of documents once the files are loaded (a file may hold several), before any is
+    ingested; ``on_document`` then gets each one's result, failures included."""
     inputs: list[DocumentInput] = []
     failures: list[DocumentResult] = []
     for path in expand_paths(paths):
@@ -285,5 +350,17 @@ def ingest_paths(
             for doc in load_path(path):
                 inputs.append(DocumentInput(doc, source_type, trust_score))
         except LoaderError as exc:
-            failures.append(DocumentResult(source_uri=str(path), title=path.name, status="failed", error=exc.message))
-    return ingest_documents(client, kb_name, inputs, embedder, count_tokens, failures=failures, on_document=on_document)
+            error = exc.message.removeprefix(f"{path}: ")
+            failures.append(DocumentResult(source_uri=str(path), title=path.name, status="failed", error=error))
+    if on_total is not None:
+        on_total(len(inputs) + len(failures))
+    return ingest_documents(
+        client,
+        kb_name,
+        inputs,
+        embedder,
+        count_tokens,
+        failures=failures,
+        on_document=on_document,
+        create_kb=create_kb,
+    )
