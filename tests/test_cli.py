@@ -136,3 +136,28 @@ def test_ask_answers_from_one_regulation_and_explains_a_refusal(database_url: st
     res = runner.invoke(app, ["ask", "qual o prazo de recurso contra multa?", "--kb", "notas", "--tenant", slug])
     assert res.exit_code == 0 and "REFUSAL" in res.output and "confidence" not in res.output
     assert "only one document supports the answer" in " ".join(res.output.split())
+
+
+def test_search_shows_relevance_on_clear_scales_and_plain_text(database_url: str) -> None:
+    """Issue 19 §1.9: negative fused scores without explanation, unrelated hits below the answer,
+    markdown '#' marks in excerpts and answers."""
+    examples = Path(__file__).parent.parent / "examples" / "condominio"
+    slug = f"cli-{uuid.uuid4().hex[:8]}"
+    assert runner.invoke(app, ["tenant", "create", "Sol", "--slug", slug]).exit_code == 0
+    res = runner.invoke(
+        app, ["ingest", str(examples), "--kb", "regras", "--create-kb", "--tenant", slug, "--source-type", "regulation"]
+    )
+    assert res.exit_code == 0, res.output
+    query = "qual o prazo de recurso contra multa?"
+    res = runner.invoke(app, ["search", query, "--kb", "regras", "--tenant", slug], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    assert "semantic" in res.output and "keywords" in res.output and "ranked by both together" in res.output
+    assert "Regimento Interno" in res.output and "Manual do morador" not in res.output
+    assert "hidden (--all shows them)" in res.output
+    assert "#" not in res.output.replace("┃ #", "").replace("│ #", "") and "-0." not in res.output
+    res = runner.invoke(app, ["search", query, "--kb", "regras", "--tenant", slug, "--all"], terminal_width=200)
+    assert "Manual do morador" in res.output and "hidden" not in res.output
+    hits = json.loads(runner.invoke(app, ["search", query, "--kb", "regras", "--tenant", slug, "--json"]).stdout)
+    assert len(hits) > 1 and hits[0]["content"].startswith("# Regimento")  # the API keeps every hit, raw
+    res = runner.invoke(app, ["ask", query, "--kb", "regras", "--tenant", slug], terminal_width=200)
+    assert res.exit_code == 0 and "15 dias" in res.output and "##" not in res.output, res.output

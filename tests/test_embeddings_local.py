@@ -70,3 +70,14 @@ def test_related_texts_are_closer(model: LocalMiniLM) -> None:
 def test_token_count() -> None:
     assert count_tokens("") == 0
     assert 5 <= count_tokens("Qual o prazo para trancamento de matrícula?") <= 20
+
+
+def test_loading_prints_nothing_on_stderr() -> None:
+    """Issue 19 §1.8: the Python API drew a "Loading weights" progress bar on stderr."""
+    import subprocess
+    import sys
+
+    code = "from hipocampo.embeddings import LocalMiniLM; print(len(LocalMiniLM().embed_query('oi')))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "384"
+    assert "Loading weights" not in proc.stderr and "it/s" not in proc.stderr, proc.stderr

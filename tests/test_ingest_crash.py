@@ -4,7 +4,7 @@ The real ``hipocampo ingest`` runs as a subprocess on a folder of generated docu
 mid-run, it leaves no partial document (one transaction per document), and its job is recovered
 by the lease (migration 004600): failed (interrupted), the knowledge base ready again; a second
 run completes without duplicates. When the server dies under it, the CLI says so in one line and
-exits 1, without a traceback.
+exits 3, without a traceback.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def test_a_killed_ingest_is_recovered_and_a_rerun_completes(database_url: str, t
     assert s == {**s, "kb": "ready", "docs": n, "jobs": ["failed", "succeeded"], "partial": 0, "duplicates": 0}
 
 
-def test_a_lost_server_is_one_line_and_exit_1(tmp_path: Path) -> None:
+def test_a_lost_server_is_one_line_and_exit_3(tmp_path: Path) -> None:
     """The server is killed (SIGKILL to the postmaster) under a running ingest."""
     data = tmp_path / "server" / "data"
     data.parent.mkdir()
@@ -131,6 +131,6 @@ def test_a_lost_server_is_one_line_and_exit_1(tmp_path: Path) -> None:
         subprocess.run(["pkill", "-9", "-f", str(data)], check=False)
         shutil.rmtree(data.parent, ignore_errors=True)
     lines = [line for line in err.splitlines() if line.strip()]
-    assert proc.returncode == 1, err
+    assert proc.returncode == 3, err  # the database is unreachable (hipocampo.cli.common)
     assert "Traceback" not in err and len(lines) == 1, err
     assert lines[0].startswith("error [") and "lost the database connection" in lines[0], err

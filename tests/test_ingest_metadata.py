@@ -87,7 +87,7 @@ def test_set_document_metadata_validates(service_client: Hipocampo, tmp_path: Pa
     out = service_client.set_document_metadata(doc, {"trust_score": 0.7, "version": "2024"})
     assert out["updated"] == ["trust_score", "version"]
     for patch, match in [
-        ({"trust_score": 2}, r"invalid document"),
+        ({"trust_score": 2}, r"trust_score must lie in \[0, 1\] \(got 2\)"),
         ({"title": "x"}, r"unknown document field title"),
         ({"trust_score": None}, r"trust_score must not be null"),
         ({"expires_at": "amanhã"}, r"invalid document field"),

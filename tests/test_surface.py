@@ -1,6 +1,6 @@
 """Python calls the public RPC surface only (issue 17 §2), and the package's layers import
 downwards only (issue 17 §3): surfaces (cli, http) → services (answers, memory, ingest,
-embeddings, agents, backfill, evaluation, datasets) → the client (client, rpc, models, errors,
+embeddings, agents, backfill, evaluation, datasets) → the client (client, rpc, models, errors, text,
 config, resources) → the database bootstrap (db)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import hipocampo
 PACKAGE = Path(hipocampo.__file__).parent
 SURFACES = {"cli", "http"}
 SERVICES = {"answers", "memory", "ingest", "embeddings", "agents", "backfill", "evaluation", "datasets"}
-CLIENT = {"client", "rpc", "models", "errors", "config", "resources"}
+CLIENT = {"client", "rpc", "models", "errors", "config", "resources", "text"}
 DB = {"db"}
 
 

@@ -172,6 +172,34 @@ class Hipocampo:
         """Add a user to a tenant as ``admin`` or ``member`` (service_role)."""
         self.rpc("add_member", {"tenant_id": tenant_id, "user_id": user_id, "role": role}, "none")
 
+    def list_tenants(self) -> list[dict[str, Any]]:
+        """Every tenant: id, name, slug, members, knowledge_bases, created_at (service_role)."""
+        return [dict(r) for r in self.rpc("list_tenants", None, "rows")]
+
+    def list_members(self, tenant_id: UUID | str) -> list[dict[str, Any]]:
+        """A tenant's members: user_id, role, created_at (service_role). Raises NotFoundError."""
+        return [dict(r) for r in self.rpc("list_members", {"tenant_id": tenant_id}, "rows")]
+
+    def remove_member(self, tenant_id: UUID | str, user_id: UUID | str) -> bool:
+        """End a membership (service_role); False when there was none. The user's data stays:
+        ``Memory.erase`` first for LGPD art. 18."""
+        return bool(self.rpc("remove_member", {"tenant_id": tenant_id, "user_id": user_id}))
+
+    def set_tenant_config(self, section: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """Override config keys of the tenant within their bounds (``hipocampo.set_tenant_config``);
+        returns the tenant's section after the change.
+
+        Raises:
+            InvalidInputError: unknown section or key, wrong type, locked key (22023), out of its
+                ``<key>_range`` (22003). PermissionDeniedError: not a tenant admin.
+        """
+        return dict(self.rpc("set_tenant_config", {"section": section, "patch": patch, "tenant_id": self._tenant()}))
+
+    def set_kb_config(self, kb_id: UUID, section: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """Override config keys of one knowledge base (``hipocampo.set_knowledge_base_config``;
+        validated like the tenant's); returns the KB's overrides of that section."""
+        return dict(self.rpc("set_knowledge_base_config", {"kb_id": kb_id, "section": section, "patch": patch}))
+
     # -- knowledge bases ---------------------------------------------------------------------
     def create_kb(
         self,
@@ -284,6 +312,12 @@ class Hipocampo:
         """Name of the active embedding model (``hipocampo.active_embedding_model``), or None."""
         row = self.rpc("active_embedding_model", None, "row")
         return str(row["name"]) if row else None
+
+    def delete_kb(self, kb_id: UUID) -> dict[str, Any]:
+        """Delete a knowledge base with its documents, chunks and jobs
+        (``hipocampo.delete_knowledge_base``); returns ``{kb_id, name, documents, chunks}``.
+        Raises NotFoundError, PermissionDeniedError (not an admin)."""
+        return dict(self.rpc("delete_knowledge_base", {"kb_id": kb_id}))
 
     def delete_document(self, document_id: UUID) -> bool:
         """Delete a document with its chunks and embeddings; False when not visible."""

@@ -244,8 +244,8 @@ Returns: {"document_id", "source_type", "trust_score", "expires_at", "updated": 
 Errors: 42501 as _caller (before any other work); 42501 "only tenant admins can change
   documents"; 22023 "metadata must be a json object" / "unknown document field …" / "invalid
   document field: …" (unparsable date or number) / "… must not be null"; P0002 "unknown
-  document: …" (also another tenant's); 23514 "invalid document: …" (trust outside 0..1,
-  unknown source type or classification).
+  document: …" (also another tenant's); 22003 "trust_score must lie in [0, 1] (got …)"; 23514
+  "invalid document: …" (unknown source type or classification).
 Example: select hipocampo.set_document_metadata(doc, '{"trust_score": 0.9, "source_type": "regulation"}');
 */
 create or replace function hipocampo.set_document_metadata(document_id uuid, metadata jsonb)
@@ -280,6 +280,10 @@ begin
     where e.key in ('source_type', 'trust_score', 'data_classification') and jsonb_typeof(e.value) = 'null';
     if bad is not null then
         raise exception '% must not be null', bad using errcode = '22023';
+    end if;
+    if jsonb_typeof(metadata -> 'trust_score') = 'number'
+        and (metadata ->> 'trust_score')::numeric not between 0 and 1 then
+        raise exception 'trust_score must lie in [0, 1] (got %)', metadata ->> 'trust_score' using errcode = '22003';
     end if;
     select * into before from hipocampo_private.documents as x where x.id = set_document_metadata.document_id;
     update hipocampo_private.documents as x set
@@ -318,8 +322,7 @@ exception
         raise exception 'only tenant admins can change documents' using errcode = '42501';
     when check_violation then
         raise exception 'invalid document: %', sqlerrm using errcode = '23514';
-    when invalid_text_representation or invalid_datetime_format or datetime_field_overflow
-        or numeric_value_out_of_range then
+    when invalid_text_representation or invalid_datetime_format or datetime_field_overflow then
         raise exception 'invalid document field: %', sqlerrm using errcode = '22023';
 end;
 $$;

@@ -160,11 +160,99 @@ exception when foreign_key_violation then
 end;
 $$;
 
+/*
+list_tenants() -> table (id uuid, name text, slug text, members integer, knowledge_bases integer,
+  created_at timestamptz)
+
+Purpose: every tenant of the project with its member and knowledge-base counts (operators; the
+  CLI's `tenant list`).
+Returns: one row per tenant, by slug.
+Errors: 42501 for any role but service_role (no EXECUTE).
+Example: select slug, members from hipocampo.list_tenants();
+*/
+create or replace function hipocampo.list_tenants()
+returns table (
+    id uuid, name text, slug text, members integer, knowledge_bases integer, created_at timestamptz
+)
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select
+        t.id, t.name, t.slug,
+        (select count(*)::integer from hipocampo_private.memberships as m where m.tenant_id = t.id),
+        (select count(*)::integer from hipocampo_private.knowledge_bases as k where k.tenant_id = t.id),
+        t.created_at
+    from hipocampo_private.tenants as t
+    order by t.slug;
+$$;
+
+/*
+list_members(tenant_id uuid) -> table (user_id uuid, role text, created_at timestamptz)
+
+Purpose: the members of a tenant and their roles (operators; the CLI's `member list`).
+Parameters: tenant_id - an existing tenant.
+Returns: one row per member, admins first, then by when they joined.
+Errors: 42501 for any role but service_role (no EXECUTE); P0002 "unknown tenant: …".
+Example: select * from hipocampo.list_members('…');
+*/
+create or replace function hipocampo.list_members(tenant_id uuid)
+returns table (user_id uuid, role text, created_at timestamptz)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+begin
+    if not exists (select 1 from hipocampo_private.tenants as t where t.id = list_members.tenant_id) then
+        raise exception 'unknown tenant: %', list_members.tenant_id using errcode = 'P0002';
+    end if;
+    return query
+    select m.user_id, m.role, m.created_at from hipocampo_private.memberships as m
+    where m.tenant_id = list_members.tenant_id
+    order by m.role, m.created_at, m.user_id;
+end;
+$$;
+
+/*
+remove_member(tenant_id uuid, user_id uuid) -> boolean
+
+Purpose: end a user's membership of a tenant: from the next request on, their JWT no longer
+  resolves to the tenant (_caller refuses it). Their data stays (memories, messages, audit);
+  erase it with erase_user (LGPD art. 18) before removing them if that is what is asked.
+Parameters: tenant_id, user_id.
+Returns: true when a membership was removed, false when there was none.
+Errors: 42501 for any role but service_role (no EXECUTE).
+Example: select hipocampo.remove_member('…tenant…', '…user…');
+*/
+create or replace function hipocampo.remove_member(tenant_id uuid, user_id uuid)
+returns boolean
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    delete from hipocampo_private.memberships as m
+    where m.tenant_id = remove_member.tenant_id and m.user_id = remove_member.user_id;
+    return found;
+end;
+$$;
+
 comment on function hipocampo.create_tenant(text, text, uuid) is
 'Create a tenant and optionally its first admin (service_role only).';
 
 comment on function hipocampo.add_member(uuid, uuid, text) is
 'Add a user to a tenant as admin or member (service_role only).';
+
+comment on function hipocampo.list_tenants() is
+'Every tenant with its member and knowledge-base counts (service_role only).';
+
+comment on function hipocampo.list_members(uuid) is
+'The members of a tenant and their roles (service_role only).';
+
+comment on function hipocampo.remove_member(uuid, uuid) is
+'End a user''s membership of a tenant; their data stays (service_role only).';
 
 -- One caller model for every RPC. Until now _resolve_tenant decided "may this caller name any
 -- tenant?" from current_user, which inside a security definer function is the owner: a signed-in

@@ -1251,6 +1251,45 @@ end;
 $$;
 
 /*
+delete_knowledge_base(kb_id uuid) -> jsonb
+
+Purpose: delete a knowledge base with its documents, chunks, embeddings, statistics and
+  ingestion jobs (cascade), and take it out of the agent bindings that name it. Cached answers
+  of it are dropped (the documents trigger).
+Parameters: kb_id - a knowledge base of the caller's tenant.
+Returns: {"kb_id", "name", "documents": n, "chunks": n} (what was deleted).
+Errors: 42501 as _caller (before any other work); 42501 "only tenant admins can delete knowledge
+  bases"; P0002 "unknown knowledge base: …" (also another tenant's).
+Example: select hipocampo.delete_knowledge_base('…');
+*/
+create or replace function hipocampo.delete_knowledge_base(kb_id uuid)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    gate record := hipocampo_private._caller();  -- 42501 before any other work
+    k hipocampo_private.knowledge_bases;
+    n_docs integer;
+    n_chunks integer;
+begin
+    if gate.kind <> 'service' and gate.tenant_role is distinct from 'admin' then
+        raise exception 'only tenant admins can delete knowledge bases' using errcode = '42501';
+    end if;
+    k := hipocampo_private._kb(delete_knowledge_base.kb_id);
+    select count(*) into n_docs from hipocampo_private.documents as d where d.kb_id = k.id;
+    select count(*) into n_chunks from hipocampo_private.chunks as c where c.kb_id = k.id;
+    delete from hipocampo_private.documents as d where d.kb_id = k.id;
+    delete from hipocampo_private.knowledge_bases as x where x.id = k.id;
+    update hipocampo_private.agent_bindings as b
+    set kb_ids = array_remove(b.kb_ids, k.id), updated_at = now()
+    where b.tenant_id = k.tenant_id and k.id = any(b.kb_ids);
+    return jsonb_build_object('kb_id', k.id, 'name', k.name, 'documents', n_docs, 'chunks', n_chunks);
+end;
+$$;
+
+/*
 set_document_metadata(document_id uuid, metadata jsonb) -> jsonb
 
 Purpose: change what describes a document without touching its text, chunks or embeddings:
@@ -1265,8 +1304,8 @@ Returns: {"document_id", "source_type", "trust_score", "expires_at", "updated": 
 Errors: 42501 as _caller (before any other work); 42501 "only tenant admins can change
   documents"; 22023 "metadata must be a json object" / "unknown document field …" / "invalid
   document field: …" (unparsable date or number) / "… must not be null"; P0002 "unknown
-  document: …" (also another tenant's); 23514 "invalid document: …" (trust outside 0..1,
-  unknown source type or classification).
+  document: …" (also another tenant's); 22003 "trust_score must lie in [0, 1] (got …)"; 23514
+  "invalid document: …" (unknown source type or classification).
 Example: select hipocampo.set_document_metadata(doc, '{"trust_score": 0.9, "source_type": "regulation"}');
 */
 create or replace function hipocampo.set_document_metadata(document_id uuid, metadata jsonb)
@@ -1301,6 +1340,10 @@ begin
     where e.key in ('source_type', 'trust_score', 'data_classification') and jsonb_typeof(e.value) = 'null';
     if bad is not null then
         raise exception '% must not be null', bad using errcode = '22023';
+    end if;
+    if jsonb_typeof(metadata -> 'trust_score') = 'number'
+        and (metadata ->> 'trust_score')::numeric not between 0 and 1 then
+        raise exception 'trust_score must lie in [0, 1] (got %)', metadata ->> 'trust_score' using errcode = '22003';
     end if;
     select * into before from hipocampo_private.documents as x where x.id = set_document_metadata.document_id;
     update hipocampo_private.documents as x set
@@ -1339,8 +1382,7 @@ exception
         raise exception 'only tenant admins can change documents' using errcode = '42501';
     when check_violation then
         raise exception 'invalid document: %', sqlerrm using errcode = '23514';
-    when invalid_text_representation or invalid_datetime_format or datetime_field_overflow
-        or numeric_value_out_of_range then
+    when invalid_text_representation or invalid_datetime_format or datetime_field_overflow then
         raise exception 'invalid document field: %', sqlerrm using errcode = '22023';
 end;
 $$;
@@ -1472,6 +1514,9 @@ comment on function hipocampo.ingest_document(uuid, jsonb, jsonb, text) is
 
 comment on function hipocampo.delete_document(uuid) is
 'Delete a document with its chunks and embeddings.';
+
+comment on function hipocampo.delete_knowledge_base(uuid) is
+'Delete a knowledge base with its documents, chunks and jobs, and drop it from agent bindings (tenant admins).';
 
 comment on function hipocampo.set_document_metadata(uuid, jsonb) is
 'Change a document''s source type, trust, dates, version, author or classification without re-embedding it (tenant admins).';

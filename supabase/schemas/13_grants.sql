@@ -93,6 +93,10 @@ grant execute on function hipocampo.correct_memory(memory_id uuid, value jsonb, 
 grant execute on function hipocampo.create_knowledge_base(name text, description text, tags text[], language text, overrides jsonb, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.create_tenant(name text, slug text, admin_user_id uuid) to service_role;
 grant execute on function hipocampo.delete_document(document_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.delete_knowledge_base(kb_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.list_tenants() to service_role;
+grant execute on function hipocampo.list_members(tenant_id uuid) to service_role;
+grant execute on function hipocampo.remove_member(tenant_id uuid, user_id uuid) to service_role;
 grant execute on function hipocampo.set_document_metadata(document_id uuid, metadata jsonb) to authenticated, service_role;
 grant execute on function hipocampo.detect_conflicts(query_text text, chunk_ids bigint[], trust_margin double precision, stopwords jsonb) to authenticated, service_role;
 grant execute on function hipocampo.document_hashes(kb_id uuid, embedding_model text) to authenticated, service_role;

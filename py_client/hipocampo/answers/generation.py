@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import openai
 
 from ..errors import HipocampoError
+from ..text import plain_text
 
 __all__ = ["ChatAnswerer", "ExtractiveAnswerer", "GenerationError", "Generator", "generator_for", "numbers_absent"]
 
@@ -79,7 +80,8 @@ class ExtractiveAnswerer:
         quotes: list[str] = []
         seen: set[str] = set()
         for item in chosen:
-            text = " ".join(str(item.get("best_window") or item.get("content") or "").split())
+            # Quoted as plain text: the chunk's markdown marks (## …, **…**) are not the answer's.
+            text = " ".join(plain_text(str(item.get("best_window") or item.get("content") or "")).split())
             if text and text not in seen:
                 seen.add(text)
                 quotes.append(f"{text} [{item['n']}]")

@@ -24,6 +24,7 @@ from ..client import Hipocampo
 from ..embeddings import EmbeddingProvider
 from ..errors import HipocampoError, InvalidInputError
 from ..models import Answer, Source
+from ..text import plain_text
 from .generation import GenerationError, Generator, generator_for, numbers_absent
 from .guardrails import check_question
 
@@ -265,7 +266,7 @@ def _cited(text: str, evidence: list[dict[str, Any]]) -> list[Source]:
             document_id=UUID(str(e["document_id"])),
             source_uri=str(e.get("source_uri") or ""),
             chunk_id=int(e["chunk_id"]),
-            excerpt=str(e.get("best_window") or e.get("content") or "")[:600],
+            excerpt=plain_text(str(e.get("best_window") or e.get("content") or ""))[:600],
             score=float(e.get("score") or 0),
             support=float(e.get("support") or 0),
         )

@@ -10,7 +10,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.markup import escape
@@ -19,8 +19,10 @@ from rich.table import Table
 
 from .. import db
 from ..errors import HipocampoError, from_db_error
+from ..text import plain_text
 from .answers import ask, serve
-from .common import JsonOpt, TenantOpt, _client, _fail, console, err_console
+from .common import JsonOpt, TenantOpt, _client, _database_url, _fail, console, err_console
+from .lifecycle import config_app, doc_app, kb_delete, member_app, tenant_list
 from .memory import memory_app
 
 __all__ = ["app"]
@@ -30,10 +32,14 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-app = typer.Typer(help="hipocampo: Supabase-native RAG and AI memory.", no_args_is_help=True)
-db_app = typer.Typer(help="The database (embedded PostgreSQL or a configured URL).", no_args_is_help=True)
-tenant_app = typer.Typer(help="Tenants.", no_args_is_help=True)
-kb_app = typer.Typer(help="Knowledge bases.", no_args_is_help=True)
+app = typer.Typer(
+    help="hipocampo: Supabase-native RAG and AI memory.", no_args_is_help=True, rich_markup_mode="markdown"
+)
+db_app = typer.Typer(
+    help="The database (embedded PostgreSQL or a configured URL).", no_args_is_help=True, rich_markup_mode="markdown"
+)
+tenant_app = typer.Typer(help="Tenants.", no_args_is_help=True, rich_markup_mode="markdown")
+kb_app = typer.Typer(help="Knowledge bases.", no_args_is_help=True, rich_markup_mode="markdown")
 app.add_typer(db_app, name="db")
 app.add_typer(tenant_app, name="tenant")
 app.add_typer(kb_app, name="kb")
@@ -43,7 +49,7 @@ app.add_typer(kb_app, name="kb")
 @db_app.command("start")
 def db_start() -> None:
     """Start (or reuse) the embedded server, apply the shim and migrations, print the URL."""
-    console.print(db.ensure_database())
+    console.print(_database_url())
 
 
 @db_app.command("stop")
@@ -101,10 +107,12 @@ def db_embed_missing(
     batch_size: Annotated[int, typer.Option(help="Rows per transaction (1..1000).")] = 100,
     limit: Annotated[int | None, typer.Option(help="Stop each kind after about this many rows.")] = None,
 ) -> None:
-    """Give search what rows lack, with the configured model (the active one): embeddings of
-    active and staged memories and messages without one of the active model (after a model
-    switch; messages stored through the edge functions), then the tokens of messages that have
-    none (history search's re-rank; messages stored before migration 003500 or over HTTP)."""
+    """Embed what search cannot read yet, with the configured (active) model.
+
+    Memories (active and staged) and messages without an embedding of the active model (after a
+    model switch; messages stored through the edge functions), then the tokens of messages that
+    have none (history search's re-rank). Documents are re-embedded by re-running `ingest`.
+    """
     from ..backfill import backfill_message_tokens, embed_missing_rows
     from ..embeddings import provider_from_config
 
@@ -121,7 +129,7 @@ def db_embed_missing(
 # -- tenants ----------------------------------------------------------------------------------
 @tenant_app.command("create")
 def tenant_create(
-    name: str,
+    name: Annotated[str, typer.Argument(help='Display name, e.g. "Condomínio Sol".')],
     slug: Annotated[str, typer.Option(help="Unique slug ([a-z0-9_-]).")],
     admin_user: Annotated[str | None, typer.Option(help="Auth user id made admin.")] = None,
 ) -> None:
@@ -136,9 +144,9 @@ def tenant_create(
 # -- knowledge bases --------------------------------------------------------------------------
 @kb_app.command("create")
 def kb_create(
-    name: str,
+    name: Annotated[str, typer.Argument(help="Knowledge base name (unique in the tenant).")],
     tenant: TenantOpt = "default",
-    description: Annotated[str | None, typer.Option()] = None,
+    description: Annotated[str | None, typer.Option(help="What the knowledge base holds.")] = None,
     language: Annotated[str, typer.Option(help="portuguese | english | simple")] = "portuguese",
     tag: Annotated[list[str] | None, typer.Option(help="Tag (repeatable).")] = None,
 ) -> None:
@@ -176,7 +184,11 @@ def kb_list(tenant: TenantOpt = "default", as_json: JsonOpt = False) -> None:
 
 
 @kb_app.command("status")
-def kb_status(name: str, tenant: TenantOpt = "default", as_json: JsonOpt = False) -> None:
+def kb_status(
+    name: Annotated[str, typer.Argument(help="Knowledge base name.")],
+    tenant: TenantOpt = "default",
+    as_json: JsonOpt = False,
+) -> None:
     """Status and counts of one knowledge base."""
     with _client(tenant) as client:
         kbs = [k for k in client.list_kbs() if k.name == name]
@@ -262,26 +274,34 @@ def ingest(
         raise typer.Exit(code=1)
 
 
-def print_hits(hits: list[Any], width: int = 110) -> None:
-    """A readable table of hits: rank, scores, source and excerpt."""
-    table = Table("#", "score", "dense", "bm25", "source", "excerpt", show_lines=True)
+def print_hits(hits: list[Any], hidden: int = 0, width: int = 110) -> None:
+    """A readable table of hits: rank, the two legs' scores on their own scales, source and a
+    plain-text excerpt (markdown marks stripped), with a footnote on how they are ranked."""
+    table = Table("#", "semantic", "keywords", "source", "excerpt", show_lines=True)
     for h in hits:
-        src = h.title + (f" · {h.metadata['article']}" if h.metadata.get("article") else "")
-        excerpt = h.content if len(h.content) <= width * 2 else h.content[: width * 2] + "…"
+        src = plain_text(h.title) + (f" · {h.metadata['article']}" if h.metadata.get("article") else "")
+        text = " ".join(plain_text(h.content).split())
+        excerpt = text if len(text) <= width * 2 else text[: width * 2] + "…"
         table.add_row(
             str(h.rank),
-            f"{h.final_score:.3f}",
-            "—" if h.dense_score is None else f"{h.dense_score:.3f}",
-            "—" if h.lexical_score is None else f"{h.lexical_score:.2f}",
-            f"{src}\n[dim]{h.source_uri}[/dim]",
-            excerpt,
+            "—" if h.dense_score is None else f"{h.dense_score:.2f}",
+            "—" if h.lexical_score is None else f"{h.lexical_score:.1f}",
+            f"{escape(src)}\n[dim]{escape(h.source_uri)}[/dim]",
+            escape(excerpt),
         )
     console.print(table)
+    note = (
+        "semantic: cosine similarity of the meaning (0-1); keywords: BM25 of the query's terms (0 = none);"
+        " ranked by both together (retrieval.fusion)"
+    )
+    if hidden:
+        note += f"; {hidden} weaker hit(s) below retrieval.display_min_score hidden (--all shows them)"
+    err_console.print(f"[dim]{note}[/dim]", highlight=False)
 
 
 @app.command()
 def search(
-    query: str,
+    query: Annotated[str, typer.Argument(help="The question or keywords.")],
     kb: Annotated[list[str] | None, typer.Option("--kb", help="Knowledge base (repeatable; default all).")] = None,
     tenant: TenantOpt = "default",
     k: Annotated[int | None, typer.Option("-k", "--match-count", help="Hits (default: config).")] = None,
@@ -289,34 +309,37 @@ def search(
     fusion: Annotated[str | None, typer.Option(help="score | rrf")] = None,
     rerank: Annotated[str | None, typer.Option(help="none | trust_recency")] = None,
     mmr_lambda: Annotated[float | None, typer.Option(help="0..1; 1 = relevance only")] = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Also the hits below retrieval.display_min_score.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Hybrid search: a table of hits with scores and sources."""
+    """Hybrid search: the hits with their scores, sources and excerpts (--json: every hit, raw)."""
     from ..embeddings import provider_from_config
 
-    embedder = provider_from_config()
     with _client(tenant) as client:
         try:
             kb_ids = [client.kb_id(name) for name in kb] if kb else None
-            opts: dict[str, Any] = {
-                k_: v
-                for k_, v in {"fusion": fusion, "rerank": rerank, "mmr_lambda": mmr_lambda}.items()
-                if v is not None
-            }
+            embedder = provider_from_config()
             hits = client.search(
                 query,
                 embedder.embed_query(query),
                 kb_ids=kb_ids,
                 source_types=source_type,
                 match_count=k,
-                **opts,
+                fusion=cast(Any, fusion),  # checked by hybrid_search (22023 names the choices)
+                rerank=cast(Any, rerank),
+                mmr_lambda=mmr_lambda,
             )
+            retrieval = client.effective_config(kb_ids[0] if kb_ids and len(kb_ids) == 1 else None)["retrieval"]
         except HipocampoError as exc:
             raise _fail(exc) from exc
     if as_json:
         console.print_json(json.dumps([h.model_dump(mode="json") for h in hits]))
-    else:
-        print_hits(hits)
+        return
+    shown = hits
+    if not show_all and (fusion or retrieval.get("fusion")) == "score":
+        floor = float(retrieval.get("display_min_score", 0.0))
+        shown = [h for h in hits if h.final_score >= floor] or hits[:1]
+    print_hits(shown, hidden=len(hits) - len(shown))
 
 
 @app.command()
@@ -328,11 +351,13 @@ def worker(
         typer.Option("--embed-missing", help="Also embed rows search cannot read and store missing message tokens."),
     ] = False,
 ) -> None:
-    """Run maintenance on a schedule (memory decay/expiry, staging purge, expired sessions,
-    expired documents and chunks, expired cached answers and idle rate-limit buckets, ingestion
-    jobs whose lease expired): the local
-    stand-in for pg_cron's jobs (hipocampo.schedule_maintenance). With ``--embed-missing`` each run
-    also does what ``hipocampo db embed-missing`` does (the configured embedding model)."""
+    """Run maintenance on a schedule: the local stand-in for pg_cron's jobs.
+
+    Each run: memory decay/expiry, staging purge, expired sessions, expired documents and chunks,
+    expired cached answers and idle rate-limit buckets, ingestion jobs whose lease expired (what
+    hipocampo.schedule_maintenance schedules with pg_cron on Supabase). With --embed-missing each
+    run also does what `hipocampo db embed-missing` does (the configured embedding model).
+    """
     import time
 
     from ..backfill import backfill_message_tokens, embed_missing_rows
@@ -373,14 +398,20 @@ def demo(
 
 
 app.add_typer(memory_app, name="memory")
+app.add_typer(member_app, name="member")
+app.add_typer(doc_app, name="doc")
+app.add_typer(config_app, name="config")
+tenant_app.command("list")(tenant_list)
+kb_app.command("delete")(kb_delete)
 app.command()(ask)
 app.command()(serve)
 
 
 def main() -> None:
     """The ``hipocampo`` command: the Typer app, with any error that escapes a command (a lost
-    database connection mid-run, a driver error) reported as one line on stderr and exit code 1,
-    never a traceback; Ctrl-C exits 130."""
+    database connection mid-run, a driver error) reported as one line on stderr, never a
+    traceback; exit codes as in :mod:`hipocampo.cli.common` (1 error, 2 usage, 3 database
+    unreachable, 130 Ctrl-C)."""
     import psycopg
 
     # The pool's reconnection warnings would add lines to the one that says the server is gone.
@@ -388,11 +419,9 @@ def main() -> None:
     try:
         app()
     except HipocampoError as exc:
-        _fail(exc)
-        raise SystemExit(1) from None
+        raise SystemExit(_fail(exc).exit_code) from None
     except psycopg.Error as exc:
-        _fail(from_db_error(exc))
-        raise SystemExit(1) from None
+        raise SystemExit(_fail(from_db_error(exc)).exit_code) from None
     except KeyboardInterrupt:
         err_console.print("interrupted")
         raise SystemExit(130) from None

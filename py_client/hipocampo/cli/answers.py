@@ -39,7 +39,7 @@ def print_answer(ans: Answer, out: Console | None = None) -> None:
 
 
 def ask(
-    question: str,
+    question: Annotated[str, typer.Argument(help="The question, in words.")],
     kb: Annotated[list[str] | None, typer.Option("--kb", help="Knowledge base (repeatable).")] = None,
     agent: Annotated[str | None, typer.Option(help="Agent binding name (its KBs and overrides).")] = None,
     tenant: Annotated[str, typer.Option("--tenant", "-t", help="Tenant slug.")] = "default",
@@ -65,12 +65,16 @@ def ask(
 
 
 def serve(
-    host: Annotated[str | None, typer.Option(help="Bind address (default [http] host).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (default [http] port).")] = None,
+    host: Annotated[str | None, typer.Option(help="Bind address (default: config http.host).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default: config http.port).")] = None,
 ) -> None:
     """HTTP API (FastAPI): POST /ask, POST /context-pack, GET /healthz, GET /readyz, docs at /docs.
-    Needs the JWT secret in the variable named by [http] jwt_secret_env (SUPABASE_JWT_SECRET), or the
-    JWKS URL of the project's asymmetric signing keys in [http] jwks_url_env (SUPABASE_JWKS_URL)."""
+
+    Needs the JWT secret in the environment variable config http.jwt_secret_env names
+    (SUPABASE_JWT_SECRET), or the JWKS URL of the project's asymmetric signing keys in the one
+    http.jwks_url_env names (SUPABASE_JWKS_URL). The embedding model is loaded before the first
+    request is served.
+    """
     import uvicorn
 
     from .. import db

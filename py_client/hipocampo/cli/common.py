@@ -1,4 +1,9 @@
-"""What every CLI command shares: the consoles, the one-line error, the service client of a tenant."""
+"""What every CLI command shares: the consoles, the one-line error, the service client of a tenant.
+
+Exit codes (every command): 0 done; 1 the request failed (bad input, not found, refused, a file
+that did not ingest; one line ``error [SQLSTATE]: message`` on stderr); 2 usage (unknown command
+or option, a missing argument: the usage text); 3 the database cannot be reached; 130 interrupted.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,22 @@ from rich.markup import escape
 
 from .. import db
 from ..client import Actor, Hipocampo
-from ..errors import HipocampoError
+from ..errors import ConnectionLostError, HipocampoError
 
-__all__ = ["JsonOpt", "TenantOpt", "_client", "_fail", "console", "err_console"]
+__all__ = [
+    "EXIT_DATABASE",
+    "EXIT_ERROR",
+    "JsonOpt",
+    "TenantOpt",
+    "_client",
+    "_database_url",
+    "_fail",
+    "console",
+    "err_console",
+]
+
+EXIT_ERROR = 1
+EXIT_DATABASE = 3
 
 console = Console()
 err_console = Console(stderr=True)
@@ -22,13 +40,22 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a t
 
 
 def _fail(exc: Exception) -> typer.Exit:
+    """Print ``error [SQLSTATE]: message`` on stderr; the exit to raise (1, or 3 when the database
+    cannot be reached)."""
     state = f" [{exc.sqlstate}]" if isinstance(exc, HipocampoError) and exc.sqlstate else ""
     err_console.print(f"[red]error{escape(state)}:[/red] {escape(str(exc))}", soft_wrap=True, highlight=False)
-    return typer.Exit(code=1)
+    return typer.Exit(code=EXIT_DATABASE if isinstance(exc, ConnectionLostError) else EXIT_ERROR)
+
+
+def _database_url() -> str:
+    """The database's URL; starting the embedded server when it is not running, and saying so."""
+    if db.external_url() is None and not db.status().running:
+        err_console.print(f"[dim]starting the embedded PostgreSQL server ({db.data_dir()})…[/dim]", highlight=False)
+    return db.ensure_database()
 
 
 def _client(tenant: str | None = None, *, create_default: bool = True) -> Hipocampo:
-    url = db.ensure_database()
+    url = _database_url()
     # A server that went away is reported after 10 s (one line, exit 1), not the library's 30.
     client = Hipocampo(url, pool_timeout_s=10.0)
     if tenant is None:

@@ -1,8 +1,10 @@
 """``hipocampo memory …``: the memory of one user, from the command line.
 
 These commands act as the user (role authenticated, JWT claims ``sub`` + tenant), so RLS and
-the memory gate apply exactly as for the app. ``--user`` defaults to $HIPOCAMPO_USER or a fixed
-local user; the user is made a member of the tenant on first use (an operator's tool).
+the memory gate apply exactly as for the app. ``--user`` (a uuid: the auth user's id, the JWT's
+``sub``) defaults to $HIPOCAMPO_USER, else to a fixed local user, and the command says so on
+stderr; a user who is not a member of the tenant yet is added as a member, also said on stderr
+(an operator's tool).
 """
 
 from __future__ import annotations
@@ -19,33 +21,64 @@ from rich.console import Console
 from rich.table import Column, Table
 
 from ..client import Actor
-from ..errors import HipocampoError, MemoryRejected
+from ..errors import HipocampoError, InvalidInputError, MemoryRejected
 from ..memory import Memory
-from .common import _client, _fail
+from .common import _client, _fail, err_console
 
 __all__ = ["LOCAL_USER", "memory_app"]
 
 # The local user of `hipocampo memory` when neither --user nor $HIPOCAMPO_USER is given.
 LOCAL_USER = uuid.uuid5(uuid.NAMESPACE_URL, "hipocampo:local-user")
 
-memory_app = typer.Typer(help="Long-term memory of one user (consent, remember, recall, …).", no_args_is_help=True)
+memory_app = typer.Typer(
+    help="Long-term memory of one user (consent, remember, recall, …).",
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+)
 console = Console()
 
 TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant slug.")]
-UserOpt = Annotated[str | None, typer.Option("--user", "-u", help="User id (default $HIPOCAMPO_USER).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+UserOpt = Annotated[
+    str | None,
+    typer.Option("--user", "-u", help="User id, a uuid (default $HIPOCAMPO_USER, else the local user)."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+EMOTIONS = (
+    "alegria, tristeza, ansiedade, raiva, medo, surpresa, calma, nojo, frustracao, gratidao, esperanca,"
+    " orgulho, vergonha, culpa, neutro"
+)
+LIFE_DOMAINS = "trabalho, relacionamentos, saude, financas, outros"
+
+
+def _user(user: str | None) -> uuid.UUID:
+    """The acting user: --user, else $HIPOCAMPO_USER, else the local user (said on stderr)."""
+    given = user or os.environ.get("HIPOCAMPO_USER")
+    if not given:
+        err_console.print(
+            f"[dim]acting as the local user {LOCAL_USER} (pass --user <uuid> or set HIPOCAMPO_USER)[/dim]",
+            highlight=False,
+        )
+        return LOCAL_USER
+    try:
+        return uuid.UUID(given)
+    except ValueError:
+        origin = "--user" if user else "HIPOCAMPO_USER"
+        raise _fail(
+            InvalidInputError(f"{origin} must be a uuid (the auth user's id, the JWT's sub): {given!r}", "22023")
+        ) from None
 
 
 @contextmanager
 def _memory(tenant: str, user: str | None, *, embed: bool = True) -> Iterator[Memory]:
     from ..embeddings import provider_from_config
 
-    uid = uuid.UUID(user or os.environ.get("HIPOCAMPO_USER") or str(LOCAL_USER))
+    uid = _user(user)
     with _client(tenant) as service:
         tid = service.actor.tenant_id
         assert tid is not None
         if service.membership_role(tid, uid) is None:
             service.add_member(tid, uid, "member")
+            err_console.print(f"[dim]added {uid} to tenant {tenant} as a member[/dim]", highlight=False)
         try:
             yield Memory(service.as_actor(Actor.user(uid, tid)), provider_from_config() if embed else None)
         except MemoryRejected as exc:
@@ -54,12 +87,41 @@ def _memory(tenant: str, user: str | None, *, embed: bool = True) -> Iterator[Me
             raise _fail(exc) from exc
 
 
-def _print(obj: Any, as_json: bool = True) -> None:
+def _print(obj: Any) -> None:
     if hasattr(obj, "model_dump"):
         obj = obj.model_dump(mode="json", exclude_none=True)
     elif isinstance(obj, list):
         obj = [o.model_dump(mode="json", exclude_none=True) if hasattr(o, "model_dump") else o for o in obj]
     console.print_json(json.dumps(obj, default=str))
+
+
+def _records(rows: list[Any]) -> None:
+    """Memories as a table, the whole id kept (correct / forget / promote need it)."""
+    table = Table(
+        Column("id", no_wrap=True, min_width=36),
+        Column("tier", no_wrap=True),
+        Column("status", no_wrap=True),
+        Column("key", min_width=9, ratio=1),
+        Column("value", min_width=8, ratio=1),
+        Column("category", ratio=1),
+        box=None,
+    )
+    for m in rows:
+        table.add_row(str(m.id), m.tier, m.status, m.key, json.dumps(m.value, ensure_ascii=False), m.category)
+    console.print(table)
+
+
+def _outcome(r: Any, as_json: bool) -> None:
+    """A write's result: one line (status and id), or JSON."""
+    if as_json:
+        _print(r)
+        return
+    data = r.model_dump(mode="json", exclude_none=True) if hasattr(r, "model_dump") else dict(r)
+    line = str(data.pop("status", "done"))
+    if "memory_id" in data:
+        line += f" {data.pop('memory_id')}"
+    rest = ", ".join(f"{k} {v}" for k, v in data.items())
+    console.print(line + (f" ({rest})" if rest else ""), highlight=False)
 
 
 @memory_app.command("consent")
@@ -76,20 +138,23 @@ def consent(
 
 @memory_app.command("remember")
 def remember(
-    key: str,
+    key: Annotated[str, typer.Argument(help="Dotted snake_case key, e.g. prefs.short_answers.")],
     value: Annotated[str, typer.Argument(help="A JSON value (plain text is stored as a string).")],
-    description: str,
+    description: Annotated[str, typer.Argument(help="The memory in words (what recall searches).")],
     category: Annotated[str, typer.Option("--category", "-c", help="identity_profile | preference | …")],
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Tag (repeatable; snake_case).")] = None,
     intensity: Annotated[float | None, typer.Option(help="0..10; below 7 goes to staging.")] = None,
     confidence: Annotated[float, typer.Option(help="0..1")] = 0.9,
     source: Annotated[str, typer.Option(help="explicit_user | inferred | …")] = "explicit_user",
     scope: Annotated[str, typer.Option(help="personal | tenant_shared")] = "personal",
-    pinned: Annotated[bool, typer.Option("--pinned")] = False,
+    pinned: Annotated[bool, typer.Option("--pinned", help="Exempt from decay; ranked first.")] = False,
+    emotion: Annotated[str | None, typer.Option(help=EMOTIONS)] = None,
+    life_domain: Annotated[str | None, typer.Option(help=LIFE_DOMAINS)] = None,
     tenant: TenantOpt = "default",
     user: UserOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Store a memory through the gate; prints the result (refusals exit 1 with the reason)."""
+    """Store a memory through the gate; prints what happened (refusals exit 1 with the reason)."""
     try:
         parsed: Any = json.loads(value)
     except json.JSONDecodeError:
@@ -106,16 +171,20 @@ def remember(
             source=source,
             scope=scope,
             pinned=pinned,
+            emotion=emotion,
+            life_domain=life_domain,
         )
-    _print(r)
+    _outcome(r, as_json)
 
 
 @memory_app.command("recall")
 def recall(
-    query: str,
+    query: Annotated[str, typer.Argument(help="What to look for, in words.")],
     mode: Annotated[str, typer.Option(help="context | answer")] = "context",
-    k: Annotated[int | None, typer.Option("-k")] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag")] = None,
+    k: Annotated[int | None, typer.Option("-k", help="Hits at most (default: config memory.*).")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Only memories with this tag (repeatable).")] = None,
+    emotion: Annotated[str | None, typer.Option(help="Only memories with this emotion.")] = None,
+    life_domain: Annotated[str | None, typer.Option(help="Only memories of this life domain.")] = None,
     min_score: Annotated[float | None, typer.Option(help="Override the mode's threshold.")] = None,
     tenant: TenantOpt = "default",
     user: UserOpt = None,
@@ -123,7 +192,7 @@ def recall(
 ) -> None:
     """Semantic search of the user's memories (thresholds from config, MMR, tag fallback)."""
     with _memory(tenant, user) as mem:
-        r = mem.recall(query, mode=mode, k=k, tags=tag, min_score=min_score)
+        r = mem.recall(query, mode=mode, k=k, tags=tag, min_score=min_score, emotion=emotion, life_domain=life_domain)
     if as_json:
         _print(r)
         return
@@ -137,20 +206,27 @@ def recall(
 
 @memory_app.command("lookup")
 def lookup(
-    key: Annotated[str | None, typer.Option("--key")] = None,
-    category: Annotated[str | None, typer.Option("--category")] = None,
+    key: Annotated[str | None, typer.Option("--key", help="Exact key, e.g. user.name.")] = None,
+    category: Annotated[str | None, typer.Option("--category", help="Every memory of this category.")] = None,
     history: Annotated[bool, typer.Option("--history", help="Include deprecated rows.")] = False,
     tenant: TenantOpt = "default",
     user: UserOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Exact lookup by key and/or category."""
     with _memory(tenant, user, embed=False) as mem:
-        _print(mem.lookup(key, category, include_history=history))
+        rows = mem.lookup(key, category, include_history=history)
+    if as_json:
+        _print(rows)
+    else:
+        _records(rows)
 
 
 @memory_app.command("list")
 def list_(
-    history: Annotated[bool, typer.Option("--history")] = False,
+    history: Annotated[
+        bool, typer.Option("--history", help="Include deprecated (corrected) and forgotten rows.")
+    ] = False,
     tenant: TenantOpt = "default",
     user: UserOpt = None,
     as_json: JsonOpt = False,
@@ -160,27 +236,34 @@ def list_(
         rows = mem.list(include_history=history)
     if as_json:
         _print(rows)
-        return
-    # The whole id (correct / forget / promote need it), never shortened to fit the terminal.
-    table = Table(Column("id", no_wrap=True, min_width=36), "tier", "status", "key", "value", "category", "confidence")
-    for m in rows:
-        table.add_row(str(m.id), m.tier, m.status, m.key, json.dumps(m.value), m.category, f"{m.confidence:.2f}")
-    console.print(table)
+    else:
+        _records(rows)
 
 
 @memory_app.command("correct")
-def correct(memory_id: str, value: str, description: str, tenant: TenantOpt = "default", user: UserOpt = None) -> None:
+def correct(
+    memory_id: Annotated[str, typer.Argument(help="The memory's id (uuid, in full: `memory list`).")],
+    value: Annotated[str, typer.Argument(help="The right value (JSON; plain text is a string).")],
+    description: Annotated[str, typer.Argument(help="The corrected memory in words.")],
+    tenant: TenantOpt = "default",
+    user: UserOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Correct a memory ("isso está errado"): new value, the old one kept as history."""
     try:
         parsed: Any = json.loads(value)
     except json.JSONDecodeError:
         parsed = value
     with _memory(tenant, user) as mem:
-        _print(mem.correct(memory_id, parsed, description))
+        _outcome(mem.correct(memory_id, parsed, description), as_json)
 
 
 @memory_app.command("forget")
-def forget(memory_id: str, tenant: TenantOpt = "default", user: UserOpt = None) -> None:
+def forget(
+    memory_id: Annotated[str, typer.Argument(help="The memory's id (uuid, in full: `memory list`).")],
+    tenant: TenantOpt = "default",
+    user: UserOpt = None,
+) -> None:
     """Forget a memory ("esquece isso"): soft delete."""
     with _memory(tenant, user, embed=False) as mem:
         ok = mem.forget(memory_id)
@@ -191,15 +274,16 @@ def forget(memory_id: str, tenant: TenantOpt = "default", user: UserOpt = None) 
 
 @memory_app.command("promote")
 def promote(
-    staging_id: str,
-    intensity: float,
+    staging_id: Annotated[str, typer.Argument(help="The staged memory's id (uuid: `memory list`, tier staging).")],
+    intensity: Annotated[float, typer.Argument(help="Its intensity now, 0..10 (promoted at 7 or more).")],
     override: Annotated[bool, typer.Option("--override", help="Human decision: promote and pin.")] = False,
     tenant: TenantOpt = "default",
     user: UserOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Promote a staged memory to long-term memory."""
     with _memory(tenant, user, embed=False) as mem:
-        _print(mem.promote(staging_id, intensity, override=override))
+        _outcome(mem.promote(staging_id, intensity, override=override), as_json)
 
 
 @memory_app.command("seed-profile")

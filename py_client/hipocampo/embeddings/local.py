@@ -81,9 +81,12 @@ class LocalMiniLM:
                 try:
                     import torch
                     from sentence_transformers import SentenceTransformer
+                    from transformers.utils import logging as hf_logging
 
                     if self._threads:
                         torch.set_num_threads(self._threads)
+                    # No "Loading weights" progress bar on the caller's stderr (issue 19 §1.8).
+                    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
                     self._model = SentenceTransformer(str(model_dir()), device="cpu")
                 except Exception as exc:  # pragma: no cover - broken install
                     raise EmbeddingError(f"cannot load the local model: {exc}") from exc

@@ -17,10 +17,12 @@ refuses with reason ``not_configured`` (503).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 from uuid import UUID
 
@@ -124,14 +126,31 @@ class _JwtVerifier:
             )
         except jwt.PyJWKClientConnectionError as exc:
             raise _AuthError(f"cannot read the signing keys: {exc}", 503) from exc
-        except jwt.PyJWTError as exc:
-            raise _AuthError(f"invalid token: {exc}") from exc
+        except (jwt.PyJWTError, ValueError) as exc:
+            raise _AuthError(f"invalid token: {_token_problem(exc)}") from exc
         role = claims.get("role")
         if role == "service_role":
             return Actor("service_role", claims, tenant_id)
         if role == "authenticated" and claims.get("sub") and claims.get("aud") in (self.audience, [self.audience]):
             return Actor("authenticated", claims, None)
         raise _AuthError("token role must be authenticated (with sub and aud) or service_role")
+
+
+def _token_problem(exc: Exception) -> str:
+    """What is wrong with a token, in words: never the decoder's internals (issue 19 §1.7)."""
+    if isinstance(exc, jwt.ExpiredSignatureError):
+        return "expired"
+    if isinstance(exc, jwt.ImmatureSignatureError):
+        return "not valid yet"
+    if isinstance(exc, jwt.InvalidSignatureError):
+        return "signature verification failed"
+    if isinstance(exc, jwt.MissingRequiredClaimError):
+        return f"missing claim {exc.claim!r}"
+    if isinstance(exc, jwt.PyJWKClientError):
+        return "no signing key matches its kid"
+    if isinstance(exc, jwt.InvalidAlgorithmError):
+        return "signing algorithm not allowed"
+    return "not a well-formed JWT"
 
 
 def _error(status: int, message: str, trace: str, **headers: str) -> JSONResponse:
@@ -287,7 +306,21 @@ def create_app(
     verifier = _JwtVerifier(secret, jwks_at, str(http.get("jwt_audience", "authenticated")))
     root = Hipocampo(url, pool_timeout_s=pool_timeout_s)
     endpoints = _Endpoints(root, verifier, embedder, str(config.get("rag", {}).get("refusal_message", "")))
-    app = FastAPI(title="hipocampo", version="0.1.0", description="Answers that cite or refuse, and ContextPacks.")
+
+    @contextlib.asynccontextmanager
+    async def warm_up(_: FastAPI) -> AsyncIterator[None]:
+        # The model loads before the first request is served, not during it (issue 19 §1.10).
+        if embedder is not None:
+            embedder.embed_query("aquecimento")
+            log.info("embedding model %s loaded", embedder.model_name)
+        yield
+
+    app = FastAPI(
+        title="hipocampo",
+        version="0.1.0",
+        description="Answers that cite or refuse, and ContextPacks.",
+        lifespan=warm_up,
+    )
     app.get("/healthz")(endpoints.healthz)
     app.get("/readyz")(endpoints.readyz)
     app.post("/ask")(endpoints.ask)

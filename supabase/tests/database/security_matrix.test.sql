@@ -131,6 +131,10 @@ create temp table calls (object text primary key, call text not null);
 insert into calls values
 ('hipocampo.activate_embedding_model', 'select hipocampo.activate_embedding_model({model})'),
 ('hipocampo.add_member', 'select hipocampo.add_member({tenant_a}, gen_random_uuid(), ''admin'')'),
+('hipocampo.delete_knowledge_base', 'select hipocampo.delete_knowledge_base({kb_a})'),
+('hipocampo.list_tenants', 'select count(*) from hipocampo.list_tenants()'),
+('hipocampo.list_members', 'select count(*) from hipocampo.list_members({tenant_a})'),
+('hipocampo.remove_member', 'select hipocampo.remove_member({tenant_a}, {member_a})'),
 ('hipocampo.add_message', 'select hipocampo.add_message({conv_a}, ''user'', ''Oi'', user_id => {member_a}, tenant_id => {tenant_a})'),
 ('hipocampo.add_pending_confirmation', 'select hipocampo.add_pending_confirmation({session_a}, ''pagar'', ''{}'')'),
 ('hipocampo.answer_evidence', 'select hipocampo.answer_evidence(''prazo segredoalfa'', {v1}, array[{kb_a}]::uuid[], tenant_id => {tenant_a})'),
@@ -361,6 +365,10 @@ create temp table expected (object text, op text, outcomes text, primary key (ob
 insert into expected values
 ('hipocampo.activate_embedding_model', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
 ('hipocampo.add_member', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
+('hipocampo.delete_knowledge_base', 'call', '42501 42501 42501 42501 42501 42501 P0002 write write'),
+('hipocampo.list_tenants', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
+('hipocampo.list_members', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
+('hipocampo.remove_member', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo.add_message', 'call', '42501 42501 42501 42501 42501 write 42501 42501 write'),
 ('hipocampo.add_pending_confirmation', 'call', '42501 42501 42501 P0002 42501 write P0002 P0002 write'),
 ('hipocampo.answer_evidence', 'call', '42501 42501 42501 42501 42501 read+write 42501 read+write read+write'),

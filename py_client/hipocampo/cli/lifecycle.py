@@ -1,0 +1,268 @@
+"""The lifecycle commands: ``tenant list``, ``member add|remove|list``, ``kb delete``,
+``doc list|show|update|delete``, ``config show|set`` (all through the RPCs, with their checks)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+from uuid import UUID
+
+import typer
+from rich.table import Column, Table
+
+from ..client import Hipocampo
+from ..errors import HipocampoError, InvalidInputError, NotFoundError
+from .common import JsonOpt, TenantOpt, _client, _fail, console
+
+__all__ = ["config_app", "doc_app", "kb_delete", "member_app", "tenant_list"]
+
+member_app = typer.Typer(
+    help="Members of a tenant (who may sign in to it, and as what).", no_args_is_help=True, rich_markup_mode="markdown"
+)
+doc_app = typer.Typer(help="Documents of a knowledge base.", no_args_is_help=True, rich_markup_mode="markdown")
+config_app = typer.Typer(
+    help="Configuration in force, and per-tenant or per-KB overrides.",
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+)
+
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+KbOpt = Annotated[str, typer.Option("--kb", help="Knowledge base name.")]
+
+
+def _dump(rows: Any) -> None:
+    console.print_json(json.dumps(rows, default=str))
+
+
+def _uuid(value: str, what: str) -> UUID:
+    try:
+        return UUID(value)
+    except ValueError:
+        raise _fail(InvalidInputError(f"{what} is not a uuid: {value!r} (give it in full)", "22023")) from None
+
+
+# -- tenants and members ----------------------------------------------------------------------
+def tenant_list(as_json: JsonOpt = False) -> None:
+    """List every tenant with its member and knowledge-base counts."""
+    with _client() as client:
+        rows = client.list_tenants()
+    if as_json:
+        _dump(rows)
+        return
+    table = Table("slug", "name", "members", "knowledge bases", Column("id", no_wrap=True, min_width=36))
+    for r in rows:
+        table.add_row(r["slug"], r["name"], str(r["members"]), str(r["knowledge_bases"]), str(r["id"]))
+    console.print(table)
+
+
+@member_app.command("add")
+def member_add(
+    user: Annotated[str, typer.Argument(help="The user's auth id (uuid: the JWT's sub).")],
+    tenant: TenantOpt = "default",
+    role: Annotated[str, typer.Option(help="admin | member.")] = "member",
+) -> None:
+    """Add a user to the tenant (or change their role)."""
+    uid = _uuid(user, "user")
+    with _client(tenant) as client:
+        try:
+            client.add_member(str(client._tenant()), uid, role)
+        except HipocampoError as exc:
+            raise _fail(exc) from exc
+    console.print(f"{uid} is now {role} of {tenant}")
+
+
+@member_app.command("remove")
+def member_remove(
+    user: Annotated[str, typer.Argument(help="The user's auth id (uuid).")],
+    tenant: TenantOpt = "default",
+) -> None:
+    """End a user's membership (their data stays: `hipocampo memory erase --user <id>` first to erase it)."""
+    uid = _uuid(user, "user")
+    with _client(tenant) as client:
+        removed = client.remove_member(str(client._tenant()), uid)
+    if not removed:
+        raise _fail(NotFoundError(f"{uid} is not a member of {tenant}", "P0002"))
+    console.print(f"{uid} removed from {tenant}")
+
+
+@member_app.command("list")
+def member_list(tenant: TenantOpt = "default", as_json: JsonOpt = False) -> None:
+    """List the tenant's members and their roles."""
+    with _client(tenant) as client:
+        rows = client.list_members(str(client._tenant()))
+    if as_json:
+        _dump(rows)
+        return
+    table = Table(Column("user", no_wrap=True, min_width=36), "role", "since")
+    for r in rows:
+        table.add_row(str(r["user_id"]), r["role"], r["created_at"].strftime("%Y-%m-%d %H:%M"))
+    console.print(table)
+
+
+# -- knowledge bases --------------------------------------------------------------------------
+def kb_delete(
+    name: Annotated[str, typer.Argument(help="Knowledge base name.")],
+    tenant: TenantOpt = "default",
+    yes: YesOpt = False,
+) -> None:
+    """Delete a knowledge base with its documents, chunks and embeddings (asks first)."""
+    with _client(tenant) as client:
+        try:
+            kb = client.kb_id(name)
+            if not yes:
+                docs = len(client.list_documents(kb))
+                typer.confirm(f"Delete knowledge base {name!r} and its {docs} documents?", abort=True)
+            out = client.delete_kb(kb)
+        except HipocampoError as exc:
+            raise _fail(exc) from exc
+    console.print(f"deleted {out['name']}: {out['documents']} documents, {out['chunks']} chunks")
+
+
+# -- documents --------------------------------------------------------------------------------
+def _find_document(client: Hipocampo, doc_id: UUID) -> tuple[str, dict[str, Any]]:
+    for kb in client.list_kbs():
+        for d in client.list_documents(kb.id):
+            if d["id"] == doc_id:
+                return kb.name, d
+    raise _fail(NotFoundError(f"unknown document: {doc_id}", "P0002"))
+
+
+@doc_app.command("list")
+def doc_list(kb: KbOpt, tenant: TenantOpt = "default", as_json: JsonOpt = False) -> None:
+    """List a knowledge base's documents: title, type, trust, status, chunks, id."""
+    with _client(tenant) as client:
+        try:
+            rows = client.list_documents(client.kb_id(kb))
+        except HipocampoError as exc:
+            raise _fail(exc) from exc
+    if as_json:
+        _dump(rows)
+        return
+    # Borderless, the whole id first (doc show/update/delete need it), the title last (it wraps).
+    table = Table(
+        Column("id", no_wrap=True, min_width=36),
+        Column("trust", no_wrap=True, min_width=5),
+        Column("type", no_wrap=True),
+        Column("status", no_wrap=True),
+        Column("chunks", no_wrap=True, justify="right"),
+        Column("title", ratio=1),
+        box=None,
+    )
+    for d in rows:
+        table.add_row(
+            str(d["id"]), f"{d['trust_score']:.2f}", d["source_type"], d["status"], str(d["chunk_count"]), d["title"]
+        )
+    console.print(table)
+
+
+@doc_app.command("show")
+def doc_show(
+    document_id: Annotated[str, typer.Argument(help="Document id (uuid).")], tenant: TenantOpt = "default"
+) -> None:
+    """Everything stored about one document (JSON)."""
+    with _client(tenant) as client:
+        kb, d = _find_document(client, _uuid(document_id, "document_id"))
+    _dump({"kb": kb, **d})
+
+
+@doc_app.command("update")
+def doc_update(
+    document_id: Annotated[str, typer.Argument(help="Document id (uuid).")],
+    tenant: TenantOpt = "default",
+    trust: Annotated[float | None, typer.Option(help="Trust 0..1.")] = None,
+    source_type: Annotated[str | None, typer.Option(help="regulation, policy, manual, faq, …, other.")] = None,
+    status: Annotated[str | None, typer.Option(help="active | superseded | archived.")] = None,
+    expires: Annotated[str | None, typer.Option(help="Expiry (ISO date or timestamp); 'never' clears it.")] = None,
+) -> None:
+    """Change a document's trust, source type, status or expiry without re-embedding it."""
+    doc = _uuid(document_id, "document_id")
+    patch: dict[str, Any] = {
+        k: v for k, v in {"trust_score": trust, "source_type": source_type}.items() if v is not None
+    }
+    if expires is not None:
+        patch["expires_at"] = None if expires == "never" else expires
+    if not patch and status is None:
+        raise _fail(InvalidInputError("nothing to change: give --trust, --source-type, --status or --expires"))
+    out: dict[str, Any] = {"document_id": str(doc)}
+    try:  # one transaction: both changes or neither
+        with _client(tenant) as client, client.transaction() as cur:
+            if patch:
+                out.update(client.rpc_in(cur, "set_document_metadata", {"document_id": doc, "metadata": patch}))
+            if status is not None:
+                out.update(client.rpc_in(cur, "set_document_status", {"document_id": doc, "status": status}))
+    except HipocampoError as exc:
+        raise _fail(exc) from exc
+    _dump(out)
+
+
+@doc_app.command("delete")
+def doc_delete(
+    document_id: Annotated[str, typer.Argument(help="Document id (uuid).")],
+    tenant: TenantOpt = "default",
+    yes: YesOpt = False,
+) -> None:
+    """Delete a document with its chunks and embeddings (asks first)."""
+    doc = _uuid(document_id, "document_id")
+    with _client(tenant) as client:
+        kb, d = _find_document(client, doc)
+        if not yes:
+            typer.confirm(f"Delete {d['title']!r} from {kb}?", abort=True)
+        try:
+            client.delete_document(doc)
+        except HipocampoError as exc:
+            raise _fail(exc) from exc
+    console.print(f"deleted {d['title']} ({d['chunk_count']} chunks) from {kb}")
+
+
+# -- config -----------------------------------------------------------------------------------
+@config_app.command("show")
+def config_show(
+    section: Annotated[str | None, typer.Argument(help="retrieval, chunking, rag, memory, … (default: all).")] = None,
+    tenant: TenantOpt = "default",
+    kb: Annotated[str | None, typer.Option("--kb", help="With this knowledge base's overrides.")] = None,
+) -> None:
+    """The configuration in force for the tenant (global ← tenant ← KB), as JSON."""
+    with _client(tenant) as client:
+        try:
+            cfg = client.effective_config(client.kb_id(kb) if kb else None)
+            if section == "rag" or section is None:
+                cfg["rag"] = {
+                    k: v
+                    for k, v in client.rag_config(client.kb_id(kb) if kb else None).items()
+                    if k not in ("kb_ids", "agent")
+                }
+        except HipocampoError as exc:
+            raise _fail(exc) from exc
+    if section is not None:
+        if section not in cfg:
+            raise _fail(InvalidInputError(f"unknown section {section!r}; one of {', '.join(sorted(cfg))}", "22023"))
+        cfg = cfg[section]
+    _dump(cfg)
+
+
+@config_app.command("set")
+def config_set(
+    section: Annotated[str, typer.Argument(help="Config section, e.g. rag.")],
+    patch: Annotated[
+        str, typer.Argument(help="JSON object of keys to override, e.g. '{\"top_k\": 6}'; null resets a key.")
+    ],
+    tenant: TenantOpt = "default",
+    kb: Annotated[str | None, typer.Option("--kb", help="Override for this knowledge base only.")] = None,
+) -> None:
+    """Override config keys for the tenant (or one KB), within the bounds config.toml declares."""
+    try:
+        values = json.loads(patch)
+    except json.JSONDecodeError as exc:
+        raise _fail(InvalidInputError(f"patch is not JSON: {exc.msg}", "22023")) from None
+    if not isinstance(values, dict):
+        raise _fail(InvalidInputError("patch must be a JSON object", "22023"))
+    with _client(tenant) as client:
+        try:
+            out = (
+                client.set_kb_config(client.kb_id(kb), section, values)
+                if kb
+                else client.set_tenant_config(section, values)
+            )
+        except HipocampoError as exc:
+            raise _fail(exc) from exc
+    _dump(out)

@@ -1,0 +1,171 @@
+"""The CLI's lifecycle commands and its manners (issue 19 §1.5-§1.8): tenants, members, KB and
+document deletion, config, memory options, one-line errors with documented exit codes, help
+texts filled."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from hipocampo.cli import app
+from hipocampo.cli.memory import LOCAL_USER
+
+runner = CliRunner()
+HIPOCAMPO = str(Path(sys.executable).with_name("hipocampo"))
+
+
+def ok(*args: str) -> str:
+    res = runner.invoke(app, list(args))
+    assert res.exit_code == 0, (args, res.output)
+    return res.output
+
+
+def tenant_with_kb(tmp_path: Path) -> str:
+    slug = f"life-{uuid.uuid4().hex[:8]}"
+    ok("tenant", "create", "Condomínio", "--slug", slug)
+    (tmp_path / "regimento.txt").write_text("Art. 1º O salão de festas fecha à meia-noite.", encoding="utf-8")
+    ok("ingest", str(tmp_path), "--kb", "regras", "--create-kb", "--tenant", slug, "--source-type", "regulation")
+    return slug
+
+
+def test_tenants_and_members(database_url: str) -> None:
+    slug = f"life-{uuid.uuid4().hex[:8]}"
+    ok("tenant", "create", "Condomínio Lua", "--slug", slug)
+    rows = json.loads(ok("tenant", "list", "--json"))
+    mine = [r for r in rows if r["slug"] == slug]
+    assert mine and mine[0]["name"] == "Condomínio Lua" and mine[0]["members"] == 0
+    user = str(uuid.uuid4())
+    assert f"{user} is now admin of {slug}" in ok("member", "add", user, "--tenant", slug, "--role", "admin")
+    members = json.loads(ok("member", "list", "--tenant", slug, "--json"))
+    assert [(m["user_id"], m["role"]) for m in members] == [(user, "admin")]
+    assert user in ok("member", "list", "--tenant", slug)  # the whole id in the table
+    ok("member", "remove", user, "--tenant", slug)
+    res = runner.invoke(app, ["member", "remove", user, "--tenant", slug])
+    assert res.exit_code == 1 and f"error [P0002]: {user} is not a member of {slug}" in res.output
+    res = runner.invoke(app, ["member", "add", "bob", "--tenant", slug])
+    assert res.exit_code == 1 and "error [22023]: user is not a uuid: 'bob'" in res.output
+
+
+def test_documents_list_update_delete(database_url: str, tmp_path: Path) -> None:
+    slug = tenant_with_kb(tmp_path)
+    docs = json.loads(ok("doc", "list", "--kb", "regras", "--tenant", slug, "--json"))
+    assert [(d["title"], d["source_type"], d["trust_score"]) for d in docs] == [("regimento", "regulation", 0.9)]
+    doc = docs[0]["id"]
+    table = ok("doc", "list", "--kb", "regras", "--tenant", slug)
+    assert doc in table and "0.90" in table
+    assert json.loads(ok("doc", "show", doc, "--tenant", slug))["kb"] == "regras"
+    out = json.loads(ok("doc", "update", doc, "--tenant", slug, "--trust", "0.6", "--status", "archived"))
+    assert (out["trust_score"], out["status"]) == (0.6, "archived")
+    res = runner.invoke(app, ["doc", "update", doc, "--tenant", slug, "--trust", "1.5"])
+    assert res.exit_code == 1 and "error [22003]: trust_score must lie in [0, 1] (got 1.5)" in res.output
+    res = runner.invoke(app, ["doc", "delete", doc, "--tenant", slug], input="n\n")
+    assert res.exit_code == 1 and "Delete 'regimento' from regras?" in res.output
+    assert "deleted regimento (1 chunks) from regras" in ok("doc", "delete", doc, "--tenant", slug, "--yes")
+    res = runner.invoke(app, ["doc", "show", doc, "--tenant", slug])
+    assert res.exit_code == 1 and f"error [P0002]: unknown document: {doc}" in res.output
+
+
+def test_kb_delete_asks_and_deletes(database_url: str, tmp_path: Path) -> None:
+    slug = tenant_with_kb(tmp_path)
+    res = runner.invoke(app, ["kb", "delete", "regras", "--tenant", slug], input="n\n")
+    assert res.exit_code == 1 and "its 1 documents?" in res.output
+    assert json.loads(ok("kb", "list", "--tenant", slug, "--json"))[0]["name"] == "regras"
+    assert "deleted regras: 1 documents, 1 chunks" in ok("kb", "delete", "regras", "--tenant", slug, "--yes")
+    assert json.loads(ok("kb", "list", "--tenant", slug, "--json")) == []
+    res = runner.invoke(app, ["kb", "delete", "regras", "--tenant", slug, "--yes"])
+    assert res.exit_code == 1 and "error [P0002]: unknown knowledge base" in res.output
+
+
+def test_config_show_and_set(database_url: str) -> None:
+    slug = f"life-{uuid.uuid4().hex[:8]}"
+    ok("tenant", "create", "Condomínio", "--slug", slug)
+    assert json.loads(ok("config", "show", "rag", "--tenant", slug))["top_k"] == 4
+    assert json.loads(ok("config", "set", "rag", '{"top_k": 6}', "--tenant", slug)) == {"top_k": 6}
+    assert json.loads(ok("config", "show", "rag", "--tenant", slug))["top_k"] == 6
+    assert json.loads(ok("config", "show", "retrieval", "--tenant", slug))["default_trust"]["regulation"] == 0.9
+    for patch, said in [
+        ('{"top_k": 99}', "error [22003]: rag.top_k must lie in [1, 20]"),
+        ('{"nope": 1}', "error [22023]: unknown key rag.nope"),
+        ("{top_k: 6", "error [22023]: patch is not JSON"),
+    ]:
+        res = runner.invoke(app, ["config", "set", "rag", patch, "--tenant", slug])
+        assert res.exit_code == 1 and said in res.output, res.output
+    res = runner.invoke(app, ["config", "show", "nope", "--tenant", slug])
+    assert res.exit_code == 1 and "error [22023]: unknown section 'nope'" in res.output
+
+
+def test_memory_user_is_checked_and_said(database_url: str) -> None:
+    """Before: --user bob printed a traceback; without --user a hidden user was used silently."""
+    slug = f"life-{uuid.uuid4().hex[:8]}"
+    ok("tenant", "create", "Condomínio", "--slug", slug)
+    res = runner.invoke(app, ["memory", "list", "--tenant", slug, "--user", "bob"])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert "error [22023]: --user must be a uuid (the auth user's id, the JWT's sub): 'bob'" in res.output
+    res = runner.invoke(app, ["memory", "consent", "--tenant", slug], env={"HIPOCAMPO_USER": ""})
+    assert res.exit_code == 0
+    assert f"acting as the local user {LOCAL_USER}" in res.output and f"added {LOCAL_USER} to tenant" in res.output
+
+
+def test_memory_commands_print_tables_and_take_emotion(database_url: str) -> None:
+    slug = f"life-{uuid.uuid4().hex[:8]}"
+    ok("tenant", "create", "Condomínio", "--slug", slug)
+    user = str(uuid.uuid4())
+    base = ["--tenant", slug, "--user", user]
+    ok("memory", "consent", *base)
+    out = ok(
+        "memory", "remember", "prefs.tom", "formal", "Prefere tom formal no trabalho", "-c", "preference",
+        "--emotion", "calma", "--life-domain", "trabalho", *base,
+    )  # fmt: skip
+    assert out.startswith("created ") and len(out.split()[1]) == 36
+    res = runner.invoke(
+        app, ["memory", "remember", "prefs.x", "y", "Algo sobre x", "-c", "preference", "--emotion", "feliz", *base]
+    )
+    assert res.exit_code == 1 and "error [23514]" in res.output
+    table = ok("memory", "lookup", "--key", "prefs.tom", *base)
+    assert "prefs.tom" in table and '"formal"' in table
+    rows: list[dict[str, Any]] = json.loads(ok("memory", "lookup", "--key", "prefs.tom", "--json", *base))
+    assert rows[0]["emotion"] == "calma" and rows[0]["life_domain"] == "trabalho"
+    hits = json.loads(ok("memory", "recall", "tom no trabalho", "--emotion", "calma", "--json", *base))
+    assert [h["key"] for h in hits["hits"]] == ["prefs.tom"]
+
+
+def test_exit_codes_are_documented_and_kept(database_url: str) -> None:
+    res = runner.invoke(app, ["search"])
+    assert res.exit_code == 2  # usage
+    res = runner.invoke(app, ["kb", "list", "--tenant", "nobody-here"])
+    assert res.exit_code == 1
+    env = {**os.environ, "HIPOCAMPO_DATABASE_URL": "postgresql://nobody@/postgres?host=/nonexistent&connect_timeout=1"}
+    proc = subprocess.run([HIPOCAMPO, "kb", "list"], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3 and proc.stderr.startswith("error [08") and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def _commands(group: Any, path: list[str]) -> list[tuple[list[str], Any]]:
+    out: list[tuple[list[str], Any]] = []
+    for name, sub in getattr(group, "commands", {}).items():
+        out.extend(_commands(sub, [*path, name]) if hasattr(sub, "commands") else [([*path, name], sub)])
+    return out
+
+
+@pytest.mark.parametrize("path", [p for p, _ in _commands(typer.main.get_command(app), [])], ids=" ".join)
+def test_every_help_text_is_filled(path: list[str]) -> None:
+    """Before: options without help (recall -k/--tag, lookup --key/--category, list --history),
+    placeholders eaten by the markup ('default  host', 'named by  jwt_secret_env') and literal
+    double backticks."""
+    command = dict((tuple(p), c) for p, c in _commands(typer.main.get_command(app), []))[tuple(path)]
+    assert command.help, path
+    for param in command.params:
+        if param.name != "help":
+            assert getattr(param, "help", None), (path, param.name)
+    res = runner.invoke(app, [*path, "--help"], terminal_width=200)
+    assert res.exit_code == 0
+    assert "``" not in res.output and "  host" not in res.output and "by  " not in res.output
