@@ -169,3 +169,23 @@ def test_every_help_text_is_filled(path: list[str]) -> None:
     res = runner.invoke(app, [*path, "--help"], terminal_width=200)
     assert res.exit_code == 0
     assert "``" not in res.output and "  host" not in res.output and "by  " not in res.output
+
+
+# Commands that print JSON whatever the flag (results that are documents), or nothing to parse.
+ALWAYS_JSON_OR_NO_RESULT = {
+    "worker", "demo", "serve", "db start", "db stop", "db url", "db reset", "db embed-missing",
+    "memory seed-profile", "memory export", "memory erase", "doc show", "doc update", "config show", "config set",
+}  # fmt: skip
+
+
+def test_every_command_with_a_result_takes_json() -> None:
+    """Issue 19 §2: a consistent --json on every command."""
+    lacking = [
+        " ".join(p)
+        for p, c in _commands(typer.main.get_command(app), [])
+        if " ".join(p) not in ALWAYS_JSON_OR_NO_RESULT and not any(x.name == "as_json" for x in c.params)
+    ]
+    assert lacking == []
+    slug = f"life-{uuid.uuid4().hex[:8]}"
+    created = json.loads(runner.invoke(app, ["tenant", "create", "Json", "--slug", slug, "--json"]).stdout)
+    assert created["slug"] == slug and uuid.UUID(created["id"])

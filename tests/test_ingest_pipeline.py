@@ -147,3 +147,23 @@ def test_documents_with_the_same_text_each_keep_their_chunks(
     assert [d["chunk_count"] for d in docs] == [1, 1]
     hits = service_client.search("quando fecha o portão", counting.embed_query("quando fecha o portão"), kb_ids=[kb])
     assert hits and hits[0].content == text
+
+
+def test_progress_knows_the_total_before_the_first_document(
+    tmp_path: Path, service_client: Hipocampo, counting: CountingEmbedder
+) -> None:
+    """Issue 19 §1.8: the progress bar showed '5/?' though the count was known; failed files
+    never advanced it."""
+    seen: list[str] = []
+    totals: list[int] = []
+    ingest_paths(
+        service_client,
+        "progresso",
+        [corpus(tmp_path)],
+        counting,
+        count_tokens,
+        on_total=lambda n: totals.append(n) or seen.append("total"),
+        on_document=lambda r: seen.append(r.status),
+    )
+    assert totals == [4] and seen[0] == "total" and len(seen) == 5  # 2 ingested + 2 failed, each once
+    assert sorted(seen[1:]) == ["failed", "failed", "inserted", "inserted"]

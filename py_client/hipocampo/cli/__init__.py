@@ -59,16 +59,25 @@ def db_stop() -> None:
 
 
 @db_app.command("status")
-def db_status() -> None:
+def db_status(as_json: JsonOpt = False) -> None:
     """Whether the embedded server runs (exit 1 when it does not)."""
     url = db.external_url()
     if url:
-        console.print(f"external database configured: {url.split('@')[-1]}")
+        if as_json:
+            console.print_json(json.dumps({"external": True, "host": url.split("@")[-1]}))
+        else:
+            console.print(f"external database configured: {url.split('@')[-1]}")
         return
     st = db.status()
-    console.print(
-        f"data dir: {st.data_dir}\nrunning: {st.running}" + (f" (pid {st.pid})\nurl: {st.url}" if st.running else "")
-    )
+    if as_json:
+        console.print_json(
+            json.dumps({"external": False, "data_dir": str(st.data_dir), "running": st.running, "pid": st.pid})
+        )
+    else:
+        console.print(
+            f"data dir: {st.data_dir}\nrunning: {st.running}"
+            + (f" (pid {st.pid})\nurl: {st.url}" if st.running else "")
+        )
     if not st.running:
         raise typer.Exit(code=1)
 
@@ -80,10 +89,13 @@ def db_url() -> None:
 
 
 @db_app.command("migrate")
-def db_migrate() -> None:
+def db_migrate(as_json: JsonOpt = False) -> None:
     """Apply pending migrations (and, on the embedded server, the local shim)."""
     url = db.external_url()
     res = db.apply_migrations(url, shim=False) if url else db.apply_migrations(db.start(), shim=True)
+    if as_json:
+        console.print_json(json.dumps({"applied": res.applied, "skipped": res.skipped, "drifted": res.drifted}))
+        return
     console.print(f"applied {len(res.applied)}, already recorded {len(res.skipped)}")
     for version in res.drifted:
         console.print(
@@ -132,11 +144,13 @@ def tenant_create(
     name: Annotated[str, typer.Argument(help='Display name, e.g. "Condomínio Sol".')],
     slug: Annotated[str, typer.Option(help="Unique slug ([a-z0-9_-]).")],
     admin_user: Annotated[str | None, typer.Option(help="Auth user id made admin.")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Create a tenant."""
+    """Create a tenant; prints its id."""
     with _client() as client:
         try:
-            console.print(str(client.create_tenant(name, slug, admin_user)))
+            tid = client.create_tenant(name, slug, admin_user)
+            console.print_json(json.dumps({"id": str(tid), "slug": slug})) if as_json else console.print(str(tid))
         except HipocampoError as exc:
             raise _fail(exc) from exc
 
@@ -149,11 +163,13 @@ def kb_create(
     description: Annotated[str | None, typer.Option(help="What the knowledge base holds.")] = None,
     language: Annotated[str, typer.Option(help="portuguese | english | simple")] = "portuguese",
     tag: Annotated[list[str] | None, typer.Option(help="Tag (repeatable).")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Create a knowledge base (idempotent by name)."""
+    """Create a knowledge base (idempotent by name); prints its id."""
     with _client(tenant) as client:
         try:
-            console.print(str(client.create_kb(name, description=description, language=language, tags=tag or [])))
+            kb = client.create_kb(name, description=description, language=language, tags=tag or [])
+            console.print_json(json.dumps({"id": str(kb), "name": name})) if as_json else console.print(str(kb))
         except HipocampoError as exc:
             raise _fail(exc) from exc
 

@@ -34,6 +34,14 @@ def _dump(rows: Any) -> None:
     console.print_json(json.dumps(rows, default=str))
 
 
+def _say(data: dict[str, Any], line: str, as_json: bool) -> None:
+    """A command's result: JSON with --json, else one line."""
+    if as_json:
+        _dump(data)
+    else:
+        console.print(line, highlight=False)
+
+
 def _uuid(value: str, what: str) -> UUID:
     try:
         return UUID(value)
@@ -60,6 +68,7 @@ def member_add(
     user: Annotated[str, typer.Argument(help="The user's auth id (uuid: the JWT's sub).")],
     tenant: TenantOpt = "default",
     role: Annotated[str, typer.Option(help="admin | member.")] = "member",
+    as_json: JsonOpt = False,
 ) -> None:
     """Add a user to the tenant (or change their role)."""
     uid = _uuid(user, "user")
@@ -68,13 +77,14 @@ def member_add(
             client.add_member(str(client._tenant()), uid, role)
         except HipocampoError as exc:
             raise _fail(exc) from exc
-    console.print(f"{uid} is now {role} of {tenant}")
+    _say({"user_id": str(uid), "tenant": tenant, "role": role}, f"{uid} is now {role} of {tenant}", as_json)
 
 
 @member_app.command("remove")
 def member_remove(
     user: Annotated[str, typer.Argument(help="The user's auth id (uuid).")],
     tenant: TenantOpt = "default",
+    as_json: JsonOpt = False,
 ) -> None:
     """End a user's membership (their data stays: `hipocampo memory erase --user <id>` first to erase it)."""
     uid = _uuid(user, "user")
@@ -82,7 +92,7 @@ def member_remove(
         removed = client.remove_member(str(client._tenant()), uid)
     if not removed:
         raise _fail(NotFoundError(f"{uid} is not a member of {tenant}", "P0002"))
-    console.print(f"{uid} removed from {tenant}")
+    _say({"user_id": str(uid), "tenant": tenant, "removed": True}, f"{uid} removed from {tenant}", as_json)
 
 
 @member_app.command("list")
@@ -104,6 +114,7 @@ def kb_delete(
     name: Annotated[str, typer.Argument(help="Knowledge base name.")],
     tenant: TenantOpt = "default",
     yes: YesOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Delete a knowledge base with its documents, chunks and embeddings (asks first)."""
     with _client(tenant) as client:
@@ -115,7 +126,7 @@ def kb_delete(
             out = client.delete_kb(kb)
         except HipocampoError as exc:
             raise _fail(exc) from exc
-    console.print(f"deleted {out['name']}: {out['documents']} documents, {out['chunks']} chunks")
+    _say(out, f"deleted {out['name']}: {out['documents']} documents, {out['chunks']} chunks", as_json)
 
 
 # -- documents --------------------------------------------------------------------------------
@@ -200,6 +211,7 @@ def doc_delete(
     document_id: Annotated[str, typer.Argument(help="Document id (uuid).")],
     tenant: TenantOpt = "default",
     yes: YesOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Delete a document with its chunks and embeddings (asks first)."""
     doc = _uuid(document_id, "document_id")
@@ -211,7 +223,8 @@ def doc_delete(
             client.delete_document(doc)
         except HipocampoError as exc:
             raise _fail(exc) from exc
-    console.print(f"deleted {d['title']} ({d['chunk_count']} chunks) from {kb}")
+    summary = {"document_id": str(doc), "title": d["title"], "kb": kb, "chunks": d["chunk_count"]}
+    _say(summary, f"deleted {d['title']} ({d['chunk_count']} chunks) from {kb}", as_json)
 
 
 # -- config -----------------------------------------------------------------------------------

@@ -129,11 +129,15 @@ def consent(
     revoke: Annotated[bool, typer.Option("--revoke", help="Revoke instead of grant.")] = False,
     tenant: TenantOpt = "default",
     user: UserOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Grant (or revoke) consent to long-term memory (LGPD art. 7 I)."""
     with _memory(tenant, user, embed=False) as mem:
         mem.consent(not revoke)
-    console.print("consent " + ("revoked" if revoke else "granted"))
+    if as_json:
+        _print({"consent": not revoke})
+    else:
+        console.print("consent " + ("revoked" if revoke else "granted"))
 
 
 @memory_app.command("remember")
@@ -263,11 +267,15 @@ def forget(
     memory_id: Annotated[str, typer.Argument(help="The memory's id (uuid, in full: `memory list`).")],
     tenant: TenantOpt = "default",
     user: UserOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Forget a memory ("esquece isso"): soft delete."""
     with _memory(tenant, user, embed=False) as mem:
         ok = mem.forget(memory_id)
-    console.print("forgotten" if ok else "no active memory with that id")
+    if as_json:
+        _print({"memory_id": memory_id, "forgotten": ok})
+    else:
+        console.print("forgotten" if ok else "no active memory with that id")
     if not ok:
         raise typer.Exit(code=1)
 
