@@ -189,3 +189,32 @@ def test_every_command_with_a_result_takes_json() -> None:
     slug = f"life-{uuid.uuid4().hex[:8]}"
     created = json.loads(runner.invoke(app, ["tenant", "create", "Json", "--slug", slug, "--json"]).stdout)
     assert created["slug"] == slug and uuid.UUID(created["id"])
+
+
+def test_a_stopped_embedded_server_is_started_again_out_loud(tmp_path: Path) -> None:
+    """Issue 19 §1.7: a stopped server was restarted silently by the next command. A throwaway
+    embedded server of its own (not the session's), started, stopped, then used."""
+    data = Path(f"/tmp/hipocampo-test-restart-{os.getpid()}") / "data"
+    data.parent.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("HIPOCAMPO_DATABASE_URL", "HIPOCAMPO_TEST_SERVER_URL")}
+    env["HIPOCAMPO_DATA_DIR"] = str(data)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([HIPOCAMPO, *args], env=env, capture_output=True, text=True, timeout=300)
+
+    try:
+        first = run("db", "start")
+        assert first.returncode == 0 and "starting the embedded PostgreSQL server" in first.stderr, first.stderr
+        assert run("db", "status").returncode == 0
+        assert run("db", "stop").stdout.strip() == "stopped"
+        stopped = run("db", "status")
+        assert stopped.returncode == 1 and "running: False" in stopped.stdout
+        again = run("kb", "list", "--json")
+        assert again.returncode == 0 and json.loads(again.stdout) == []
+        assert f"starting the embedded PostgreSQL server ({data})" in again.stderr
+        assert "starting" not in run("kb", "list").stderr  # running now: nothing said
+    finally:
+        run("db", "stop")
+        import shutil
+
+        shutil.rmtree(data.parent, ignore_errors=True)

@@ -17,7 +17,7 @@ from .common import _client, _fail
 
 __all__ = ["ask", "print_answer", "serve"]
 
-console = Console()
+console = Console(soft_wrap=True)
 
 
 def print_answer(ans: Answer, out: Console | None = None) -> None:

@@ -32,8 +32,8 @@ __all__ = [
 EXIT_ERROR = 1
 EXIT_DATABASE = 3
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant slug.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
@@ -50,7 +50,9 @@ def _fail(exc: Exception) -> typer.Exit:
 def _database_url() -> str:
     """The database's URL; starting the embedded server when it is not running, and saying so."""
     if db.external_url() is None and not db.status().running:
-        err_console.print(f"[dim]starting the embedded PostgreSQL server ({db.data_dir()})…[/dim]", highlight=False)
+        err_console.print(
+            f"[dim]starting the embedded PostgreSQL server ({db.data_dir()})…[/dim]", highlight=False, soft_wrap=True
+        )
     return db.ensure_database()
 
 

@@ -35,7 +35,7 @@ memory_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode="markdown",
 )
-console = Console()
+console = Console(soft_wrap=True)
 
 TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant slug.")]
 UserOpt = Annotated[
@@ -57,6 +57,7 @@ def _user(user: str | None) -> uuid.UUID:
         err_console.print(
             f"[dim]acting as the local user {LOCAL_USER} (pass --user <uuid> or set HIPOCAMPO_USER)[/dim]",
             highlight=False,
+            soft_wrap=True,
         )
         return LOCAL_USER
     try:
@@ -78,7 +79,7 @@ def _memory(tenant: str, user: str | None, *, embed: bool = True) -> Iterator[Me
         assert tid is not None
         if service.membership_role(tid, uid) is None:
             service.add_member(tid, uid, "member")
-            err_console.print(f"[dim]added {uid} to tenant {tenant} as a member[/dim]", highlight=False)
+            err_console.print(f"[dim]added {uid} to tenant {tenant} as a member[/dim]", highlight=False, soft_wrap=True)
         try:
             yield Memory(service.as_actor(Actor.user(uid, tid)), provider_from_config() if embed else None)
         except MemoryRejected as exc:
