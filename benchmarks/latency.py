@@ -221,7 +221,7 @@ def main() -> None:
         lines += [
             "",
             ingest_line,
-            f"Embedder (all-MiniLM-L6-v2, torch 2.13 CPU, 2 cores): {emb_rate:.0f} abstracts/s "
+            f"Embedder (all-MiniLM-L6-v2, {model.model_version}, 2 cores): {emb_rate:.0f} abstracts/s "
             "(SciFact abstracts, truncated at 256 word pieces).",
             END,
         ]

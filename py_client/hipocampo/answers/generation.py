@@ -19,8 +19,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-import openai
-
 from ..errors import HipocampoError
 from ..text import plain_text
 
@@ -112,6 +110,8 @@ class ChatAnswerer:
         max_retries: int = 3,
         timeout: float = 30.0,
     ) -> None:
+        import openai  # imported on use: ~0.5 s that an extractive answer should not pay
+
         self.provider = str(config["provider"])
         key = os.environ.get(str(config["api_key_secret"]), "")
         if client is not None:
@@ -139,6 +139,8 @@ class ChatAnswerer:
             {"role": "system", "content": f"{config['context_prompt']}\n\n{context}"},
             {"role": "user", "content": question},
         ]
+        import openai
+
         try:
             resp = self._client.chat.completions.create(model=self.model, messages=messages, temperature=0)
         except openai.APIStatusError as exc:

@@ -24,7 +24,7 @@ def provider_from_config(section: dict[str, Any] | None = None) -> EmbeddingProv
     if kind == "local":
         from .local import LocalMiniLM
 
-        return LocalMiniLM(batch_size=int(emb.get("batch_size", 32)))
+        return LocalMiniLM(batch_size=int(emb.get("batch_size", 32)), quantized=bool(emb.get("quantized", False)))
     dims = int(emb["dims"]) if emb.get("dims") else None
     key = os.environ.get(str(emb.get("api_key_env", "OPENAI_API_KEY")))
     if kind == "openai":

