@@ -167,3 +167,47 @@ def test_progress_knows_the_total_before_the_first_document(
     )
     assert totals == [4] and seen[0] == "total" and len(seen) == 5  # 2 ingested + 2 failed, each once
     assert sorted(seen[1:]) == ["failed", "failed", "inserted", "inserted"]
+
+
+def test_embedding_overlaps_the_previous_batch_s_writes(
+    tmp_path: Path, service_client: Hipocampo, counting: CountingEmbedder
+) -> None:
+    """Issue 18 §3: the next batch embeds while the previous one is written (one writer thread,
+    documents still written and reported in order, each in its own transaction)."""
+    import threading
+    import time
+
+    calls: list[tuple[float, float]] = []
+
+    class Slow(CountingEmbedder):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            start = time.perf_counter()
+            out = super().embed_documents(texts)
+            time.sleep(0.4)  # a model call that takes a while (e.g. a remote provider)
+            calls.append((start, time.perf_counter()))
+            return out
+
+    d = tmp_path / "lote"
+    d.mkdir()
+    for i in range(6):
+        (d / f"artigo{i}.md").write_text(f"Art. {i}º O bloco {i} recolhe o lixo às {i + 7}h.", encoding="utf-8")
+    reported: list[tuple[str, float, str]] = []
+    from hipocampo.ingest import load_path
+    from hipocampo.ingest.pipeline import DocumentInput, ingest_documents
+
+    docs = [DocumentInput(doc, "regulation") for f in sorted(d.iterdir()) for doc in load_path(f)]
+    summary = ingest_documents(
+        service_client,
+        "sobreposto",
+        docs,
+        Slow(counting.inner),
+        count_tokens,
+        embed_batch=2,
+        on_document=lambda r: reported.append((r.source_uri, time.perf_counter(), threading.current_thread().name)),
+    )
+    assert summary.documents_ingested == 6 and summary.embedding_calls == 3
+    assert [uri for uri, _, _ in reported] == [doc.doc.source_uri for doc in docs]  # in order
+    assert all(name.startswith("hipocampo-ingest-writer") for _, _, name in reported)
+    first_batch_written = max(t for _, t, _ in reported[:2])
+    second_call_start, second_call_end = calls[1]
+    assert second_call_start < first_batch_written < second_call_end  # written during the next call

@@ -14,7 +14,7 @@ from typing import Annotated, Any, cast
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from .. import db
@@ -244,6 +244,8 @@ def ingest(
             MofNCompleteColumn(),
             TextColumn("{task.fields[chunks]} chunks · {task.fields[rate]:.1f} chunks/s"),
             TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
             console=err_console,
             disable=as_json,
             transient=True,

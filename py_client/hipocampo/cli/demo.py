@@ -38,7 +38,7 @@ def run_demo(console: Console, *, questions: int = 5, evaluate_sets: list[str] |
         console.print(
             f"ingested {summary.documents_ingested} documents ({summary.chunks_written} chunks), "
             f"{summary.documents_unchanged} unchanged, {summary.documents_failed} failed "
-            f"in {summary.seconds:.1f} s"
+            f"in {summary.seconds:.1f} s ({summary.chunks_per_second:.1f} chunks/s, embedding included)"
         )
         kb = client.kb_id("regulamentos")
         picked = load_faquad_questions()[:: max(1, 900 // max(questions, 1))][:questions]

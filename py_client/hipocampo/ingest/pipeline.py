@@ -1,5 +1,10 @@
 """Ingestion: load -> normalise -> PII scrub -> chunk -> embed -> one transaction per document.
 
+Embedding and writing overlap (issue 18 §3): the chunks of about ``embed_batch`` at a time are
+embedded on the caller's thread while the previous batch's documents are written by one writer
+thread, in order; everything that counts or reports a document runs on that thread, so the
+summary and the progress hook see one document at a time.
+
 Content-hash dedupe: a document's hash covers its scrubbed text, its title and the chunking
 rule of its source type. One whose hash is stored and that has chunks of the embedding model is
 skipped before embedding (zero embedding calls, zero writes), or, when only its source type or
@@ -16,6 +21,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -119,6 +125,21 @@ class _Run:
         self.errors: list[dict[str, Any]] = []
         self.pending: list[_Pending] = []
         self.job: UUID | None = None
+        # The writer: one thread, so documents are written (and reported) in order, one at a time.
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hipocampo-ingest-writer")
+        self._written: Future[None] | None = None
+
+    def later(self, work: Callable[[], None]) -> None:
+        """Queue ``work`` on the writer thread, after what is queued already; a failure of earlier
+        work (the database went away) is raised here, on the caller's thread."""
+        self.wait()
+        self._written = self._writer.submit(work)
+
+    def wait(self) -> None:
+        """Wait for the queued writes; raise what they raised."""
+        if self._written is not None:
+            done, self._written = self._written, None
+            done.result()
 
     def finish(self, res: DocumentResult) -> None:
         self.summary.documents.append(res)
@@ -190,27 +211,36 @@ class _Run:
         self.finish(res)
 
     def flush(self) -> None:
-        """Embed the pending documents' chunks in one model call, then write each document in its
-        own transaction."""
+        """Embed the pending documents' chunks in one model call (while the previous batch is
+        still being written), then queue each document's write, in its own transaction."""
         if not self.pending:
             return
         assert self.job is not None
+        batch, self.pending = self.pending, []
         # The title is a contextual header of every chunk, for the embedding as for the tsvector
         # (which indexes metadata.title + content).
-        texts = [f"{p.item.doc.title}\n{c.content}" for p in self.pending for c in p.chunks]
+        texts = [f"{p.item.doc.title}\n{c.content}" for p in batch for c in p.chunks]
         self.client.heartbeat_job(self.job)  # the job's lease: alive before a long embedding call
         try:
             vectors = iter(self.embedder.embed_documents(texts))
             self.summary.embedding_calls += 1
         except HipocampoError as exc:
-            for p in self.pending:
-                self.fail(p.item, p.result, exc)
-                self.finish(p.result)
-            self.pending.clear()
+            failed = exc
+
+            def fail_all() -> None:
+                for p in batch:
+                    self.fail(p.item, p.result, failed)
+                    self.finish(p.result)
+
+            self.later(fail_all)
             return
-        for p in self.pending:
-            self.write(p, [next(vectors) for _ in p.chunks])
-        self.pending.clear()
+        ready = [(p, [next(vectors) for _ in p.chunks]) for p in batch]
+
+        def write_all() -> None:
+            for p, vecs in ready:
+                self.write(p, vecs)
+
+        self.later(write_all)
 
     def write(self, p: _Pending, vectors: list[list[float]]) -> None:
         it, res = p.item, p.result
@@ -251,6 +281,10 @@ class _Run:
         self.finish(res)
 
     def close(self) -> IngestSummary:
+        try:
+            self.wait()
+        finally:
+            self._writer.shutdown(wait=True)
         sm = self.summary
         ok = sm.documents_ingested + sm.documents_unchanged + sm.documents_updated
         if self.job is not None:
@@ -306,16 +340,34 @@ def ingest_documents(
     prepared = run.prepare(inputs)
     if not prepared and not failures:
         return run.close()
-    client.set_kb_status(run.kb_id, "indexing")
-    run.job = run.summary.job_id = client.start_job(run.kb_id, run.summary.documents_total)
+    try:
+        client.set_kb_status(run.kb_id, "indexing")
+        run.job = run.summary.job_id = client.start_job(run.kb_id, run.summary.documents_total)
+        _chunk_and_flush(run, prepared, count_tokens, embed_batch)
+        return run.close()
+    finally:
+        run._writer.shutdown(wait=True)  # also when the run stops on an error
+
+
+def _chunk_and_flush(
+    run: _Run,
+    prepared: list[tuple[DocumentInput, str, str, int]],
+    count_tokens: Callable[[str], int],
+    embed_batch: int,
+) -> None:
+    """Chunk each prepared document and flush about ``embed_batch`` chunks at a time."""
     queued = 0
     for item, text, digest, pii in prepared:
         rule = run.rule(item.source_type)
         res = DocumentResult(source_uri=item.doc.source_uri, title=item.doc.title, status="failed", pii_replaced=pii)
         chunks = chunk_text(text, rule, count_tokens)
         if not chunks:
-            run.fail(item, res, LoaderError("no text to index"))
-            run.finish(res)
+
+            def empty(item: DocumentInput = item, res: DocumentResult = res) -> None:
+                run.fail(item, res, LoaderError("no text to index"))
+                run.finish(res)
+
+            run.later(empty)
             continue
         run.pending.append(_Pending(item, digest, pii, chunks, res))
         queued += len(chunks)
@@ -323,7 +375,6 @@ def ingest_documents(
             run.flush()
             queued = 0
     run.flush()
-    return run.close()
 
 
 def ingest_paths(
