@@ -360,6 +360,31 @@ def search(
     print_hits(shown, hidden=len(hits) - len(shown))
 
 
+@app.command("mcp")
+def mcp_stdio(
+    tenant: TenantOpt = "default",
+    user: Annotated[
+        str | None,
+        typer.Option("--user", "-u", help="User id, a uuid (default $HIPOCAMPO_USER, else the local user)."),
+    ] = None,
+) -> None:
+    """MCP server over stdio for an agent host (Claude, Cursor, VS Code, Agent Framework): tools
+    search_knowledge_base, ask, remember, recall, forget, correct, list_memories, context_pack,
+    acting as --user in --tenant (RLS and the caller model apply). Protocol on stdout; messages
+    on stderr."""
+    from ..mcp_server import build_server
+    from .memory import _user
+
+    uid = _user(user)
+    with _client(tenant) as service:
+        tid = service.actor.tenant_id
+        assert tid is not None
+        if service.membership_role(tid, uid) is None:
+            service.add_member(tid, uid, "member")
+            err_console.print(f"[dim]added {uid} to tenant {tenant} as a member[/dim]", highlight=False, soft_wrap=True)
+    build_server(_database_url(), tid, uid).run("stdio")
+
+
 @app.command()
 def worker(
     interval: Annotated[float, typer.Option(help="Seconds between runs.")] = 3600.0,

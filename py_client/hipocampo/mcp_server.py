@@ -1,0 +1,265 @@
+"""hipocampo as an MCP server (issue 20 §1): the knowledge bases and a user's memory as tools.
+
+``hipocampo mcp --tenant SLUG --user UUID`` serves the Model Context Protocol over stdio, for a
+local agent host (Claude Desktop, Cursor, VS Code, Agent Framework) that starts it as a
+subprocess. Every tool acts as that one user: role ``authenticated`` with the JWT claims
+``{sub: user, app_metadata: {tenant_id}}``, exactly as the HTTP API and the edge functions do,
+so RLS and the caller model decide what each call may read or write (a user who is not a member
+of the tenant is refused 42501 on every call). The host that starts the process chooses the
+user, as with the CLI; a remote surface would verify a JWT instead (left for the streamable
+HTTP transport, docs/design.md §MCP).
+
+Tools: ``search_knowledge_base``, ``ask``, ``remember``, ``recall``, ``forget``, ``correct``,
+``list_memories``, ``context_pack``. Resources (read-only JSON): ``hipocampo://knowledge-bases``
+and ``hipocampo://memories``. A refused or invalid call is an MCP tool error whose text is
+``error [SQLSTATE]: message``, the CLI's one line. The embedding model loads on the first tool
+that needs a vector.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from uuid import UUID
+
+from pydantic import Field
+
+from .answers import Orchestrator
+from .client import Actor, Hipocampo
+from .embeddings import EmbeddingProvider, provider_from_config
+from .errors import HipocampoError, InvalidInputError
+from .memory import Memory
+from .text import plain_text
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+__all__ = ["build_server"]
+
+_T = TypeVar("_T")
+
+INSTRUCTIONS = (
+    "hipocampo holds this user's knowledge bases (documents of their organisation) and their "
+    "long-term memory. Search or ask the knowledge bases before answering questions about the "
+    "organisation's rules and documents, and cite what you use. Recall memories before "
+    "personalising an answer; remember only what the user asked you to remember or clearly "
+    "stated about themselves; correct or forget when the user says a memory is wrong or asks to "
+    "forget it. Memory writes need the user's consent (LGPD) and pass a gate that refuses "
+    "personal identifiers and sensitive data: report a refusal to the user, do not work around it."
+)
+
+
+class _Session:
+    """The user the server acts as, the clients and the embedder (loaded on first use)."""
+
+    def __init__(self, url: str, tenant_id: UUID, user_id: UUID, embedder: EmbeddingProvider | None) -> None:
+        self.root = Hipocampo(url)
+        self.client = self.root.as_actor(Actor.user(user_id, tenant_id))
+        self._embedder = embedder
+
+    def embedder(self) -> EmbeddingProvider:
+        if self._embedder is None:
+            self._embedder = provider_from_config()
+        return self._embedder
+
+    def memory(self, *, embed: bool = True) -> Memory:
+        return Memory(self.client, self.embedder() if embed else None)
+
+    def kb_ids(self, names: list[str] | None) -> list[UUID] | None:
+        return [self.client.kb_id(n) for n in names] if names else None
+
+
+def _call(fn: Callable[[], _T], *, resource: bool = False) -> _T:
+    """Run a tool (or resource) body; a hipocampo error becomes an MCP tool error (a resource
+    error) whose text is ``error [SQLSTATE]: message``."""
+    from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+
+    try:
+        return fn()
+    except HipocampoError as exc:
+        text = f"error [{exc.sqlstate or '-'}]: {exc.message}"
+        raise (ResourceError(text) if resource else ToolError(text)) from None
+
+
+def _dump(model: Any) -> Any:
+    return json.loads(model.model_dump_json())
+
+
+def build_server(url: str, tenant_id: UUID, user_id: UUID, embedder: EmbeddingProvider | None = None) -> MCPServer:
+    """The MCP server (``mcp.server.mcpserver.MCPServer``) acting as ``user_id`` in ``tenant_id``.
+
+    Args:
+        url: the database URL (``hipocampo.db.ensure_database()``).
+        tenant_id, user_id: who every call acts as (role authenticated, JWT claims sub and
+            app_metadata.tenant_id); RLS and the caller model apply.
+        embedder: the provider for query and memory vectors (default: config.toml's, loaded on
+            the first tool that needs one).
+    """
+    from mcp.server.mcpserver import MCPServer
+
+    s = _Session(url, tenant_id, user_id, embedder)
+    # WARNING: the SDK logs every refused call at INFO on stderr, which hosts show as noise.
+    server = MCPServer("hipocampo", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING")
+    _knowledge_tools(server, s)
+    _memory_tools(server, s)
+    _resources(server, s)
+    return server
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def _knowledge_tools(server: MCPServer, s: _Session) -> None:
+    @server.tool()
+    def search_knowledge_base(
+        query: Annotated[str, Field(description="What to look for, in the user's words (1..2,000 characters).")],
+        kb: Annotated[
+            list[str] | None, Field(description="Knowledge base names to search; omit for all of the tenant's.")
+        ] = None,
+        top_k: Annotated[int, Field(ge=1, le=20, description="How many passages to return.")] = 5,
+    ) -> list[dict[str, Any]]:
+        """Hybrid search (meaning + keywords) over the organisation's documents. Returns the best
+        passages with their document title, source and scores (dense: cosine -1..1; lexical:
+        BM25 >= 0; final: the fused ranking score). Cite title and source when you use one."""
+
+        def run() -> list[dict[str, Any]]:
+            hits = s.client.search(query, s.embedder().embed_query(query), kb_ids=s.kb_ids(kb), match_count=top_k)
+            return [
+                {
+                    "rank": h.rank,
+                    "title": h.title,
+                    "source_uri": h.source_uri,
+                    "excerpt": plain_text(h.content),
+                    "dense_score": h.dense_score,
+                    "lexical_score": h.lexical_score,
+                    "final_score": h.final_score,
+                    "document_id": str(h.document_id),
+                    "chunk_id": h.chunk_id,
+                }
+                for h in hits
+            ]
+
+        return _call(run)
+
+    @server.tool()
+    def ask(
+        question: Annotated[str, Field(description="The question (3..2,000 characters).")],
+        kb: Annotated[
+            list[str] | None,
+            Field(description="Knowledge base names to answer from; omit (and agent) for all of the tenant's."),
+        ] = None,
+        agent: Annotated[str | None, Field(description="Agent binding (its knowledge bases and settings).")] = None,
+    ) -> dict[str, Any]:
+        """Answer from the knowledge bases with numbered citations [n], or refuse with a reason
+        when the evidence is weak, conflicting or absent. A refusal is a normal result
+        (refused = true, reason, explanation): tell the user, do not invent an answer."""
+
+        def run() -> dict[str, Any]:
+            kb_ids = s.kb_ids(kb)
+            if kb_ids is None and agent is None:  # neither named: every knowledge base of the tenant
+                kb_ids = [k.id for k in s.client.list_kbs()]
+            ans = Orchestrator(s.client, s.embedder()).ask(question, kb_ids=kb_ids, agent=agent)
+            out = _dump(ans)
+            return {
+                k: out.get(k)
+                for k in ("answer", "refused", "reason", "explanation", "confidence", "sources", "trace_id")
+            }
+
+        return _call(run)
+
+    @server.tool()
+    def context_pack(
+        conversation_id: Annotated[str, Field(description="The conversation's id (a uuid).")],
+        query: Annotated[str, Field(description="The user's current message.")],
+        modality: Annotated[str, Field(description="chat | voice | whatsapp")] = "chat",
+        token_budget: Annotated[int, Field(ge=100, le=32000, description="Tokens the pack may use.")] = 2000,
+        kb: Annotated[list[str] | None, Field(description="Knowledge base names for the RAG part.")] = None,
+    ) -> dict[str, Any]:
+        """Everything to put in the prompt for this turn, within a token budget: the user's
+        relevant memories, the conversation's recent messages and summary, and knowledge-base
+        passages with citations."""
+
+        def run() -> dict[str, Any]:
+            try:
+                conv = UUID(conversation_id)
+            except ValueError:
+                raise InvalidInputError(f"conversation_id is not a uuid: {conversation_id!r}") from None
+            args = {
+                "conversation_id": conv,
+                "query": query,
+                "query_embedding": s.embedder().embed_query(query),
+                "modality": modality,
+                "token_budget": token_budget,
+                "kb_ids": s.kb_ids(kb),
+            }
+            return dict(s.client.rpc("context_pack", args) or {})
+
+        return _call(run)
+
+
+def _memory_tools(server: MCPServer, s: _Session) -> None:
+    @server.tool()
+    def remember(
+        key: Annotated[str, Field(description="A stable dotted key, e.g. prefs.short_answers or projects.garden.")],
+        value: Annotated[Any, Field(description="The value (string, number, boolean or a small JSON object).")],
+        description: Annotated[str, Field(description="One sentence saying what to remember, in the user's words.")],
+        category: Annotated[
+            str, Field(description="preference, projects, tools_integrations, relationships, goals, … (see docs).")
+        ],
+        emotion: Annotated[str | None, Field(description="How the user felt about it, if they said.")] = None,
+        intensity: Annotated[float | None, Field(ge=0, le=10, description="How much it matters, 0..10.")] = None,
+    ) -> dict[str, Any]:
+        """Store or update one memory of the user (one active value per key; the old value is kept
+        as history). Refused (42501) without the user's consent or when the text carries personal
+        identifiers or sensitive data; low-intensity items are staged before becoming long-term."""
+        return _call(
+            lambda: _dump(s.memory().remember(key, value, description, category, emotion=emotion, intensity=intensity))
+        )
+
+    @server.tool()
+    def recall(
+        query: Annotated[str, Field(description="What you want to know about the user.")],
+        k: Annotated[int, Field(ge=1, le=50, description="How many memories at most.")] = 5,
+    ) -> list[dict[str, Any]]:
+        """Memories of the user relevant to the query (their own and the tenant's shared ones),
+        best first, with their key, value, description and score (cosine)."""
+        return _call(lambda: [_dump(h) for h in s.memory().recall(query, k=k).hits])
+
+    @server.tool()
+    def list_memories() -> list[dict[str, Any]]:
+        """Every memory the user has: long-term and staged, with ids (for correct and forget)."""
+        return _call(lambda: [_dump(m) for m in s.memory(embed=False).list()])
+
+    @server.tool()
+    def correct(
+        memory_id: Annotated[str, Field(description="The memory's id (from recall or list_memories).")],
+        value: Annotated[Any, Field(description="The right value.")],
+        description: Annotated[str, Field(description="The corrected sentence.")],
+    ) -> dict[str, Any]:
+        """Replace a memory the user says is wrong; the wrong one is kept in its history."""
+        return _call(lambda: _dump(s.memory().correct(memory_id, value, description)))
+
+    @server.tool()
+    def forget(
+        memory_id: Annotated[str, Field(description="The memory's id (from recall or list_memories).")],
+    ) -> dict[str, Any]:
+        """Forget a memory when the user asks (soft delete; it stops being recalled)."""
+        return _call(lambda: {"forgotten": s.memory(embed=False).forget(memory_id), "memory_id": memory_id})
+
+
+def _resources(server: MCPServer, s: _Session) -> None:
+    @server.resource("hipocampo://knowledge-bases", name="knowledge-bases", mime_type="application/json")
+    def knowledge_bases() -> str:
+        """The tenant's knowledge bases with status, documents and chunks (read-only)."""
+        return _call(lambda: json.dumps([_dump(kb) for kb in s.client.list_kbs()], ensure_ascii=False), resource=True)
+
+    @server.resource("hipocampo://memories", name="memories", mime_type="application/json")
+    def memories() -> str:
+        """The user's memories, long-term and staged (read-only)."""
+        return _call(
+            lambda: json.dumps([_dump(m) for m in s.memory(embed=False).list()], ensure_ascii=False), resource=True
+        )

@@ -1,0 +1,202 @@
+"""The MCP server (issue 20 §1, stdio): the real ``hipocampo mcp`` process driven by the official
+SDK's own client over stdio, against the session's database, acting as a user of a tenant.
+Tools listed with their input schemas, each tool's happy path, a gate refusal, a non-member
+refused (42501) and another tenant's knowledge base invisible."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from hipocampo import Actor, Hipocampo
+
+HIPOCAMPO = str(Path(sys.executable).with_name("hipocampo"))
+TOOLS = {
+    "search_knowledge_base",
+    "ask",
+    "remember",
+    "recall",
+    "forget",
+    "correct",
+    "list_memories",
+    "context_pack",
+}
+
+
+@pytest.fixture(scope="module")
+def tenants(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """Tenant A with a knowledge base and a member with consent; tenant B with its own KB."""
+    from typer.testing import CliRunner
+
+    from hipocampo.cli import app
+
+    runner = CliRunner()
+    out: dict[str, Any] = {}
+    for name, text in (
+        ("a", "Art. 1º A piscina do condomínio fecha às 22 horas aos domingos."),
+        ("b", "Art. 9º O segredo do tenant B: a garagem abre com o código azul."),
+    ):
+        slug = f"mcp-{name}-{uuid.uuid4().hex[:6]}"
+        folder = tmp_path_factory.mktemp(f"docs-{name}")
+        (folder / "regimento.txt").write_text(text, encoding="utf-8")
+        for args in (
+            ["tenant", "create", f"Tenant {name}", "--slug", slug],
+            [
+                "ingest",
+                str(folder),
+                "--kb",
+                f"regras-{name}",
+                "--create-kb",
+                "--tenant",
+                slug,
+                "--source-type",
+                "regulation",
+            ],
+        ):
+            res = runner.invoke(app, args)
+            assert res.exit_code == 0, res.output
+        out[name] = slug
+    user = uuid.uuid4()
+    with Hipocampo(database_url) as root:
+        tid = root.tenant_id(out["a"])
+        assert tid is not None
+        root.add_member(tid, user, "member")
+        from hipocampo.memory import Memory
+
+        Memory(root.as_actor(Actor.user(user, tid))).consent()
+    out["user"] = str(user)
+    yield out
+
+
+def call(slug: str, user: str, steps: Any) -> Any:
+    """Start ``hipocampo mcp`` for (slug, user), run ``await steps(client)``, return its result."""
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(
+        command=HIPOCAMPO, args=["mcp", "--tenant", slug, "--user", user], env=dict(os.environ)
+    )
+
+    async def main() -> Any:
+        async with Client(params) as client:
+            return await steps(client)
+
+    return anyio.run(main)
+
+
+def data(result: Any) -> Any:
+    """A tool result's value: its structured content, or its text parsed as JSON."""
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        value = result.structured_content
+        return value.get("result", value) if isinstance(value, dict) and set(value) == {"result"} else value
+    return json.loads(result.content[0].text)
+
+
+def error_text(result: Any) -> str:
+    assert result.is_error
+    return str(result.content[0].text)
+
+
+def test_tools_are_listed_with_input_schemas(tenants: dict[str, Any]) -> None:
+    async def steps(client: Any) -> Any:
+        return (await client.list_tools()).tools
+
+    tools = {t.name: t for t in call(tenants["a"], tenants["user"], steps)}
+    assert set(tools) == TOOLS
+    search = tools["search_knowledge_base"]
+    assert search.input_schema["required"] == ["query"]
+    assert search.input_schema["properties"]["top_k"]["maximum"] == 20
+    assert all(t.description and len(t.description) > 40 for t in tools.values())
+
+
+def test_search_ask_and_context_pack(tenants: dict[str, Any]) -> None:
+    async def steps(client: Any) -> Any:
+        hits = await client.call_tool("search_knowledge_base", {"query": "a que horas fecha a piscina?"})
+        answer = await client.call_tool("ask", {"question": "A que horas fecha a piscina aos domingos?"})
+        pack = await client.call_tool(
+            "context_pack", {"conversation_id": str(uuid.uuid4()), "query": "horário da piscina"}
+        )
+        other = await client.call_tool("search_knowledge_base", {"query": "garagem código", "kb": ["regras-b"]})
+        return hits, answer, pack, other
+
+    hits, answer, pack, other = call(tenants["a"], tenants["user"], steps)
+    found = data(hits)
+    assert found[0]["title"] == "regimento" and "22 horas" in found[0]["excerpt"]
+    ans = data(answer)
+    assert ans["refused"] is False and "22" in ans["answer"] and ans["sources"], ans
+    assert "memories" in data(pack)
+    # Tenant B's knowledge base does not exist for a member of A.
+    assert "error [P0002]: unknown knowledge base" in error_text(other)
+
+
+def test_memory_tools_round_trip_and_the_gate_refuses(tenants: dict[str, Any]) -> None:
+    async def steps(client: Any) -> Any:
+        out = [
+            await client.call_tool(
+                "remember",
+                {
+                    "key": "prefs.short_answers",
+                    "value": True,
+                    "description": "Prefere respostas curtas",
+                    "category": "preference",
+                },
+            ),
+            await client.call_tool(
+                "remember",
+                {
+                    "key": "profile.cpf",
+                    "value": "529.982.247-25",
+                    "description": "O CPF dela é 529.982.247-25",
+                    "category": "preference",
+                },
+            ),
+            await client.call_tool("recall", {"query": "como devo responder?"}),
+            await client.call_tool("list_memories", {}),
+        ]
+        memory_id = data(out[3])[0]["id"]
+        out.append(
+            await client.call_tool(
+                "correct", {"memory_id": memory_id, "value": False, "description": "Prefere respostas detalhadas"}
+            )
+        )
+        out.append(await client.call_tool("forget", {"memory_id": data(out[4])["memory_id"]}))
+        out.append(await client.call_tool("forget", {"memory_id": "not-a-uuid"}))
+        resource = await client.read_resource("hipocampo://memories")
+        return out, resource
+
+    (stored, refused, recalled, listed, corrected, forgotten, bad), resource = call(
+        tenants["a"], tenants["user"], steps
+    )
+    assert data(stored)["status"] == "created"
+    assert error_text(refused).startswith("Error executing tool remember: error [22023]:")
+    assert data(recalled)[0]["key"] == "prefs.short_answers"
+    assert [m["key"] for m in data(listed)] == ["prefs.short_answers"]
+    assert data(corrected)["status"] == "corrected" and data(corrected)["superseded"] == data(listed)[0]["id"]
+    assert data(forgotten)["forgotten"] is True
+    assert "error [22023]: memory_id is not a uuid" in error_text(bad)
+    assert isinstance(json.loads(resource.contents[0].text), list)
+
+
+def test_a_user_who_is_not_a_member_is_refused(tenants: dict[str, Any], database_url: str) -> None:
+    """The host chooses the user, but the database decides: a user removed from the tenant after
+    the server started is refused on every call (42501), before any work."""
+    stranger = str(uuid.uuid4())
+
+    async def steps(client: Any) -> Any:
+        with Hipocampo(database_url) as root:
+            tid = root.tenant_id(tenants["a"])
+            root.rpc("remove_member", {"tenant_id": tid, "user_id": stranger}, "none")
+        return await client.call_tool("search_knowledge_base", {"query": "piscina"}), await client.call_tool(
+            "list_memories", {}
+        )
+
+    search, memories = call(tenants["a"], stranger, steps)
+    assert "error [42501]" in error_text(search) and "error [42501]" in error_text(memories)
