@@ -1,7 +1,9 @@
-"""The MCP server (issue 20 §1, stdio): the real ``hipocampo mcp`` process driven by the official
+"""The MCP server (issue 20 §1): the real ``hipocampo mcp`` process driven by the official
 SDK's own client over stdio, against the session's database, acting as a user of a tenant.
 Tools listed with their input schemas, each tool's happy path, a gate refusal, a non-member
-refused (42501) and another tenant's knowledge base invisible."""
+refused (42501) and another tenant's knowledge base invisible; then the same tools over streamable
+HTTP in ``hipocampo serve`` (POST /mcp), each request acting as its bearer JWT, and 401 without
+a valid one."""
 
 from __future__ import annotations
 
@@ -200,3 +202,103 @@ def test_a_user_who_is_not_a_member_is_refused(tenants: dict[str, Any], database
 
     search, memories = call(tenants["a"], stranger, steps)
     assert "error [42501]" in error_text(search) and "error [42501]" in error_text(memories)
+
+
+# -- streamable HTTP in `hipocampo serve` (POST /mcp, bearer JWT) -------------------------------
+SECRET = "test-secret-for-mcp-hs256-tokens-0123456789"
+
+
+def _token(claims: dict[str, Any]) -> str:
+    import time
+
+    import jwt
+
+    return jwt.encode({"exp": int(time.time()) + 600, **claims}, SECRET, algorithm="HS256")
+
+
+@pytest.fixture(scope="module")
+def http_server(database_url: str, embedder: Any) -> Iterator[str]:
+    """``create_app`` served by uvicorn on a free loopback port, in a thread; yields /mcp's URL."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from hipocampo.http import create_app
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(database_url, embedder, jwt_secret=SECRET), port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(200):
+        if server.started:
+            break
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/mcp"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def call_http(url: str, token: str | None, steps: Any) -> Any:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    async def main() -> Any:
+        async with (
+            create_mcp_http_client(headers=headers) as http,
+            Client(streamable_http_client(url, http_client=http)) as client,
+        ):
+            return await steps(client)
+
+    return anyio.run(main)
+
+
+def test_over_http_each_request_acts_as_its_token(tenants: dict[str, Any], http_server: str, database_url: str) -> None:
+    with Hipocampo(database_url) as root:
+        tid_a = root.tenant_id(tenants["a"])
+    member = _token(
+        {
+            "sub": tenants["user"],
+            "role": "authenticated",
+            "aud": "authenticated",
+            "app_metadata": {"tenant_id": str(tid_a)},
+        }
+    )
+
+    async def steps(client: Any) -> Any:
+        tools = (await client.list_tools()).tools
+        hits = await client.call_tool("search_knowledge_base", {"query": "a que horas fecha a piscina?"})
+        other = await client.call_tool("search_knowledge_base", {"query": "garagem", "kb": ["regras-b"]})
+        listed = await client.call_tool("list_memories", {})
+        return tools, hits, other, listed
+
+    tools, hits, other, listed = call_http(http_server, member, steps)
+    assert {t.name for t in tools} == TOOLS
+    assert "22 horas" in data(hits)[0]["excerpt"]
+    assert "error [P0002]: unknown knowledge base" in error_text(other)
+    assert isinstance(data(listed), list)
+
+    # A signed-in user of no tenant: the database refuses every call (42501), before any work.
+    stranger = _token({"sub": str(uuid.uuid4()), "role": "authenticated", "aud": "authenticated"})
+    refused = call_http(http_server, stranger, lambda c: c.call_tool("search_knowledge_base", {"query": "piscina"}))
+    assert "error [42501]" in error_text(refused)
+
+
+def test_over_http_no_or_a_forged_token_is_401(http_server: str) -> None:
+    import httpx
+    import jwt
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    forged = jwt.encode({"role": "service_role", "exp": 9999999999}, "a-forged-secret-of-the-right-length-0123456")
+    for auth in (None, f"Bearer {forged}", "Bearer not-a-jwt"):
+        h = headers | ({"Authorization": auth} if auth else {})
+        assert httpx.post(http_server, json=body, headers=h).status_code == 401

@@ -6,8 +6,8 @@ subprocess. Every tool acts as that one user: role ``authenticated`` with the JW
 ``{sub: user, app_metadata: {tenant_id}}``, exactly as the HTTP API and the edge functions do,
 so RLS and the caller model decide what each call may read or write (a user who is not a member
 of the tenant is refused 42501 on every call). The host that starts the process chooses the
-user, as with the CLI; a remote surface would verify a JWT instead (left for the streamable
-HTTP transport, docs/design.md §MCP).
+user, as with the CLI. Over streamable HTTP (``hipocampo serve``, ``POST /mcp``) each request
+acts instead as its bearer JWT, verified as every HTTP endpoint verifies it (401 otherwise).
 
 Tools: ``search_knowledge_base``, ``ask``, ``remember``, ``recall``, ``forget``, ``correct``,
 ``list_memories``, ``context_pack``. Resources (read-only JSON): ``hipocampo://knowledge-bases``
@@ -28,7 +28,7 @@ from pydantic import Field
 from .answers import Orchestrator
 from .client import Actor, Hipocampo
 from .embeddings import EmbeddingProvider, provider_from_config
-from .errors import HipocampoError, InvalidInputError
+from .errors import HipocampoError, InvalidInputError, PermissionDeniedError
 from .memory import Memory
 from .text import plain_text
 
@@ -51,12 +51,28 @@ INSTRUCTIONS = (
 
 
 class _Session:
-    """The user the server acts as, the clients and the embedder (loaded on first use)."""
+    """Who the calls act as, the clients and the embedder (loaded on first use).
 
-    def __init__(self, url: str, tenant_id: UUID, user_id: UUID, embedder: EmbeddingProvider | None) -> None:
+    stdio: one fixed user. HTTP: the actor of each request's bearer JWT, which the SDK's bearer
+    middleware verified (``_BearerVerifier``) and keeps in its auth context for the request.
+    """
+
+    def __init__(self, url: str, actor: Actor | None, embedder: EmbeddingProvider | None) -> None:
         self.root = Hipocampo(url)
-        self.client = self.root.as_actor(Actor.user(user_id, tenant_id))
+        self.fixed = self.root.as_actor(actor) if actor is not None else None
         self._embedder = embedder
+
+    @property
+    def client(self) -> Hipocampo:
+        if self.fixed is not None:
+            return self.fixed
+        from mcp.server.auth.middleware.auth_context import get_access_token
+
+        token = get_access_token()
+        if token is None or not token.claims:  # the bearer middleware answers 401 before this
+            raise PermissionDeniedError("missing bearer token", "42501")
+        claims = dict(token.claims)
+        return self.root.as_actor(Actor(str(claims.get("role")), claims, None))
 
     def embedder(self) -> EmbeddingProvider:
         if self._embedder is None:
@@ -67,7 +83,27 @@ class _Session:
         return Memory(self.client, self.embedder() if embed else None)
 
     def kb_ids(self, names: list[str] | None) -> list[UUID] | None:
-        return [self.client.kb_id(n) for n in names] if names else None
+        client = self.client
+        return [client.kb_id(n) for n in names] if names else None
+
+
+class _BearerVerifier:
+    """The SDK's TokenVerifier over hipocampo's JWT verification (``verify(token) -> Actor``, the
+    same as every HTTP endpoint's): a token it refuses is no access token (the SDK answers 401)."""
+
+    def __init__(self, verify: Callable[[str], Actor]) -> None:
+        self.verify = verify
+
+    async def verify_token(self, token: str) -> Any:
+        import anyio.to_thread
+        from mcp.server.auth.provider import AccessToken
+
+        try:
+            actor = await anyio.to_thread.run_sync(self.verify, token)
+        except Exception:
+            return None
+        claims = {**actor.claims, "role": actor.role}
+        return AccessToken(token=token, client_id="supabase", scopes=[], subject=claims.get("sub"), claims=claims)
 
 
 def _call(fn: Callable[[], _T], *, resource: bool = False) -> _T:
@@ -86,21 +122,45 @@ def _dump(model: Any) -> Any:
     return json.loads(model.model_dump_json())
 
 
-def build_server(url: str, tenant_id: UUID, user_id: UUID, embedder: EmbeddingProvider | None = None) -> MCPServer:
-    """The MCP server (``mcp.server.mcpserver.MCPServer``) acting as ``user_id`` in ``tenant_id``.
+def build_server(
+    url: str,
+    tenant_id: UUID | None = None,
+    user_id: UUID | None = None,
+    embedder: EmbeddingProvider | None = None,
+    *,
+    verify: Callable[[str], Actor] | None = None,
+    issuer_url: str = "http://127.0.0.1:54321/auth/v1",
+) -> MCPServer:
+    """The MCP server (``mcp.server.mcpserver.MCPServer``).
 
     Args:
         url: the database URL (``hipocampo.db.ensure_database()``).
-        tenant_id, user_id: who every call acts as (role authenticated, JWT claims sub and
+        tenant_id, user_id: stdio: who every call acts as (role authenticated, JWT claims sub and
             app_metadata.tenant_id); RLS and the caller model apply.
         embedder: the provider for query and memory vectors (default: config.toml's, loaded on
             the first tool that needs one).
+        verify: HTTP instead: each request's bearer token to its Actor (raises when invalid);
+            every call acts as that actor. ``issuer_url`` is the auth server named in the
+            protected-resource metadata (Supabase Auth: ``https://<ref>.supabase.co/auth/v1``).
+
+    Raises:
+        ValueError: neither a user nor ``verify``.
     """
+    from mcp.server.auth.settings import AuthSettings
     from mcp.server.mcpserver import MCPServer
 
-    s = _Session(url, tenant_id, user_id, embedder)
+    actor: Actor | None = None
+    if verify is None:
+        if tenant_id is None or user_id is None:
+            raise ValueError("build_server needs tenant_id and user_id (stdio) or verify (HTTP)")
+        actor = Actor.user(user_id, tenant_id)
+    s = _Session(url, actor, embedder)
+    auth: dict[str, Any] = {}
+    if verify is not None:
+        settings = AuthSettings.model_validate({"issuer_url": issuer_url, "resource_server_url": None})
+        auth = {"token_verifier": _BearerVerifier(verify), "auth": settings}
     # WARNING: the SDK logs every refused call at INFO on stderr, which hosts show as noise.
-    server = MCPServer("hipocampo", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING")
+    server = MCPServer("hipocampo", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING", **auth)
     _knowledge_tools(server, s)
     _memory_tools(server, s)
     _resources(server, s)
@@ -127,7 +187,8 @@ def _knowledge_tools(server: MCPServer, s: _Session) -> None:
         BM25 >= 0; final: the fused ranking score). Cite title and source when you use one."""
 
         def run() -> list[dict[str, Any]]:
-            hits = s.client.search(query, s.embedder().embed_query(query), kb_ids=s.kb_ids(kb), match_count=top_k)
+            client = s.client
+            hits = client.search(query, s.embedder().embed_query(query), kb_ids=s.kb_ids(kb), match_count=top_k)
             return [
                 {
                     "rank": h.rank,
@@ -159,10 +220,11 @@ def _knowledge_tools(server: MCPServer, s: _Session) -> None:
         (refused = true, reason, explanation): tell the user, do not invent an answer."""
 
         def run() -> dict[str, Any]:
+            client = s.client
             kb_ids = s.kb_ids(kb)
             if kb_ids is None and agent is None:  # neither named: every knowledge base of the tenant
-                kb_ids = [k.id for k in s.client.list_kbs()]
-            ans = Orchestrator(s.client, s.embedder()).ask(question, kb_ids=kb_ids, agent=agent)
+                kb_ids = [k.id for k in client.list_kbs()]
+            ans = Orchestrator(client, s.embedder()).ask(question, kb_ids=kb_ids, agent=agent)
             out = _dump(ans)
             return {
                 k: out.get(k)

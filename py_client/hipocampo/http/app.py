@@ -307,13 +307,19 @@ def create_app(
     root = Hipocampo(url, pool_timeout_s=pool_timeout_s)
     endpoints = _Endpoints(root, verifier, embedder, str(config.get("rag", {}).get("refusal_message", "")))
 
+    mcp_app, mcp_server = _mcp(url, embedder, verifier, http)
+
     @contextlib.asynccontextmanager
     async def warm_up(_: FastAPI) -> AsyncIterator[None]:
         # The model loads before the first request is served, not during it (issue 19 §1.10).
         if embedder is not None:
             embedder.embed_query("aquecimento")
             log.info("embedding model %s loaded", embedder.model_name)
-        yield
+        if mcp_server is None:
+            yield
+            return
+        async with mcp_server.session_manager.run():
+            yield
 
     app = FastAPI(
         title="hipocampo",
@@ -325,8 +331,41 @@ def create_app(
     app.get("/readyz")(endpoints.readyz)
     app.post("/ask")(endpoints.ask)
     app.post("/context-pack")(endpoints.context_pack)
+    if mcp_app is not None:
+        app.mount("/", mcp_app)  # POST /mcp (and its auth metadata); after every route above
     app.state.hipocampo = root
     return app
+
+
+def _mcp(url: str, embedder: EmbeddingProvider | None, verifier: _JwtVerifier, http: dict[str, Any]) -> tuple[Any, Any]:
+    """The MCP server over streamable HTTP at ``/mcp`` (issue 20 §1), each request acting as its
+    bearer JWT's actor (the same verification as /ask); (None, None) without the ``mcp`` extra."""
+    try:
+        from ..mcp_server import build_server
+    except ImportError:  # pragma: no cover - the extra is missing
+        return None, None
+    try:
+        import mcp.server.mcpserver  # noqa: F401
+    except ImportError:  # pragma: no cover
+        log.info("no MCP endpoint: install hipocampo[mcp]")
+        return None, None
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    server = build_server(
+        url,
+        embedder=embedder,
+        verify=lambda token: verifier.actor(f"Bearer {token}", None),
+        issuer_url=str(http.get("auth_issuer_url", "http://127.0.0.1:54321/auth/v1")),
+    )
+    # Stateless: every request stands alone (any worker can serve it) and carries its own token.
+    # Host-header checks are the reverse proxy's; the token is what grants access here.
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        stateless_http=True,
+        json_response=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    return app, server
 
 
 def _inet(host: str) -> str:
