@@ -1,0 +1,152 @@
+"""The Supabase clients against the edge functions (issue 20 §2): the real ``supabase`` Python
+package (``create_client(url, key)``, ``functions.invoke``) and ``@supabase/supabase-js`` under
+Deno call hipocampo's functions, served by real Deno, with real HS256 JWTs, as a Supabase app
+does. The functions are the ones tests/test_edge_functions.py serves (one ``deno run`` each);
+in front of them a small gateway routes ``/functions/v1/<name>/…`` to each function's process,
+the routing Supabase's own gateway does (PostgREST is not involved: these are edge functions).
+Results are compared with the same calls through the Python client on the database."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from hipocampo import Actor, Memory
+
+from .test_edge_functions import (  # noqa: F401  (fixtures)
+    REPO,
+    EdgeFunction,
+    Env,
+    deno_binary,
+    embeddings,
+    env,
+    fn,
+    token,
+)
+
+
+@pytest.fixture(scope="module")
+def gateway(fn: dict[str, EdgeFunction]) -> Iterator[str]:  # noqa: F811
+    """``http://127.0.0.1:<port>``: /functions/v1/<name>[/<route>] forwarded to that function."""
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    async def forward(request: Request) -> Response:
+        name, _, rest = request.path_params["path"].partition("/")
+        if name not in fn:
+            return Response(json.dumps({"error": f"no function {name}"}), 404)
+        target = f"{fn[name].url}{'/' + rest if rest else ''}"
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length")}
+        async with httpx.AsyncClient() as client:
+            r = await client.request(request.method, target, content=await request.body(), headers=headers)
+        drop = ("content-length", "content-encoding", "transfer-encoding", "connection")
+        return Response(r.content, r.status_code, {k: v for k, v in r.headers.items() if k.lower() not in drop})
+
+    app = Starlette(routes=[Route("/functions/v1/{path:path}", forward, methods=["GET", "POST", "OPTIONS", "PUT"])])
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def _member_with_a_memory(env: Env) -> uuid.UUID:  # noqa: F811
+    user = uuid.uuid4()
+    env.root.add_member(env.tenant, user, "member")
+    mem = Memory(env.root.as_actor(Actor.user(user, env.tenant)), env.embedder)
+    mem.consent()
+    mem.remember("prefs.short_answers", True, "Prefere respostas curtas e diretas", "preference")
+    return user
+
+
+def test_supabase_python_client_invokes_the_functions(env: Env, gateway: str) -> None:  # noqa: F811
+    from supabase import create_client
+
+    user = _member_with_a_memory(env)
+    supabase = create_client(gateway, token("anon"))
+    supabase.functions.set_auth(token("authenticated", user, env.tenant))
+    q = "Qual a carga horária mínima do estágio?"
+    body = {"query_text": q, "query_embedding": env.vec(q), "kb_ids": [env.kb]}
+    hits = json.loads(supabase.functions.invoke("search", {"body": body}))["results"]
+    direct = env.root.as_actor(Actor.user(user, env.tenant)).search(q, env.vec(q), kb_ids=[uuid.UUID(env.kb)])
+    assert [h["chunk_id"] for h in hits] == [h.chunk_id for h in direct] and hits
+    assert hits[0]["source_uri"] == "test://estagio"
+
+    found = json.loads(supabase.functions.invoke("memory/lookup", {"body": {"key": "prefs.short_answers"}}))
+    mine = Memory(env.root.as_actor(Actor.user(user, env.tenant))).lookup("prefs.short_answers")
+    assert [r["id"] for r in found["results"]] == [str(m.id) for m in mine]
+
+    conv = str(uuid.uuid4())
+    sent = json.loads(
+        supabase.functions.invoke(
+            "conversations/messages", {"body": {"conversation_id": conv, "role": "user", "content": "Olá, estágio"}}
+        )
+    )
+    assert sent["message_id"] > 0
+    pack = json.loads(
+        supabase.functions.invoke(
+            "context-pack",
+            {"body": {"conversation_id": conv, "query": q, "query_embedding": env.vec(q), "kb_ids": [env.kb]}},
+        )
+    )
+    assert [m["content"] for m in pack["messages"]] == ["Olá, estágio"]
+
+    # A refusal reaches the app as the client's error with the function's JSON (status, SQLSTATE).
+    from supabase_functions.errors import FunctionsHttpError
+
+    with pytest.raises(FunctionsHttpError) as refused:
+        supabase.functions.invoke("search", {"body": {"query_text": q, "query_embedding": env.vec(q), "kb_ids": ["x"]}})
+    assert refused.value.status == 422 and "invalid input syntax for type uuid" in refused.value.message
+    # Without the user's token (the anon key alone) the functions refuse.
+    anon = create_client(gateway, token("anon"))
+    with pytest.raises(FunctionsHttpError) as anonymous:
+        anon.functions.invoke("search", {"body": body})
+    assert anonymous.value.status in (401, 403)
+
+
+def test_supabase_js_client_invokes_the_functions(env: Env, gateway: str) -> None:  # noqa: F811
+    user = _member_with_a_memory(env)
+    q = "Qual a carga horária mínima do estágio?"
+    proc = subprocess.run(
+        [deno_binary(), "run", "--allow-net", "--allow-env", "--no-lock", "tests/deno/supabase_js_client.ts"],
+        cwd=REPO,
+        env={
+            **os.environ,
+            "NO_COLOR": "1",
+            "DENO_DIR": os.environ.get("DENO_DIR", str(REPO / ".deno" / "cache")),
+            "SUPABASE_URL": gateway,
+            "SUPABASE_ANON_KEY": token("anon"),
+            "USER_JWT": token("authenticated", user, env.tenant),
+            "BODY": json.dumps({"query_text": q, "query_embedding": env.vec(q), "kb_ids": [env.kb]}),
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    direct = env.root.as_actor(Actor.user(user, env.tenant)).search(q, env.vec(q), kb_ids=[uuid.UUID(env.kb)])
+    assert out["searchError"] is None
+    assert [h["chunk_id"] for h in out["search"]["results"]] == [h.chunk_id for h in direct]
+    assert [r["key"] for r in out["lookup"]["results"]] == ["prefs.short_answers"]
+    assert out["error"]["name"] == "FunctionsHttpError" and out["error"]["status"] == 422
+    assert out["error"]["body"]["sqlstate"] == "22P02"  # PostgreSQL's invalid uuid text (http.ts: 422)
