@@ -150,3 +150,53 @@ def test_supabase_js_client_invokes_the_functions(env: Env, gateway: str) -> Non
     assert [r["key"] for r in out["lookup"]["results"]] == ["prefs.short_answers"]
     assert out["error"]["name"] == "FunctionsHttpError" and out["error"]["status"] == 422
     assert out["error"]["body"]["sqlstate"] == "22P02"  # PostgreSQL's invalid uuid text (http.ts: 422)
+
+
+def test_the_python_client_over_http_gives_what_it_gives_over_the_database(
+    env: Env,  # noqa: F811
+    gateway: str,
+) -> None:
+    """Hipocampo.from_supabase: the same methods through the edge functions, one scenario run
+    through both transports by two users of the same tenant, compared step by step."""
+    from hipocampo import Hipocampo, HipocampoError, MemoryRejected
+
+    users = [uuid.uuid4(), uuid.uuid4()]
+    for u in users:
+        env.root.add_member(env.tenant, u, "member")
+    direct = env.root.as_actor(Actor.user(users[0], env.tenant))
+    http = Hipocampo.from_supabase(gateway, token("anon"), token("authenticated", users[1], env.tenant))
+    q = "Qual a carga horária mínima do estágio?"
+
+    def scenario(client: Hipocampo) -> dict[str, Any]:
+        mem = Memory(client, env.embedder)
+        out: dict[str, Any] = {}
+        try:
+            mem.remember("prefs.short_answers", True, "Prefere respostas curtas e diretas", "preference")
+        except MemoryRejected as exc:
+            out["before_consent"] = (exc.reason, exc.sqlstate)
+        mem.consent()
+        created = mem.remember("prefs.short_answers", True, "Prefere respostas curtas e diretas", "preference")
+        out["remember"] = created.status
+        try:
+            mem.remember("misc.ok", "x", "bom dia", "preference")
+        except MemoryRejected as exc:
+            out["noise"] = (exc.reason, exc.sqlstate)
+        out["recall"] = [h.key for h in mem.recall("como responder?").hits]
+        (row,) = mem.lookup("prefs.short_answers")
+        fixed = mem.correct(row.id, False, "Prefere respostas detalhadas e completas")
+        out["correct"] = (fixed.status, fixed.superseded == row.id)
+        out["forget"] = mem.forget(fixed.memory_id) if fixed.memory_id else None
+        out["search"] = [h.chunk_id for h in client.search(q, env.vec(q), kb_ids=[uuid.UUID(env.kb)])]
+        try:
+            client.search(q, env.vec(q), kb_ids=[uuid.uuid4()])
+        except HipocampoError as exc:
+            out["unknown_kb"] = (type(exc).__name__, exc.sqlstate)
+        return out
+
+    over_db, over_http = scenario(direct), scenario(http)
+    assert over_http == over_db
+    assert over_db["before_consent"] == ("no_consent", "42501") and over_db["remember"] == "created"
+    assert over_db["unknown_kb"] == ("NotFoundError", "P0002") and over_db["search"]
+    with pytest.raises(HipocampoError) as not_served:
+        Memory(http).list()  # staged_memories has no edge function
+    assert not_served.value.sqlstate == "0A000" and "staged_memories is not served" in str(not_served.value)

@@ -13,7 +13,7 @@ import hipocampo
 PACKAGE = Path(hipocampo.__file__).parent
 SURFACES = {"cli", "http", "mcp_server"}
 SERVICES = {"answers", "memory", "ingest", "embeddings", "agents", "backfill", "evaluation", "datasets"}
-CLIENT = {"client", "rpc", "models", "errors", "config", "resources", "text"}
+CLIENT = {"client", "rpc", "models", "errors", "config", "resources", "text", "supabase_client"}
 DB = {"db"}
 
 

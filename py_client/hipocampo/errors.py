@@ -16,6 +16,7 @@ __all__ = [
     "PermissionDeniedError",
     "PreconditionError",
     "from_db_error",
+    "from_sqlstate",
 ]
 
 
@@ -104,5 +105,9 @@ def from_db_error(err: psycopg.Error) -> HipocampoError:
     if isinstance(err, psycopg.OperationalError) and (not state or state.startswith("08") or state[:4] == "57P0"):
         first = (diag or str(err)).strip().splitlines()[0] if (diag or str(err)).strip() else type(err).__name__
         return ConnectionLostError(f"lost the database connection: {first}", state or "08006")
-    cls = _BY_STATE.get(state, HipocampoError)
-    return cls(diag or str(err), state or None)
+    return from_sqlstate(state, diag or str(err))
+
+
+def from_sqlstate(state: str | None, message: str) -> HipocampoError:
+    """The typed exception of a SQLSTATE (e.g. one an edge function answered with)."""
+    return _BY_STATE.get(state or "", HipocampoError)(message, state or None)

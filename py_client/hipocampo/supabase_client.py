@@ -1,0 +1,126 @@
+"""The Python client over HTTP: hipocampo's edge functions through the official ``supabase``
+package, for an app that has a Supabase URL, its anon key and a user's access token but no
+database connection (issue 20 §2).
+
+``Hipocampo.from_supabase(url, anon_key, access_token)`` returns a :class:`SupabaseHipocampo`:
+the same methods (``search``, and ``Memory(client, embedder)``'s remember / recall / lookup /
+correct / forget / consent / seed_profile / export / erase, and ``rpc("context_pack", …)``),
+each call one ``functions.invoke`` of the edge function serving that RPC, as the token's user
+(the function verifies the JWT and runs the RPC with its role and claims: RLS and the caller
+model decide, as over a database connection). Errors come back typed by the function's SQLSTATE
+(``from_sqlstate``; the memory gate's refusal as :class:`MemoryRejected` with its reason). An
+RPC no edge function serves raises :class:`HipocampoError` 0A000 naming the ones that are.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import date, datetime
+from typing import Any
+from uuid import UUID
+
+from .client import Actor, Hipocampo
+from .errors import HipocampoError, MemoryRejected, from_sqlstate
+from .rpc import Shape
+
+__all__ = ["ROUTES", "SupabaseHipocampo"]
+
+#: RPC -> (edge function path, key of the reply holding the result, or "" for the whole reply).
+ROUTES: dict[str, tuple[str, str]] = {
+    "hybrid_search": ("search", "results"),
+    "context_pack": ("context-pack", ""),
+    "remember": ("memory/remember", ""),
+    "search_memories": ("memory/recall", "results"),
+    "lookup_memories": ("memory/lookup", "results"),
+    "correct_memory": ("memory/correct", ""),
+    "forget_memory": ("memory/forget", "forgotten"),
+    "set_memory_consent": ("memory/consent", "granted"),
+    "seed_profile": ("memory/seed-profile", ""),
+    "erase_user": ("memory/erase", ""),
+    "search_history": ("conversations/history", "results"),
+}
+# Arguments the Python client sends as JSON text (jsonb, vector literals); the functions take JSON.
+_JSON_TEXT = ("value", "profile", "embedding", "query_embedding", "metadata", "attachments")
+
+
+def _plain(name: str, value: Any) -> Any:
+    if isinstance(value, UUID):
+        return str(value)
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if name in _JSON_TEXT and isinstance(value, str):
+        return json.loads(value)
+    if isinstance(value, list | tuple):
+        return [_plain("", v) for v in value]
+    return value
+
+
+class SupabaseHipocampo(Hipocampo):
+    """hipocampo through a Supabase project's edge functions (``supabase`` package).
+
+    Args:
+        url: the project URL (``https://<ref>.supabase.co``; the functions at ``/functions/v1``).
+        anon_key: the project's anon (publishable) key.
+        access_token: the signed-in user's JWT (Supabase Auth); every call acts as that user.
+    """
+
+    def __init__(self, url: str, anon_key: str, access_token: str) -> None:
+        from supabase import create_client
+
+        self.url = url
+        self.actor = Actor("authenticated", {}, None)
+        self._signatures = {}
+        self._supabase = create_client(url, anon_key)
+        self._supabase.functions.set_auth(access_token)
+
+    def close(self) -> None:
+        """Nothing to close (no connection pool)."""
+
+    def as_actor(self, actor: Actor) -> Hipocampo:
+        raise HipocampoError("over HTTP every call acts as the access token's user", "0A000")
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        raise HipocampoError("no database connection over HTTP: use the RPC methods", "0A000")
+        yield  # pragma: no cover
+
+    def rpc(self, name: str, args: Mapping[str, Any] | None = None, shape: Shape = "value") -> Any:
+        """Call the edge function serving ``hipocampo.<name>`` with the non-null ``args``.
+
+        Raises:
+            HipocampoError: 0A000 when no edge function serves ``name``; else the function's
+                error typed by its SQLSTATE (MemoryRejected for the memory gate's refusal).
+        """
+        from supabase_functions.errors import FunctionsHttpError
+
+        if name not in ROUTES:
+            served = ", ".join(sorted(ROUTES))
+            raise HipocampoError(f"{name} is not served by the edge functions (they serve {served})", "0A000")
+        path, key = ROUTES[name]
+        body = {k: _plain(k, v) for k, v in (args or {}).items() if v is not None}
+        try:
+            reply = self._supabase.functions.invoke(path, {"body": body, "responseType": "json"})
+        except FunctionsHttpError as exc:
+            raise _error(exc) from None
+        result = reply.get(key) if key and isinstance(reply, dict) else reply
+        if shape == "none":
+            return None
+        return result
+
+
+def _error(exc: Any) -> HipocampoError:
+    """The function's ``{"error", "sqlstate", "reason"?}`` reply as a typed error."""
+    response = getattr(exc.__cause__, "response", None)
+    try:
+        body = response.json() if response is not None else {}
+    except ValueError:
+        body = {}
+    message = str(body.get("error") or exc.message)
+    state = body.get("sqlstate")
+    if body.get("reason"):
+        return MemoryRejected(message, state, str(body["reason"]))
+    if state is None and exc.status == 401:
+        return from_sqlstate("42501", message)  # no or an invalid token: refused like the database
+    return from_sqlstate(state, message)
