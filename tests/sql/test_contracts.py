@@ -201,3 +201,27 @@ def test_every_function_has_a_complete_docblock() -> None:
             if missing:
                 incomplete.append(f"{path.name}: {m.group(1)} lacks {', '.join(missing)}")
     assert incomplete == []
+
+
+def test_the_readme_s_postgrest_examples_match_the_catalog(db: Conn) -> None:
+    """Issue 20 §2: the README's ``POST /rest/v1/rpc/...`` examples stay exact: each names an RPC
+    of the exposed schema that ``authenticated`` may execute, sends ``Content-Profile: hipocampo``,
+    the apikey and a bearer token, and a JSON body whose keys are the RPC's arguments."""
+    import json
+
+    text = (ROOT / "README.md").read_text("utf-8")
+    calls = re.findall(r'curl -X POST "\$SUPABASE_URL/rest/v1/rpc/(\w+)" \\\n(.*?)-d \'(\{.*?\})\'', text, re.S)
+    assert len(calls) >= 3
+    catalog = rpc_arguments(db)
+    for name, headers, body in calls:
+        assert name in catalog, name
+        assert '-H "Content-Profile: hipocampo"' in headers and '-H "apikey: $SUPABASE_ANON_KEY"' in headers
+        assert '-H "Authorization: Bearer $USER_JWT"' in headers
+        keys = set(json.loads(body))
+        assert keys <= set(catalog[name]), (name, keys - set(catalog[name]))
+        row = db.execute(
+            "select bool_or(has_function_privilege('authenticated', p.oid, 'execute')) as ok from pg_proc as p"
+            " where p.pronamespace = 'hipocampo'::regnamespace and p.proname = %s",
+            (name,),
+        ).fetchone()
+        assert row is not None and row["ok"], name
