@@ -173,7 +173,7 @@ def test_every_help_text_is_filled(path: list[str]) -> None:
 
 # Commands that print JSON whatever the flag (results that are documents), or nothing to parse.
 ALWAYS_JSON_OR_NO_RESULT = {
-    "worker", "demo", "serve", "db start", "db stop", "db url", "db reset", "db embed-missing",
+    "worker", "demo", "serve", "mcp", "db start", "db stop", "db url", "db reset", "db embed-missing",
     "memory seed-profile", "memory export", "memory erase", "doc show", "doc update", "config show", "config set",
 }  # fmt: skip
 
