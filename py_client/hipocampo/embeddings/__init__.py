@@ -2,6 +2,7 @@
 
 from .base import EmbeddingProvider, TokenEmbedder, TokenVectors, l2_normalize, token_embedder
 from .cache import CachingEmbedder
+from .e5 import LocalE5
 from .factory import provider_from_config
 from .local import LocalMiniLM, count_tokens
 from .openai_provider import AzureOpenAIEmbeddings, OpenAIEmbeddings
@@ -10,6 +11,7 @@ __all__ = [
     "AzureOpenAIEmbeddings",
     "CachingEmbedder",
     "EmbeddingProvider",
+    "LocalE5",
     "LocalMiniLM",
     "OpenAIEmbeddings",
     "TokenEmbedder",

