@@ -160,3 +160,147 @@ def test_cli_embed_missing(root: Hipocampo, tenant: Tenant) -> None:
     assert json.loads(res.output) == {"memories": 0, "memory_staging": 0, "messages": 0, "message_tokens": 0}
     res = runner.invoke(app, ["db", "embed-missing", "--batch-size", "0"])
     assert res.exit_code == 1 and "error [22023]: batch_size must be 1..1000" in res.output
+
+
+# -- retries and dead letters (issue 20 §4) ----------------------------------------------------
+class Flaky:
+    """The active model's provider, failing its first ``failures`` calls (None: always)."""
+
+    def __init__(self, inner: Any, failures: int | None) -> None:
+        self.inner, self.failures, self.calls = inner, failures, 0
+        self.model_name, self.provider, self.dims, self.model_version = (
+            inner.model_name,
+            inner.provider,
+            inner.dims,
+            inner.model_version,
+        )
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        if self.failures is None or self.calls <= self.failures:
+            raise EmbeddingError(f"embedding endpoint unreachable (call {self.calls})")
+        return list(self.inner.embed_documents(texts))
+
+    def embed_query(self, text: str) -> list[float]:
+        return list(self.inner.embed_query(text))
+
+
+def _unembedded_messages(root: Hipocampo, n: int = 2) -> tuple[Memory, uuid.UUID, list[int]]:
+    tid = root.create_tenant("Q", f"q-{uuid.uuid4().hex[:10]}", uuid.uuid4())
+    user = uuid.uuid4()
+    root.add_member(tid, user, "member")
+    member = Memory(root.as_actor(Actor.user(user, tid)), None)  # stored without vectors
+    conv = uuid.uuid4()
+    return member, conv, member.add_messages(conv, [{"role": "user", "content": t} for t in TEXTS[:n]])
+
+
+def _failures(root: Hipocampo, ids: list[int]) -> list[dict[str, Any]]:
+    with root.transaction() as cur:
+        cur.execute(
+            "select row_id, attempts, dead, last_error from hipocampo_private.embedding_failures"
+            " where kind = 'messages' and row_id = any(%s) order by row_id",
+            ([str(i) for i in ids],),
+        )
+        return [dict(r) for r in cur.fetchall()]
+
+
+def _time_passes(root: Hipocampo, ids: list[int]) -> None:
+    """The retry time comes (the backoff is minutes; the test moves the clock of the rows)."""
+    with root.transaction() as cur:
+        cur.execute(
+            "update hipocampo_private.embedding_failures set next_attempt_at = now() - interval '1 second'"
+            " where kind = 'messages' and row_id = any(%s)",
+            ([str(i) for i in ids],),
+        )
+
+
+def _drain_others(root: Hipocampo, embedder: Any) -> None:
+    """Rows other tests left without a vector are embedded first, so the runs below see ours."""
+    embed_missing_rows(root, embedder, kinds=("messages",))
+
+
+def test_a_provider_that_fails_twice_is_retried_with_backoff(root: Hipocampo, embedder: Any) -> None:
+    _drain_others(root, embedder)
+    member, conv, ids = _unembedded_messages(root)
+    flaky = Flaky(embedder, failures=2)
+    first = embed_missing_rows(root, flaky, kinds=("messages",))
+    assert first == {"messages": 0, "messages_failed": 2}
+    assert [(f["attempts"], f["dead"]) for f in _failures(root, ids)] == [(1, False), (1, False)]
+    assert embed_missing_rows(root, flaky, kinds=("messages",)) == {"messages": 0}  # still backing off
+    _time_passes(root, ids)
+    assert embed_missing_rows(root, flaky, kinds=("messages",))["messages_failed"] == 2
+    assert [f["attempts"] for f in _failures(root, ids)] == [2, 2]
+    with root.transaction() as cur:  # the second wait is longer: 60 s, then 120 s (doubling)
+        cur.execute(
+            "select min(next_attempt_at - updated_at) as wait from hipocampo_private.embedding_failures"
+            " where kind = 'messages' and row_id = any(%s)",
+            ([str(i) for i in ids],),
+        )
+        row = cur.fetchone()
+        assert row is not None and row["wait"].total_seconds() >= 119
+    _time_passes(root, ids)
+    assert embed_missing_rows(root, flaky, kinds=("messages",)) == {"messages": 2}
+    assert _failures(root, ids) == []  # embedded: out of the bookkeeping
+    hits = Memory(member.client, embedder).search_history("grupo de apoio", conversation_id=conv)
+    assert hits and hits[0].content == TEXTS[0] and hits[0].dense_score is not None
+
+
+def test_a_provider_that_always_fails_dead_letters_the_rows(root: Hipocampo, embedder: Any) -> None:
+    _drain_others(root, embedder)
+    _, _, ids = _unembedded_messages(root, 1)
+    broken = Flaky(embedder, failures=None)
+    for _ in range(5):  # maintenance.embedding_max_attempts
+        assert embed_missing_rows(root, broken, kinds=("messages",))["messages_failed"] == 1
+        _time_passes(root, ids)
+    (failure,) = _failures(root, ids)
+    assert (failure["attempts"], failure["dead"]) == (5, True)
+    assert failure["last_error"] == "embedding endpoint unreachable (call 5)"
+    assert embed_missing_rows(root, broken, kinds=("messages",)) == {"messages": 0}  # a dead letter waits
+    with root.transaction() as cur:
+        cur.execute("select * from hipocampo.embedding_queue where kind = 'messages'")
+        queue = cur.fetchone()
+    assert queue is not None and queue["dead"] >= 1 and queue["waiting"] >= 1
+    assert queue["last_dead_letter_error"] == "embedding endpoint unreachable (call 5)"
+    assert root.rpc("requeue_embedding_failures", {"kind": "messages"}) >= 1  # the provider is fixed
+    assert embed_missing_rows(root, embedder, kinds=("messages",))["messages"] >= 1
+    assert _failures(root, ids) == []
+
+
+def test_two_workers_embed_each_row_once(root: Hipocampo, embedder: Any) -> None:
+    import threading
+    import time
+
+    _drain_others(root, embedder)
+    for _ in range(3):
+        _unembedded_messages(root, 4)
+
+    class Slow(CountingEmbedder):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            time.sleep(0.2)  # both workers hold a batch at the same time
+            return super().embed_documents(texts)
+
+    workers = [Slow(embedder), Slow(embedder)]
+    results: list[dict[str, int]] = []
+    threads = [
+        threading.Thread(
+            target=lambda w=w: results.append(embed_missing_rows(root, w, kinds=("messages",), batch_size=2))
+        )
+        for w in workers
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(r["messages"] for r in results) == 12 and sum(w.texts for w in workers) == 12
+    assert all(w.texts > 0 for w in workers)  # both worked, on different rows
+
+
+def test_rows_a_crashed_worker_held_are_taken_by_the_next(root: Hipocampo, database_url: str, embedder: Any) -> None:
+    _drain_others(root, embedder)
+    _, _, ids = _unembedded_messages(root)
+    crashed = psycopg.connect(database_url)  # claims the rows, then dies without committing
+    claimed = crashed.execute("select row_id from hipocampo.rows_to_embed('messages', 10)").fetchall()
+    assert {int(r[0]) for r in claimed} >= set(ids)
+    assert embed_missing_rows(root, embedder, kinds=("messages",)) == {"messages": 0}  # locked: skipped
+    crashed.close()  # the process is gone: its transaction rolls back, its locks go
+    assert embed_missing_rows(root, embedder, kinds=("messages",))["messages"] >= 2

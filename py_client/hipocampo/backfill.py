@@ -121,8 +121,16 @@ def embed_missing_rows(
         batch_size: rows per transaction, 1..1000.
         limit: stop each kind after about this many rows (default: until none is left).
 
+    A batch the embedder fails on (EmbeddingError: the provider is down, a rate limit outlasted
+    its retries) is recorded with ``hipocampo.record_embedding_failure``: its rows are retried by a
+    later run after an exponential backoff (``maintenance.embedding_retry_seconds``, doubling, at
+    most ``embedding_retry_max_seconds``) and dead-lettered after ``embedding_max_attempts``
+    failures (view ``hipocampo.embedding_queue``; ``requeue_embedding_failures`` gives them back).
+    A worker that dies mid-batch leaves its rows to the next (its transaction rolls back).
+
     Returns:
-        Rows embedded per kind, e.g. ``{"memories": 3, "memory_staging": 0, "messages": 120}``.
+        Rows embedded per kind, e.g. ``{"memories": 3, "memory_staging": 0, "messages": 120}``,
+        and ``<kind>_failed`` (rows whose embedding failed in this run) when there were any.
 
     Raises:
         EmbeddingError: ``embedder`` is not the active model.
@@ -132,7 +140,7 @@ def embed_missing_rows(
     _check_active(client, embedder)
     done: dict[str, int] = {}
     for kind in kinds:
-        stored, after = 0, None
+        stored, failed, after = 0, 0, None
         while limit is None or stored < limit:
             with client.transaction() as cur:
                 batch = client.rpc_in(
@@ -140,9 +148,20 @@ def embed_missing_rows(
                 )
                 if not batch:
                     break
-                vectors = embedder.embed_documents([r["content"] for r in batch])
-                items = [{"id": r["row_id"], "embedding": list(v)} for r, v in zip(batch, vectors, strict=True)]
+                ids = [str(r["row_id"]) for r in batch]
+                try:
+                    vectors = embedder.embed_documents([r["content"] for r in batch])
+                except EmbeddingError as exc:
+                    # The provider failed: the batch's rows wait for their retry (backoff), or are
+                    # dead-lettered after maintenance.embedding_max_attempts; the others go on.
+                    client.rpc_in(cur, "record_embedding_failure", {"kind": kind, "row_ids": ids, "error": str(exc)})
+                    failed += len(ids)
+                    after = ids[-1]
+                    continue
+                items = [{"id": i, "embedding": list(v)} for i, v in zip(ids, vectors, strict=True)]
                 stored += int(client.rpc_in(cur, "set_row_embeddings", {"kind": kind, "items": items}) or 0)
-                after = str(batch[-1]["row_id"])
+                after = ids[-1]
         done[kind] = stored
+        if failed:
+            done[f"{kind}_failed"] = failed
     return done

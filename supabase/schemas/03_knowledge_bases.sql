@@ -1537,7 +1537,9 @@ Purpose: rows that search cannot read with the active model - no embedding, or o
   model: active memories ('memories') and staged memories ('memory_staging') with their
   description, messages ('messages') with their content. The listed rows stay locked (for update
   skip locked) until the caller's transaction ends: store their vectors with set_row_embeddings
-  in the same transaction; concurrent workers take other rows.
+  in the same transaction; concurrent workers take other rows, and a worker that dies leaves its
+  rows to the next (its transaction rolls back). Rows whose embedding failed wait for their retry
+  time and dead-lettered ones are left out (record_embedding_failure).
 Parameters: kind memories | memory_staging | messages; batch_size 1..1000 rows; after_id - only
   rows with a greater id (a caller's cursor: a memory's uuid, a message's number, as text).
 Returns: at most batch_size rows by id: row_id (the id as text) and the text to embed.
@@ -1570,6 +1572,10 @@ begin
         select m.id::text, m.description from hipocampo_private.memories as m
         where m.status = 'active' and m.embedding_model is distinct from model
           and (rows_to_embed.after_id is null or m.id > rows_to_embed.after_id::uuid)
+          and not exists (
+              select 1 from hipocampo_private.embedding_failures as f
+              where f.kind = 'memories' and f.row_id = m.id::text and (f.dead or f.next_attempt_at > now())
+          )
         order by m.id
         limit batch_size
         for update of m skip locked;
@@ -1578,6 +1584,10 @@ begin
         select s.id::text, s.description from hipocampo_private.memory_staging as s
         where s.embedding_model is distinct from model
           and (rows_to_embed.after_id is null or s.id > rows_to_embed.after_id::uuid)
+          and not exists (
+              select 1 from hipocampo_private.embedding_failures as f
+              where f.kind = 'memory_staging' and f.row_id = s.id::text and (f.dead or f.next_attempt_at > now())
+          )
         order by s.id
         limit batch_size
         for update of s skip locked;
@@ -1586,6 +1596,10 @@ begin
         select m.id::text, m.content from hipocampo_private.messages as m
         where m.embedding_model is distinct from model
           and (rows_to_embed.after_id is null or m.id > rows_to_embed.after_id::bigint)
+          and not exists (
+              select 1 from hipocampo_private.embedding_failures as f
+              where f.kind = 'messages' and f.row_id = m.id::text and (f.dead or f.next_attempt_at > now())
+          )
         order by m.id
         limit batch_size
         for update of m skip locked;
@@ -1597,7 +1611,8 @@ $$;
 set_row_embeddings(kind text, items jsonb) -> integer
 
 Purpose: store embeddings of the active model for rows rows_to_embed listed. A row that already
-  has an embedding of the active model keeps it (a repeated call changes nothing). A message's
+  has an embedding of the active model keeps it (a repeated call changes nothing). A stored row
+  leaves the retry bookkeeping (embedding_failures). A message's
   tokens belong to its embedding's model, so they are cleared with it (the token backfill,
   messages_without_tokens, lists the message again).
 Parameters: kind as rows_to_embed; items - [{"id": "<uuid, or a message's number>", "embedding":
@@ -1645,6 +1660,9 @@ begin
         end if;
         get diagnostics one = row_count;
         n := n + one;
+        -- Embedded now (or already): no longer a failure waiting for its retry.
+        delete from hipocampo_private.embedding_failures as f
+        where f.kind = set_row_embeddings.kind and f.row_id = item ->> 'id';
     end loop;
     return n;
 end;
@@ -1655,6 +1673,125 @@ comment on function hipocampo.rows_to_embed(text, integer, text) is
 
 comment on function hipocampo.set_row_embeddings(text, jsonb) is
 'Store embeddings of the active model for rows rows_to_embed listed (a message''s tokens are cleared with its old embedding).';
+
+-- The retry bookkeeping of the embedding backfill (issue 20 §4): a row whose vector could not be
+-- computed (the provider failed) is retried with exponential backoff and, after
+-- maintenance.embedding_max_attempts failures, dead-lettered with its last error. Rows still
+-- waiting are the ones rows_to_embed lists; this table holds only those that failed. Service
+-- only (RLS on, no policy; the backfill and the operator run as service_role).
+create table hipocampo_private.embedding_failures (
+    kind text not null,
+    row_id text not null,
+    attempts integer not null default 1,
+    last_error text not null,
+    next_attempt_at timestamptz not null,
+    dead boolean not null default false,
+    updated_at timestamptz not null default now(),
+    primary key (kind, row_id),
+    constraint embedding_failures_kind_check check (kind in ('memories', 'memory_staging', 'messages')),
+    constraint embedding_failures_attempts_check check (attempts >= 1),
+    constraint embedding_failures_error_length check (char_length(last_error) <= 2000)
+);
+
+alter table hipocampo_private.embedding_failures enable row level security;
+
+comment on table hipocampo_private.embedding_failures is
+'Rows whose embedding failed: attempts, last error, when to retry; dead after maintenance.embedding_max_attempts (the dead letters).';
+
+/*
+record_embedding_failure(kind text, row_ids text[], error text) -> jsonb
+
+Purpose: the retry bookkeeping of the embedding backfill (issue 20 §4): rows rows_to_embed listed
+  whose vectors could not be computed (the provider failed) are retried after
+  maintenance.embedding_retry_seconds * 2^(attempts - 1), at most
+  maintenance.embedding_retry_max_seconds, and dead-lettered (no longer listed) after
+  maintenance.embedding_max_attempts failures, keeping the last error. A row embedded later
+  (set_row_embeddings) leaves the table.
+Parameters: kind memories | memory_staging | messages; row_ids - the rows' ids as rows_to_embed
+  gave them; error - what failed (up to 2,000 characters kept).
+Returns: {"retrying": n, "dead": n} after this failure.
+Errors: 42501 for any role but service_role (no EXECUTE); 22023 "kind must be memories,
+  memory_staging or messages"; 55000 "maintenance config is incomplete: …".
+Example: select hipocampo.record_embedding_failure('messages', array['42'], 'HTTP 503 from the provider');
+*/
+create or replace function hipocampo.record_embedding_failure(kind text, row_ids text[], error text)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    m jsonb := (select s.config -> 'maintenance' from hipocampo_private.settings as s where s.tenant_id is null);
+    max_attempts integer := (m ->> 'embedding_max_attempts')::integer;
+    base double precision := (m ->> 'embedding_retry_seconds')::double precision;
+    cap double precision := (m ->> 'embedding_retry_max_seconds')::double precision;
+    result jsonb;
+begin
+    if kind is null or kind not in ('memories', 'memory_staging', 'messages') then
+        raise exception 'kind must be memories, memory_staging or messages' using errcode = '22023';
+    end if;
+    if max_attempts is null or base is null or cap is null then
+        raise exception 'maintenance config is incomplete: embedding_max_attempts, embedding_retry_seconds, embedding_retry_max_seconds (seed it from config.toml: hipocampo db migrate)'
+            using errcode = '55000';
+    end if;
+    with failed as (
+        insert into hipocampo_private.embedding_failures as f
+            (kind, row_id, attempts, last_error, next_attempt_at, dead)
+        select record_embedding_failure.kind, r, 1, left(coalesce(error, 'unknown error'), 2000),
+            now() + make_interval(secs => least(base, cap)), max_attempts <= 1
+        from (select distinct unnest(row_ids) as r) as ids
+        where r is not null
+        on conflict on constraint embedding_failures_pkey do update
+        set attempts = f.attempts + 1,
+            last_error = excluded.last_error,
+            next_attempt_at = now() + make_interval(secs => least(base * power(2, f.attempts), cap)),
+            dead = f.attempts + 1 >= max_attempts,
+            updated_at = now()
+        returning f.dead
+    )
+    select jsonb_build_object(
+        'retrying', count(*) filter (where not failed.dead), 'dead', count(*) filter (where failed.dead)
+    ) into result
+    from failed;
+    return result;
+end;
+$$;
+
+/*
+requeue_embedding_failures(kind text default null) -> integer
+
+Purpose: give dead-lettered rows (and those waiting for a retry) back to the backfill at once,
+  e.g. after the provider is fixed: their failure records are deleted, so rows_to_embed lists them
+  again.
+Parameters: kind - memories | memory_staging | messages, or null for all.
+Returns: the number of rows requeued.
+Errors: 42501 for any role but service_role (no EXECUTE); 22023 on an unknown kind.
+Example: select hipocampo.requeue_embedding_failures('messages');
+*/
+create or replace function hipocampo.requeue_embedding_failures(kind text default null)
+returns integer
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    n integer;
+begin
+    if kind is not null and kind not in ('memories', 'memory_staging', 'messages') then
+        raise exception 'kind must be memories, memory_staging or messages' using errcode = '22023';
+    end if;
+    delete from hipocampo_private.embedding_failures as f
+    where requeue_embedding_failures.kind is null or f.kind = requeue_embedding_failures.kind;
+    get diagnostics n = row_count;
+    return n;
+end;
+$$;
+
+comment on function hipocampo.record_embedding_failure(text, text[], text) is
+'Record that rows could not be embedded: retried with exponential backoff, dead-lettered after maintenance.embedding_max_attempts.';
+
+comment on function hipocampo.requeue_embedding_failures(text) is
+'Give dead-lettered and waiting rows back to the embedding backfill.';
 
 create index ingestion_jobs_running_idx on hipocampo_private.ingestion_jobs (heartbeat_at)
 where status = 'running';

@@ -157,6 +157,80 @@ select
 from hipocampo_private.chunks as c
 group by c.tenant_id, c.kb_id, c.embedding_model;
 
+-- The embedding backfill's queue (issue 20 §4): rows waiting for a vector of the active model
+-- per kind, and of those the ones waiting for a retry and the dead letters. Service only (it
+-- spans tenants).
+create view hipocampo.embedding_queue
+with (security_invoker = true)
+as
+with active_model as (
+    select e.name
+    from hipocampo_private.embedding_models as e
+    where e.active
+),
+
+pending as (
+    select
+        'memories' as kind,
+        m.id::text as row_id
+    from hipocampo_private.memories as m
+    where
+        m.status = 'active'
+        and m.embedding_model is distinct from (select a.name from active_model as a)
+    union all
+    select
+        'memory_staging' as kind,
+        s.id::text as row_id
+    from hipocampo_private.memory_staging as s
+    where s.embedding_model is distinct from (select a.name from active_model as a)
+    union all
+    select
+        'messages' as kind,
+        g.id::text as row_id
+    from hipocampo_private.messages as g
+    where g.embedding_model is distinct from (select a.name from active_model as a)
+),
+
+waiting as (
+    select
+        p.kind,
+        count(*) as waiting
+    from pending as p
+    group by p.kind
+),
+
+failures as (
+    select
+        f.kind,
+        count(*) filter (where not f.dead) as retrying,
+        count(*) filter (where f.dead) as dead
+    from hipocampo_private.embedding_failures as f
+    group by f.kind
+),
+
+last_dead as (
+    select distinct on (f.kind)
+        f.kind,
+        f.last_error
+    from hipocampo_private.embedding_failures as f
+    where f.dead
+    order by f.kind asc, f.updated_at desc
+)
+
+select
+    k.kind,
+    coalesce(w.waiting, 0) as waiting,
+    coalesce(x.retrying, 0) as retrying,
+    coalesce(x.dead, 0) as dead,
+    d.last_error as last_dead_letter_error
+from (values ('memories'), ('memory_staging'), ('messages')) as k (kind)
+left join waiting as w on k.kind = w.kind
+left join failures as x on k.kind = x.kind
+left join last_dead as d on k.kind = d.kind;
+
+comment on view hipocampo.embedding_queue is
+'Rows waiting for a vector of the active model per kind: waiting (all), retrying (failed, backing off), dead (dead letters) and the newest dead letter''s error.';
+
 comment on view hipocampo.rag_answer_stats is
 'Answer calls per tenant and day: count, latency p50/p95/p99 (ms), results per query, filtered, refusal and cache hit rates.';
 

@@ -14,6 +14,7 @@ grant usage on schema hipocampo_private to service_role;
 
 grant select on hipocampo.embedding_stats to authenticated;
 grant select on hipocampo.embedding_stats to service_role;
+grant select on hipocampo.embedding_queue to service_role;
 grant select on hipocampo.memory_events_daily to authenticated;
 grant select on hipocampo.memory_events_daily to service_role;
 grant select on hipocampo.memory_metrics to authenticated;
@@ -67,6 +68,7 @@ grant select, insert, delete on hipocampo_private.messages to authenticated;
 grant all on hipocampo_private.messages to service_role;
 grant select on hipocampo_private.project_secrets to service_role;
 grant all on hipocampo_private.rate_limit_buckets to service_role;
+grant all on hipocampo_private.embedding_failures to service_role;
 grant select, insert, update, delete on hipocampo_private.sessions to authenticated;
 grant all on hipocampo_private.sessions to service_role;
 grant select on hipocampo_private.settings to authenticated;
@@ -146,6 +148,8 @@ grant execute on function hipocampo.set_memory_consent(granted boolean, user_id 
 grant execute on function hipocampo.set_memory_embeddings(items jsonb) to authenticated, service_role;
 grant execute on function hipocampo.set_message_tokens(message_id bigint, token_ids integer[], token_bits bit varying[]) to authenticated, service_role;
 grant execute on function hipocampo.set_row_embeddings(kind text, items jsonb) to service_role;
+grant execute on function hipocampo.record_embedding_failure(kind text, row_ids text[], error text) to service_role;
+grant execute on function hipocampo.requeue_embedding_failures(kind text) to service_role;
 grant execute on function hipocampo.set_tenant_config(section text, patch jsonb, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.staged_memories() to authenticated, service_role;
 grant execute on function hipocampo.start_ingestion_job(kb_id uuid, documents_total integer) to authenticated, service_role;

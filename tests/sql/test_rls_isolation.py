@@ -37,7 +37,7 @@ TENANT_COLUMN = {"tenants": "id"}
 PERSONAL_TABLES = {"messages", "conversation_summaries", "sessions"}  # rows of one user, tested in test_conversations
 GLOBAL_TABLES = {"embedding_models"}  # shared registry, readable by all, written by service_role
 # No client role reads or writes these: only their RPCs (cache_get/cache_put, take_rate_limit).
-SERVICE_ONLY_TABLES = {"answer_cache", "project_secrets", "rate_limit_buckets"}
+SERVICE_ONLY_TABLES = {"answer_cache", "embedding_failures", "project_secrets", "rate_limit_buckets"}
 
 
 def test_every_table_is_covered(db: psycopg.Connection[dict[str, Any]]) -> None:
