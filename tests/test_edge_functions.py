@@ -33,7 +33,7 @@ from .jwks_endpoint import LocalJWKS, user_claims
 from .openai_endpoint import LocalOpenAI, local_openai
 
 REPO = Path(__file__).resolve().parents[1]
-FUNCTIONS = ("context-pack", "search", "memory", "conversations")
+FUNCTIONS = ("context-pack", "search", "memory", "conversations", "embed")
 SECRET = "edge-functions-test-secret-0123456789abcdef"
 ESTAGIO = (
     "Regulamento de estágio. O estágio supervisionado tem carga horária mínima de 400 horas. "
@@ -476,5 +476,59 @@ def test_vectors_computed_through_the_models_openai_endpoint(
         assert [c["source_uri"] for c in r.json()["chunks"]] == ["test://estagio"]
         assert [b["input"] for b in embeddings.requests[-3:]] == [text, "qual é o trabalho dela?", q]
     finally:
+        with env.root.transaction() as cur:
+            cur.execute("update hipocampo_private.embedding_models set provider = 'local' where active")
+
+
+def test_the_embed_function_drains_the_queue_through_the_model_s_endpoint(
+    env: Env, fn: dict[str, EdgeFunction], embeddings: LocalOpenAI
+) -> None:
+    """Issue 20 §4: messages stored without a vector are embedded by the embed function with the
+    active model's OpenAI-compatible endpoint, in one request per batch; a batch the endpoint
+    keeps failing on is recorded for a retry (with the error), and only service_role may run it."""
+    from hipocampo import Memory
+
+    def stored(ids: list[int]) -> list[dict[str, Any]]:
+        with env.root.transaction() as cur:
+            cur.execute(
+                "select m.id, m.embedding_model, m.embedding::text as e, f.attempts, f.last_error"
+                " from hipocampo_private.messages as m left join hipocampo_private.embedding_failures as f"
+                " on f.kind = 'messages' and f.row_id = m.id::text where m.id = any(%s) order by m.id",
+                (ids,),
+            )
+            return [dict(r) for r in cur.fetchall()]
+
+    with env.root.transaction() as cur:
+        cur.execute("update hipocampo_private.embedding_models set provider = 'openai' where active")
+    try:
+        member = Memory(env.root.as_actor(Actor.user(env.member, env.tenant)), None)
+        conv = uuid.uuid4()
+        texts = ["O elevador do bloco B parou", "A piscina reabre no sábado"]
+        ids = member.add_messages(conv, [{"role": "user", "content": t} for t in texts])
+        service = bearer(token("service_role"))
+        body = {"kinds": ["messages"], "max_batches": 100}
+        assert httpx.post(fn["embed"].url, json=body, headers=env.user()).status_code == 403
+        r = httpx.post(fn["embed"].url, json=body, headers=service)
+        assert r.status_code == 200, r.text
+        assert r.json()["embedded"]["messages"] >= 2 and r.json()["failed"] == {"messages": 0}
+        rows = stored(ids)
+        assert [row["embedding_model"] for row in rows] == ["all-MiniLM-L6-v2"] * 2
+        for row, want in zip(rows, env.embedder.embed_documents(texts), strict=True):
+            got = [float(x) for x in row["e"].strip("[]").split(",")]
+            assert sum(a * b for a, b in zip(got, want, strict=True)) > 0.9999
+        batches = [b["input"] for b in embeddings.requests if isinstance(b["input"], list)]
+        assert any(set(texts) <= set(b) for b in batches)  # one request for the batch
+
+        (late,) = member.add_messages(conv, [{"role": "user", "content": "O portão da garagem travou"}])
+        embeddings.fail = [500] * 4  # the SDK's request and its 3 retries
+        r = httpx.post(fn["embed"].url, json=body, headers=service)
+        assert r.status_code == 200 and r.json()["failed"]["messages"] >= 1, r.text
+        (row,) = stored([late])
+        assert row["embedding_model"] is None and row["attempts"] == 1
+        assert row["last_error"].startswith("embedding request failed")
+        r = httpx.post(fn["embed"].url, json={"batch_size": 0}, headers=service)
+        assert (r.status_code, r.json()["error"]) == (422, "batch_size must be an integer 1..100")
+    finally:
+        embeddings.fail = []
         with env.root.transaction() as cur:
             cur.execute("update hipocampo_private.embedding_models set provider = 'local' where active")

@@ -16,6 +16,8 @@ export interface EmbedScope {
   kb_id?: string | null;
   agent?: string | null;
   tenant_id?: string | null;
+  /** The project-wide rag config (the global row; service_role): for work across tenants. */
+  global?: boolean;
 }
 
 interface ActiveModel {
@@ -31,6 +33,14 @@ interface ActiveModel {
  * failed or returned other dimensions than the model's).
  */
 export async function embedQuery(tx: Tx, text: string, scope: EmbedScope = {}): Promise<number[]> {
+  return (await embedTexts(tx, [text], scope))[0];
+}
+
+/**
+ * `dims`-long vectors of `texts`, in order, in one request to the active model's endpoint
+ * (L2-normalised when rag.embedding_normalize). Errors as embedQuery.
+ */
+export async function embedTexts(tx: Tx, texts: string[], scope: EmbedScope = {}): Promise<number[][]> {
   const [model] = await tx.unsafe(
     "select name, dims, provider from hipocampo_private.embedding_models where active",
   ) as unknown as ActiveModel[];
@@ -41,10 +51,14 @@ export async function embedQuery(tx: Tx, text: string, scope: EmbedScope = {}): 
         "runs offline in the Python client (provider local)",
     );
   }
-  const [{ cfg }] = await tx.unsafe(
-    "select hipocampo.rag_config($1::uuid, $2::text, $3::uuid) as cfg",
-    [scope.kb_id ?? null, scope.agent ?? null, scope.tenant_id ?? null],
-  ) as unknown as { cfg: Record<string, unknown> }[];
+  const [{ cfg }] = (scope.global
+    ? await tx.unsafe(
+      "select s.config -> 'rag' as cfg from hipocampo_private.settings as s where s.tenant_id is null",
+    )
+    : await tx.unsafe(
+      "select hipocampo.rag_config($1::uuid, $2::text, $3::uuid) as cfg",
+      [scope.kb_id ?? null, scope.agent ?? null, scope.tenant_id ?? null],
+    )) as unknown as { cfg: Record<string, unknown> }[];
   const env = (name: unknown) => (typeof name === "string" && name ? Deno.env.get(name) : undefined);
   const apiKey = env(cfg.api_key_secret) ?? "missing-key";
   const client = model.provider === "azure"
@@ -58,26 +72,32 @@ export async function embedQuery(tx: Tx, text: string, scope: EmbedScope = {}): 
     })
     : new OpenAI({ apiKey, baseURL: env(cfg.base_url_secret), maxRetries: 3, timeout: 30_000 });
   const name = String(cfg.embedding_model || model.name);
-  let vector: number[];
+  let vectors: number[][];
   try {
     const resp = await client.embeddings.create({
       model: name,
-      input: text,
+      input: texts.length === 1 ? texts[0] : texts,
       ...(name.startsWith("text-embedding-3") ? { dimensions: model.dims } : {}),
     });
-    vector = resp.data[0]?.embedding ?? [];
+    vectors = [...resp.data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
   } catch (err) {
     throw new HttpError(502, `embedding request failed: ${err instanceof Error ? err.message : String(err)}`);
   }
-  if (vector.length !== model.dims) {
+  if (vectors.length !== texts.length) {
     throw new HttpError(
       502,
-      `the embedding endpoint returned ${vector.length} dimensions; ${model.name} has ${model.dims}`,
+      `the embedding endpoint returned ${vectors.length} vectors for ${texts.length} texts`,
     );
   }
-  if (cfg.embedding_normalize !== false) {
+  return vectors.map((vector) => {
+    if (vector.length !== model.dims) {
+      throw new HttpError(
+        502,
+        `the embedding endpoint returned ${vector.length} dimensions; ${model.name} has ${model.dims}`,
+      );
+    }
+    if (cfg.embedding_normalize === false) return vector;
     const norm = Math.hypot(...vector);
-    if (norm > 0) vector = vector.map((x) => x / norm);
-  }
-  return vector;
+    return norm > 0 ? vector.map((x) => x / norm) : vector;
+  });
 }

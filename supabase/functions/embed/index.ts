@@ -1,0 +1,97 @@
+/**
+ * POST /functions/v1/embed -> drains the embedding queue for a model served by OpenAI / Azure
+ * OpenAI (issue 20 §4): rows without a vector of the active model (hipocampo.rows_to_embed:
+ * active and staged memories, messages) are claimed in batches (for update skip locked: parallel
+ * calls take different rows), embedded in one request each through the model's endpoint
+ * (_shared/embed.ts; the key / endpoint / base URL variables the global rag config names) and stored
+ * (hipocampo.set_row_embeddings). A batch the endpoint fails on is recorded
+ * (hipocampo.record_embedding_failure: retried after a backoff, dead-lettered after
+ * maintenance.embedding_max_attempts) and the run goes on. One transaction per call: a call that
+ * dies leaves its rows to the next. Schedule it (pg_cron + pg_net) or call it from a worker.
+ *
+ * Body: {"kinds"?: ["memories" | "memory_staging" | "messages"], "batch_size"?: 1..100 (default
+ * 50), "max_batches"?: 1..100 per kind (default 10)}. service_role only.
+ * Returns: {"embedded": {kind: n}, "failed": {kind: n}}.
+ * Errors: 401 token; 403 not service_role; 422 bad body, or the active model runs offline
+ * (provider local: `hipocampo worker --embed-missing` embeds with it); 503 database down.
+ * Example: curl -X POST "$SUPABASE_URL/functions/v1/embed" -H "Authorization: Bearer $SERVICE_ROLE_KEY" -d '{}'
+ */
+import type { Rpc } from "../_shared/rpc.ts";
+import { callRpc } from "../_shared/rpc.ts";
+import { embedTexts } from "../_shared/embed.ts";
+import { HttpError } from "../_shared/http.ts";
+import { type RouteContext, serve } from "../_shared/serve.ts";
+
+const KINDS = ["memories", "memory_staging", "messages"];
+
+export const rowsToEmbed: Rpc = {
+  name: "rows_to_embed",
+  params: { kind: "text", batch_size: "integer", after_id: "text" },
+  required: ["kind"],
+  returns: "rows",
+};
+export const setRowEmbeddings: Rpc = {
+  name: "set_row_embeddings",
+  params: { kind: "text", items: "jsonb" },
+  required: ["kind", "items"],
+  returns: "value",
+};
+export const recordEmbeddingFailure: Rpc = {
+  name: "record_embedding_failure",
+  params: { kind: "text", row_ids: "text[]", error: "text" },
+  required: ["kind", "row_ids", "error"],
+  returns: "value",
+};
+
+function bounded(value: unknown, name: string, fallback: number, max: number): number {
+  if (value === undefined || value === null) return fallback;
+  if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > max) {
+    throw new HttpError(422, `${name} must be an integer 1..${max}`);
+  }
+  return value as number;
+}
+
+/** Claims, embeds and stores the queued rows of each kind; records the batches that fail. */
+export async function drain({ actor, body, tx }: RouteContext): Promise<unknown> {
+  if (actor.role !== "service_role") throw new HttpError(403, "the embed function is for service_role");
+  const unknown = Object.keys(body).filter((k) => !["kinds", "batch_size", "max_batches"].includes(k));
+  if (unknown.length) throw new HttpError(422, `unknown parameter(s) ${unknown.join(", ")}`);
+  const kinds = body.kinds ?? KINDS;
+  if (!Array.isArray(kinds) || kinds.some((k) => !KINDS.includes(String(k)))) {
+    throw new HttpError(422, `kinds must be a subset of ${KINDS.join(", ")}`);
+  }
+  const batchSize = bounded(body.batch_size, "batch_size", 50, 100);
+  const maxBatches = bounded(body.max_batches, "max_batches", 10, 100);
+  const embedded: Record<string, number> = {};
+  const failed: Record<string, number> = {};
+  for (const kind of kinds as string[]) {
+    embedded[kind] = 0;
+    failed[kind] = 0;
+    let after: string | null = null;
+    for (let batch = 0; batch < maxBatches; batch++) {
+      const rows = await callRpc(tx, rowsToEmbed, { kind, batch_size: batchSize, after_id: after }) as {
+        row_id: string;
+        content: string;
+      }[];
+      if (!rows.length) break;
+      const ids = rows.map((r) => r.row_id);
+      after = ids.at(-1) ?? null;
+      let vectors: number[][];
+      try {
+        // The model is the project's, so are its endpoint and key: the global rag config.
+        vectors = await embedTexts(tx, rows.map((r) => r.content), { global: true });
+      } catch (err) {
+        if (err instanceof HttpError && err.status === 422) throw err; // offline model: nothing to do here
+        const error = err instanceof Error ? err.message : String(err);
+        await callRpc(tx, recordEmbeddingFailure, { kind, row_ids: ids, error });
+        failed[kind] += ids.length;
+        continue;
+      }
+      const items = ids.map((id, i) => ({ id, embedding: vectors[i] }));
+      embedded[kind] += Number(await callRpc(tx, setRowEmbeddings, { kind, items }) ?? 0);
+    }
+  }
+  return { embedded, failed };
+}
+
+if (import.meta.main) serve("embed", { "": { method: "POST", run: drain } });
