@@ -373,15 +373,11 @@ def mcp_stdio(
     acting as --user in --tenant (RLS and the caller model apply). Protocol on stdout; messages
     on stderr."""
     from ..mcp_server import build_server
-    from .memory import _user
+    from .memory import _member, _user
 
     uid = _user(user)
     with _client(tenant) as service:
-        tid = service.actor.tenant_id
-        assert tid is not None
-        if service.membership_role(tid, uid) is None:
-            service.add_member(tid, uid, "member")
-            err_console.print(f"[dim]added {uid} to tenant {tenant} as a member[/dim]", highlight=False, soft_wrap=True)
+        tid = _member(service, tenant, uid)
     build_server(_database_url(), tid, uid).run("stdio")
 
 

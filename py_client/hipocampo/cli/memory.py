@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 from rich.table import Column, Table
 
-from ..client import Actor
+from ..client import Actor, Hipocampo
 from ..errors import HipocampoError, InvalidInputError, MemoryRejected
 from ..memory import Memory
 from .common import _client, _fail, err_console
@@ -69,17 +69,23 @@ def _user(user: str | None) -> uuid.UUID:
         ) from None
 
 
+def _member(service: Hipocampo, tenant: str, uid: uuid.UUID) -> uuid.UUID:
+    """The tenant's id; ``uid`` added to it as a member first when it is not one (said on stderr)."""
+    tid = service.actor.tenant_id
+    assert tid is not None
+    if service.membership_role(tid, uid) is None:
+        service.add_member(tid, uid, "member")
+        err_console.print(f"[dim]added {uid} to tenant {tenant} as a member[/dim]", highlight=False, soft_wrap=True)
+    return tid
+
+
 @contextmanager
 def _memory(tenant: str, user: str | None, *, embed: bool = True) -> Iterator[Memory]:
     from ..embeddings import provider_from_config
 
     uid = _user(user)
     with _client(tenant) as service:
-        tid = service.actor.tenant_id
-        assert tid is not None
-        if service.membership_role(tid, uid) is None:
-            service.add_member(tid, uid, "member")
-            err_console.print(f"[dim]added {uid} to tenant {tenant} as a member[/dim]", highlight=False, soft_wrap=True)
+        tid = _member(service, tenant, uid)
         try:
             yield Memory(service.as_actor(Actor.user(uid, tid)), provider_from_config() if embed else None)
         except MemoryRejected as exc:
