@@ -127,9 +127,11 @@ def test_search_ask_and_context_pack(tenants: dict[str, Any]) -> None:
             "context_pack", {"conversation_id": str(uuid.uuid4()), "query": "horário da piscina"}
         )
         other = await client.call_tool("search_knowledge_base", {"query": "garagem código", "kb": ["regras-b"]})
-        return hits, answer, pack, other
+        kbs = await client.read_resource("hipocampo://knowledge-bases")
+        return hits, answer, pack, other, kbs
 
-    hits, answer, pack, other = call(tenants["a"], tenants["user"], steps)
+    hits, answer, pack, other, kbs = call(tenants["a"], tenants["user"], steps)
+    assert [kb["name"] for kb in json.loads(kbs.contents[0].text)] == ["regras-a"]  # tenant B's is not listed
     found = data(hits)
     assert found[0]["title"] == "regimento" and "22 horas" in found[0]["excerpt"]
     ans = data(answer)
