@@ -107,6 +107,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/locomo.py
 	$(BIN)/python benchmarks/history_latency.py
 	$(BIN)/python benchmarks/answers.py
+	$(BIN)/python benchmarks/scale.py
 
 clean:
 	rm -rf $(VENV) .hipocampo .deno .pgtap .pg15

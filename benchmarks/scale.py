@@ -1,0 +1,146 @@
+"""The scaling curve behind docs/SCALE.md (issue 20 §5): DB-side ``hybrid_search`` latency as one
+knowledge base grows, with synthetic vectors and real text statistics.
+
+    python benchmarks/scale.py [--sizes 10000,100000] [--queries 40] [--write]
+
+A throwaway tenant gets one knowledge base whose chunks are SciFact abstracts cycled (real
+lexical statistics: BM25 postings, document frequencies) with random unit vectors (synthetic: no
+model runs, so a million rows take minutes, not hours), written straight into the tables as the
+owner in batches of 10,000 (the statement triggers keep postings and statistics as
+``ingest_document`` does; the model's partial HNSW index is maintained row by row). After each
+size is reached and analysed, ``--queries`` SciFact questions with random unit query vectors go
+through ``hipocampo.hybrid_search`` as service_role, one transaction each (the SQL call alone,
+no client work); p50 / p95 in ms. Sizes up to ``retrieval.exact_scan_max_rows`` (10,000) scan
+the vectors exactly, larger ones use HNSW. The tenant is deleted at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hipocampo import db
+from hipocampo.datasets import load_beir
+from report import pct, write_section
+
+BEGIN, END = "<!-- scale:begin -->", "<!-- scale:end -->"
+DIMS = 384
+MODEL = "all-MiniLM-L6-v2"
+
+
+def _vector(rng: random.Random) -> str:
+    v = [rng.gauss(0, 1) for _ in range(DIMS)]
+    n = sum(x * x for x in v) ** 0.5
+    return "[" + ",".join(f"{x / n:.5f}" for x in v) + "]"
+
+
+def grow(conn: psycopg.Connection[tuple[object, ...]], tenant: uuid.UUID, kb: uuid.UUID, texts: list[str],
+         have: int, want: int, rng: random.Random) -> float:  # fmt: skip
+    """Add chunks (100 per document) until the KB holds ``want``; returns the seconds taken."""
+    t0 = time.perf_counter()
+    while have < want:
+        n = min(10_000, want - have)
+        docs = [uuid.uuid4() for _ in range(max(1, n // 100))]
+        with conn.transaction(), conn.cursor() as cur:
+            cur.executemany(
+                "insert into hipocampo_private.documents (id, tenant_id, kb_id, title, source_uri, content_hash)"
+                " values (%s, %s, %s, %s, %s, %s)",
+                [(d, tenant, kb, f"doc {d}", f"scale://{d}", d.hex) for d in docs],
+            )
+            rows = []
+            for i in range(n):
+                text = texts[(have + i) % len(texts)]
+                rows.append((docs[i % len(docs)], i, text, f"{kb}:{have + i}", _vector(rng)))
+            with cur.copy(
+                "copy hipocampo_private.chunks (tenant_id, kb_id, document_id, chunk_index, content,"
+                " token_count, content_hash, ts_config, embedding, embedding_model) from stdin"
+            ) as copy:
+                for doc, i, text, digest, vec in rows:
+                    copy.write_row(
+                        (tenant, kb, doc, i, text, 200, digest, "hipocampo_private.english_unaccent", vec, MODEL)
+                    )
+        have += n
+        print(f"  {have} chunks ({time.perf_counter() - t0:.0f} s)", flush=True)
+    return time.perf_counter() - t0
+
+
+def measure(conn: psycopg.Connection[tuple[object, ...]], tenant: uuid.UUID, kb: uuid.UUID,
+            queries: list[str], rng: random.Random) -> list[float]:  # fmt: skip
+    conn.execute("analyze hipocampo_private.chunks")
+    conn.execute("analyze hipocampo_private.kb_postings")
+    out = []
+    for q in queries:
+        vec = _vector(rng)
+        t0 = time.perf_counter()
+        with conn.transaction():
+            conn.execute("set local role service_role")
+            conn.execute(
+                "select count(*) from hipocampo.hybrid_search(query_text => %s,"
+                " query_embedding => %s::extensions.vector, kb_ids => array[%s]::uuid[], tenant_id => %s)",
+                (q, vec, kb, tenant),
+            ).fetchone()
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the tenant (for profiling); prints its ids")
+    args = ap.parse_args()
+    ds = load_beir("scifact")
+    texts = [f"{t} {x}".strip() for t, x in ds.corpus.values()]
+    queries = list(ds.queries.values())[: args.queries]
+    rng = random.Random(7)
+    url = db.ensure_database()
+    rows = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        tenant, kb = uuid.uuid4(), uuid.uuid4()
+        conn.execute("insert into hipocampo_private.tenants (id, name, slug) values (%s, 'Scale', %s)",
+                     (tenant, f"scale-{tenant.hex[:8]}"))  # fmt: skip
+        conn.execute("insert into hipocampo_private.knowledge_bases (id, tenant_id, name, language, status)"
+                     " values (%s, %s, 'scale', 'english', 'ready')", (kb, tenant))  # fmt: skip
+        try:
+            have = 0
+            for size in (int(s) for s in args.sizes.split(",")):
+                print(f"growing to {size} chunks", flush=True)
+                took = grow(conn, tenant, kb, texts, have, size, rng)
+                have = size
+                lat = measure(conn, tenant, kb, queries, rng)
+                rows.append((size, took, statistics.median(lat), pct(lat, 95)))
+                print(f"{size} chunks: hybrid_search p50 {rows[-1][2]:.1f} ms, p95 {rows[-1][3]:.1f} ms", flush=True)
+        finally:
+            if args.keep:
+                print(f"kept: tenant {tenant}, knowledge base {kb}")
+            else:
+                conn.execute("delete from hipocampo_private.tenants where id = %s", (tenant,))
+    table = "| chunks in the KB | vector leg | load of the step (s) | hybrid_search p50 ms | p95 ms |\n"
+    table += "|---|---|---|---|---|\n"
+    table += "\n".join(
+        f"| {s:,} | {'exact' if s <= 10_000 else 'HNSW'} | {t:.0f} | {p50:.1f} | {p95:.1f} |" for s, t, p50, p95 in rows
+    )
+    print(table)
+    if args.write:
+        cmd = "python benchmarks/scale.py " + " ".join(a for a in sys.argv[1:] if a != "--write")
+        text = (
+            f"{BEGIN}\n## Scaling curve of one knowledge base (issue 20 §5)\n\n`{cmd.strip()}` "
+            f"({time.strftime('%Y-%m-%d')}, 2 cores, embedded PostgreSQL 18 + pgvector 0.8): SciFact abstracts "
+            f"cycled with random unit vectors, {args.queries} SciFact questions per size as service_role, "
+            f"the SQL call alone.\n\n{table}\n{END}"
+        )
+        print(f"written: {write_section(BEGIN, END, text)}")
+
+
+if __name__ == "__main__":
+    main()
