@@ -375,6 +375,10 @@ def mcp_stdio(
     from ..mcp_server import build_server
     from .memory import _member, _user
 
+    try:
+        import mcp.server.mcpserver  # noqa: F401
+    except ImportError:
+        raise _fail(HipocampoError("hipocampo mcp needs the MCP SDK: pip install 'hipocampo[mcp]'")) from None
     uid = _user(user)
     with _client(tenant) as service:
         tid = _member(service, tenant, uid)

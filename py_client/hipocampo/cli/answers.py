@@ -68,7 +68,8 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (default: config http.host).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: config http.port).")] = None,
 ) -> None:
-    """HTTP API (FastAPI): POST /ask, POST /context-pack, GET /healthz, GET /readyz, docs at /docs.
+    """HTTP API (FastAPI): POST /ask, POST /context-pack, POST /mcp (MCP, streamable HTTP), GET /healthz,
+    GET /readyz, docs at /docs.
 
     Needs the JWT secret in the environment variable config http.jwt_secret_env names
     (SUPABASE_JWT_SECRET), or the JWKS URL of the project's asymmetric signing keys in the one
