@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-__all__ = ["EmbeddingProvider", "TokenEmbedder", "TokenVectors", "l2_normalize", "token_embedder"]
+__all__ = ["EmbeddingProvider", "TokenEmbedder", "TokenVectors", "cpu_threads", "l2_normalize", "token_embedder"]
 
 
 @runtime_checkable
@@ -70,3 +71,10 @@ def l2_normalize(vec: Sequence[float]) -> list[float]:
     if norm == 0:
         return list(vec)
     return [x / norm for x in vec]
+
+
+def cpu_threads(threads: int | None = None) -> int:
+    """Threads a local model computes with: ``threads``, else ``HIPOCAMPO_EMBED_THREADS``, else
+    one per core (docs/design.md §Embeddings)."""
+    env = os.environ.get("HIPOCAMPO_EMBED_THREADS")
+    return threads or (int(env) if env else os.cpu_count() or 1)

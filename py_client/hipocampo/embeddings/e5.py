@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import EmbeddingError
+from .base import cpu_threads
 
 __all__ = ["E5_MODEL", "LocalE5"]
 
@@ -52,8 +53,7 @@ class LocalE5:
     def __init__(self, threads: int | None = None) -> None:
         self.model_name = E5_MODEL
         self.model_version = f"{E5_MODEL}@{E5_PACKAGE}:original-q4"
-        env_threads = os.environ.get("HIPOCAMPO_EMBED_THREADS")
-        self._threads = threads or (int(env_threads) if env_threads else os.cpu_count() or 1)
+        self._threads = cpu_threads(threads)
         self._model: Any = None
         self._lock = threading.Lock()
 

@@ -22,9 +22,9 @@ def provider_from_config(section: dict[str, Any] | None = None) -> EmbeddingProv
     """
     emb = section if section is not None else load_config().get("embedding", {})
     kind = str(emb.get("provider", "local"))
-    if kind == "local" and str(emb.get("model", "")) == "multilingual-e5-small":
-        from .e5 import LocalE5
+    from .e5 import E5_MODEL, LocalE5  # no engine is loaded before the first vector
 
+    if kind == "local" and str(emb.get("model", "")) == E5_MODEL:
         return LocalE5()
     if kind == "local":
         from .local import LocalMiniLM

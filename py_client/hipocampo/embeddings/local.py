@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmbeddingError
-from .base import TokenVectors
+from .base import TokenVectors, cpu_threads
 
 __all__ = ["MAX_SEQ_LENGTH", "LocalMiniLM", "count_tokens", "model_dir", "onnx_path"]
 
@@ -72,22 +72,16 @@ def onnx_path(weights: Path | None = None, *, quantized: bool = False) -> Path:
 
 
 @cache
-def _tokenizer() -> Any:
+def _tokenizer(truncate: int | None = None) -> Any:
+    """The model's tokenizer, unpadded; ``truncate``: at most that many word pieces, [CLS] and
+    [SEP] included (``MAX_SEQ_LENGTH`` is how the model reads; None counts them all)."""
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
-    tok.no_truncation()
-    tok.no_padding()
-    return tok
-
-
-@cache
-def _batch_tokenizer() -> Any:
-    """The tokenizer as the model reads: with [CLS] / [SEP], truncated to 256 word pieces."""
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
-    tok.enable_truncation(MAX_SEQ_LENGTH)
+    if truncate is None:
+        tok.no_truncation()  # tokenizer.json itself truncates at 128
+    else:
+        tok.enable_truncation(truncate)
     tok.no_padding()
     return tok
 
@@ -126,8 +120,7 @@ class LocalMiniLM:
         self.model_name = MODEL_NAME
         self.batch_size = batch_size
         self.quantized = quantized
-        env_threads = os.environ.get("HIPOCAMPO_EMBED_THREADS")
-        self._threads = threads or (int(env_threads) if env_threads else os.cpu_count() or 1)
+        self._threads = cpu_threads(threads)
         self._session: Any = None
         self._lock = threading.Lock()
         # The weights package's version, read without importing anything heavy.
@@ -167,7 +160,7 @@ class LocalMiniLM:
         import numpy as np
 
         session = self._load()
-        encoded = [e.ids for e in _batch_tokenizer().encode_batch(list(texts))]
+        encoded = [e.ids for e in _tokenizer(MAX_SEQ_LENGTH).encode_batch(list(texts))]
         order = sorted(range(len(texts)), key=lambda i: -len(encoded[i]))
         out: list[Any] = [None] * len(texts)
         for start in range(0, len(order), self.batch_size):
