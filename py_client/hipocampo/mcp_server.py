@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 from uuid import UUID
 
 from pydantic import Field
@@ -28,14 +28,14 @@ from pydantic import Field
 from .answers import Orchestrator
 from .client import Actor, Hipocampo
 from .embeddings import EmbeddingProvider, provider_from_config
-from .errors import HipocampoError, InvalidInputError, PermissionDeniedError
+from .errors import HipocampoError, PermissionDeniedError
 from .memory import Memory
 from .text import plain_text
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-__all__ = ["build_server"]
+__all__ = ["build_server", "require_sdk"]
 
 _T = TypeVar("_T")
 
@@ -114,12 +114,20 @@ def _call(fn: Callable[[], _T], *, resource: bool = False) -> _T:
     try:
         return fn()
     except HipocampoError as exc:
-        text = f"error [{exc.sqlstate or '-'}]: {exc.message}"
+        text = f"error [{exc.sqlstate}]: {exc.message}" if exc.sqlstate else f"error: {exc.message}"
         raise (ResourceError(text) if resource else ToolError(text)) from None
 
 
 def _dump(model: Any) -> Any:
-    return json.loads(model.model_dump_json())
+    return model.model_dump(mode="json")
+
+
+def require_sdk() -> None:
+    """Raise HipocampoError naming the extra to install when the MCP SDK is missing."""
+    try:
+        import mcp.server.mcpserver  # noqa: F401
+    except ImportError:
+        raise HipocampoError("the MCP server needs the MCP SDK: pip install 'hipocampo[mcp]'") from None
 
 
 def build_server(
@@ -129,7 +137,7 @@ def build_server(
     embedder: EmbeddingProvider | None = None,
     *,
     verify: Callable[[str], Actor] | None = None,
-    issuer_url: str = "http://127.0.0.1:54321/auth/v1",
+    issuer_url: str | None = None,
 ) -> MCPServer:
     """The MCP server (``mcp.server.mcpserver.MCPServer``).
 
@@ -140,12 +148,15 @@ def build_server(
         embedder: the provider for query and memory vectors (default: config.toml's, loaded on
             the first tool that needs one).
         verify: HTTP instead: each request's bearer token to its Actor (raises when invalid);
-            every call acts as that actor. ``issuer_url`` is the auth server named in the
-            protected-resource metadata (Supabase Auth: ``https://<ref>.supabase.co/auth/v1``).
+            every call acts as that actor. ``issuer_url`` (with ``verify``) is the auth server
+            named in the protected-resource metadata (``[http] auth_issuer_url``; Supabase Auth:
+            ``https://<ref>.supabase.co/auth/v1``).
 
     Raises:
-        ValueError: neither a user nor ``verify``.
+        ValueError: neither a user nor ``verify``, or ``verify`` without ``issuer_url``.
+        HipocampoError: the MCP SDK is not installed (``require_sdk``).
     """
+    require_sdk()
     from mcp.server.auth.settings import AuthSettings
     from mcp.server.mcpserver import MCPServer
 
@@ -157,6 +168,8 @@ def build_server(
     s = _Session(url, actor, embedder)
     auth: dict[str, Any] = {}
     if verify is not None:
+        if not issuer_url:
+            raise ValueError("build_server needs issuer_url with verify ([http] auth_issuer_url)")
         settings = AuthSettings.model_validate({"issuer_url": issuer_url, "resource_server_url": None})
         auth = {"token_verifier": _BearerVerifier(verify), "auth": settings}
     # WARNING: the SDK logs every refused call at INFO on stderr, which hosts show as noise.
@@ -180,7 +193,10 @@ def _knowledge_tools(server: MCPServer, s: _Session) -> None:
         kb: Annotated[
             list[str] | None, Field(description="Knowledge base names to search; omit for all of the tenant's.")
         ] = None,
-        top_k: Annotated[int, Field(ge=1, le=20, description="How many passages to return.")] = 5,
+        top_k: Annotated[
+            int | None,
+            Field(ge=1, le=100, description="How many passages to return (default retrieval.match_count, 5)."),
+        ] = None,
     ) -> list[dict[str, Any]]:
         """Hybrid search (meaning + keywords) over the organisation's documents. Returns the best
         passages with their document title, source and scores (dense: cosine -1..1; lexical:
@@ -237,8 +253,16 @@ def _knowledge_tools(server: MCPServer, s: _Session) -> None:
     def context_pack(
         conversation_id: Annotated[str, Field(description="The conversation's id (a uuid).")],
         query: Annotated[str, Field(description="The user's current message.")],
-        modality: Annotated[str, Field(description="chat | voice | whatsapp")] = "chat",
-        token_budget: Annotated[int, Field(ge=100, le=32000, description="Tokens the pack may use.")] = 2000,
+        modality: Annotated[
+            Literal["chat", "voice"], Field(description="How the user talks to the assistant.")
+        ] = "chat",
+        token_budget: Annotated[
+            int | None,
+            Field(
+                description="Tokens the pack may use (default context_pack.default_token_budget, 2,000; "
+                "at least context_pack.min_token_budget)."
+            ),
+        ] = None,
         kb: Annotated[list[str] | None, Field(description="Knowledge base names for the RAG part.")] = None,
     ) -> dict[str, Any]:
         """Everything to put in the prompt for this turn, within a token budget: the user's
@@ -246,12 +270,8 @@ def _knowledge_tools(server: MCPServer, s: _Session) -> None:
         passages with citations."""
 
         def run() -> dict[str, Any]:
-            try:
-                conv = UUID(conversation_id)
-            except ValueError:
-                raise InvalidInputError(f"conversation_id is not a uuid: {conversation_id!r}") from None
-            args = {
-                "conversation_id": conv,
+            args = {  # the RPC caller checks the uuid (22023 "conversation_id is not a uuid")
+                "conversation_id": conversation_id,
                 "query": query,
                 "query_embedding": s.embedder().embed_query(query),
                 "modality": modality,
@@ -285,7 +305,9 @@ def _memory_tools(server: MCPServer, s: _Session) -> None:
     @server.tool()
     def recall(
         query: Annotated[str, Field(description="What you want to know about the user.")],
-        k: Annotated[int, Field(ge=1, le=50, description="How many memories at most.")] = 5,
+        k: Annotated[
+            int | None, Field(ge=1, le=100, description="How many memories at most (default memory.match_count).")
+        ] = None,
     ) -> list[dict[str, Any]]:
         """Memories of the user relevant to the query (their own and the tenant's shared ones),
         best first, with their key, value, description and score (cosine)."""

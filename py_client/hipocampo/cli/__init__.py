@@ -372,13 +372,13 @@ def mcp_stdio(
     search_knowledge_base, ask, remember, recall, forget, correct, list_memories, context_pack,
     acting as --user in --tenant (RLS and the caller model apply). Protocol on stdout; messages
     on stderr."""
-    from ..mcp_server import build_server
+    from ..mcp_server import build_server, require_sdk
     from .memory import _member, _user
 
     try:
-        import mcp.server.mcpserver  # noqa: F401
-    except ImportError:
-        raise _fail(HipocampoError("hipocampo mcp needs the MCP SDK: pip install 'hipocampo[mcp]'")) from None
+        require_sdk()
+    except HipocampoError as exc:
+        raise _fail(exc) from None
     uid = _user(user)
     with _client(tenant) as service:
         tid = _member(service, tenant, uid)

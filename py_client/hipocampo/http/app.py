@@ -340,14 +340,12 @@ def create_app(
 def _mcp(url: str, embedder: EmbeddingProvider | None, verifier: _JwtVerifier, http: dict[str, Any]) -> tuple[Any, Any]:
     """The MCP server over streamable HTTP at ``/mcp`` (issue 20 §1), each request acting as its
     bearer JWT's actor (the same verification as /ask); (None, None) without the ``mcp`` extra."""
+    from ..mcp_server import build_server, require_sdk
+
     try:
-        from ..mcp_server import build_server
-    except ImportError:  # pragma: no cover - the extra is missing
-        return None, None
-    try:
-        import mcp.server.mcpserver  # noqa: F401
-    except ImportError:  # pragma: no cover
-        log.info("no MCP endpoint: install hipocampo[mcp]")
+        require_sdk()
+    except HipocampoError as exc:  # pragma: no cover - the extra is missing
+        log.info("no MCP endpoint: %s", exc)
         return None, None
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -355,7 +353,7 @@ def _mcp(url: str, embedder: EmbeddingProvider | None, verifier: _JwtVerifier, h
         url,
         embedder=embedder,
         verify=lambda token: verifier.actor(f"Bearer {token}", None),
-        issuer_url=str(http.get("auth_issuer_url", "http://127.0.0.1:54321/auth/v1")),
+        issuer_url=str(http.get("auth_issuer_url", "")),
     )
     # Stateless: every request stands alone (any worker can serve it) and carries its own token.
     # Host-header checks are the reverse proxy's; the token is what grants access here.
