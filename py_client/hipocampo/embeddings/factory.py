@@ -18,7 +18,7 @@ def provider_from_config(section: dict[str, Any] | None = None) -> EmbeddingProv
     API keys and endpoints are read from the environment variables the config names.
 
     Raises:
-        ValueError: unknown provider.
+        ValueError: unknown provider, or a local ``model`` other than those two.
     """
     emb = section if section is not None else load_config().get("embedding", {})
     kind = str(emb.get("provider", "local"))
@@ -27,8 +27,10 @@ def provider_from_config(section: dict[str, Any] | None = None) -> EmbeddingProv
     if kind == "local" and str(emb.get("model", "")) == E5_MODEL:
         return LocalE5()
     if kind == "local":
-        from .local import LocalMiniLM
+        from .local import MODEL_NAME, LocalMiniLM
 
+        if str(emb.get("model", "") or MODEL_NAME) != MODEL_NAME:
+            raise ValueError(f"unknown local embedding model: {emb['model']!r} ({MODEL_NAME} or {E5_MODEL})")
         return LocalMiniLM(batch_size=int(emb.get("batch_size", 32)), quantized=bool(emb.get("quantized", False)))
     dims = int(emb["dims"]) if emb.get("dims") else None
     key = os.environ.get(str(emb.get("api_key_env", "OPENAI_API_KEY")))
