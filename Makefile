@@ -102,6 +102,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/retrieval.py
 	$(BIN)/python benchmarks/latency.py
 	$(BIN)/python benchmarks/kb_latency.py
+	$(BIN)/python benchmarks/search_ab.py
 	$(BIN)/python benchmarks/near_duplicates.py
 	$(BIN)/python benchmarks/memory.py
 	$(BIN)/python benchmarks/locomo.py

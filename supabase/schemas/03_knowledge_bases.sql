@@ -608,13 +608,49 @@ using (
 );
 
 /*
+_write_access_log(tenant_id uuid, rpc text, rows_returned integer, query_hash text,
+  latency_ms double precision) -> void
+
+Purpose: append one row to the data-access log, caller and role taken from the request. No check:
+  granted to nobody, called by definer functions that have resolved the tenant already
+  (_log_access, hybrid_search).
+Errors: none.
+Returns: nothing.
+Example: perform hipocampo_private._write_access_log(t, 'hybrid_search', 5, 'ab12…', 3.2);
+*/
+create or replace function hipocampo_private._write_access_log(
+    tenant_id uuid,
+    rpc text,
+    rows_returned integer,
+    query_hash text,
+    latency_ms double precision
+)
+returns void
+language sql
+security invoker
+set search_path = ''
+as $$
+    insert into hipocampo_private.data_access_log
+        (caller, caller_role, tenant_id, rpc, rows_returned, query_hash, latency_ms)
+    values (
+        (select auth.uid()),
+        coalesce((select auth.role()), nullif(current_setting('role'), 'none'), session_user::text),
+        _write_access_log.tenant_id,
+        _write_access_log.rpc,
+        _write_access_log.rows_returned,
+        _write_access_log.query_hash,
+        _write_access_log.latency_ms
+    );
+$$;
+
+/*
 _log_access(tenant_id uuid, rpc text, rows_returned integer, query_hash text, latency_ms double precision) -> void
 
 Purpose: append one row to the data-access log (caller and role taken from the request) for the
   given tenant, which must be the caller's (service_role: any).
 Errors: 42501 as _resolve_tenant.
 Returns: nothing.
-Example: perform hipocampo_private._log_access(t, 'hybrid_search', 5, 'ab12…', 3.2);
+Example: perform hipocampo_private._log_access(t, 'search_memories', 5, 'ab12…', 3.2);
 */
 -- definer because callers may append to the access log but never read or change it.
 create or replace function hipocampo_private._log_access(
@@ -631,15 +667,8 @@ set search_path = ''
 as $$
 begin
     perform hipocampo_private._resolve_tenant(_log_access.tenant_id);
-    insert into hipocampo_private.data_access_log
-        (caller, caller_role, tenant_id, rpc, rows_returned, query_hash, latency_ms)
-    values (
-        (select auth.uid()),
-        coalesce((select auth.role()), nullif(current_setting('role'), 'none'), session_user::text),
-        _log_access.tenant_id,
-        _log_access.rpc,
-        _log_access.rows_returned,
-        _log_access.query_hash,
+    perform hipocampo_private._write_access_log(
+        _log_access.tenant_id, _log_access.rpc, _log_access.rows_returned, _log_access.query_hash,
         _log_access.latency_ms
     );
 end;

@@ -3,34 +3,6 @@
 set check_function_bodies = off;
 
 /*
-_touch_chunks(ids bigint[], tenant_id uuid) -> void
-
-Purpose: set last_accessed_at of the chunks just read (at most once every 5 minutes per chunk),
-  only the given tenant's, which must be the caller's (service_role: any).
-Errors: 42501 as _resolve_tenant.
-Returns: nothing.
-Example: perform hipocampo_private._touch_chunks(array[1, 2], t);
-*/
--- definer because members may read chunks but are granted no update on them.
-create or replace function hipocampo_private._touch_chunks(ids bigint[], tenant_id uuid)
-returns void
-language plpgsql
-security definer
-set search_path = ''
-as $$
-begin
-    perform hipocampo_private._resolve_tenant(_touch_chunks.tenant_id);
-    update hipocampo_private.chunks as c
-    set last_accessed_at = now()
-    where c.id = any(_touch_chunks.ids)
-      -- "is not distinct from" (tenant_id is never null) is no index condition: the tenant is
-      -- checked on the rows found by primary key.
-      and c.tenant_id is not distinct from _touch_chunks.tenant_id
-      and (c.last_accessed_at is null or c.last_accessed_at < now() - interval '5 minutes');
-end;
-$$;
-
-/*
 _mmr(embeddings vector[], relevance double precision[], k integer, lambda double precision,
   dup double precision) -> integer[]
 
@@ -133,7 +105,13 @@ Example:
     query_text => 'prazo para trancamento de matrícula',
     query_embedding => '[0.01, …]'::extensions.vector,
     kb_ids => array['…']::uuid[], match_count => 5);
+Side effects: last_accessed_at of the returned chunks (at most once every 5 minutes), one
+  data_access_log row.
 */
+-- definer because under RLS every statement re-resolved the caller's membership (a definer call
+-- per table read, about a fifth of a 250-chunk search; docs/BENCHMARKS.md §Hybrid search on a
+-- small knowledge base): the tenant is resolved once above, by _resolve_tenant from the request,
+-- and every statement below reads only that tenant's rows (tenant_id = t, or ids those returned).
 create or replace function hipocampo.hybrid_search(
     query_text text,
     query_embedding extensions.vector,
@@ -170,7 +148,7 @@ returns table (
     rank integer
 )
 language plpgsql
-security invoker
+security definer
 set search_path = ''
 as $$
 declare
@@ -318,41 +296,68 @@ begin
 
     -- Dense leg. Large scopes: the typed cast matches the model's partial HNSW index
     -- (vector_cosine_ops <-> <=>), with pgvector's iterative scan so filters still leave n_cand
-    -- rows. Small scopes are scanned exactly, uncast ("+ 0" keeps the planner off the index).
+    -- rows; the cast names the model's dims, so that statement is dynamic. Small scopes are
+    -- scanned exactly by the static statement below (its plan is cached, a dynamic statement is
+    -- planned on every call), ordered by the similarity itself: one cosine per chunk, no index.
+    -- Nearest chunks first (chunk-level filters only), then document filters on those: the
+    -- best 4 * n_cand first, every chunk of the scope only when that leaves fewer than n_cand.
     select coalesce(sum(st.chunk_count), 0) into scope_rows from hipocampo_private.kb_text_stats as st
     where st.kb_id = any(scope) and st.embedding_model = model;
     if scope_rows > exact_max then
         perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
         perform set_config('hnsw.ef_search',
             greatest((r ->> 'hnsw_ef_search')::integer, n_cand)::text, true);
+        dense_sql := format(
+            'with nn as ('
+            'select c.id, c.document_id, 1 - (c.embedding::extensions.vector(%1$s) operator(extensions.<=>) $1) as sim '
+            'from hipocampo_private.chunks as c '
+            'where c.tenant_id = $2 and c.kb_id = any($3) and c.embedding_model = $4 '
+            'and ($6::jsonb is null or c.metadata @> $6) '
+            'and (c.expires_at is null or c.expires_at > now()) '
+            'order by (c.embedding::extensions.vector(%1$s) operator(extensions.<=>) $1) '
+            'limit $9), '
+            'ok as (select nn.id, nn.sim from nn '
+            'join hipocampo_private.documents as d on d.id = nn.document_id '
+            'where d.status = ''active'' and ($5::text[] is null or d.source_type = any($5)) '
+            'and nn.sim >= $8 order by nn.sim desc, nn.id limit $7) '
+            'select coalesce(array_agg(ok.id order by ok.sim desc, ok.id), ''{}''), '
+            'coalesce(array_agg(ok.sim order by ok.sim desc, ok.id), ''{}''), '
+            '(select count(*) from nn where nn.sim >= $8) from ok',
+            dims
+        );
     end if;
-    -- Nearest chunks first (chunk-level filters only), then document filters on those: the
-    -- best 4 * n_cand first, every chunk of the scope only when that leaves fewer than n_cand.
-    dense_sql := format(
-        'with nn as ('
-        'select c.id, c.document_id, 1 - (c.embedding%1$s operator(extensions.<=>) $1) as sim '
-        'from hipocampo_private.chunks as c '
-        'where c.tenant_id = $2 and c.kb_id = any($3) and c.embedding_model = $4 '
-        'and ($6::jsonb is null or c.metadata @> $6) '
-        'and (c.expires_at is null or c.expires_at > now()) '
-        'order by (c.embedding%1$s operator(extensions.<=>) $1)%2$s '
-        'limit $9), '
-        'ok as (select nn.id, nn.sim from nn '
-        'join hipocampo_private.documents as d on d.id = nn.document_id '
-        'where d.status = ''active'' and ($5::text[] is null or d.source_type = any($5)) '
-        'and nn.sim >= $8 order by nn.sim desc, nn.id limit $7) '
-        'select coalesce(array_agg(ok.id order by ok.sim desc, ok.id), ''{}''), '
-        'coalesce(array_agg(ok.sim order by ok.sim desc, ok.id), ''{}''), '
-        '(select count(*) from nn where nn.sim >= $8) from ok',
-        case when scope_rows > exact_max then format('::extensions.vector(%s)', dims) else '' end,
-        case when scope_rows > exact_max then '' else ' + 0' end
-    );
     for pass in 1..2 loop
         lim := case when pass = 1 then n_cand * 4 else scope_rows + 1 end;
-        execute dense_sql
-        into d_ids, d_sims, above
-        using query_embedding, t, scope, model, hybrid_search.source_types,
-              hybrid_search.metadata_filter, n_cand, min_sim, lim;
+        if scope_rows > exact_max then
+            execute dense_sql
+            into d_ids, d_sims, above
+            using query_embedding, t, scope, model, hybrid_search.source_types,
+                  hybrid_search.metadata_filter, n_cand, min_sim, lim;
+        else
+            with nn as (
+                select c.id, c.document_id, 1 - (c.embedding operator(extensions.<=>) query_embedding) as sim
+                from hipocampo_private.chunks as c
+                where c.tenant_id = t and c.kb_id = any(scope) and c.embedding_model = model
+                  and (hybrid_search.metadata_filter is null or c.metadata @> hybrid_search.metadata_filter)
+                  and (c.expires_at is null or c.expires_at > now())
+                order by sim desc
+                limit lim
+            ),
+            ok as (
+                select nn.id, nn.sim from nn
+                inner join hipocampo_private.documents as d on d.id = nn.document_id
+                where d.status = 'active'
+                  and (hybrid_search.source_types is null or d.source_type = any(hybrid_search.source_types))
+                  and nn.sim >= min_sim
+                order by nn.sim desc, nn.id
+                limit n_cand
+            )
+            select coalesce(array_agg(ok.id order by ok.sim desc, ok.id), '{}'),
+                coalesce(array_agg(ok.sim order by ok.sim desc, ok.id), '{}'),
+                (select count(*) from nn where nn.sim >= min_sim)
+            into d_ids, d_sims, above
+            from ok;
+        end if;
         -- Again without the limit only when document filters dropped candidates we need.
         exit when cardinality(d_ids) >= n_cand or lim > scope_rows or above <= cardinality(d_ids);
     end loop;
@@ -421,50 +426,45 @@ begin
         exit when cardinality(l_ids) >= n_cand or cardinality(s_ids) <= n_cand * 4;
     end loop;
 
-    -- Complete the scores: every candidate gets both signals (cosine for lexical-only hits,
-    -- BM25 for dense-only hits), so the fusion compares like with like.
-    select
-        d_ids || coalesce(array_agg(c.id), '{}'),
-        d_sims || coalesce(array_agg(1 - (c.embedding operator(extensions.<=>) query_embedding)), '{}')
-    into d_ids, d_sims
-    from hipocampo_private.chunks as c
-    where c.id = any(l_ids) and not c.id = any(d_ids)
-      and 1 - (c.embedding operator(extensions.<=>) query_embedding) >= min_sim;
-    select l_ids || coalesce(array_agg(x.id), '{}'), l_scores || coalesce(array_agg(x.score), '{}')
-    into l_ids, l_scores
-    from (
-        select c.id, coalesce(sum(
-            tm.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.chunk_length / tm.avg_len))
-        ), 0) as score
-        from hipocampo_private.chunks as c
-        left join unnest(t_kb, t_lex, t_idf, t_avg) as tm (kb_id, lexeme, idf, avg_len)
-            on tm.kb_id = c.kb_id
-        -- One primary-key lookup per (chunk, term), as in the lexical leg.
-        left join lateral (
-            select ps.tf, ps.chunk_length
-            from hipocampo_private.kb_postings as ps
-            where ps.tenant_id = t and ps.kb_id = c.kb_id and ps.lexeme = tm.lexeme and ps.chunk_id = c.id
-            offset 0
-        ) as p on true
-        where c.id = any(d_ids) and not c.id = any(l_ids)
-        group by c.id
-    ) as x;
-
-    -- Fusion over the union of both legs, then rerank; ranked candidates into arrays.
-    with dense as (
-        select u.id, u.sim,
-            row_number() over (order by u.sim desc, u.id) as rk,
-            (u.sim - avg(u.sim) over ()) / nullif(stddev_pop(u.sim) over (), 0) as z
-        from unnest(d_ids, d_sims) as u (id, sim)
+    -- Fusion over the union of both legs, each candidate chunk read once. Every candidate gets
+    -- both signals, so the fusion compares like with like: the BM25 score of a dense-only hit is
+    -- the lexical leg's (every chunk of the scope holding a query term was scored there; 0 when
+    -- it holds none), the cosine of a lexical-only hit is computed here and counts as a dense
+    -- signal at or above min_similarity, as in the dense leg. Then rerank; ranked candidates
+    -- into arrays.
+    with legs as (
+        select coalesce(dl.id, ll.id) as id, dl.sim, ll.score
+        from unnest(d_ids, d_sims) as dl (id, sim)
+        full outer join unnest(l_ids, l_scores) as ll (id, score) on ll.id = dl.id
+    ),
+    cand as (
+        select lg.id, c.embedding, d.trust_score, d.published_at, c.created_at,
+            case
+                when lg.sim is not null then lg.sim
+                when 1 - (c.embedding operator(extensions.<=>) query_embedding) >= min_sim
+                    then 1 - (c.embedding operator(extensions.<=>) query_embedding)
+            end as sim,
+            coalesce(lg.score, sc.score, 0) as score
+        from legs as lg
+        inner join hipocampo_private.chunks as c on c.id = lg.id
+        inner join hipocampo_private.documents as d on d.id = c.document_id
+        left join unnest(s_ids, s_scores) as sc (id, score) on lg.score is null and sc.id = lg.id
+    ),
+    dense as (
+        select cd.id,
+            row_number() over (order by cd.sim desc, cd.id) as rk,
+            (cd.sim - avg(cd.sim) over ()) / nullif(stddev_pop(cd.sim) over (), 0) as z
+        from cand as cd
+        where cd.sim is not null
     ),
     lex as (
-        select u.id, u.score,
-            row_number() over (order by u.score desc, u.id) as rk,
-            (u.score - avg(u.score) over ()) / nullif(stddev_pop(u.score) over (), 0) as z
-        from unnest(l_ids, l_scores) as u (id, score)
+        select cd.id,
+            row_number() over (order by cd.score desc, cd.id) as rk,
+            (cd.score - avg(cd.score) over ()) / nullif(stddev_pop(cd.score) over (), 0) as z
+        from cand as cd
     ),
     joined as (
-        select coalesce(dense.id, lex.id) as id, dense.sim, lex.score,
+        select lex.id,
             case fuse
                 when 'rrf' then
                     w_dense * coalesce(1.0 / (rrf_k + dense.rk), 0)
@@ -473,38 +473,41 @@ begin
                     w_dense * coalesce(dense.z, (select min(dz.z) from dense as dz), 0)
                     + w_lex * coalesce(lex.z, (select min(lz.z) from lex as lz), 0)
             end as fused
-        from dense full outer join lex on lex.id = dense.id
+        from lex left join dense on dense.id = lex.id
     ),
     scored as (
-        select j.*, c.embedding, d.trust_score, d.published_at, c.created_at,
+        select j.id, j.fused,
             (j.fused - min(j.fused) over ()) / nullif(max(j.fused) over () - min(j.fused) over (), 0)
                 as fused_unit
         from joined as j
-        inner join hipocampo_private.chunks as c on c.id = j.id
-        inner join hipocampo_private.documents as d on d.id = c.document_id
     ),
     ranked as (
-        select s2.*,
+        select cd.*, s2.fused,
             case rr
                 when 'trust_recency' then
-                    coalesce(s2.fused_unit, 1) * 0.6 + s2.trust_score * 0.4
+                    coalesce(s2.fused_unit, 1) * 0.6 + cd.trust_score * 0.4
                     + 0.2 * exp(
-                        -greatest(extract(epoch from now() - coalesce(s2.published_at, s2.created_at)), 0)
+                        -greatest(extract(epoch from now() - coalesce(cd.published_at, cd.created_at)), 0)
                         / 86400.0 / half_life
                     )
                 else s2.fused
             end as final
         from scored as s2
+        inner join cand as cd on cd.id = s2.id
+    ),
+    ordered as (
+        select x.*,
+            row_number() over (
+                order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id
+            ) as pos
+        from ranked as x
     )
     select
-        array_agg(x.id order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
-        array_agg(x.sim order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
-        array_agg(x.score order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
-        array_agg(x.fused order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
-        array_agg(x.final order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
-        array_agg(x.embedding order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id)
+        array_agg(o.id order by o.pos), array_agg(o.sim order by o.pos), array_agg(o.score order by o.pos),
+        array_agg(o.fused order by o.pos), array_agg(o.final order by o.pos),
+        array_agg(o.embedding order by o.pos)
     into f_ids, f_sim, f_score, f_fused, f_final, f_emb
-    from ranked as x;
+    from ordered as o;
 
     -- MMR (lambda) with near-duplicate removal (cosine > dedupe_threshold), over positions;
     -- relevance on a 0..1 scale for the trade-off.
@@ -518,19 +521,28 @@ begin
         sel_pos := hipocampo_private._mmr(f_emb, c_rel, k, lambda, dup);
     end if;
 
+    -- The picked candidates, in pick order, as rows (a plan that does not depend on the arrays'
+    -- contents: subscripts in a join condition kept it from being cached).
     return query
     select c.id, c.document_id, c.kb_id, c.chunk_index, c.content, c.metadata,
         d.title, d.source_uri, d.source_type, d.author, d.published_at, d.trust_score,
-        f_sim[o.pos], f_score[o.pos], f_fused[o.pos], f_final[o.pos], o.ord::integer
-    from unnest(sel_pos) with ordinality as o (pos, ord)
-    inner join hipocampo_private.chunks as c on c.id = f_ids[o.pos]
+        o.sim, o.score, o.fused, o.final, o.ord::integer
+    from unnest(
+        array(select f_ids[x] from unnest(sel_pos) as x), array(select f_sim[x] from unnest(sel_pos) as x),
+        array(select f_score[x] from unnest(sel_pos) as x), array(select f_fused[x] from unnest(sel_pos) as x),
+        array(select f_final[x] from unnest(sel_pos) as x)
+    ) with ordinality as o (id, sim, score, fused, final, ord)
+    inner join hipocampo_private.chunks as c on c.id = o.id
     inner join hipocampo_private.documents as d on d.id = c.document_id
     order by o.ord;
 
-    perform hipocampo_private._touch_chunks(
-        array(select f_ids[x] from unnest(sel_pos) as x), t
-    );
-    perform hipocampo_private._log_access(
+    -- Side effects, as the owner (members may not update chunks nor read the log).
+    update hipocampo_private.chunks as c
+    set last_accessed_at = now()
+    where c.id = any(array(select f_ids[x] from unnest(sel_pos) as x))
+      and c.tenant_id = t
+      and (c.last_accessed_at is null or c.last_accessed_at < now() - interval '5 minutes');
+    perform hipocampo_private._write_access_log(
         t, 'hybrid_search', cardinality(sel_pos),
         encode(sha256(convert_to(query_text, 'UTF8')), 'hex'),
         extract(epoch from clock_timestamp() - started) * 1000

@@ -201,7 +201,6 @@ grant execute on function hipocampo_private._session(session_id uuid, renew bool
 grant execute on function hipocampo_private._session_view(s hipocampo_private.sessions) to authenticated, service_role;
 grant execute on function hipocampo_private._sessions_config(section_config jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._take_token(bucket text, per_minute double precision, cost double precision) to service_role;
-grant execute on function hipocampo_private._touch_chunks(ids bigint[], tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._touch_memories(ids uuid[], tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._user_ref(tenant_id uuid, user_id uuid) to service_role;
 grant execute on function hipocampo_private.cnpj_is_valid(digits text) to authenticated, service_role;

@@ -117,7 +117,6 @@ ATTACKS: dict[str, str] = {
                         null, '{}')""",
     "_log_access": "select hipocampo_private._log_access(%(tenant)s, 'forged', 1, 'x', 1)",
     "_touch_memories": "select hipocampo_private._touch_memories(array[gen_random_uuid()], %(tenant)s)",
-    "_touch_chunks": "select hipocampo_private._touch_chunks(array[1::bigint], %(tenant)s)",
 }
 
 

@@ -283,17 +283,12 @@ def test_an_incomplete_retrieval_config_is_an_error(db: psycopg.Connection[dict[
     )
 
 
-def test_touching_chunks_is_limited_to_the_tenant(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+def test_a_search_touches_only_the_chunks_it_returns(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    world.act("authenticated", world.member_a, world.tenant_a)
+    returned = {r["chunk_id"] for r in search(db, match_count=1)}
     world.act("service_role")
-    found = db.execute("select id from hipocampo_private.chunks where document_id = %s", (world.doc_b,))
-    ids = [r["id"] for r in found]
-    db.execute("select hipocampo_private._touch_chunks(%s, %s)", (ids, world.tenant_a))
-    untouched = db.execute(
-        "select count(*) as n from hipocampo_private.chunks where id = any(%s) and last_accessed_at is null", (ids,)
-    ).fetchone()
-    assert untouched == {"n": 2}
-    db.execute("select hipocampo_private._touch_chunks(%s, %s)", (ids, world.tenant_b))
     touched = db.execute(
-        "select count(*) as n from hipocampo_private.chunks where id = any(%s) and last_accessed_at is not null", (ids,)
-    ).fetchone()
-    assert touched == {"n": 2}
+        "select c.id, c.tenant_id from hipocampo_private.chunks as c where c.last_accessed_at is not null"
+    ).fetchall()
+    assert {r["id"] for r in touched} == returned
+    assert {r["tenant_id"] for r in touched} == {world.tenant_a}

@@ -1,0 +1,153 @@
+"""hybrid_search latency, this version against an earlier one, in the same run (issue 18 §4).
+
+Usage:  .venv/bin/python benchmarks/search_ab.py [--ref 4dee3c5] [--sets faquad,quati,scifact]
+        [--queries 100] [--rounds 3] [--write]
+
+The earlier version is ``hipocampo.hybrid_search`` as ``supabase/schemas/05_hybrid_search.sql``
+defined it at git ``--ref``, installed for the run as ``bench_ref.hybrid_search`` (with the
+helper it called, ``_touch_chunks``, when this version has dropped it) and dropped afterwards.
+Each set's corpus is a knowledge base of tenant ``bench`` (as benchmarks/retrieval.py builds it,
+analysed); its test questions are asked as a member of the tenant (RLS, JWT claims), the two
+versions alternating per round, one transaction per call; the time is the SQL call as the client
+sees it (one round trip, the query vector sent as text). Both versions must return the same
+chunks in the same order with the same scores (freshness aside: ``now()`` differs); the run
+fails otherwise. Reports p50 / p95 ms per version and set and the ratio of the medians.
+``--write`` puts the table in docs/BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from typing import Any
+
+import psycopg
+
+from hipocampo import Actor, Hipocampo, db
+from hipocampo.config import repo_root
+from hipocampo.datasets import load_beir
+from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
+from hipocampo.evaluation import index_beir
+from report import pct, write_section
+
+BEGIN, END = "<!-- search-ab:begin -->", "<!-- search-ab:end -->"
+CALL = (
+    "select chunk_id, dense_score, lexical_score, fused_score, rank from {fn}("
+    "query_text => %s, query_embedding => %s::extensions.vector, kb_ids => array[%s]::uuid[])"
+)
+
+
+def install_reference(conn: psycopg.Connection[Any], ref: str) -> None:
+    """bench_ref.hybrid_search: the RPC as it was at ``ref`` (its helpers resolved here)."""
+    text = subprocess.run(
+        ["git", "show", f"{ref}:supabase/schemas/05_hybrid_search.sql"],
+        cwd=repo_root(),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+    def statement(start: str) -> str:
+        at = text.index(start)
+        return text[at : text.index("$$;", text.index("as $$", at)) + 3]
+
+    rpc = statement("create or replace function hipocampo.hybrid_search(")
+    rpc = rpc.replace("hipocampo.hybrid_search(", "bench_ref.hybrid_search(", 1)
+    conn.execute("drop schema if exists bench_ref cascade")
+    conn.execute("create schema bench_ref")
+    if "hipocampo_private._touch_chunks" in rpc:
+        helper = statement("create or replace function hipocampo_private._touch_chunks(")
+        conn.execute(helper.replace("hipocampo_private._touch_chunks(", "bench_ref._touch_chunks(", 1))
+        rpc = rpc.replace("hipocampo_private._touch_chunks(", "bench_ref._touch_chunks(")
+    conn.execute(rpc)
+    conn.execute("grant usage on schema bench_ref to authenticated")
+    conn.execute("grant execute on all functions in schema bench_ref to authenticated")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--ref", default="4dee3c5", help="git revision of the earlier version")
+    ap.add_argument("--sets", default="faquad,quati,scifact")
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--write", action="store_true")
+    args = ap.parse_args()
+    url = db.ensure_database()
+    embedder = CachingEmbedder(LocalMiniLM(), repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
+    rows: list[str] = []
+    with Hipocampo(url) as root, psycopg.connect(url, autocommit=True) as conn:
+        tid = root.tenant_id("bench") or root.create_tenant("Benchmarks", "bench")
+        member = uuid.uuid5(uuid.NAMESPACE_URL, "hipocampo-bench/search-ab")
+        root.add_member(tid, member, "member")
+        install_reference(conn, args.ref)
+        claims = json.dumps({"sub": str(member), "role": "authenticated", "app_metadata": {"tenant_id": str(tid)}})
+        try:
+            for name in args.sets.split(","):
+                ds = load_beir(name)
+                service = root.as_actor(Actor.service(tid))
+                kb_name = index_beir(service, ds, embedder, count_tokens)
+                kb = str(service.kb_id(kb_name))
+                for table in ("chunks", "documents", "kb_postings", "kb_term_stats", "kb_text_stats"):
+                    conn.execute(f"analyze hipocampo_private.{table}")
+                chunks = conn.execute(
+                    "select count(*) from hipocampo_private.chunks where kb_id = %s", (kb,)
+                ).fetchone()
+                texts = list(ds.queries.values())[: args.queries]
+                vectors = ["[" + ",".join(map(str, v)) + "]" for v in map(embedder.embed_query, texts)]
+                times: dict[str, list[float]] = {"before": [], "after": []}
+                answers: dict[str, list[Any]] = {"before": [], "after": []}
+                for _ in range(args.rounds):
+                    for label, fn in (("before", "bench_ref.hybrid_search"), ("after", "hipocampo.hybrid_search")):
+                        answers[label] = []
+                        for q, v in zip(texts, vectors, strict=True):
+                            with conn.transaction(), conn.cursor() as cur:
+                                cur.execute("set local role authenticated")
+                                cur.execute("select set_config('request.jwt.claims', %s, true)", (claims,))
+                                t0 = time.perf_counter()
+                                cur.execute(CALL.format(fn=fn), (q, v, kb))  # type: ignore[arg-type]
+                                got = cur.fetchall()
+                                times[label].append((time.perf_counter() - t0) * 1000)
+                            answers[label].append(
+                                [tuple(round(x, 9) if isinstance(x, float) else x for x in r) for r in got]
+                            )
+                if answers["before"] != answers["after"]:
+                    sys.exit(f"{name}: the two versions returned different results")
+                b, a = statistics.median(times["before"]), statistics.median(times["after"])
+                before, after = f"{b:.2f} / {pct(times['before'], 95):.2f}", f"{a:.2f} / {pct(times['after'], 95):.2f}"
+                n_chunks = chunks[0] if chunks else 0
+                line = f"| {name} | {n_chunks:,} | {len(times['after'])} | {before} | {after} | {b / a:.2f}× |"
+                print(line, flush=True)
+                rows.append(line)
+        finally:
+            conn.execute("drop schema if exists bench_ref cascade")
+    if args.write:
+        cmd = "python benchmarks/search_ab.py " + " ".join(sys.argv[1:])
+        text = "\n".join(
+            [
+                BEGIN,
+                "## Hybrid search on a small knowledge base (before / after, one run)",
+                "",
+                f"Command: `{cmd.strip()}`. `before` = `hybrid_search` at git {args.ref}, installed beside the "
+                "current one for the run; both asked the same test questions as a member of the tenant (RLS), "
+                "alternating per round, one transaction per call, defaults (k = 5, hybrid, score fusion); the "
+                "time is the SQL call as the client sees it, one round trip with the 384-float query vector as "
+                "text (about 0.3 ms of it: `select %s::extensions.vector` alone). Both returned the same rows "
+                "and scores for every question.",
+                "",
+                "| set | chunks in the KB | calls per version | before p50 / p95 ms | after p50 / p95 ms "
+                "| median ratio |",
+                "|---|---|---|---|---|---|",
+                *rows,
+                END,
+            ]
+        )
+        print(f"written to {write_section(BEGIN, END, text)}")
+
+
+if __name__ == "__main__":
+    main()
