@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from hipocampo import Actor, Hipocampo, Orchestrator, db
-from hipocampo.answers.generation import numbers_absent
 from hipocampo.config import repo_root
 from hipocampo.datasets import datasets_dir, load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
@@ -190,7 +189,7 @@ def _numbers_absent_from_sources(client: Hipocampo, answer: Any) -> list[str]:
     with client.transaction() as cur:
         cur.execute("select content from hipocampo_private.chunks where id = any(%s)", (ids,))
         evidence = [{"content": r["content"]} for r in cur.fetchall()]
-    return numbers_absent(answer.answer, evidence)
+    return list(client.rpc("numbers_absent", {"answer": answer.answer, "evidence": evidence}))
 
 
 def conflicts(client: Hipocampo, orch: Orchestrator, embedder: Any) -> list[dict[str, str]]:

@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 
 from hipocampo import Actor, Hipocampo, Orchestrator
 from hipocampo.agents import HipocampoContextProvider, PostgresVectorStore, RagContextProvider, VectorDocument
-from hipocampo.answers.generation import ChatAnswerer, numbers_absent
-from hipocampo.answers.guardrails import check_question
+from hipocampo.answers import question_refusal
+from hipocampo.answers.generation import ChatAnswerer
 from hipocampo.embeddings import count_tokens
 from hipocampo.http import create_app
 from hipocampo.ingest import DocumentInput, ingest_documents
@@ -91,13 +91,14 @@ def env(database_url: str, embedder: Any) -> Iterator[Env]:
     ],
 )
 def test_guardrails(env: Env, question: str, reason: str | None) -> None:
-    assert check_question(question, 3, 2000, lambda text: env.root.scrub_pii([text])[0].counts) == reason
+    assert question_refusal(env.root, question, 3, 2000) == reason
 
 
-def test_numbers_absent() -> None:
+def test_numbers_absent(env: Env) -> None:
     ev = [{"content": "Multa de R$ 1.200,50 em até 15 dias."}]
-    assert numbers_absent("A multa é R$ 1.200,50 [1], prazo 15 dias [1].", ev) == []
-    assert numbers_absent("A multa é R$ 900 [1].", ev) == ["900"]
+    absent = lambda answer: env.root.rpc("numbers_absent", {"answer": answer, "evidence": ev})  # noqa: E731
+    assert absent("A multa é R$ 1.200,50 [1], prazo 15 dias [1].") == []
+    assert absent("A multa é R$ 900 [1] em 3 dias.") == ["3", "900"]
 
 
 def test_ask_answers_with_citations_then_caches_until_the_kb_changes(env: Env) -> None:

@@ -86,6 +86,7 @@ grant execute on function hipocampo.add_member(tenant_id uuid, user_id uuid, rol
 grant execute on function hipocampo.add_message(conversation_id uuid, role text, content text, modality text, attachments jsonb, embedding extensions.vector, metadata jsonb, language text, created_at timestamp with time zone, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.add_pending_confirmation(session_id uuid, action text, payload jsonb) to authenticated, service_role;
 grant execute on function hipocampo.answer_evidence(query_text text, query_embedding extensions.vector, kb_ids uuid[], agent text, tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.answer_sources(answer text, evidence jsonb) to authenticated, service_role;
 grant execute on function hipocampo.cache_get(question text, kb_ids uuid[], agent text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.cache_put(question text, kb_ids uuid[], answer jsonb, agent text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.close_session(session_id uuid) to authenticated, service_role;
@@ -107,6 +108,7 @@ grant execute on function hipocampo.effective_config(tenant_id uuid, kb_id uuid)
 grant execute on function hipocampo.erase_user(user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.evidence_support(query_text text, chunk_ids bigint[], stopwords jsonb) to authenticated, service_role;
 grant execute on function hipocampo.export_user_data(user_id uuid, tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.extractive_answer(evidence jsonb, min_support double precision, max_quotes integer) to authenticated, service_role;
 grant execute on function hipocampo.finish_ingestion_job(job_id uuid, status text, counts jsonb, errors jsonb) to authenticated, service_role;
 grant execute on function hipocampo.forget_memory(memory_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.get_session(session_id uuid, renew boolean) to authenticated, service_role;
@@ -122,14 +124,18 @@ grant execute on function hipocampo.membership_role(user_id uuid, tenant_id uuid
 grant execute on function hipocampo.memories_without_embedding(keys text[], user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.messages_without_tokens(batch_size integer, filter_tenant_id uuid, after_message_id bigint) to service_role;
 grant execute on function hipocampo.normalize_question(question text) to authenticated, service_role;
+grant execute on function hipocampo.numbers_absent(answer text, evidence jsonb) to authenticated, service_role;
 grant execute on function hipocampo.open_session(conversation_id uuid, user_id uuid, tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.plain_text(content text) to authenticated, service_role;
 grant execute on function hipocampo.promote_memory(staging_id uuid, intensity numeric, override boolean) to authenticated, service_role;
 grant execute on function hipocampo.purge_expired(now timestamp with time zone) to service_role;
 grant execute on function hipocampo.purge_sessions(now timestamp with time zone) to service_role;
 grant execute on function hipocampo.purge_transient_state(now timestamp with time zone) to service_role;
+grant execute on function hipocampo.question_refusal(question text, min_chars integer, max_chars integer) to authenticated, service_role;
 grant execute on function hipocampo.rag_config(kb_id uuid, agent text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.record_answer(trace_id uuid, question text, answer_source text, reason text, confidence real, candidates integer, filtered integer, evidence_chunk_ids bigint[], timings_ms jsonb, latency_ms real, kb_ids uuid[], agent text, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.recover_ingestion_jobs(now timestamp with time zone, kb_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.refusal_text(reason text, conflicts jsonb, refusal_message text) to authenticated, service_role;
 grant execute on function hipocampo.register_embedding_model(name text, provider text, dims integer, activate boolean) to service_role;
 grant execute on function hipocampo.remember(key text, value jsonb, description text, category text, embedding extensions.vector, scope text, confidence double precision, source text, source_ref text, conversation_id uuid, tags text[], emotion text, intensity numeric, life_domain text, pinned boolean, token_count integer, expires_at timestamp with time zone, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.resolve_pending_confirmation(session_id uuid, confirmation_id uuid) to authenticated, service_role;
@@ -180,6 +186,7 @@ grant execute on function hipocampo_private._near_duplicates(chunk_ids bigint[],
 grant execute on function hipocampo_private._pack_tokens(t text) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_kind(digits text, groups integer[], span text) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_problem(content text, cfg jsonb, what text) to authenticated, service_role;
+grant execute on function hipocampo_private._numbers(content text) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_scrub(input text, out text text, out counts jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_scrub_jsonb(value jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._pseudonym(value text) to service_role;

@@ -1,9 +1,10 @@
 """Answers that cite or refuse: the orchestrator (guardrails → rate limit → cache → SQL evidence
-→ generation → audit), the guardrails and the generators."""
+→ generation → post-validation → audit) and the generators. Every decision is an RPC
+(``question_refusal``, ``answer_evidence``, ``numbers_absent``, ``answer_sources``,
+``refusal_text``), shared with the Deno ``ask`` function."""
 
-from .generation import ChatAnswerer, ExtractiveAnswerer, GenerationError, Generator, generator_for, numbers_absent
-from .guardrails import check_question
-from .orchestrator import Orchestrator
+from .generation import ChatAnswerer, ExtractiveAnswerer, GenerationError, Generator, generator_for
+from .orchestrator import Orchestrator, question_refusal
 
 __all__ = [
     "ChatAnswerer",
@@ -11,7 +12,6 @@ __all__ = [
     "GenerationError",
     "Generator",
     "Orchestrator",
-    "check_question",
     "generator_for",
-    "numbers_absent",
+    "question_refusal",
 ]

@@ -1,33 +1,31 @@
-"""Answer generation over selected evidence, and the post-validation of numbers.
+"""Answer generation over selected evidence.
 
 Two generators share one interface (:class:`Generator`):
 
-- :class:`ExtractiveAnswerer` (offline default, ``rag.provider = "extractive"``): quotes the best
-  two-sentence window of each supporting evidence chunk (chosen in SQL by
-  ``hipocampo.evidence_support``), each followed by its citation marker ``[n]``. Deterministic.
+- :class:`ExtractiveAnswerer` (offline default, ``rag.provider = "extractive"``): the RPC
+  ``hipocampo.extractive_answer`` quotes the best two-sentence window of each supporting evidence
+  chunk (chosen in SQL by ``hipocampo.evidence_support``), each followed by its citation marker
+  ``[n]``. Deterministic, and the same text the Deno ``ask`` function gets.
 - :class:`ChatAnswerer` (``rag.provider = "openai" | "azure"``): chat completions through the
   ``openai`` SDK, prompted with ``rag.context_prompt`` and the numbered evidence.
 
-:func:`numbers_absent` is the post-validation gate: every number in an answer must appear in the
-evidence (issue: answers §3).
+The post-validation of numbers is SQL's (``hipocampo.numbers_absent``), called by the orchestrator.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import HipocampoError
-from ..text import plain_text
 
-__all__ = ["ChatAnswerer", "ExtractiveAnswerer", "GenerationError", "Generator", "generator_for", "numbers_absent"]
+if TYPE_CHECKING:
+    from ..client import Hipocampo
+
+__all__ = ["ChatAnswerer", "ExtractiveAnswerer", "GenerationError", "Generator", "generator_for"]
 
 Evidence = Mapping[str, Any]
-
-_CITATION = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 class GenerationError(HipocampoError):
@@ -48,42 +46,30 @@ class Generator(Protocol):
         ...
 
 
-def _numbers(text: str) -> set[str]:
-    """Numbers of a text as digit strings ("1.200,50" -> "120050"), citation markers left out."""
-    return {re.sub(r"\D", "", m) for m in _NUMBER.findall(_CITATION.sub(" ", text))}
-
-
-def numbers_absent(answer: str, evidence: Sequence[Evidence]) -> list[str]:
-    """The numbers of ``answer`` that appear in no evidence chunk (empty = the answer passes)."""
-    known: set[str] = set()
-    for item in evidence:
-        known |= _numbers(str(item.get("content") or "")) | _numbers(str(item.get("title") or ""))
-    return sorted(_numbers(answer) - known)
-
-
 class ExtractiveAnswerer:
-    """Quotes evidence: the best window of each chunk whose support reaches ``rag.min_confidence``
-    (at least the first chunk), at most ``max_quotes`` (default 2), in evidence order."""
+    """Quotes evidence through ``hipocampo.extractive_answer``: the best window of each chunk whose
+    support reaches ``rag.min_confidence`` (at least the first chunk), at most ``max_quotes``
+    (default 2), in evidence order, as plain text with its ``[n]``.
+
+    Args:
+        client: the caller's :class:`Hipocampo` (the RPC is pure: any member may call it).
+        max_quotes: quotes at most (>= 1).
+    """
 
     answer_source = "EXTRACTIVE"
 
-    def __init__(self, max_quotes: int = 2) -> None:
+    def __init__(self, client: Hipocampo, max_quotes: int = 2) -> None:
+        self.client = client
         self.max_quotes = max_quotes
 
     def generate(self, question: str, evidence: Sequence[Evidence], config: Mapping[str, Any]) -> str:
-        floor = float(config["min_confidence"])
-        chosen = [e for e in evidence if float(e.get("support") or 0) >= floor][: self.max_quotes] or list(evidence[:1])
-        if not chosen:
+        text = self.client.rpc(
+            "extractive_answer",
+            {"evidence": list(evidence), "min_support": float(config["min_confidence"]), "max_quotes": self.max_quotes},
+        )
+        if not text:
             raise GenerationError("no evidence to quote")
-        quotes: list[str] = []
-        seen: set[str] = set()
-        for item in chosen:
-            # Quoted as plain text: the chunk's markdown marks (## …, **…**) are not the answer's.
-            text = " ".join(plain_text(str(item.get("best_window") or item.get("content") or "")).split())
-            if text and text not in seen:
-                seen.add(text)
-                quotes.append(f"{text} [{item['n']}]")
-        return " ".join(quotes)
+        return str(text)
 
 
 class ChatAnswerer:
@@ -153,11 +139,12 @@ class ChatAnswerer:
         return text
 
 
-def generator_for(config: Mapping[str, Any]) -> Generator:
-    """The generator the rag config names (``rag.provider``): ``extractive``, ``openai`` or ``azure``."""
+def generator_for(config: Mapping[str, Any], client: Hipocampo) -> Generator:
+    """The generator the rag config names (``rag.provider``): ``extractive`` (through ``client``),
+    ``openai`` or ``azure``."""
     provider = str(config["provider"])
     if provider == "extractive":
-        return ExtractiveAnswerer()
+        return ExtractiveAnswerer(client)
     if provider in ("openai", "azure"):
         return ChatAnswerer(config)
     raise ValueError(f"unknown rag.provider {provider!r} (extractive | openai | azure)")

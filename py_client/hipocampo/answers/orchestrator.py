@@ -1,9 +1,12 @@
 """The answer-or-refuse pipeline (``Orchestrator.ask``, ``hipocampo ask``, POST /ask).
 
-Per call: guardrails (no retrieval, no model call when they refuse) -> rate limit (token bucket in
-Postgres) -> answer cache -> question embedding -> ``hipocampo.answer_evidence`` (retrieval,
-support, conflicts, evidence under the token budget, confidence and cross-check gates, all in SQL)
--> generation (extractive or LLM) -> post-validation of numbers -> cache -> audit row. Every call
+Per call: guardrails (``hipocampo.question_refusal``; no retrieval, no model call when they
+refuse) -> rate limit (token bucket in Postgres) -> answer cache -> question embedding ->
+``hipocampo.answer_evidence`` (retrieval, support, conflicts, evidence under the token budget,
+confidence and cross-check gates, all in SQL) -> generation (``hipocampo.extractive_answer`` or an
+LLM) -> post-validation of numbers (``hipocampo.numbers_absent``) -> cited sources
+(``hipocampo.answer_sources``) -> cache -> audit row. The Deno ``ask`` edge function calls the
+same RPCs in the same order, so both answer a question alike. Every call
 gets a trace id and an audit row (``hipocampo.record_answer``); timings per step are logged at
 DEBUG as JSON (logger ``hipocampo.orchestrator``). Rules and thresholds come from the database
 (``hipocampo.rag_config``), never from this module.
@@ -13,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -24,11 +26,9 @@ from ..client import Hipocampo
 from ..embeddings import EmbeddingProvider
 from ..errors import HipocampoError, InvalidInputError
 from ..models import Answer, Source
-from ..text import plain_text
-from .generation import GenerationError, Generator, generator_for, numbers_absent
-from .guardrails import check_question
+from .generation import GenerationError, Generator, generator_for
 
-__all__ = ["Orchestrator"]
+__all__ = ["Orchestrator", "question_refusal"]
 
 log = logging.getLogger("hipocampo.orchestrator")
 
@@ -89,12 +89,7 @@ class Orchestrator:
         turn = _Turn(self, question, kbs, agent, cfg, start)
         turn.lap("config")
 
-        reason = check_question(
-            question,
-            int(cfg["question_min_chars"]),
-            int(cfg["question_max_chars"]),
-            lambda text: self.client.scrub_pii([text])[0].counts,
-        )
+        reason = question_refusal(self.client, question, int(cfg["question_min_chars"]), int(cfg["question_max_chars"]))
         turn.lap("guardrails")
         if reason:
             return turn.finish(turn.refuse(reason))
@@ -133,14 +128,14 @@ class Orchestrator:
         if decision["decision"] != "answer":
             return turn.finish(turn.refuse(decision["reason"], confidence=confidence, conflicts=conflicts), *counts)
 
-        generator = self.generator or generator_for(turn.cfg)
+        generator = self.generator or generator_for(turn.cfg, self.client)
         try:
             text = generator.generate(turn.question, evidence, turn.cfg)
         except GenerationError as exc:
             log.warning("generation failed (trace %s): %s", turn.trace, exc)
             return turn.finish(turn.refuse("generation_failed", confidence=confidence), *counts)
         turn.lap("generate")
-        absent = numbers_absent(text, evidence)
+        absent: list[str] = self.client.rpc("numbers_absent", {"answer": text, "evidence": evidence})
         if absent:
             log.info("answer refused: numbers %s absent from the evidence (trace %s)", absent, turn.trace)
             return turn.finish(turn.refuse("number_not_in_evidence", confidence=confidence), *counts)
@@ -149,7 +144,10 @@ class Orchestrator:
             "refused": False,
             "reason": None,
             "confidence": confidence,
-            "sources": [s.model_dump(mode="json") for s in _cited(text, evidence)],
+            "sources": [
+                Source(**s).model_dump(mode="json")
+                for s in self.client.rpc("answer_sources", {"answer": text, "evidence": evidence})
+            ],
             "conflicts": conflicts,
             "answer_source": generator.answer_source,
         }
@@ -230,9 +228,9 @@ class _Turn:
         self.mark = now
 
     def refuse(self, reason: str, **extra: Any) -> dict[str, Any]:
-        message = str(self.cfg["refusal_message"])
-        if reason == "conflicting_sources":
-            message += " " + _disagreement(extra.get("conflicts") or [])
+        conflicts = extra.get("conflicts") or []
+        args = {"reason": reason, "conflicts": conflicts, "refusal_message": self.cfg["refusal_message"]}
+        message = str(self.orchestrator.client.rpc("refusal_text", args))
         return {"answer": message, "refused": True, "reason": reason, "answer_source": "REFUSAL", **extra}
 
     def finish(self, ans: dict[str, Any], candidates: int = 0, filtered: int = 0) -> Answer:
@@ -255,35 +253,20 @@ class _Turn:
         return result
 
 
-def _cited(text: str, evidence: list[dict[str, Any]]) -> list[Source]:
-    """The evidence items the answer cites with ``[n]`` (all of them when it cites none)."""
-    marked = {int(n) for group in re.findall(r"\[(\d+(?:\s*,\s*\d+)*)\]", text) for n in group.split(",")}
-    items = [e for e in evidence if int(e["n"]) in marked] or evidence
-    return [
-        Source(
-            n=int(e["n"]),
-            document=str(e.get("title") or ""),
-            document_id=UUID(str(e["document_id"])),
-            source_uri=str(e.get("source_uri") or ""),
-            chunk_id=int(e["chunk_id"]),
-            excerpt=plain_text(str(e.get("best_window") or e.get("content") or ""))[:600],
-            score=float(e.get("score") or 0),
-            support=float(e.get("support") or 0),
-        )
-        for e in items
-    ]
+def question_refusal(client: Hipocampo, question: str, min_chars: int, max_chars: int) -> str | None:
+    """The guardrails' refusal reason for ``question`` (``hipocampo.question_refusal``), or None.
 
+    Args:
+        client: any caller (the RPC is pure).
+        question: the question as typed.
+        min_chars / max_chars: length bounds in characters (rag.question_min_chars = 3,
+            rag.question_max_chars = 2,000; config.toml [rag]).
 
-_KIND = {"deadline_days": "prazo (dias)", "date": "data", "money": "valor (R$)"}
-
-
-def _disagreement(conflicts: list[dict[str, Any]]) -> str:
-    """One sentence naming what the sources disagree on, e.g. "As fontes divergem sobre prazo
-    (dias), escopo internacional: 30 em 'Política 2023'; 45 em 'Política 2024'."."""
-    parts = []
-    for c in conflicts:
-        if c.get("resolved"):
-            continue
-        seen = dict.fromkeys(f"{v['value']} em '{v['title']}'" for v in c.get("values") or [])
-        parts.append(f"{_KIND.get(c['kind'], c['kind'])}, escopo {c['scope']}: " + "; ".join(seen))
-    return "As fontes divergem sobre " + " | ".join(parts) + "." if parts else "As fontes divergem."
+    Returns:
+        ``invalid_question`` (length, control characters; a NUL character, which PostgreSQL text
+        cannot hold, is refused here), ``prompt_injection``, ``secret``, ``sensitive_data``, or None.
+    """
+    if "\x00" in question:
+        return "invalid_question"
+    reason = client.rpc("question_refusal", {"question": question, "min_chars": min_chars, "max_chars": max_chars})
+    return str(reason) if reason else None

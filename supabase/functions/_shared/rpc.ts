@@ -13,6 +13,7 @@ export type SqlType =
   | "uuid"
   | "integer"
   | "bigint"
+  | "real"
   | "double precision"
   | "numeric"
   | "boolean"
@@ -20,7 +21,8 @@ export type SqlType =
   | "jsonb"
   | "vector"
   | "text[]"
-  | "uuid[]";
+  | "uuid[]"
+  | "bigint[]";
 
 /** One RPC of the `hipocampo` schema: its name, typed arguments, required ones, result shape. */
 export interface Rpc {
@@ -49,6 +51,7 @@ function argument(name: string, type: SqlType): string {
       return `(${text})::extensions.vector`;
     case "text[]":
     case "uuid[]":
+    case "bigint[]":
       return `array(select jsonb_array_elements_text(${field}))::${type}`;
     default:
       return `(${text})::${type}`;

@@ -1,0 +1,315 @@
+/**
+ * POST /functions/v1/ask -> an answer that cites its sources, or a refusal with its reason: the
+ * pipeline of the Python Orchestrator (`hipocampo ask`, POST /ask) over HTTP, calling the same RPCs
+ * in the same order, so the same question gets the same answer from either surface (issue 20 §3):
+ * guardrails (hipocampo.question_refusal) -> rate limit (take_rate_limit) -> answer cache
+ * (cache_get) -> the question's embedding (sent, or computed through the active model's OpenAI /
+ * Azure endpoint) -> evidence, conflicts and the confidence gates (answer_evidence) -> generation
+ * (rag.provider extractive: hipocampo.extractive_answer; openai / azure: a chat completion through
+ * the `openai` SDK, temperature 0, prompted with rag.context_prompt and the numbered evidence) ->
+ * post-validation of numbers (numbers_absent) -> cited sources (answer_sources) -> cache_put ->
+ * one audit row (record_answer; a failed audit is logged and the answer stands). Refusal texts
+ * come from refusal_text. Every threshold is the effective rag config's (hipocampo.rag_config).
+ *
+ * Body: {"question": text (rag.question_min_chars..question_max_chars), "kb_ids"?: uuid[]
+ * (default: the agent binding's), "agent"?: text, "query_embedding"?: number[] (required when the
+ * active model runs offline), "use_cache"?: boolean (default true), "rate_limit"?: boolean
+ * (service_role only; default true), "tenant_id"?: uuid (service_role only)}.
+ * Returns: {"question", "answer", "refused", "reason", "confidence", "sources": [{"n", "document",
+ * "document_id", "source_uri", "chunk_id", "excerpt", "score", "support"}], "conflicts",
+ * "answer_source": CACHE | LLM | EXTRACTIVE | REFUSAL, "trace_id", "retry_after_ms", "timings_ms"}
+ * (a refusal is a 200 with refused true). Errors: 401; 403 (42501); 404 (P0002) unknown knowledge
+ * base or agent; 422 no knowledge base, bad body, or no query_embedding with the offline model;
+ * 429 (per address); 503.
+ * Example: curl -X POST "$SUPABASE_URL/functions/v1/ask" -H "Authorization: Bearer $JWT"
+ *   -d '{"question": "Qual a carga horária mínima do estágio?", "kb_ids": ["…"]}'
+ */
+import OpenAI, { AzureOpenAI } from "npm:openai@7.55.0";
+import type { Tx } from "../_shared/db.ts";
+import { embedQuery } from "../_shared/embed.ts";
+import { HttpError } from "../_shared/http.ts";
+import { callRpc, type Rpc } from "../_shared/rpc.ts";
+import { type RouteContext, serve } from "../_shared/serve.ts";
+
+type Json = Record<string, unknown>;
+
+export const ragConfig: Rpc = {
+  name: "rag_config",
+  params: { kb_id: "uuid", agent: "text", tenant_id: "uuid" },
+  returns: "value",
+};
+export const questionRefusal: Rpc = {
+  name: "question_refusal",
+  params: {
+    question: "text",
+    min_chars: "integer",
+    max_chars: "integer",
+  },
+  returns: "value",
+};
+export const takeRateLimit: Rpc = {
+  name: "take_rate_limit",
+  params: { tenant_id: "uuid" },
+  returns: "value",
+};
+export const cacheGet: Rpc = {
+  name: "cache_get",
+  params: { question: "text", kb_ids: "uuid[]", agent: "text", tenant_id: "uuid" },
+  returns: "value",
+};
+export const cachePut: Rpc = {
+  name: "cache_put",
+  params: {
+    question: "text",
+    kb_ids: "uuid[]",
+    answer: "jsonb",
+    agent: "text",
+    tenant_id: "uuid",
+  },
+  returns: "value",
+};
+export const answerEvidence: Rpc = {
+  name: "answer_evidence",
+  params: {
+    query_text: "text",
+    query_embedding: "vector",
+    kb_ids: "uuid[]",
+    agent: "text",
+    tenant_id: "uuid",
+  },
+  returns: "value",
+};
+export const extractiveAnswer: Rpc = {
+  name: "extractive_answer",
+  params: { evidence: "jsonb", min_support: "double precision" },
+  returns: "value",
+};
+export const numbersAbsent: Rpc = {
+  name: "numbers_absent",
+  params: { answer: "text", evidence: "jsonb" },
+  returns: "value",
+};
+export const answerSources: Rpc = {
+  name: "answer_sources",
+  params: { answer: "text", evidence: "jsonb" },
+  returns: "value",
+};
+export const refusalText: Rpc = {
+  name: "refusal_text",
+  params: { reason: "text", conflicts: "jsonb", refusal_message: "text" },
+  returns: "value",
+};
+export const recordAnswer: Rpc = {
+  name: "record_answer",
+  params: {
+    trace_id: "uuid",
+    question: "text",
+    answer_source: "text",
+    reason: "text",
+    confidence: "real",
+    candidates: "integer",
+    filtered: "integer",
+    evidence_chunk_ids: "bigint[]",
+    timings_ms: "jsonb",
+    latency_ms: "real",
+    kb_ids: "uuid[]",
+    agent: "text",
+    tenant_id: "uuid",
+  },
+  returns: "value",
+};
+
+const FIELDS = ["question", "kb_ids", "agent", "query_embedding", "use_cache", "rate_limit", "tenant_id"];
+
+/** The chat completion of rag.provider openai / azure; null when it failed or came back empty. */
+async function chat(question: string, evidence: Json[], cfg: Json): Promise<string | null> {
+  const env = (name: unknown) => (typeof name === "string" && name ? Deno.env.get(name) : undefined);
+  const apiKey = env(cfg.api_key_secret) || "missing-key";
+  const azure = cfg.provider === "azure";
+  const client = azure
+    ? new AzureOpenAI({
+      apiKey,
+      endpoint: env(cfg.endpoint_secret) ?? "",
+      apiVersion: String(cfg.azure_api_version),
+      maxRetries: 3,
+      timeout: 30_000,
+    })
+    : new OpenAI({ apiKey, baseURL: env(cfg.base_url_secret) || undefined, maxRetries: 3, timeout: 30_000 });
+  const context = evidence.map((e) => `[${e.n}] ${e.title ?? ""}\n${e.content ?? ""}`).join("\n\n");
+  try {
+    const resp = await client.chat.completions.create({
+      model: String(azure ? cfg.azure_deployment : cfg.chat_model),
+      messages: [
+        { role: "system", content: `${cfg.context_prompt}\n\n${context}` },
+        { role: "user", content: question },
+      ],
+      temperature: 0,
+    });
+    return resp.choices?.[0]?.message?.content?.trim() || null;
+  } catch (err) {
+    console.error(JSON.stringify({ level: "warning", error: `chat completion failed: ${err}` }));
+    return null;
+  }
+}
+
+/** One question, answered or refused; the audit row written in a savepoint. */
+export async function ask({ actor, body, tx }: RouteContext): Promise<Json> {
+  const started = performance.now();
+  let mark = started;
+  const timings: Record<string, number> = {};
+  const lap = (step: string) => {
+    const now = performance.now();
+    timings[step] = Math.round((now - mark) * 100) / 100;
+    mark = now;
+  };
+  const unknown = Object.keys(body).filter((k) => !FIELDS.includes(k));
+  if (unknown.length) throw new HttpError(422, `unknown parameter(s) ${unknown.join(", ")}`);
+  const question = body.question;
+  if (typeof question !== "string") throw new HttpError(422, "question is required (text)");
+  if (body.rate_limit === false && actor.role !== "service_role") {
+    throw new HttpError(403, "rate_limit false is for service_role");
+  }
+  const agent = (body.agent ?? null) as string | null;
+  const tenant = (body.tenant_id ?? null) as string | null;
+  const named = Array.isArray(body.kb_ids) ? body.kb_ids.map(String) : null;
+  const cfg = await callRpc(tx, ragConfig, {
+    kb_id: named?.length === 1 ? named[0] : null,
+    agent,
+    tenant_id: tenant,
+  }) as Json;
+  const kbs = named ?? (Array.isArray(cfg.kb_ids) ? cfg.kb_ids.map(String) : []);
+  if (!kbs.length) {
+    throw new HttpError(422, "no knowledge base: pass kb_ids or an agent bound to knowledge bases");
+  }
+  const trace = crypto.randomUUID();
+  lap("config");
+
+  const refuse = async (reason: string, extra: Json = {}): Promise<Json> => ({
+    answer: await callRpc(tx, refusalText, {
+      reason,
+      conflicts: extra.conflicts ?? [],
+      refusal_message: cfg.refusal_message,
+    }),
+    refused: true,
+    reason,
+    answer_source: "REFUSAL",
+    ...extra,
+  });
+  const finish = async (ans: Json, candidates = 0, filtered = 0): Promise<Json> => {
+    const total = performance.now() - started;
+    timings.total = Math.round(total * 100) / 100;
+    const result: Json = {
+      question,
+      confidence: 0,
+      sources: [],
+      conflicts: [],
+      retry_after_ms: null,
+      ...ans,
+      trace_id: trace,
+      timings_ms: timings,
+    };
+    await audit(tx, result, kbs, agent, tenant, candidates, filtered, total);
+    return result;
+  };
+
+  const reason = question.includes("\u0000") ? "invalid_question" : await callRpc(tx, questionRefusal, {
+    question,
+    min_chars: cfg.question_min_chars,
+    max_chars: cfg.question_max_chars,
+  }) as string | null;
+  lap("guardrails");
+  if (reason) return finish(await refuse(reason));
+  if (body.rate_limit !== false) {
+    const limit = (await callRpc(tx, takeRateLimit, { tenant_id: tenant }) ?? { allowed: true }) as Json;
+    lap("rate_limit");
+    if (!limit.allowed) {
+      return finish(await refuse("rate_limited", { retry_after_ms: Number(limit.retry_after_ms ?? 0) }));
+    }
+  }
+  const useCache = body.use_cache !== false;
+  if (useCache) {
+    const cached = await callRpc(tx, cacheGet, { question, kb_ids: kbs, agent, tenant_id: tenant }) as
+      | Json
+      | null;
+    lap("cache");
+    if (cached) return finish({ ...cached, refused: false, reason: null, answer_source: "CACHE" });
+  }
+  const vector = Array.isArray(body.query_embedding)
+    ? body.query_embedding
+    : await embedQuery(tx, question, { kb_id: kbs.length === 1 ? kbs[0] : null, agent, tenant_id: tenant });
+  lap("embed");
+  const decision = await callRpc(tx, answerEvidence, {
+    query_text: question,
+    query_embedding: vector,
+    kb_ids: kbs,
+    agent,
+    tenant_id: tenant,
+  }) as Json;
+  lap("evidence");
+  const evidence = decision.evidence as Json[];
+  const counts = [Number(decision.candidates), Number(decision.filtered)] as const;
+  const confidence = Number(decision.confidence);
+  const conflicts = decision.conflicts as Json[];
+  if (decision.decision !== "answer") {
+    return finish(await refuse(String(decision.reason), { confidence, conflicts }), ...counts);
+  }
+  const extractive = cfg.provider === "extractive";
+  const text = extractive
+    ? await callRpc(tx, extractiveAnswer, { evidence, min_support: cfg.min_confidence }) as string | null
+    : await chat(question, evidence, cfg);
+  if (!text) return finish(await refuse("generation_failed", { confidence }), ...counts);
+  lap("generate");
+  const absent = await callRpc(tx, numbersAbsent, { answer: text, evidence }) as string[];
+  if (absent.length) return finish(await refuse("number_not_in_evidence", { confidence }), ...counts);
+  const answer: Json = {
+    answer: text,
+    refused: false,
+    reason: null,
+    confidence,
+    sources: await callRpc(tx, answerSources, { answer: text, evidence }),
+    conflicts,
+    answer_source: extractive ? "EXTRACTIVE" : "LLM",
+  };
+  if (useCache) {
+    await callRpc(tx, cachePut, { question, kb_ids: kbs, answer, agent, tenant_id: tenant });
+    lap("cache_put");
+  }
+  return finish(answer, ...counts);
+}
+
+async function audit(
+  tx: Tx,
+  ans: Json,
+  kbs: string[],
+  agent: string | null,
+  tenant: string | null,
+  candidates: number,
+  filtered: number,
+  total: number,
+): Promise<void> {
+  try {
+    await tx.savepoint((sp) =>
+      callRpc(sp as unknown as Tx, recordAnswer, {
+        trace_id: ans.trace_id,
+        question: ans.question,
+        answer_source: ans.answer_source,
+        reason: ans.reason ?? null,
+        confidence: ans.confidence,
+        candidates,
+        filtered,
+        evidence_chunk_ids: (ans.sources as Json[]).map((s) => s.chunk_id),
+        timings_ms: ans.timings_ms,
+        latency_ms: total,
+        kb_ids: kbs,
+        agent,
+        tenant_id: tenant,
+      })
+    );
+  } catch (err) { // the answer stands; a lost audit row is logged loudly
+    console.error(
+      JSON.stringify({ level: "error", trace_id: ans.trace_id, error: `audit row not written: ${err}` }),
+    );
+  }
+}
+
+if (import.meta.main) serve("ask", { "": { method: "POST", run: ask } });
