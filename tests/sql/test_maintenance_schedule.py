@@ -67,6 +67,9 @@ def test_api_roles_cannot_schedule(db: Conn, act: Any) -> None:
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             db.execute("select hipocampo.schedule_maintenance()")
         db.execute("rollback to savepoint s")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            db.execute("select hipocampo.schedule_embedding_queue()")
+        db.execute("rollback to savepoint s")
 
 
 @pytest.mark.usefixtures("pg_cron")
@@ -110,3 +113,29 @@ def test_tenants_cannot_change_the_schedules(db: Conn, world: Any) -> None:
     with pytest.raises(psycopg.errors.InvalidParameterValue) as exc:
         db.execute("select hipocampo.set_tenant_config('maintenance', '{\"memory_cron\": \"* * * * *\"}')")
     assert exc.value.diag.message_primary == "maintenance.memory_cron is fixed and cannot be changed per tenant"
+
+
+def test_the_embed_schedule_needs_pg_cron_pg_net_and_vault(db: Conn) -> None:
+    """No server here has pg_net or Supabase Vault: the refusals are what can run (docs/design.md)."""
+    db.execute("savepoint s")
+    with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState) as exc:
+        db.execute("select hipocampo.schedule_embedding_queue()")
+    db.execute("rollback to savepoint s")
+    if _has_pg_cron(db):
+        assert exc.value.diag.message_primary == (
+            "pg_net is not installed: enable it (on Supabase: Database → Extensions → pg_net), then call"
+            " hipocampo.schedule_embedding_queue() again"
+        )
+    else:
+        assert exc.value.diag.message_primary == (
+            "pg_cron is not installed: enable it (on Supabase: Integrations → Cron), then call"
+            " hipocampo.schedule_embedding_queue() again"
+        )
+    assert exc.value.sqlstate == "55000"
+    if _has_pg_cron(db):
+        assert "hipocampo-embed-queue" not in _jobs(db)
+    row = db.execute(
+        "select config -> 'maintenance' ->> 'embed_cron' as cron"
+        " from hipocampo_private.settings where tenant_id is null"
+    ).fetchone()
+    assert row == {"cron": "* * * * *"}
