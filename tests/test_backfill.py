@@ -135,7 +135,7 @@ def test_messages_without_a_vector_are_embedded_then_given_tokens(root: Hipocamp
     conv = uuid.uuid4()
     ids = member.add_messages(conv, [{"role": "user", "content": t} for t in TEXTS])
     done = embed_missing_rows(root, embedder, batch_size=2)
-    assert set(done) == {"memories", "memory_staging", "messages"} and done["messages"] >= 4
+    assert set(done) == {"chunks", "memories", "memory_staging", "messages"} and done["messages"] >= 4
     with root.transaction() as cur:
         cur.execute(
             "select embedding::text as e from hipocampo_private.messages where id = any(%s) order by id", (ids,)
@@ -154,10 +154,19 @@ def test_cli_embed_missing(root: Hipocampo, tenant: Tenant) -> None:
     res = runner.invoke(app, ["db", "embed-missing", "--batch-size", "3"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    assert set(out) == {"memories", "memory_staging", "messages", "message_tokens"} and out["message_tokens"] >= 4
+    assert (
+        set(out) == {"chunks", "memories", "memory_staging", "messages", "message_tokens"}
+        and out["message_tokens"] >= 4
+    )
     assert all(t[0] is not None for t in tenant.tokens(root))
     res = runner.invoke(app, ["db", "embed-missing"])
-    assert json.loads(res.output) == {"memories": 0, "memory_staging": 0, "messages": 0, "message_tokens": 0}
+    assert json.loads(res.output) == {
+        "chunks": 0,
+        "memories": 0,
+        "memory_staging": 0,
+        "messages": 0,
+        "message_tokens": 0,
+    }
     res = runner.invoke(app, ["db", "embed-missing", "--batch-size", "0"])
     assert res.exit_code == 1 and "error [22023]: batch_size must be 1..1000" in res.output
 

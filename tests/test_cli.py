@@ -81,11 +81,14 @@ def test_worker_embeds_what_search_cannot_read(database_url: str) -> None:
     res = runner.invoke(app, ["worker", "--once", "--embed-missing"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    assert set(out["embedded"]) == {"memories", "memory_staging", "messages"}
+    assert set(out["embedded"]) == {"chunks", "memories", "memory_staging", "messages"}
     assert isinstance(out["message_tokens_stored"], int)
     res = runner.invoke(app, ["worker", "--once", "--embed-missing"])
     out = json.loads(res.output)
-    assert out["embedded"] == {"memories": 0, "memory_staging": 0, "messages": 0} and out["message_tokens_stored"] == 0
+    assert (
+        out["embedded"] == {"chunks": 0, "memories": 0, "memory_staging": 0, "messages": 0}
+        and out["message_tokens_stored"] == 0
+    )
 
 
 def test_ingest_needs_create_kb_and_exits_1_on_any_failure(database_url: str, tmp_path: Path) -> None:

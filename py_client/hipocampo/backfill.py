@@ -1,7 +1,7 @@
 """Backfills: what search needs and a row lacks, computed where the embedding model runs.
 
-- :func:`embed_missing_rows` (migration 003700): active and staged memories and messages without
-  an embedding of the active model (after a model switch, or messages stored through the edge
+- :func:`embed_missing_rows` (migration 003700): chunks, active and staged memories and messages
+  without an embedding of the active model (after a model switch, or messages stored through the edge
   functions without a vector) get one; then the old model can be dropped.
 - :func:`backfill_message_tokens` (migration 003600): messages stored before migration 003500,
   through the edge functions (no token model in Deno) or by a client without the token model have
@@ -21,7 +21,7 @@ from .errors import EmbeddingError
 
 __all__ = ["KINDS", "backfill_message_tokens", "embed_missing_rows"]
 
-KINDS = ("memories", "memory_staging", "messages")
+KINDS = ("chunks", "memories", "memory_staging", "messages")
 
 
 def _check_active(client: Hipocampo, embedder: Any) -> None:
@@ -103,11 +103,13 @@ def embed_missing_rows(
     batch_size: int = 100,
     limit: int | None = None,
 ) -> dict[str, int]:
-    """Embed, with the active model, the rows search cannot read with it: active memories and
-    staged memories (their description) and messages (their content) that have no embedding or
-    one of another model.
+    """Embed, with the active model, the rows search cannot read with it: chunks whose content has
+    no chunk of the active model (the title and content ingestion embeds; a row of the active model
+    is added beside the source row), active memories and staged memories (their description) and
+    messages (their content) that have no embedding or one of another model.
 
-    After ``activate_embedding_model`` this carries memories and history over to the new model
+    After ``activate_embedding_model`` this carries the knowledge bases, memories and history over
+    to the new model without the source files
     (``drop_embedding_model`` of the old one refuses until it is done, 55000); it also embeds
     messages stored through the edge functions without a vector. ``hipocampo.rows_to_embed``
     lists a batch (locked until it commits), ``embedder.embed_documents`` embeds it,
@@ -117,7 +119,7 @@ def embed_missing_rows(
     Args:
         client: a service_role client (``Actor.service()``, the default actor).
         embedder: the active model's provider (its ``model_name``).
-        kinds: which of ``memories``, ``memory_staging``, ``messages`` (default all).
+        kinds: which of ``chunks``, ``memories``, ``memory_staging``, ``messages`` (default all).
         batch_size: rows per transaction, 1..1000.
         limit: stop each kind after about this many rows (default: until none is left).
 
@@ -129,7 +131,7 @@ def embed_missing_rows(
     A worker that dies mid-batch leaves its rows to the next (its transaction rolls back).
 
     Returns:
-        Rows embedded per kind, e.g. ``{"memories": 3, "memory_staging": 0, "messages": 120}``,
+        Rows embedded per kind, e.g. ``{"chunks": 250, "memories": 3, "memory_staging": 0, "messages": 120}``,
         and ``<kind>_failed`` (rows whose embedding failed in this run) when there were any.
 
     Raises:

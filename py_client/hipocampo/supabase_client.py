@@ -15,7 +15,7 @@ RPC no edge function serves raises :class:`HipocampoError` 0A000 naming the ones
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import date, datetime
 from typing import Any
@@ -23,6 +23,7 @@ from uuid import UUID
 
 from .client import Actor, Hipocampo
 from .errors import HipocampoError, MemoryRejected, from_sqlstate
+from .models import Answer
 from .rpc import Shape
 
 __all__ = ["ROUTES", "SupabaseHipocampo"]
@@ -108,6 +109,48 @@ class SupabaseHipocampo(Hipocampo):
         if shape == "none":
             return None
         return result
+
+    def ask(
+        self,
+        question: str,
+        *,
+        kb_ids: Sequence[UUID | str] | None = None,
+        agent: str | None = None,
+        query_embedding: Sequence[float] | None = None,
+        use_cache: bool = True,
+    ) -> Answer:
+        """Answer ``question`` with cited sources, or refuse, through the ``ask`` edge function:
+        what ``Orchestrator.ask`` answers over the database (the same RPCs in the same order).
+
+        Args:
+            question: 3..2,000 characters (rag.question_min_chars / question_max_chars).
+            kb_ids: knowledge bases (default: the agent binding's).
+            agent: agent binding name.
+            query_embedding: the question's vector (``list[float]``, the active model's dims);
+                required when the active model is the offline one (it runs in Python only).
+            use_cache: read and write the answer cache (rag.cache_ttl_seconds).
+
+        Returns:
+            :class:`Answer` (a refusal has ``refused=True`` and its ``reason``).
+
+        Raises:
+            InvalidInputError: no knowledge base, or no query_embedding with the offline model.
+            PermissionDeniedError: not a member of the token's tenant.
+        """
+        from supabase_functions.errors import FunctionsHttpError
+
+        body: dict[str, Any] = {"question": question, "use_cache": use_cache}
+        if kb_ids is not None:
+            body["kb_ids"] = [str(k) for k in kb_ids]
+        if agent is not None:
+            body["agent"] = agent
+        if query_embedding is not None:
+            body["query_embedding"] = [float(x) for x in query_embedding]
+        try:
+            reply = self._supabase.functions.invoke("ask", {"body": body, "responseType": "json"})
+        except FunctionsHttpError as exc:
+            raise _error(exc) from None
+        return Answer.model_validate(reply)
 
 
 def _error(exc: Any) -> HipocampoError:

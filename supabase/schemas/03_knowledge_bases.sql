@@ -1559,20 +1559,48 @@ comment on function hipocampo.finish_ingestion_job(uuid, text, jsonb, jsonb) is
 'Close an ingestion-job record with its status, counts and errors.';
 
 /*
+_embedding_kind(kind text) -> text
+
+Purpose: the kind of row the embedding backfill handles, checked (rows_to_embed,
+  set_row_embeddings, record_embedding_failure, requeue_embedding_failures).
+Parameters: kind - chunks | memories | memory_staging | messages.
+Returns: kind.
+Errors: 22023 "kind must be chunks, memories, memory_staging or messages".
+Example: perform hipocampo_private._embedding_kind(kind);
+*/
+create or replace function hipocampo_private._embedding_kind(kind text)
+returns text
+language plpgsql
+immutable
+security invoker
+set search_path = ''
+as $$
+begin
+    if kind is null or kind not in ('chunks', 'memories', 'memory_staging', 'messages') then
+        raise exception 'kind must be chunks, memories, memory_staging or messages' using errcode = '22023';
+    end if;
+    return kind;
+end;
+$$;
+
+/*
 rows_to_embed(kind text, batch_size integer default 100, after_id text default null)
   -> table (row_id text, content text)
 
 Purpose: rows that search cannot read with the active model - no embedding, or one of another
-  model: active memories ('memories') and staged memories ('memory_staging') with their
-  description, messages ('messages') with their content. The listed rows stay locked (for update
+  model: chunks whose content has no chunk of the active model ('chunks', one per content hash
+  of a tenant, with the text ingestion embeds: the document's title, a newline, the content),
+  active memories ('memories') and staged memories ('memory_staging') with their description,
+  messages ('messages') with their content. The listed rows stay locked (for update
   skip locked) until the caller's transaction ends: store their vectors with set_row_embeddings
   in the same transaction; concurrent workers take other rows, and a worker that dies leaves its
   rows to the next (its transaction rolls back). Rows whose embedding failed wait for their retry
   time and dead-lettered ones are left out (record_embedding_failure).
-Parameters: kind memories | memory_staging | messages; batch_size 1..1000 rows; after_id - only
-  rows with a greater id (a caller's cursor: a memory's uuid, a message's number, as text).
+Parameters: kind chunks | memories | memory_staging | messages; batch_size 1..1000 rows;
+  after_id - only rows with a greater id (a caller's cursor: a chunk's or message's number, a
+  memory's uuid, as text).
 Returns: at most batch_size rows by id: row_id (the id as text) and the text to embed.
-Errors: 22023 "kind must be memories, memory_staging or messages"; 22023 "batch_size must be
+Errors: 22023 "kind must be chunks, memories, memory_staging or messages"; 22023 "batch_size must be
   1..1000"; 55000 "no embedding model is active".
 Example: select row_id, content from hipocampo.rows_to_embed('messages', 100);
 */
@@ -1586,9 +1614,7 @@ as $$
 declare
     model text;
 begin
-    if kind is null or kind not in ('memories', 'memory_staging', 'messages') then
-        raise exception 'kind must be memories, memory_staging or messages' using errcode = '22023';
-    end if;
+    perform hipocampo_private._embedding_kind(kind);
     if batch_size is null or batch_size not between 1 and 1000 then
         raise exception 'batch_size must be 1..1000' using errcode = '22023';
     end if;
@@ -1596,7 +1622,30 @@ begin
     if model is null then
         raise exception 'no embedding model is active' using errcode = '55000';
     end if;
-    if kind = 'memories' then
+    if kind = 'chunks' then
+        return query
+        select c.id::text, d.title || E'\n' || c.content
+        from hipocampo_private.chunks as c
+        inner join hipocampo_private.documents as d on d.id = c.document_id
+        where c.embedding_model is distinct from model
+          and (rows_to_embed.after_id is null or c.id > rows_to_embed.after_id::bigint)
+          -- One source row per content: the oldest, of whichever model.
+          and c.id = (
+              select min(o.id) from hipocampo_private.chunks as o
+              where o.tenant_id = c.tenant_id and o.content_hash = c.content_hash
+          )
+          and not exists (
+              select 1 from hipocampo_private.chunks as n
+              where n.tenant_id = c.tenant_id and n.content_hash = c.content_hash and n.embedding_model = model
+          )
+          and not exists (
+              select 1 from hipocampo_private.embedding_failures as f
+              where f.kind = 'chunks' and f.row_id = c.id::text and (f.dead or f.next_attempt_at > now())
+          )
+        order by c.id
+        limit batch_size
+        for update of c skip locked;
+    elsif kind = 'memories' then
         return query
         select m.id::text, m.description from hipocampo_private.memories as m
         where m.status = 'active' and m.embedding_model is distinct from model
@@ -1639,15 +1688,18 @@ $$;
 /*
 set_row_embeddings(kind text, items jsonb) -> integer
 
-Purpose: store embeddings of the active model for rows rows_to_embed listed. A row that already
-  has an embedding of the active model keeps it (a repeated call changes nothing). A stored row
+Purpose: store embeddings of the active model for rows rows_to_embed listed. A chunk gets a new
+  row of the active model beside its source row (as ingestion adds a model's chunks: postings
+  and statistics by the chunks triggers); a chunk of that content already there is kept. A
+  memory or message that already has an embedding of the active model keeps it (a repeated
+  call changes nothing). A stored row
   leaves the retry bookkeeping (embedding_failures). A message's
   tokens belong to its embedding's model, so they are cleared with it (the token backfill,
   messages_without_tokens, lists the message again).
-Parameters: kind as rows_to_embed; items - [{"id": "<uuid, or a message's number>", "embedding":
+Parameters: kind as rows_to_embed; items - [{"id": "<a chunk's or message's number, or a uuid>", "embedding":
   [floats]}].
 Returns: the number of rows updated.
-Errors: 22023 "kind must be memories, memory_staging or messages"; 22023 "items must be a json
+Errors: 22023 "kind must be chunks, memories, memory_staging or messages"; 22023 "items must be a json
   array"; 22000 "embedding has N dimensions; model M expects D"; 55000 "no embedding model is active".
 Example: select hipocampo.set_row_embeddings('messages', '[{"id": "42", "embedding": [0.1, …]}]');
 */
@@ -1664,9 +1716,7 @@ declare
     n integer := 0;
     one integer;
 begin
-    if kind is null or kind not in ('memories', 'memory_staging', 'messages') then
-        raise exception 'kind must be memories, memory_staging or messages' using errcode = '22023';
-    end if;
+    perform hipocampo_private._embedding_kind(kind);
     if items is null or jsonb_typeof(items) <> 'array' then
         raise exception 'items must be a json array' using errcode = '22023';
     end if;
@@ -1676,7 +1726,17 @@ begin
     for item in select x from jsonb_array_elements(items) as x loop
         v := (item ->> 'embedding')::extensions.vector;
         model := hipocampo_private._active_model(v, 'embedding');
-        if kind = 'memories' then
+        if kind = 'chunks' then
+            insert into hipocampo_private.chunks (
+                tenant_id, kb_id, document_id, chunk_index, content, token_count, metadata, content_hash,
+                ts_config, embedding, embedding_model, expires_at
+            )
+            select o.tenant_id, o.kb_id, o.document_id, o.chunk_index, o.content, o.token_count, o.metadata,
+                o.content_hash, o.ts_config, v, model, o.expires_at
+            from hipocampo_private.chunks as o
+            where o.id = (item ->> 'id')::bigint
+            on conflict on constraint chunks_tenant_hash_model_key do nothing;
+        elsif kind = 'memories' then
             update hipocampo_private.memories as m set embedding = v, embedding_model = model
             where m.id = (item ->> 'id')::uuid and m.embedding_model is distinct from model;
         elsif kind = 'memory_staging' then
@@ -1698,10 +1758,10 @@ end;
 $$;
 
 comment on function hipocampo.rows_to_embed(text, integer, text) is
-'Active and staged memories and messages without an embedding of the active model (locked for the caller''s transaction): the work list after a model switch.';
+'Chunks, active and staged memories and messages without an embedding of the active model (locked for the caller''s transaction): the work list after a model switch.';
 
 comment on function hipocampo.set_row_embeddings(text, jsonb) is
-'Store embeddings of the active model for rows rows_to_embed listed (a message''s tokens are cleared with its old embedding).';
+'Store embeddings of the active model for rows rows_to_embed listed (a chunk gets a row of the active model; a message''s tokens are cleared with its old embedding).';
 
 -- The retry bookkeeping of the embedding backfill (issue 20 §4): a row whose vector could not be
 -- computed (the provider failed) is retried with exponential backoff and, after
@@ -1717,7 +1777,7 @@ create table hipocampo_private.embedding_failures (
     dead boolean not null default false,
     updated_at timestamptz not null default now(),
     primary key (kind, row_id),
-    constraint embedding_failures_kind_check check (kind in ('memories', 'memory_staging', 'messages')),
+    constraint embedding_failures_kind_check check (kind in ('chunks', 'memories', 'memory_staging', 'messages')),
     constraint embedding_failures_attempts_check check (attempts >= 1),
     constraint embedding_failures_error_length check (char_length(last_error) <= 2000)
 );
@@ -1736,10 +1796,10 @@ Purpose: the retry bookkeeping of the embedding backfill (issue 20 §4): rows ro
   maintenance.embedding_retry_max_seconds, and dead-lettered (no longer listed) after
   maintenance.embedding_max_attempts failures, keeping the last error. A row embedded later
   (set_row_embeddings) leaves the table.
-Parameters: kind memories | memory_staging | messages; row_ids - the rows' ids as rows_to_embed
+Parameters: kind chunks | memories | memory_staging | messages; row_ids - the rows' ids as rows_to_embed
   gave them; error - what failed (up to 2,000 characters kept).
 Returns: {"retrying": n, "dead": n} after this failure.
-Errors: 42501 for any role but service_role (no EXECUTE); 22023 "kind must be memories,
+Errors: 42501 for any role but service_role (no EXECUTE); 22023 "kind must be chunks, memories,
   memory_staging or messages"; 55000 "maintenance config is incomplete: …".
 Example: select hipocampo.record_embedding_failure('messages', array['42'], 'HTTP 503 from the provider');
 */
@@ -1756,9 +1816,7 @@ declare
     cap double precision := (m ->> 'embedding_retry_max_seconds')::double precision;
     result jsonb;
 begin
-    if kind is null or kind not in ('memories', 'memory_staging', 'messages') then
-        raise exception 'kind must be memories, memory_staging or messages' using errcode = '22023';
-    end if;
+    perform hipocampo_private._embedding_kind(kind);
     if max_attempts is null or base is null or cap is null then
         raise exception 'maintenance config is incomplete: embedding_max_attempts, embedding_retry_seconds, embedding_retry_max_seconds (seed it from config.toml: hipocampo db migrate)'
             using errcode = '55000';
@@ -1792,7 +1850,7 @@ requeue_embedding_failures(kind text default null) -> integer
 Purpose: give dead-lettered rows (and those waiting for a retry) back to the backfill at once,
   e.g. after the provider is fixed: their failure records are deleted, so rows_to_embed lists them
   again.
-Parameters: kind - memories | memory_staging | messages, or null for all.
+Parameters: kind - chunks | memories | memory_staging | messages, or null for all.
 Returns: the number of rows requeued.
 Errors: 42501 for any role but service_role (no EXECUTE); 22023 on an unknown kind.
 Example: select hipocampo.requeue_embedding_failures('messages');
@@ -1806,8 +1864,8 @@ as $$
 declare
     n integer;
 begin
-    if kind is not null and kind not in ('memories', 'memory_staging', 'messages') then
-        raise exception 'kind must be memories, memory_staging or messages' using errcode = '22023';
+    if kind is not null then
+        perform hipocampo_private._embedding_kind(kind);
     end if;
     delete from hipocampo_private.embedding_failures as f
     where requeue_embedding_failures.kind is null or f.kind = requeue_embedding_failures.kind;

@@ -171,6 +171,24 @@ with active_model as (
 
 pending as (
     select
+        'chunks' as kind,
+        c.id::text as row_id
+    from hipocampo_private.chunks as c
+    where
+        c.embedding_model is distinct from (select a.name from active_model as a)
+        and c.id = (
+            select min(o.id) from hipocampo_private.chunks as o
+            where o.tenant_id = c.tenant_id and o.content_hash = c.content_hash
+        )
+        and not exists (
+            select 1 from hipocampo_private.chunks as n
+            where
+                n.tenant_id = c.tenant_id
+                and n.content_hash = c.content_hash
+                and n.embedding_model = (select a.name from active_model as a)
+        )
+    union all
+    select
         'memories' as kind,
         m.id::text as row_id
     from hipocampo_private.memories as m
@@ -223,7 +241,7 @@ select
     coalesce(x.retrying, 0) as retrying,
     coalesce(x.dead, 0) as dead,
     d.last_error as last_dead_letter_error
-from (values ('memories'), ('memory_staging'), ('messages')) as k (kind)
+from (values ('chunks'), ('memories'), ('memory_staging'), ('messages')) as k (kind)
 left join waiting as w on k.kind = w.kind
 left join failures as x on k.kind = x.kind
 left join last_dead as d on k.kind = d.kind;

@@ -186,6 +186,7 @@ grant execute on function hipocampo_private._near_duplicates(chunk_ids bigint[],
 grant execute on function hipocampo_private._pack_tokens(t text) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_kind(digits text, groups integer[], span text) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_problem(content text, cfg jsonb, what text) to authenticated, service_role;
+grant execute on function hipocampo_private._embedding_kind(kind text) to service_role;
 grant execute on function hipocampo_private._numbers(content text) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_scrub(input text, out text text, out counts jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_scrub_jsonb(value jsonb) to authenticated, service_role;

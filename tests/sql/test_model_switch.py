@@ -103,12 +103,65 @@ def test_a_model_switch_reembeds_memories_staging_and_messages(db: Conn, user_a:
     assert old_row == {"embedding": None, "embedding_model": None}
 
 
+def test_a_model_switch_reembeds_chunks_beside_their_source(db: Conn, world: World) -> None:
+    world.act("service_role")
+    before = db.execute(
+        "select c.id, c.tenant_id, c.document_id, c.chunk_index, c.content, d.title"
+        " from hipocampo_private.chunks as c join hipocampo_private.documents as d on d.id = c.document_id"
+        " where c.embedding_model = %s order by c.id",
+        (MODEL,),
+    ).fetchall()
+    mine = {str(r["id"]) for r in before}
+    assert len(mine) >= 4 and listed(db, "chunks", mine) == []
+    db.execute("select hipocampo.register_embedding_model(%s, 'local', 384, true)", (OTHER,))
+    # The text ingestion embeds: the document's title, a newline, the content.
+    assert listed(db, "chunks", mine) == [(str(r["id"]), f"{r['title']}\n{r['content']}") for r in before]
+    failed = str(before[0]["id"])
+    db.execute("select hipocampo.record_embedding_failure('chunks', array[%s], 'HTTP 503')", (failed,))
+    assert failed not in dict(listed(db, "chunks", mine))
+    queue = db.execute("select waiting, retrying from hipocampo.embedding_queue where kind = 'chunks'").fetchone()
+    assert queue is not None and queue["waiting"] >= len(mine) and queue["retrying"] == 1
+    items = [(r["id"], 10 + n) for n, r in enumerate(before)]
+    assert set_embeddings(db, "chunks", items) == len(before)
+    assert set_embeddings(db, "chunks", items) == 0  # the active model's row is there: kept
+    copies = db.execute(
+        "select id, tenant_id, document_id, chunk_index, content from hipocampo_private.chunks"
+        " where embedding_model = %s order by id",
+        (OTHER,),
+    ).fetchall()
+    assert [(r["tenant_id"], r["document_id"], r["chunk_index"], r["content"]) for r in copies] == [
+        (r["tenant_id"], r["document_id"], r["chunk_index"], r["content"]) for r in before
+    ]
+    assert listed(db, "chunks", mine) == []
+    assert db.execute("select count(*) as n from hipocampo_private.embedding_failures").fetchone() == {"n": 0}
+    # Search reads the new rows with the new model, postings and statistics included.
+    world.act("authenticated", world.member_a, world.tenant_a)
+    found = db.execute(
+        "select chunk_id, lexical_score from hipocampo.hybrid_search(query_text => %s,"
+        " query_embedding => %s::extensions.vector, min_similarity => -1, match_count => 100)",
+        (before[0]["content"].split()[0], vec_text(unit_vector(10))),
+    ).fetchall()
+    new_ids = {r["id"] for r in copies if r["tenant_id"] == world.tenant_a}
+    assert found and {r["chunk_id"] for r in found} <= new_ids
+    assert any(r["lexical_score"] for r in found)
+
+
 def test_errors_are_clear(db: Conn, user_a: World) -> None:
     user_a.act("service_role")
     cases = [
-        ("select * from hipocampo.rows_to_embed('chunks')", "kind must be memories, memory_staging or messages"),
+        (
+            "select * from hipocampo.rows_to_embed('documents')",
+            "kind must be chunks, memories, memory_staging or messages",
+        ),
         ("select * from hipocampo.rows_to_embed('messages', 0)", "batch_size must be 1..1000"),
-        ("select hipocampo.set_row_embeddings('chunks', '[]')", "kind must be memories, memory_staging or messages"),
+        (
+            "select hipocampo.set_row_embeddings('documents', '[]')",
+            "kind must be chunks, memories, memory_staging or messages",
+        ),
+        (
+            "select hipocampo.requeue_embedding_failures('documents')",
+            "kind must be chunks, memories, memory_staging or messages",
+        ),
         ("select hipocampo.set_row_embeddings('messages', '{}')", "items must be a json array"),
     ]
     for sql, message in cases:

@@ -121,9 +121,10 @@ def db_embed_missing(
 ) -> None:
     """Embed what search cannot read yet, with the configured (active) model.
 
-    Memories (active and staged) and messages without an embedding of the active model (after a
-    model switch; messages stored through the edge functions), then the tokens of messages that
-    have none (history search's re-rank). Documents are re-embedded by re-running `ingest`.
+    Chunks, memories (active and staged) and messages without an embedding of the active model
+    (after a model switch; messages stored through the edge functions), then the tokens of
+    messages that have none (history search's re-rank). Re-running `ingest` also re-embeds a
+    knowledge base, from the source files.
     """
     from ..backfill import backfill_message_tokens, embed_missing_rows
     from ..embeddings import provider_from_config

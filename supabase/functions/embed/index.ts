@@ -1,7 +1,7 @@
 /**
  * POST /functions/v1/embed -> drains the embedding queue for a model served by OpenAI / Azure
  * OpenAI (issue 20 §4): rows without a vector of the active model (hipocampo.rows_to_embed:
- * active and staged memories, messages) are claimed in batches (for update skip locked: parallel
+ * chunks after a model switch, active and staged memories, messages) are claimed in batches (for update skip locked: parallel
  * calls take different rows), embedded in one request each through the model's endpoint
  * (_shared/embed.ts; the key / endpoint / base URL variables the global rag config names) and stored
  * (hipocampo.set_row_embeddings). A batch the endpoint fails on is recorded
@@ -9,7 +9,7 @@
  * maintenance.embedding_max_attempts) and the run goes on. One transaction per call: a call that
  * dies leaves its rows to the next. Schedule it (pg_cron + pg_net) or call it from a worker.
  *
- * Body: {"kinds"?: ["memories" | "memory_staging" | "messages"], "batch_size"?: 1..100 (default
+ * Body: {"kinds"?: ["chunks" | "memories" | "memory_staging" | "messages"], "batch_size"?: 1..100 (default
  * 50), "max_batches"?: 1..100 per kind (default 10)}. service_role only.
  * Returns: {"embedded": {kind: n}, "failed": {kind: n}}.
  * Errors: 401 token; 403 not service_role; 422 bad body, or the active model runs offline
@@ -22,7 +22,7 @@ import { embedTexts } from "../_shared/embed.ts";
 import { HttpError } from "../_shared/http.ts";
 import { type RouteContext, serve } from "../_shared/serve.ts";
 
-const KINDS = ["memories", "memory_staging", "messages"];
+const KINDS = ["chunks", "memories", "memory_staging", "messages"];
 
 export const rowsToEmbed: Rpc = {
   name: "rows_to_embed",
