@@ -103,6 +103,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/latency.py
 	$(BIN)/python benchmarks/kb_latency.py
 	$(BIN)/python benchmarks/search_ab.py
+	$(BIN)/python benchmarks/postings_covering.py
 	$(BIN)/python benchmarks/near_duplicates.py
 	$(BIN)/python benchmarks/memory.py
 	$(BIN)/python benchmarks/locomo.py
