@@ -8,8 +8,8 @@ defined it at git ``--ref``, installed for the run as ``bench_ref.hybrid_search`
 helper it called, ``_touch_chunks``, when this version has dropped it) and dropped afterwards.
 Each set's corpus is a knowledge base of tenant ``bench`` (as benchmarks/retrieval.py builds it,
 analysed); its test questions are asked as a member of the tenant (RLS, JWT claims), the two
-versions alternating per round, one transaction per call; the time is the SQL call as the client
-sees it (one round trip, the query vector sent as text). Both versions must return the same
+versions in turn (which first alternates per round), one transaction per call; the time is the
+SQL call as the client sees it (one round trip, the query vector sent as text). Both versions must return the same
 chunks in the same order with the same scores (freshness aside: ``now()`` differs); the run
 fails otherwise. Reports p50 / p95 ms per version and set and the ratio of the medians.
 ``--write`` puts the table in docs/BENCHMARKS.md.
@@ -101,8 +101,10 @@ def main() -> None:
                 vectors = ["[" + ",".join(map(str, v)) + "]" for v in map(embedder.embed_query, texts)]
                 times: dict[str, list[float]] = {"before": [], "after": []}
                 answers: dict[str, list[Any]] = {"before": [], "after": []}
-                for _ in range(args.rounds):
-                    for label, fn in (("before", "bench_ref.hybrid_search"), ("after", "hipocampo.hybrid_search")):
+                versions = [("before", "bench_ref.hybrid_search"), ("after", "hipocampo.hybrid_search")]
+                for n_round in range(args.rounds):
+                    # Which version goes first alternates: the second of a pair runs on warmer caches.
+                    for label, fn in versions if n_round % 2 == 0 else versions[::-1]:
                         answers[label] = []
                         for q, v in zip(texts, vectors, strict=True):
                             with conn.transaction(), conn.cursor() as cur:
@@ -134,7 +136,8 @@ def main() -> None:
                 "",
                 f"Command: `{cmd.strip()}`. `before` = `hybrid_search` at git {args.ref}, installed beside the "
                 "current one for the run; both asked the same test questions as a member of the tenant (RLS), "
-                "alternating per round, one transaction per call, defaults (k = 5, hybrid, score fusion); the "
+                "in turn, which one first alternating per round, one transaction per call, defaults (k = 5, "
+                "hybrid, score fusion); the "
                 "time is the SQL call as the client sees it, one round trip with the 384-float query vector as "
                 "text (about 0.3 ms of it: `select %s::extensions.vector` alone). Both returned the same rows "
                 "and scores for every question.",

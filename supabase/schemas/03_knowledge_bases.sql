@@ -763,6 +763,38 @@ end;
 $$;
 
 /*
+_config_section(tenant_id uuid, kb_id uuid, section text) -> jsonb
+
+Purpose: one section of effective_config for a tenant already resolved by the caller: the global
+  row's keys, overridden by the tenant row's, overridden by the knowledge base's overrides (when
+  kb_id is given and belongs to the tenant) - effective_config's precedence, without resolving
+  the caller again nor merging the other sections. Granted to nobody: for definer functions that
+  have resolved the tenant (hybrid_search).
+Parameters: tenant_id - the resolved tenant; kb_id - a knowledge base of it, or null; section -
+  e.g. 'retrieval'.
+Returns: the section as a jsonb object ({} when no row has it).
+Errors: none.
+Example: select hipocampo_private._config_section(t, kb, 'retrieval');
+*/
+create or replace function hipocampo_private._config_section(tenant_id uuid, kb_id uuid, section text)
+returns jsonb
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select coalesce((select g.config -> section from hipocampo_private.settings as g where g.tenant_id is null), '{}')
+        || coalesce((
+            select s.config -> section from hipocampo_private.settings as s
+            where s.tenant_id = _config_section.tenant_id
+        ), '{}')
+        || coalesce((
+            select k.overrides -> section from hipocampo_private.knowledge_bases as k
+            where k.id = _config_section.kb_id and k.tenant_id = _config_section.tenant_id
+        ), '{}')
+$$;
+
+/*
 register_embedding_model(name text, provider text, dims integer, activate boolean default false) -> text
 
 Purpose: add an embedding model to the registry beside the existing ones and create its

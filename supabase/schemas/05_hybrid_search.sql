@@ -154,7 +154,6 @@ as $$
 declare
     started timestamptz := clock_timestamp();
     t uuid := hipocampo_private._resolve_tenant(hybrid_search.tenant_id);
-    cfg jsonb;
     r jsonb;
     model text;
     dims integer;
@@ -237,10 +236,7 @@ begin
 
     -- Parameters: argument, else KB override (single KB), else tenant row, else global row
     -- (seeded from config.toml: no values of its own here).
-    cfg := hipocampo.effective_config(
-        t, case when cardinality(scope) = 1 then scope[1] end
-    );
-    r := coalesce(cfg -> 'retrieval', '{}'::jsonb);
+    r := hipocampo_private._config_section(t, case when cardinality(scope) = 1 then scope[1] end, 'retrieval');
     if exists (
         select 1 from unnest(array[
             'max_query_chars', 'match_count', 'min_similarity', 'fusion', 'dense_weight',
