@@ -141,6 +141,10 @@ def test_the_openai_provider_tells_a_compatible_server_query_from_passage(e5: Lo
         assert cosine(sided.embed_query(text), e5.embed_query(text)) > 0.9999
         plain = OpenAIEmbeddings("multilingual-e5-small", dimensions=384, base_url=base, api_key="local")
         assert cosine(plain.embed_documents([text])[0], e5.embed_query(text)) > 0.9999  # the server's default
+        # Different vectors, different versions (the embedding cache is keyed by the version).
+        prefixed = OpenAIEmbeddings("multilingual-e5-small", dimensions=384, base_url=base, passage_prefix="passage: ")
+        assert len({plain.model_version, sided.model_version, prefixed.model_version}) == 3
+        assert plain.model_version == "multilingual-e5-small@384"
     finally:
         proc.terminate()
         proc.wait(10)

@@ -62,7 +62,10 @@ class OpenAIEmbeddings:
         self._dimensions = dimensions
         self.batch_size = batch_size
         self.normalize = normalize
-        self.model_version = f"{model}@{self.dims}"
+        # The query/passage distinction changes the vectors: it is part of the version (the
+        # embedding cache is keyed by it), and absent from it for the plain OpenAI models.
+        side = "".join(f"+{k}={v!r}" for k, v in (("input_type", input_type_field), *self._prefix.items()) if v)
+        self.model_version = f"{model}@{self.dims}{side}"
         import openai  # imported on use: ~0.5 s that a CLI command without OpenAI should not pay
 
         self._client = client or openai.OpenAI(
