@@ -20,6 +20,8 @@ import pytest
 
 from hipocampo import Actor, Hipocampo
 
+from .asgi_server import serving
+
 HIPOCAMPO = str(Path(sys.executable).with_name("hipocampo"))
 TOOLS = {
     "search_knowledge_base",
@@ -222,29 +224,10 @@ def _token(claims: dict[str, Any]) -> str:
 @pytest.fixture(scope="module")
 def http_server(database_url: str, embedder: Any) -> Iterator[str]:
     """``create_app`` served by uvicorn on a free loopback port, in a thread; yields /mcp's URL."""
-    import socket
-    import threading
-    import time
-
-    import uvicorn
-
     from hipocampo.http import create_app
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(database_url, embedder, jwt_secret=SECRET), port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    for _ in range(200):
-        if server.started:
-            break
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/mcp"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(create_app(database_url, embedder, jwt_secret=SECRET)) as url:
+        yield f"{url}/mcp"
 
 
 def call_http(url: str, token: str | None, steps: Any) -> Any:

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +20,7 @@ import pytest
 
 from hipocampo import Actor, Memory, Orchestrator
 
+from .asgi_server import serving
 from .test_edge_functions import (  # noqa: F401  (fixtures)
     REPO,
     EdgeFunction,
@@ -38,7 +36,6 @@ from .test_edge_functions import (  # noqa: F401  (fixtures)
 @pytest.fixture(scope="module")
 def gateway(fn: dict[str, EdgeFunction]) -> Iterator[str]:  # noqa: F811
     """``http://127.0.0.1:<port>``: /functions/v1/<name>[/<route>] forwarded to that function."""
-    import uvicorn
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
@@ -56,17 +53,8 @@ def gateway(fn: dict[str, EdgeFunction]) -> Iterator[str]:  # noqa: F811
         return Response(r.content, r.status_code, {k: v for k, v in r.headers.items() if k.lower() not in drop})
 
     app = Starlette(routes=[Route("/functions/v1/{path:path}", forward, methods=["GET", "POST", "OPTIONS", "PUT"])])
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(app) as url:
+        yield url
 
 
 def _member_with_a_memory(env: Env) -> uuid.UUID:  # noqa: F811
