@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hipocampo import Actor, Memory, Orchestrator
+from hipocampo import Actor, InvalidInputError, Memory, Orchestrator
 
 from .asgi_server import serving
 from .test_edge_functions import (  # noqa: F401  (fixtures)
@@ -150,7 +150,14 @@ def test_supabase_js_client_invokes_the_functions(env: Env, gateway: str) -> Non
     )
     assert (out["ask"]["answer"], out["ask"]["answer_source"]) == (direct_answer.answer, "EXTRACTIVE")
     assert out["error"]["name"] == "FunctionsHttpError" and out["error"]["status"] == 422
-    assert out["error"]["body"]["sqlstate"] == "22P02"  # PostgreSQL's invalid uuid text (http.ts: 422)
+    # Refused before SQL as the Python client refuses it (same SQLSTATE and message).
+    assert (out["error"]["body"]["sqlstate"], out["error"]["body"]["error"]) == (
+        "22023",
+        "memory_id is not a uuid: 'not-a-uuid'",
+    )
+    with pytest.raises(InvalidInputError) as direct_error:
+        Memory(env.root.as_actor(Actor.user(user, env.tenant))).forget("not-a-uuid")  # type: ignore[arg-type]
+    assert (direct_error.value.sqlstate, str(direct_error.value)) == ("22023", "memory_id is not a uuid: 'not-a-uuid'")
 
 
 def test_the_python_client_over_http_gives_what_it_gives_over_the_database(

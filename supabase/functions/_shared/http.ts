@@ -23,6 +23,17 @@ export class HttpError extends Error {
 }
 
 /**
+ * An argument refused before SQL as the Python client refuses it: 422 with SQLSTATE 22023 and the
+ * same message (e.g. "memory_id is not a uuid: 'x'").
+ */
+export class InvalidArgument extends HttpError {
+  readonly sqlstate = "22023";
+  constructor(message: string) {
+    super(422, message);
+  }
+}
+
+/**
  * A non-200 answer a route returns rather than throws: the transaction still commits (e.g. the
  * memory gate's refusal, whose attempt stays recorded).
  */

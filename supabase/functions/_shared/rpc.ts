@@ -3,7 +3,7 @@
  * its declared type. Only the names listed in an `Rpc` reach SQL (never a key of the request), and
  * every value travels inside one JSON parameter, so the SQL text is fixed per RPC and call shape.
  */
-import { HttpError } from "./http.ts";
+import { HttpError, InvalidArgument } from "./http.ts";
 import type { Tx } from "./db.ts";
 import { embedQuery } from "./embed.ts";
 
@@ -58,6 +58,12 @@ function argument(name: string, type: SqlType): string {
   }
 }
 
+/** A uuid in any form PostgreSQL and Python's UUID() read (hyphens, braces, urn:uuid: prefix). */
+function isUuid(text: string): boolean {
+  const bare = text.trim().replace(/^urn:uuid:/i, "").replace(/^\{(.*)\}$/, "$1").replaceAll("-", "");
+  return /^[0-9a-f]{32}$/i.test(bare);
+}
+
 /** Checks `body` against `rpc` (unknown keys, missing required ones, JSON shapes): HttpError 422. */
 export function checkArguments(rpc: Rpc, body: Record<string, unknown>): void {
   const unknown = Object.keys(body).filter((k) => !(k in rpc.params) && !rpc.extra?.includes(k));
@@ -80,6 +86,9 @@ export function checkArguments(rpc: Rpc, body: Record<string, unknown>): void {
     }
     if (type === "vector" && !(Array.isArray(value) && value.every((x) => typeof x === "number"))) {
       throw new HttpError(422, `${name} must be a JSON array of numbers (the embedding)`);
+    }
+    if (type === "uuid" && typeof value === "string" && !isUuid(value)) {
+      throw new InvalidArgument(`${name} is not a uuid: '${value}'`);
     }
   }
 }

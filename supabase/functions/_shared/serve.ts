@@ -7,7 +7,15 @@
 import { isIP } from "node:net";
 import { type Actor, actorOf } from "./auth.ts";
 import { asActor, takeIpRateLimit, type Tx } from "./db.ts";
-import { corsHeaders, HttpError, json, readObject, Reply, statusOfSqlstate } from "./http.ts";
+import {
+  corsHeaders,
+  HttpError,
+  InvalidArgument,
+  json,
+  readObject,
+  Reply,
+  statusOfSqlstate,
+} from "./http.ts";
 
 /** What a route gets: the verified actor, the JSON body (GET: the query string) and the transaction. */
 export interface RouteContext {
@@ -51,6 +59,9 @@ export function clientAddress(
 }
 
 function errorResponse(err: unknown, trace: string): Response {
+  if (err instanceof InvalidArgument) {
+    return json({ error: err.message, sqlstate: err.sqlstate, trace_id: trace }, err.status, trace);
+  }
   if (err instanceof HttpError) {
     return json({ error: err.message, trace_id: trace }, err.status, trace, err.headers);
   }
