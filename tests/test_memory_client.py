@@ -55,6 +55,32 @@ def test_refusals_are_typed(mem: Memory) -> None:
         mem.correct(uuid.uuid4(), 1, "x y z")
 
 
+def test_a_write_without_consent_embeds_nothing(database_url: str, counting: Any) -> None:
+    # The gate refuses before it reads the vector; the client asks hipocampo.memory_consent first,
+    # so a refusal loads no model (issue 18 §2) and the attempt is still recorded.
+    with Hipocampo(database_url) as root:
+        user = uuid.uuid4()
+        tid = root.create_tenant("T", f"m-{uuid.uuid4().hex[:10]}", uuid.uuid4())
+        root.add_member(tid, user, "member")
+        m = Memory(root.as_actor(Actor.user(user, tid)), counting)
+        assert m.client.rpc("memory_consent") is False
+        with pytest.raises(MemoryRejected) as info:
+            m.remember("prefs.short_answers", True, "Prefere respostas curtas e diretas", "preference")
+        assert (info.value.reason, counting.calls) == ("no_consent", 0)
+        with root.transaction() as cur:
+            cur.execute(
+                "select reason from hipocampo_private.memory_events where tenant_id = %s and user_id = %s",
+                (tid, user),
+            )
+            assert [r["reason"] for r in cur.fetchall()] == ["no_consent"]
+        m.consent()
+        assert m.client.rpc("memory_consent") is True
+        assert m.remember("prefs.short_answers", True, "Prefere respostas curtas e diretas", "preference").status == (
+            "created"
+        )
+        assert counting.calls == 1
+
+
 def test_staging_and_promotion(mem: Memory) -> None:
     staged = mem.remember("projects.horta", "tomates", "Começou uma horta de tomates", "projects", intensity=4)
     assert staged.status == "staged" and staged.expires_at is not None

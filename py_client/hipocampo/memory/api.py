@@ -18,7 +18,7 @@ from pgvector import Vector
 
 from ..client import Hipocampo
 from ..embeddings.base import EmbeddingProvider, TokenEmbedder, TokenVectors, token_embedder
-from ..errors import InvalidInputError, MemoryRejected, PreconditionError
+from ..errors import HipocampoError, InvalidInputError, MemoryRejected, PreconditionError
 from ..models import HistoryHit, MemoryHit, MemoryRecord, Recall, RememberResult
 
 __all__ = ["Memory"]
@@ -56,6 +56,16 @@ class Memory:
         if self.embedder is None:
             return None
         return str(Vector(self.embedder.embed_documents([text])[0]).to_text())
+
+    def _consented(self) -> bool:
+        """Whether the user has consented to long-term memory (``hipocampo.memory_consent``); True
+        where the transport does not serve that RPC (the gate decides anyway)."""
+        try:
+            return bool(self._call("memory_consent", self._subject()))
+        except HipocampoError as exc:
+            if exc.sqlstate == "0A000":
+                return True
+            raise
 
     def _query_vector(self, text: str) -> str:
         if self.embedder is None:
@@ -116,7 +126,9 @@ class Memory:
             "value": json.dumps(value),
             "description": description,
             "category": category,
-            "embedding": self._vector(description),
+            # Without consent the gate refuses (and records the attempt) before it reads the
+            # embedding: none is computed, so no model is loaded for a refusal.
+            "embedding": self._vector(description) if self.embedder is not None and self._consented() else None,
             "scope": scope,
             "confidence": confidence,
             "source": source,
