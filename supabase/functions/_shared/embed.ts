@@ -7,8 +7,8 @@
  * The offline model (provider `local`) runs in the Python client only: then the caller must send
  * the embedding.
  */
-import OpenAI, { AzureOpenAI } from "npm:openai@7.55.0";
 import type { Tx } from "./db.ts";
+import { openaiClient } from "./openai.ts";
 import { HttpError } from "./http.ts";
 
 /** Where the rag config comes from: a knowledge base's or agent's overrides, a tenant (service_role). */
@@ -59,18 +59,15 @@ export async function embedTexts(tx: Tx, texts: string[], scope: EmbedScope = {}
       "select hipocampo.rag_config($1::uuid, $2::text, $3::uuid) as cfg",
       [scope.kb_id ?? null, scope.agent ?? null, scope.tenant_id ?? null],
     )) as unknown as { cfg: Record<string, unknown> }[];
-  const env = (name: unknown) => (typeof name === "string" && name ? Deno.env.get(name) : undefined);
-  const apiKey = env(cfg.api_key_secret) ?? "missing-key";
-  const client = model.provider === "azure"
-    ? new AzureOpenAI({
-      apiKey,
-      endpoint: env(cfg.endpoint_secret),
-      apiVersion: String(cfg.embedding_api_version || "2024-10-21"),
-      deployment: String(cfg.embedding_deployment || model.name),
-      maxRetries: 3,
-      timeout: 30_000,
-    })
-    : new OpenAI({ apiKey, baseURL: env(cfg.base_url_secret), maxRetries: 3, timeout: 30_000 });
+  const client = openaiClient(
+    cfg,
+    model.provider === "azure"
+      ? {
+        apiVersion: String(cfg.embedding_api_version || "2024-10-21"),
+        deployment: String(cfg.embedding_deployment || model.name),
+      }
+      : null,
+  );
   const name = String(cfg.embedding_model || model.name);
   let vectors: number[][];
   try {

@@ -24,10 +24,10 @@
  * Example: curl -X POST "$SUPABASE_URL/functions/v1/ask" -H "Authorization: Bearer $JWT"
  *   -d '{"question": "Qual a carga horária mínima do estágio?", "kb_ids": ["…"]}'
  */
-import OpenAI, { AzureOpenAI } from "npm:openai@7.55.0";
 import type { Tx } from "../_shared/db.ts";
 import { embedQuery } from "../_shared/embed.ts";
 import { HttpError } from "../_shared/http.ts";
+import { openaiClient } from "../_shared/openai.ts";
 import { callRpc, type Rpc } from "../_shared/rpc.ts";
 import { type RouteContext, serve } from "../_shared/serve.ts";
 
@@ -123,18 +123,8 @@ const FIELDS = ["question", "kb_ids", "agent", "query_embedding", "use_cache", "
 
 /** The chat completion of rag.provider openai / azure; null when it failed or came back empty. */
 async function chat(question: string, evidence: Json[], cfg: Json): Promise<string | null> {
-  const env = (name: unknown) => (typeof name === "string" && name ? Deno.env.get(name) : undefined);
-  const apiKey = env(cfg.api_key_secret) || "missing-key";
   const azure = cfg.provider === "azure";
-  const client = azure
-    ? new AzureOpenAI({
-      apiKey,
-      endpoint: env(cfg.endpoint_secret) ?? "",
-      apiVersion: String(cfg.azure_api_version),
-      maxRetries: 3,
-      timeout: 30_000,
-    })
-    : new OpenAI({ apiKey, baseURL: env(cfg.base_url_secret) || undefined, maxRetries: 3, timeout: 30_000 });
+  const client = openaiClient(cfg, azure ? { apiVersion: String(cfg.azure_api_version) } : null);
   const context = evidence.map((e) => `[${e.n}] ${e.title ?? ""}\n${e.content ?? ""}`).join("\n\n");
   try {
     const resp = await client.chat.completions.create({
