@@ -356,6 +356,18 @@ using (
     and (select hipocampo_private.current_tenant_role()) = 'admin'
 );
 
+-- set_document_metadata copies a document's expires_at to its chunks (retention); the column
+-- grant (13_grants.sql) lets authenticated change that column only.
+create policy "admins can update chunks of their tenant"
+on hipocampo_private.chunks
+for update
+to authenticated
+using (
+    tenant_id = (select hipocampo_private.current_tenant_id())
+    and (select hipocampo_private.current_tenant_role()) = 'admin'
+)
+with check (tenant_id = (select hipocampo_private.current_tenant_id()));
+
 create policy "members can read term statistics of their tenant"
 on hipocampo_private.kb_term_stats
 for select
@@ -1353,6 +1365,52 @@ end;
 $$;
 
 /*
+update_knowledge_base(kb_id uuid, name text default null, description text default null) -> jsonb
+
+Purpose: rename a knowledge base or change its description (the hub's knowledge-base settings).
+Parameters: kb_id - a knowledge base of the caller's tenant; name - 1..200 characters, unique in
+  the tenant (null = unchanged); description - null = unchanged, '' = none.
+Returns: {"kb_id", "name", "description"} after the change.
+Errors: 42501 as _caller (before any other work); 42501 "only tenant admins can change knowledge
+  bases"; P0002 "unknown knowledge base: …" (also another tenant's); 23505 "a knowledge base
+  named … exists already"; 23514 on a name of 0 or more than 200 characters.
+Example: select hipocampo.update_knowledge_base(kb, name => 'regulamentos 2026');
+*/
+create or replace function hipocampo.update_knowledge_base(
+    kb_id uuid, name text default null, description text default null
+)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    gate record := hipocampo_private._caller();  -- 42501 before any other work
+    k hipocampo_private.knowledge_bases;
+    r jsonb;
+begin
+    if gate.kind <> 'service' and gate.tenant_role is distinct from 'admin' then
+        raise exception 'only tenant admins can change knowledge bases' using errcode = '42501';
+    end if;
+    k := hipocampo_private._kb(update_knowledge_base.kb_id);
+    update hipocampo_private.knowledge_bases as x
+    set
+        name = coalesce(update_knowledge_base.name, x.name),
+        description = case
+            when update_knowledge_base.description is null then x.description
+            else nullif(btrim(update_knowledge_base.description), '')
+        end,
+        updated_at = now()
+    where x.id = k.id
+    returning jsonb_build_object('kb_id', x.id, 'name', x.name, 'description', x.description) into r;
+    return r;
+exception when unique_violation then
+    raise exception 'a knowledge base named % exists already', update_knowledge_base.name
+        using errcode = '23505';
+end;
+$$;
+
+/*
 set_document_metadata(document_id uuid, metadata jsonb) -> jsonb
 
 Purpose: change what describes a document without touching its text, chunks or embeddings:
@@ -1580,6 +1638,9 @@ comment on function hipocampo.delete_document(uuid) is
 
 comment on function hipocampo.delete_knowledge_base(uuid) is
 'Delete a knowledge base with its documents, chunks and jobs, and drop it from agent bindings (tenant admins).';
+
+comment on function hipocampo.update_knowledge_base(uuid, text, text) is
+'Rename a knowledge base or change its description (tenant admins).';
 
 comment on function hipocampo.set_document_metadata(uuid, jsonb) is
 'Change a document''s source type, trust, dates, version, author or classification without re-embedding it (tenant admins).';

@@ -35,6 +35,7 @@ grant select on hipocampo_private.answer_audit to authenticated;
 grant all on hipocampo_private.answer_audit to service_role;
 grant all on hipocampo_private.answer_cache to service_role;
 grant select, insert, delete on hipocampo_private.chunks to authenticated;
+grant update (expires_at) on hipocampo_private.chunks to authenticated;
 grant all on hipocampo_private.chunks to service_role;
 grant select, insert, update, delete on hipocampo_private.conversation_summaries to authenticated;
 grant all on hipocampo_private.conversation_summaries to service_role;
@@ -163,7 +164,9 @@ grant execute on function hipocampo.start_ingestion_job(kb_id uuid, documents_to
 grant execute on function hipocampo.take_ip_rate_limit(ip inet) to service_role;
 grant execute on function hipocampo.take_rate_limit(cost double precision, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.tenant_by_slug(slug text) to authenticated, service_role;
+grant execute on function hipocampo.tenant_metrics(days integer, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.update_conversation_summary(conversation_id uuid, summary text, through_message_id bigint, user_id uuid, tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.update_knowledge_base(kb_id uuid, name text, description text) to authenticated, service_role;
 grant execute on function hipocampo.update_session(session_id uuid, summary text, tool text) to authenticated, service_role;
 grant execute on function hipocampo_private._active_model(v extensions.vector, label text) to authenticated, service_role;
 grant execute on function hipocampo_private._cache_scope(kb_ids uuid[]) to authenticated, service_role;

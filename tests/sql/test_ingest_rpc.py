@@ -186,3 +186,24 @@ def test_the_python_surface_rpcs(db: Any, world: World) -> None:
     assert db.execute("select hipocampo.membership_role(%s, %s) as r", (world.outsider, world.tenant_a)).fetchone() == {
         "r": None
     }
+
+
+def test_an_admin_sets_a_documents_expiry_and_its_chunks_follow(
+    db: psycopg.Connection[dict[str, Any]], world: World
+) -> None:
+    """As an authenticated admin (the hub's document page), not only as service_role: the copy of
+    expires_at to the chunks used to fail with 42501 (no UPDATE on chunks for authenticated)."""
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    doc = ingest(db, world.kb_a, DOC, [chunk(0, "um"), chunk(1, "dois")])["document_id"]
+    row = db.execute(
+        'select hipocampo.set_document_metadata(%s, \'{"expires_at": "2031-12-31T00:00:00Z"}\') as r', (doc,)
+    ).fetchone()
+    assert row is not None and row["r"]["updated"] == ["expires_at"]
+    expiries = db.execute("select distinct expires_at from hipocampo_private.chunks where document_id = %s", (doc,))
+    assert [str(r["expires_at"].date()) for r in expiries.fetchall()] == ["2031-12-31"]
+    world.act("authenticated", world.member_a, world.tenant_a)
+    denied = pytest.raises(psycopg.errors.InsufficientPrivilege, match="only tenant admins can change documents")
+    with denied, db.transaction():
+        db.execute("select hipocampo.set_document_metadata(%s, '{\"expires_at\": null}')", (doc,))
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), db.transaction():
+        db.execute("update hipocampo_private.chunks set content = 'x' where document_id = %s", (doc,))
