@@ -191,26 +191,36 @@ $$;
 /*
 list_members(tenant_id uuid) -> table (user_id uuid, role text, created_at timestamptz)
 
-Purpose: the members of a tenant and their roles (operators; the CLI's `member list`).
-Parameters: tenant_id - an existing tenant.
+Purpose: the members of a tenant and their roles (operators; the CLI's `member list`; a tenant
+  admin's own tenant in the hub's memory inspector).
+Parameters: tenant_id - an existing tenant (a tenant admin: their own).
 Returns: one row per member, admins first, then by when they joined.
-Errors: 42501 for any role but service_role (no EXECUTE); P0002 "unknown tenant: …".
+Errors: 42501 as _resolve_tenant (before any other work; another tenant); 42501 "only tenant
+  admins can list the tenant's members"; P0002 "unknown tenant: …".
 Example: select * from hipocampo.list_members('…');
 */
+-- definer because memberships shows a user their own row only (RLS); a tenant admin lists their
+-- tenant's members here.
 create or replace function hipocampo.list_members(tenant_id uuid)
 returns table (user_id uuid, role text, created_at timestamptz)
 language plpgsql
 stable
-security invoker
+security definer
 set search_path = ''
 as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(list_members.tenant_id);  -- 42501 before any other work
+    c record := hipocampo_private._caller();
 begin
-    if not exists (select 1 from hipocampo_private.tenants as t where t.id = list_members.tenant_id) then
-        raise exception 'unknown tenant: %', list_members.tenant_id using errcode = 'P0002';
+    if c.kind <> 'service' and c.tenant_role is distinct from 'admin' then
+        raise exception 'only tenant admins can list the tenant''s members' using errcode = '42501';
+    end if;
+    if not exists (select 1 from hipocampo_private.tenants as x where x.id = t) then
+        raise exception 'unknown tenant: %', t using errcode = 'P0002';
     end if;
     return query
     select m.user_id, m.role, m.created_at from hipocampo_private.memberships as m
-    where m.tenant_id = list_members.tenant_id
+    where m.tenant_id = t
     order by m.role, m.created_at, m.user_id;
 end;
 $$;
@@ -249,7 +259,7 @@ comment on function hipocampo.list_tenants() is
 'Every tenant with its member and knowledge-base counts (service_role only).';
 
 comment on function hipocampo.list_members(uuid) is
-'The members of a tenant and their roles (service_role only).';
+'The members of a tenant and their roles (service_role; a tenant admin, their own tenant).';
 
 comment on function hipocampo.remove_member(uuid, uuid) is
 'End a user''s membership of a tenant; their data stays (service_role only).';

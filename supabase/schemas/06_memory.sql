@@ -131,7 +131,7 @@ create table hipocampo_private.memory_events (
         'memory.write_rejected', 'memory.created', 'memory.updated', 'memory.duplicate',
         'memory.unchanged', 'memory.corrected', 'memory.forgotten', 'memory.hard_deleted',
         'memory.decayed', 'memory.expired', 'memory.consent', 'memory.staged', 'memory.promoted',
-        'memory.purged', 'user.exported', 'user.erased'
+        'memory.purged', 'memory.inspected', 'user.exported', 'user.erased'
     ))
 );
 
@@ -203,8 +203,8 @@ using (
 _memory_event(tenant_id uuid, user_id uuid, memory_id uuid, event text, reason text, detail jsonb) -> void
 
 Purpose: append one row to the memory event log. A user appends events of their own tenant about
-  themselves only; service_role any.
-Errors: 42501 as _memory_actor.
+  themselves, a tenant admin also about a member of their tenant (_data_subject); service_role any.
+Errors: 42501 / P0002 as _data_subject.
 Returns: nothing.
 Example: perform hipocampo_private._memory_event(t, u, null, 'memory.consent', null, '{}');
 */
@@ -219,7 +219,7 @@ set search_path = ''
 as $$
 begin
     if (hipocampo_private._caller()).kind <> 'service' then
-        perform hipocampo_private._memory_actor(_memory_event.user_id, _memory_event.tenant_id);
+        perform hipocampo_private._data_subject(_memory_event.user_id, _memory_event.tenant_id);
     end if;
     insert into hipocampo_private.memory_events (tenant_id, user_id, memory_id, event, reason, detail)
     values (
@@ -481,11 +481,59 @@ end;
 $$;
 
 /*
+_correct_memory(old hipocampo_private.memories, value jsonb, description text, embedding vector,
+  event_user uuid, reason text, detail jsonb) -> jsonb
+
+Purpose: the correction itself, shared by correct_memory (the owner, under RLS) and
+  correct_user_memory (a tenant admin): the old row is deprecated (history kept, valid_to set),
+  a new one supersedes it with source explicit_user and confidence 1, and memory.corrected is
+  recorded for event_user with reason and detail.
+Returns: {"status": "corrected", "memory_id": new id, "superseded": old id}.
+Errors: as the insert (RLS for an invoker caller), as _memory_event.
+Example: return hipocampo_private._correct_memory(old, '"Ana"', 'O nome é Ana', null, u, null, '{}');
+*/
+create or replace function hipocampo_private._correct_memory(
+    old hipocampo_private.memories, value jsonb, description text, embedding extensions.vector,
+    event_user uuid, reason text, detail jsonb
+)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    new_id uuid;
+begin
+    update hipocampo_private.memories as m
+    set status = 'deprecated', valid_to = now(), updated_at = now()
+    where m.id = old.id;
+    insert into hipocampo_private.memories (
+        tenant_id, user_id, scope, category, key, value, description, confidence, source, source_ref,
+        conversation_id, pinned, tags, emotion, intensity, life_domain, embedding, embedding_model,
+        token_count, supersedes, expires_at
+    ) values (
+        old.tenant_id, old.user_id, old.scope, old.category, old.key, _correct_memory.value,
+        btrim(_correct_memory.description), 1, 'explicit_user', 'correction', old.conversation_id,
+        old.pinned, old.tags, old.emotion, old.intensity, old.life_domain,
+        coalesce(_correct_memory.embedding, old.embedding),
+        case when _correct_memory.embedding is null then old.embedding_model
+             else (select e.name from hipocampo_private.embedding_models as e where e.active) end,
+        ceil(char_length(_correct_memory.description) / 4.0)::integer, old.id, old.expires_at
+    ) returning id into new_id;
+    perform hipocampo_private._memory_event(old.tenant_id, _correct_memory.event_user,
+        new_id, 'memory.corrected', _correct_memory.reason,
+        jsonb_build_object('key', old.key, 'old_value', old.value, 'supersedes', old.id)
+            || coalesce(_correct_memory.detail, '{}'::jsonb));
+    return jsonb_build_object('status', 'corrected', 'memory_id', new_id, 'superseded', old.id);
+end;
+$$;
+
+/*
 correct_memory(memory_id uuid, value jsonb, description text, embedding vector default null) -> jsonb
 
 Purpose: "isso está errado": replace a memory's value. The old row is deprecated (history kept,
   valid_to set), the new one supersedes it with source explicit_user and confidence 1; audited
-  as memory.corrected.
+  as memory.corrected (_correct_memory).
 Returns: {"status": "corrected", "memory_id": new id, "superseded": old id}.
 Errors: 42501 as _caller (before any other work); P0002 "unknown memory" (not visible to the caller, or not active).
 Example: select hipocampo.correct_memory('…', '"Ana"', 'O nome do usuário é Ana');
@@ -501,7 +549,6 @@ as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
     old hipocampo_private.memories;
-    new_id uuid;
 begin
     select * into old from hipocampo_private.memories as m
     where m.id = correct_memory.memory_id and m.status = 'active'
@@ -509,26 +556,10 @@ begin
     if old.id is null then
         raise exception 'unknown memory: %', memory_id using errcode = 'P0002';
     end if;
-    update hipocampo_private.memories as m
-    set status = 'deprecated', valid_to = now(), updated_at = now()
-    where m.id = old.id;
-    insert into hipocampo_private.memories (
-        tenant_id, user_id, scope, category, key, value, description, confidence, source, source_ref,
-        conversation_id, pinned, tags, emotion, intensity, life_domain, embedding, embedding_model,
-        token_count, supersedes, expires_at
-    ) values (
-        old.tenant_id, old.user_id, old.scope, old.category, old.key, correct_memory.value,
-        btrim(correct_memory.description), 1, 'explicit_user', 'correction', old.conversation_id,
-        old.pinned, old.tags, old.emotion, old.intensity, old.life_domain,
-        coalesce(correct_memory.embedding, old.embedding),
-        case when correct_memory.embedding is null then old.embedding_model
-             else (select e.name from hipocampo_private.embedding_models as e where e.active) end,
-        ceil(char_length(correct_memory.description) / 4.0)::integer, old.id, old.expires_at
-    ) returning id into new_id;
-    perform hipocampo_private._memory_event(old.tenant_id, coalesce((select auth.uid()), old.user_id),
-        new_id, 'memory.corrected', null,
-        jsonb_build_object('key', old.key, 'old_value', old.value, 'supersedes', old.id));
-    return jsonb_build_object('status', 'corrected', 'memory_id', new_id, 'superseded', old.id);
+    return hipocampo_private._correct_memory(
+        old, correct_memory.value, correct_memory.description, correct_memory.embedding,
+        coalesce((select auth.uid()), old.user_id), null, '{}'::jsonb
+    );
 end;
 $$;
 

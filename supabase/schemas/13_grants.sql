@@ -94,12 +94,15 @@ grant execute on function hipocampo.close_session(session_id uuid) to authentica
 grant execute on function hipocampo.context_pack(conversation_id uuid, query text, query_embedding extensions.vector, modality text, token_budget integer, kb_ids uuid[], agent text, session_id uuid, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.conversation_context(conversation_id uuid, last_n integer, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.correct_memory(memory_id uuid, value jsonb, description text, embedding extensions.vector) to authenticated, service_role;
+grant execute on function hipocampo.correct_user_memory(memory_id uuid, value jsonb, description text, embedding extensions.vector, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.create_knowledge_base(name text, description text, tags text[], language text, overrides jsonb, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.create_tenant(name text, slug text, admin_user_id uuid) to service_role;
 grant execute on function hipocampo.delete_document(document_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.delete_knowledge_base(kb_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.forget_user_memory(memory_id uuid, tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.inspect_user_memory(user_id uuid, key text, history_limit integer, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.list_tenants() to service_role;
-grant execute on function hipocampo.list_members(tenant_id uuid) to service_role;
+grant execute on function hipocampo.list_members(tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.remove_member(tenant_id uuid, user_id uuid) to service_role;
 grant execute on function hipocampo.set_document_metadata(document_id uuid, metadata jsonb) to authenticated, service_role;
 grant execute on function hipocampo.detect_conflicts(query_text text, chunk_ids bigint[], trust_margin double precision, stopwords jsonb) to authenticated, service_role;
@@ -168,11 +171,13 @@ grant execute on function hipocampo.tenant_metrics(days integer, tenant_id uuid)
 grant execute on function hipocampo.update_conversation_summary(conversation_id uuid, summary text, through_message_id bigint, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.update_knowledge_base(kb_id uuid, name text, description text) to authenticated, service_role;
 grant execute on function hipocampo.update_session(session_id uuid, summary text, tool text) to authenticated, service_role;
+grant execute on function hipocampo_private._acting_for(tenant_id uuid, user_id uuid, out reason text, out detail jsonb) to service_role;
 grant execute on function hipocampo_private._active_model(v extensions.vector, label text) to authenticated, service_role;
 grant execute on function hipocampo_private._cache_scope(kb_ids uuid[]) to authenticated, service_role;
 grant execute on function hipocampo_private._caller(out kind text, out tenant_id uuid, out user_id uuid, out tenant_role text) to authenticated, service_role;
 grant execute on function hipocampo_private._check_config_patch(section text, patch jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._check_message_tokens(token_ids integer[], token_bits bit varying[], dims integer, name text) to authenticated, service_role;
+grant execute on function hipocampo_private._correct_memory(old hipocampo_private.memories, value jsonb, description text, embedding extensions.vector, event_user uuid, reason text, detail jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._data_subject(user_id uuid, tenant_id uuid, out actor_tenant uuid, out actor_user uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._date_words(day date, config regconfig) to authenticated, service_role;
 grant execute on function hipocampo_private._ensure_model_index(model_name text) to service_role;
@@ -214,6 +219,7 @@ grant execute on function hipocampo_private._session_view(s hipocampo_private.se
 grant execute on function hipocampo_private._sessions_config(section_config jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._take_token(bucket text, per_minute double precision, cost double precision) to service_role;
 grant execute on function hipocampo_private._touch_memories(ids uuid[], tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo_private._user_memory(memory_id uuid, tenant_id uuid) to service_role;
 grant execute on function hipocampo_private._user_ref(tenant_id uuid, user_id uuid) to service_role;
 grant execute on function hipocampo_private.cnpj_is_valid(digits text) to authenticated, service_role;
 grant execute on function hipocampo_private.cpf_is_valid(digits text) to authenticated, service_role;

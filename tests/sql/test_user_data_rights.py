@@ -57,13 +57,30 @@ def test_export_holds_everything_about_the_user(db: Conn, world: World) -> None:
     assert "memory.write_rejected" in {e["event"] for e in data["events"]}
 
 
-def test_users_export_only_themselves(db: Conn, world: World) -> None:
+def test_members_export_only_themselves_admins_their_members(db: Conn, world: World) -> None:
+    """A member exports only themselves; a tenant admin may export a member of their tenant (the
+    controller answering for a data subject), recorded in the member's log with reason tenant_admin
+    and the admin's pseudonym, never a user of another tenant."""
     fill(db, world)
+    world.act("authenticated", world.member_a, world.tenant_a)
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="only tenant admins"), db.transaction():
+        db.execute("select hipocampo.export_user_data(%s)", (world.admin_a,))
     world.act("authenticated", world.admin_a, world.tenant_a)
-    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="user mismatch"), db.transaction():
-        db.execute("select hipocampo.export_user_data(%s)", (world.member_a,))
+    theirs = one(db, "select hipocampo.export_user_data(%s) as v", (world.member_a,))
+    assert theirs["user_id"] == str(world.member_a) and theirs["memories"]
+    with pytest.raises(psycopg.errors.NoDataFound, match="is not a member of this tenant"), db.transaction():
+        db.execute("select hipocampo.export_user_data(%s)", (world.member_b,))
     mine = one(db, "select hipocampo.export_user_data() as v")
     assert (mine["memories"], mine["messages"]) == ([], [])
+    world.act("service_role")
+    event = db.execute(
+        "select reason, detail from hipocampo_private.memory_events"
+        " where user_id = %s and event = 'user.exported' order by id desc limit 1",
+        (world.member_a,),
+    ).fetchone()
+    assert event is not None
+    ref = one(db, "select hipocampo_private._user_ref(%s, %s) as v", (world.tenant_a, world.admin_a))
+    assert event["reason"] == "tenant_admin" and event["detail"]["by"] == ref
     world.act("authenticated", world.member_a)  # no tenant claim
     with pytest.raises(psycopg.errors.InsufficientPrivilege, match="no tenant"), db.transaction():
         db.execute("select hipocampo.export_user_data(tenant_id => %s)", (world.tenant_a,))
@@ -116,7 +133,10 @@ def test_shared_memories_stay_with_a_pseudonymous_author(db: Conn, world: World)
 def test_a_failed_erasure_changes_nothing(db: Conn, world: World) -> None:
     fill(db, world)
     world.act("authenticated", world.member_b, world.tenant_b)
-    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="user mismatch"), db.transaction():
+    with (
+        pytest.raises(psycopg.errors.InsufficientPrivilege, match="only tenant admins can act on another user"),
+        db.transaction(),
+    ):
         db.execute("select hipocampo.erase_user(%s)", (world.member_a,))
     world.act("service_role")
     assert one(db, "select count(*) as v from hipocampo_private.memories where user_id = %s", (world.member_a,)) == 2
@@ -146,3 +166,99 @@ def test_memory_metrics_views(db: Conn, world: World) -> None:
     # A plain member sees their own numbers only; another tenant sees nothing of A.
     world.act("authenticated", world.member_b, world.tenant_b)
     assert db.execute("select * from hipocampo.memory_rejections").fetchall() == []
+
+
+# -- the hub's memory inspector: a tenant admin on a member's memory (issue 21) -------------------
+def events(db: Conn, user: uuid.UUID, event: str) -> list[dict[str, Any]]:
+    """The user's events of one kind, newest first (read as service_role)."""
+    return [
+        dict(r)
+        for r in db.execute(
+            "select reason, detail from hipocampo_private.memory_events where user_id = %s and event = %s"
+            " order by id desc",
+            (user, event),
+        ).fetchall()
+    ]
+
+
+def test_an_admin_inspects_a_member_and_the_member_sees_it_in_their_log(db: Conn, world: World) -> None:
+    fill(db, world)
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    seen = one(db, "select hipocampo.inspect_user_memory(%s, 'prefs.cafe') as v", (world.member_a,))
+    assert seen["user_id"] == str(world.member_a) and seen["consent"] is True
+    assert [(m["key"], m["value"]) for m in seen["memories"]] == [("prefs.cafe", "fraco")]
+    assert [m["value"] for m in seen["history"]] == ["fraco", "forte"]  # the supersedes chain, newest first
+    assert seen["history"][0]["supersedes"] == seen["history"][1]["id"]
+    assert [s["key"] for s in seen["staged"]] == ["projects.horta"]
+    assert "embedding" not in seen["memories"][0] and seen["events"]
+    with pytest.raises(psycopg.errors.NoDataFound, match="is not a member of this tenant"), db.transaction():
+        db.execute("select hipocampo.inspect_user_memory(%s)", (world.member_b,))
+    bad_limit = pytest.raises(psycopg.errors.InvalidParameterValue, match=r"history_limit must lie in \[1, 1000\]")
+    with bad_limit, db.transaction():
+        db.execute("select hipocampo.inspect_user_memory(%s, history_limit => 0)", (world.member_a,))
+    world.act("authenticated", world.member_a, world.tenant_a)
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="only tenant admins"), db.transaction():
+        db.execute("select hipocampo.inspect_user_memory(%s)", (world.admin_a,))
+    mine = one(db, "select hipocampo.export_user_data() as v")
+    inspected = [e for e in mine["events"] if e["event"] == "memory.inspected"]
+    assert [(e["reason"], e["detail"]["key"]) for e in inspected] == [("tenant_admin", "prefs.cafe")]
+    world.act("service_role")
+    ref = one(db, "select hipocampo_private._user_ref(%s, %s) as v", (world.tenant_a, world.admin_a))
+    assert inspected[0]["detail"]["by"] == ref and str(world.admin_a) not in str(inspected[0])
+
+
+def test_an_admin_corrects_and_forgets_a_members_memory_through_the_gate(db: Conn, world: World) -> None:
+    fill(db, world)
+    world.act("service_role")
+    mid = one(
+        db,
+        "select id as v from hipocampo_private.memories where user_id = %s and status = 'active'",
+        (world.member_a,),
+    )
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    with pytest.raises(psycopg.errors.CheckViolation, match="does not pass the memory gate"), db.transaction():
+        db.execute(
+            "select hipocampo.correct_user_memory(%s, '\"x\"', 'Meu CPF é 529.982.247-25, anote por favor')", (mid,)
+        )
+    fixed = one(db, "select hipocampo.correct_user_memory(%s, '\"médio\"', 'Gosta de café médio') as v", (mid,))
+    assert fixed["status"] == "corrected" and fixed["superseded"] == str(mid)
+    assert one(db, "select hipocampo.forget_user_memory(%s) as v", (fixed["memory_id"],)) is True
+    assert one(db, "select hipocampo.forget_user_memory(%s) as v", (fixed["memory_id"],)) is False  # gone already
+    world.act("authenticated", world.member_b, world.tenant_b)  # another tenant: its own, none of A's
+    assert one(db, "select hipocampo.forget_user_memory(%s) as v", (mid,)) is False
+    world.act("service_role")
+    assert [e["reason"] for e in events(db, world.member_a, "memory.corrected")] == ["tenant_admin"]
+    assert [e["reason"] for e in events(db, world.member_a, "memory.forgotten")] == ["tenant_admin"]
+    status = one(db, "select status as v from hipocampo_private.memories where id = %s", (fixed["memory_id"],))
+    assert status == "deleted"
+
+
+def test_a_member_cannot_act_on_another_members_memory(db: Conn, world: World) -> None:
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    db.execute("select hipocampo.set_memory_consent(true)")
+    mine = remember(db, "prefs.cha", "verde", "Gosta de chá verde", seed=4)["memory_id"]
+    world.act("authenticated", world.member_a, world.tenant_a)
+    assert one(db, "select hipocampo.forget_user_memory(%s) as v", (mine,)) is False
+    with pytest.raises(psycopg.errors.NoDataFound, match="unknown memory"), db.transaction():
+        db.execute("select hipocampo.correct_user_memory(%s, '\"preto\"', 'Gosta de chá preto')", (mine,))
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="only tenant admins"), db.transaction():
+        db.execute("select count(*) from hipocampo.list_members(%s)", (world.tenant_a,))
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    members = db.execute("select user_id, role from hipocampo.list_members(%s)", (world.tenant_a,)).fetchall()
+    assert {(r["user_id"], r["role"]) for r in members} >= {(world.admin_a, "admin"), (world.member_a, "member")}
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="tenant mismatch"), db.transaction():
+        db.execute("select count(*) from hipocampo.list_members(%s)", (world.tenant_b,))
+
+
+def test_an_admin_erases_a_member_and_the_record_says_so(db: Conn, world: World) -> None:
+    fill(db, world)
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    counts = one(db, "select hipocampo.erase_user(%s) as v", (world.member_a,))
+    assert counts["memberships"] == 1 and counts["memories"] == 2
+    world.act("service_role")
+    row = db.execute(
+        "select reason, detail from hipocampo_private.memory_events where event = 'user.erased' and user_ref = %s",
+        (counts["user_ref"],),
+    ).fetchone()
+    ref = one(db, "select hipocampo_private._user_ref(%s, %s) as v", (world.tenant_a, world.admin_a))
+    assert row is not None and row["reason"] == "tenant_admin" and row["detail"]["by"] == ref

@@ -1,0 +1,636 @@
+-- The hub's memory inspector (issue 21): a tenant admin acts on a member's memory data as the
+-- controller answering for a data subject (LGPD art. 18), audited in the member's own event log.
+-- _data_subject now lets a tenant admin name a member of their own tenant (export_user_data,
+-- erase_user, and _memory_event follow it); new inspect_user_memory (audited as memory.inspected),
+-- forget_user_memory and correct_user_memory (definers: personal memories are RLS-visible to their
+-- owner only); the correction itself moves into _correct_memory, shared with correct_memory;
+-- list_members serves a tenant admin their own tenant. Records say who acted (reason data_subject |
+-- tenant_admin with the admin's pseudonym | service_role). Restated from supabase/schemas/01, 06,
+-- 09 and 13; re-runnable.
+set local check_function_bodies = off;
+
+alter table hipocampo_private.memory_events drop constraint if exists memory_events_event_check;
+alter table hipocampo_private.memory_events add constraint memory_events_event_check check (event in (
+    'memory.write_rejected', 'memory.created', 'memory.updated', 'memory.duplicate',
+    'memory.unchanged', 'memory.corrected', 'memory.forgotten', 'memory.hard_deleted',
+    'memory.decayed', 'memory.expired', 'memory.consent', 'memory.staged', 'memory.promoted',
+    'memory.purged', 'memory.inspected', 'user.exported', 'user.erased'
+));
+
+/*
+_data_subject(user_id uuid, tenant_id uuid) -> record (actor_tenant uuid, actor_user uuid)
+
+Purpose: whose data an export, an erasure or an inspection is about: a user is their own data
+  subject; service_role names the user and tenant; a tenant admin may name a member of their own
+  tenant (the controller answering for a data subject, LGPD art. 18; the hub's memory inspector).
+  The callers audit who acted (memory_events reason tenant_admin, with the admin's pseudonym).
+Errors: 42501 as _memory_actor (no tenant / no user / another tenant); 42501 "only tenant admins
+  can act on another user's data" (a member naming someone else); P0002 "unknown user: … is not a
+  member of this tenant" (an admin naming someone who is not).
+Returns: (actor_tenant, actor_user).
+Example: select actor_user from hipocampo_private._data_subject(null, null);
+*/
+create or replace function hipocampo_private._data_subject(
+    user_id uuid, tenant_id uuid, out actor_tenant uuid, out actor_user uuid
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    c record := hipocampo_private._caller();
+    a record;
+begin
+    if c.kind = 'user' and _data_subject.user_id is not null and _data_subject.user_id <> c.user_id then
+        actor_tenant := hipocampo_private._resolve_tenant(_data_subject.tenant_id);
+        if c.tenant_role is distinct from 'admin' then
+            raise exception 'only tenant admins can act on another user''s data' using errcode = '42501';
+        end if;
+        -- Called by definer RPCs (as the owner, so every membership is visible).
+        if not exists (
+            select 1 from hipocampo_private.memberships as m
+            where m.tenant_id = actor_tenant and m.user_id = _data_subject.user_id
+        ) then
+            raise exception 'unknown user: % is not a member of this tenant', _data_subject.user_id
+                using errcode = 'P0002';
+        end if;
+        actor_user := _data_subject.user_id;
+        return;
+    end if;
+    a := hipocampo_private._memory_actor(_data_subject.user_id, _data_subject.tenant_id);
+    actor_tenant := a.actor_tenant;
+    actor_user := a.actor_user;
+end;
+$$;
+
+/*
+_memory_event(tenant_id uuid, user_id uuid, memory_id uuid, event text, reason text, detail jsonb) -> void
+
+Purpose: append one row to the memory event log. A user appends events of their own tenant about
+  themselves, a tenant admin also about a member of their tenant (_data_subject); service_role any.
+Errors: 42501 / P0002 as _data_subject.
+Returns: nothing.
+Example: perform hipocampo_private._memory_event(t, u, null, 'memory.consent', null, '{}');
+*/
+-- definer because callers append events but may never change or delete them.
+create or replace function hipocampo_private._memory_event(
+    tenant_id uuid, user_id uuid, memory_id uuid, event text, reason text, detail jsonb
+)
+returns void
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+    if (hipocampo_private._caller()).kind <> 'service' then
+        perform hipocampo_private._data_subject(_memory_event.user_id, _memory_event.tenant_id);
+    end if;
+    insert into hipocampo_private.memory_events (tenant_id, user_id, memory_id, event, reason, detail)
+    values (
+        _memory_event.tenant_id, _memory_event.user_id, _memory_event.memory_id,
+        _memory_event.event, _memory_event.reason, coalesce(_memory_event.detail, '{}'::jsonb)
+    );
+end;
+$$;
+
+/*
+_acting_for(tenant_id uuid, user_id uuid) -> record (reason text, detail jsonb)
+
+Purpose: how an audit row names who acted on a data subject's rows: reason 'data_subject' (the
+  user themselves), 'tenant_admin' (an admin of the tenant, named in detail.by by their pseudonym
+  _user_ref, so the admin's own erasure leaves no raw id here) or 'service_role'.
+Returns: (reason, detail) - detail is {} or {"by": pseudonym}.
+Errors: 42501 as _caller; 55000 as _user_ref.
+Example: select reason from hipocampo_private._acting_for(t, u);
+*/
+create or replace function hipocampo_private._acting_for(
+    tenant_id uuid, user_id uuid, out reason text, out detail jsonb
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    c record := hipocampo_private._caller();
+begin
+    detail := '{}'::jsonb;
+    if c.kind = 'service' then
+        reason := 'service_role';
+    elsif c.user_id = _acting_for.user_id then
+        reason := 'data_subject';
+    else
+        reason := 'tenant_admin';
+        detail := jsonb_build_object('by', hipocampo_private._user_ref(_acting_for.tenant_id, c.user_id));
+    end if;
+end;
+$$;
+
+/*
+_correct_memory(old hipocampo_private.memories, value jsonb, description text, embedding vector,
+  event_user uuid, reason text, detail jsonb) -> jsonb
+
+Purpose: the correction itself, shared by correct_memory (the owner, under RLS) and
+  correct_user_memory (a tenant admin): the old row is deprecated (history kept, valid_to set),
+  a new one supersedes it with source explicit_user and confidence 1, and memory.corrected is
+  recorded for event_user with reason and detail.
+Returns: {"status": "corrected", "memory_id": new id, "superseded": old id}.
+Errors: as the insert (RLS for an invoker caller), as _memory_event.
+Example: return hipocampo_private._correct_memory(old, '"Ana"', 'O nome é Ana', null, u, null, '{}');
+*/
+create or replace function hipocampo_private._correct_memory(
+    old hipocampo_private.memories, value jsonb, description text, embedding extensions.vector,
+    event_user uuid, reason text, detail jsonb
+)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    new_id uuid;
+begin
+    update hipocampo_private.memories as m
+    set status = 'deprecated', valid_to = now(), updated_at = now()
+    where m.id = old.id;
+    insert into hipocampo_private.memories (
+        tenant_id, user_id, scope, category, key, value, description, confidence, source, source_ref,
+        conversation_id, pinned, tags, emotion, intensity, life_domain, embedding, embedding_model,
+        token_count, supersedes, expires_at
+    ) values (
+        old.tenant_id, old.user_id, old.scope, old.category, old.key, _correct_memory.value,
+        btrim(_correct_memory.description), 1, 'explicit_user', 'correction', old.conversation_id,
+        old.pinned, old.tags, old.emotion, old.intensity, old.life_domain,
+        coalesce(_correct_memory.embedding, old.embedding),
+        case when _correct_memory.embedding is null then old.embedding_model
+             else (select e.name from hipocampo_private.embedding_models as e where e.active) end,
+        ceil(char_length(_correct_memory.description) / 4.0)::integer, old.id, old.expires_at
+    ) returning id into new_id;
+    perform hipocampo_private._memory_event(old.tenant_id, _correct_memory.event_user,
+        new_id, 'memory.corrected', _correct_memory.reason,
+        jsonb_build_object('key', old.key, 'old_value', old.value, 'supersedes', old.id)
+            || coalesce(_correct_memory.detail, '{}'::jsonb));
+    return jsonb_build_object('status', 'corrected', 'memory_id', new_id, 'superseded', old.id);
+end;
+$$;
+
+/*
+correct_memory(memory_id uuid, value jsonb, description text, embedding vector default null) -> jsonb
+
+Purpose: "isso está errado": replace a memory's value. The old row is deprecated (history kept,
+  valid_to set), the new one supersedes it with source explicit_user and confidence 1; audited
+  as memory.corrected (_correct_memory).
+Returns: {"status": "corrected", "memory_id": new id, "superseded": old id}.
+Errors: 42501 as _caller (before any other work); P0002 "unknown memory" (not visible to the caller, or not active).
+Example: select hipocampo.correct_memory('…', '"Ana"', 'O nome do usuário é Ana');
+*/
+create or replace function hipocampo.correct_memory(
+    memory_id uuid, value jsonb, description text, embedding extensions.vector default null
+)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    gate record := hipocampo_private._caller();  -- 42501 before any other work
+    old hipocampo_private.memories;
+begin
+    select * into old from hipocampo_private.memories as m
+    where m.id = correct_memory.memory_id and m.status = 'active'
+    for update;
+    if old.id is null then
+        raise exception 'unknown memory: %', memory_id using errcode = 'P0002';
+    end if;
+    return hipocampo_private._correct_memory(
+        old, correct_memory.value, correct_memory.description, correct_memory.embedding,
+        coalesce((select auth.uid()), old.user_id), null, '{}'::jsonb
+    );
+end;
+$$;
+
+/*
+_user_memory(memory_id uuid, tenant_id uuid) -> hipocampo_private.memories
+
+Purpose: an active memory a data-subject call may act on, locked for update: in the caller's
+  tenant, and the caller's own unless the caller is a tenant admin or service_role (then
+  _data_subject checks that its owner is a member of the tenant).
+Returns: the memories row, or a row of nulls when there is none such.
+Errors: 42501 as _resolve_tenant; 42501 / P0002 as _data_subject.
+Example: m := hipocampo_private._user_memory(id, null);
+*/
+create or replace function hipocampo_private._user_memory(memory_id uuid, tenant_id uuid)
+returns hipocampo_private.memories
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    c record := hipocampo_private._caller();
+    t uuid := hipocampo_private._resolve_tenant(_user_memory.tenant_id);
+    m hipocampo_private.memories;
+begin
+    select * into m from hipocampo_private.memories as x
+    where x.id = _user_memory.memory_id and x.tenant_id = t and x.status = 'active'
+      and (c.kind = 'service' or c.tenant_role = 'admin' or x.user_id = c.user_id)
+    for update;
+    if m.id is not null then
+        perform hipocampo_private._data_subject(m.user_id, t);
+    end if;
+    return m;
+end;
+$$;
+
+/*
+forget_user_memory(memory_id uuid, tenant_id uuid default null) -> boolean
+
+Purpose: forget_memory for the hub's memory inspector: a tenant admin forgets a member's memory
+  (soft delete, status deleted; the row stays for audit until erased), audited as
+  memory.forgotten in the member's log with reason tenant_admin and the admin's pseudonym.
+Parameters: memory_id; tenant_id - service_role only.
+Returns: true when an active memory was forgotten; false when there is none such (a member asking
+  about someone else's memory gets false too).
+Errors: 42501 as _resolve_tenant; 42501 / P0002 as _data_subject.
+Example: select hipocampo.forget_user_memory('…');
+*/
+-- definer because a member's personal memories are visible to their owner only (RLS); a tenant
+-- admin changes them through these audited calls only.
+create or replace function hipocampo.forget_user_memory(memory_id uuid, tenant_id uuid default null)
+returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    m hipocampo_private.memories := hipocampo_private._user_memory(
+        forget_user_memory.memory_id, forget_user_memory.tenant_id
+    );
+    who record;
+begin
+    if m.id is null then
+        return false;
+    end if;
+    who := hipocampo_private._acting_for(m.tenant_id, m.user_id);
+    update hipocampo_private.memories as x
+    set status = 'deleted', valid_to = now(), updated_at = now()
+    where x.id = m.id;
+    perform hipocampo_private._memory_event(m.tenant_id, m.user_id, m.id, 'memory.forgotten', who.reason,
+        who.detail || jsonb_build_object('key', m.key));
+    return true;
+end;
+$$;
+
+/*
+correct_user_memory(memory_id uuid, value jsonb, description text, embedding vector default null,
+  tenant_id uuid default null) -> jsonb
+
+Purpose: correct_memory for the hub's memory inspector: a tenant admin corrects a member's memory
+  (the old row deprecated, a new one supersedes it), audited as memory.corrected in the member's
+  log with reason tenant_admin and the admin's pseudonym.
+Parameters: as correct_memory; embedding of the active model for the new description (null keeps
+  the old vector); tenant_id - service_role only.
+Returns: {"status": "corrected", "memory_id": new id, "superseded": old id}.
+Errors: 42501 as _resolve_tenant; 42501 / P0002 as _data_subject; P0002 "unknown memory: …" (none
+  such, or not active); 23514 "the correction does not pass the memory gate …" (no consent, or the
+  description or value fails the gate); 55000 as _memory_config.
+Example: select hipocampo.correct_user_memory('…', '"Ana Paula"', 'O nome do usuário é Ana Paula');
+*/
+-- definer because a member's personal memories are visible to their owner only (RLS); a tenant
+-- admin changes them through these audited calls only.
+create or replace function hipocampo.correct_user_memory(
+    memory_id uuid, value jsonb, description text, embedding extensions.vector default null,
+    tenant_id uuid default null
+)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    m hipocampo_private.memories := hipocampo_private._user_memory(
+        correct_user_memory.memory_id, correct_user_memory.tenant_id
+    );
+    who record;
+begin
+    if m.id is null then
+        raise exception 'unknown memory: %', correct_user_memory.memory_id using errcode = 'P0002';
+    end if;
+    -- The memory gate the INSERT policy applies to the owner's own corrections.
+    if not hipocampo_private._memory_write_allowed(
+        m.tenant_id, m.user_id, correct_user_memory.description, correct_user_memory.value,
+        ceil(char_length(correct_user_memory.description) / 4.0)::integer
+    ) then
+        raise exception 'the correction does not pass the memory gate (consent, length, personal or sensitive data)'
+            using errcode = '23514';
+    end if;
+    who := hipocampo_private._acting_for(m.tenant_id, m.user_id);
+    return hipocampo_private._correct_memory(
+        m, correct_user_memory.value, correct_user_memory.description, correct_user_memory.embedding,
+        m.user_id, who.reason, who.detail
+    );
+end;
+$$;
+
+/*
+inspect_user_memory(user_id uuid default null, key text default null, history_limit integer
+  default 100, tenant_id uuid default null) -> jsonb
+
+Purpose: what the memory holds about one user, for the hub's memory inspector: consent, active
+  memories, staged memories, the history of one key (its supersedes chain, every status) and the
+  user's newest memory events. A tenant admin may inspect a member of their tenant; every call
+  appends a memory.inspected event to the user's own log (reason tenant_admin with the admin's
+  pseudonym, data_subject or service_role), which the user's export shows. Counts as no access
+  (no access_count change).
+Parameters: user_id - null = the caller; key - a memory key whose history to include (null =
+  none); history_limit - 1..1000 newest events; tenant_id - service_role only.
+Returns: {"tenant_id", "user_id", "consent": bool, "memories": [...], "staged": [...],
+  "history": [...], "events": [...]}; memory rows without their embeddings, newest first.
+Errors: 42501 / P0002 as _data_subject (a member naming another user; an admin naming a
+  non-member; another tenant); 22023 "history_limit must lie in [1, 1000] (got …)".
+Example: select hipocampo.inspect_user_memory('…'::uuid, key => 'user.name');
+*/
+-- definer because a member's personal memories are visible to their owner only (RLS); a tenant
+-- admin reads them through this audited call only.
+create or replace function hipocampo.inspect_user_memory(
+    user_id uuid default null, key text default null, history_limit integer default 100, tenant_id uuid default null
+)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    a record := hipocampo_private._data_subject(inspect_user_memory.user_id, inspect_user_memory.tenant_id);
+    who record := hipocampo_private._acting_for(a.actor_tenant, a.actor_user);
+    result jsonb;
+begin
+    if inspect_user_memory.history_limit is null or inspect_user_memory.history_limit not between 1 and 1000 then
+        raise exception 'history_limit must lie in [1, 1000] (got %)',
+            coalesce(inspect_user_memory.history_limit::text, 'null') using errcode = '22023';
+    end if;
+    result := jsonb_build_object(
+        'tenant_id', a.actor_tenant,
+        'user_id', a.actor_user,
+        'consent', coalesce((
+            select mc.granted from hipocampo_private.memory_consents as mc
+            where mc.tenant_id = a.actor_tenant and mc.user_id = a.actor_user
+        ), false),
+        'memories', coalesce((
+            select jsonb_agg(to_jsonb(m) - 'embedding' - 'emotional_embedding' order by m.updated_at desc, m.key)
+            from hipocampo_private.memories as m
+            where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user and m.status = 'active'
+        ), '[]'::jsonb),
+        'staged', coalesce((
+            select jsonb_agg(to_jsonb(s) - 'embedding' - 'emotional_embedding' order by s.expires_at, s.key)
+            from hipocampo_private.memory_staging as s
+            where s.tenant_id = a.actor_tenant and s.user_id = a.actor_user
+        ), '[]'::jsonb),
+        'history', coalesce((
+            select jsonb_agg(to_jsonb(m) - 'embedding' - 'emotional_embedding' order by m.valid_from desc)
+            from hipocampo_private.memories as m
+            where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user and m.key = inspect_user_memory.key
+        ), '[]'::jsonb),
+        'events', coalesce((
+            select jsonb_agg(to_jsonb(e) order by e.id desc)
+            from (
+                select x.* from hipocampo_private.memory_events as x
+                where x.tenant_id = a.actor_tenant and x.user_id = a.actor_user
+                order by x.id desc
+                limit inspect_user_memory.history_limit
+            ) as e
+        ), '[]'::jsonb)
+    );
+    insert into hipocampo_private.memory_events (tenant_id, user_id, event, reason, detail)
+    values (a.actor_tenant, a.actor_user, 'memory.inspected', who.reason,
+        who.detail || jsonb_build_object(
+            'key', inspect_user_memory.key, 'memories', jsonb_array_length(result -> 'memories')
+        ));
+    return result;
+end;
+$$;
+
+/*
+export_user_data(user_id uuid default null, tenant_id uuid default null) -> jsonb
+
+Purpose: everything hipocampo holds about one user in one tenant, as JSON (LGPD art. 18 II/V):
+  consent, memories (with history), staged memories, messages, conversation summaries, live
+  sessions and memory events. Embeddings and the messages' token_ids / token_bits (derived from
+  their content) are left out. Audited (user.exported, reason data_subject | tenant_admin |
+  service_role).
+Parameters: user_id - service_role, or a tenant admin naming a member of their tenant (users export
+  themselves); tenant_id - service_role only.
+Returns: {"format": "hipocampo.user_export.v1", "exported_at", "tenant_id", "user_id", "consent",
+  "memories": [...], "staged_memories": [...], "messages": [...], "conversation_summaries": [...],
+  "sessions": [...], "events": [...]}.
+Errors: 42501 / P0002 as _data_subject (no tenant / no user / a member naming another user / an
+  admin naming a non-member).
+Example: select hipocampo.export_user_data();
+*/
+-- definer because a user's export includes their own audit events and sessions in every state, beyond what RLS shows.
+create or replace function hipocampo.export_user_data(user_id uuid default null, tenant_id uuid default null)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    a record := hipocampo_private._data_subject(export_user_data.user_id, export_user_data.tenant_id);
+    who record := hipocampo_private._acting_for(a.actor_tenant, a.actor_user);
+    result jsonb;
+begin
+    result := jsonb_build_object(
+        'format', 'hipocampo.user_export.v1',
+        'exported_at', now(),
+        'tenant_id', a.actor_tenant,
+        'user_id', a.actor_user,
+        'consent', (
+            select to_jsonb(c) from hipocampo_private.memory_consents as c
+            where c.tenant_id = a.actor_tenant and c.user_id = a.actor_user
+        ),
+        'memories', coalesce((
+            select jsonb_agg(to_jsonb(m) - 'embedding' - 'emotional_embedding' order by m.key, m.valid_from, m.valid_to nulls last)
+            from hipocampo_private.memories as m
+            where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
+        ), '[]'::jsonb),
+        'staged_memories', coalesce((
+            select jsonb_agg(to_jsonb(s) - 'embedding' - 'emotional_embedding' order by s.key)
+            from hipocampo_private.memory_staging as s
+            where s.tenant_id = a.actor_tenant and s.user_id = a.actor_user
+        ), '[]'::jsonb),
+        'messages', coalesce((
+            select jsonb_agg(
+                to_jsonb(m) - 'embedding' - 'fts' - 'fts_length' - 'ts_config' - 'token_ids' - 'token_bits'
+                order by m.id
+            )
+            from hipocampo_private.messages as m
+            where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
+        ), '[]'::jsonb),
+        'conversation_summaries', coalesce((
+            select jsonb_agg(to_jsonb(s) order by s.conversation_id)
+            from hipocampo_private.conversation_summaries as s
+            where s.tenant_id = a.actor_tenant and s.user_id = a.actor_user
+        ), '[]'::jsonb),
+        'sessions', coalesce((
+            select jsonb_agg(to_jsonb(s) order by s.created_at)
+            from hipocampo_private.sessions as s
+            where s.tenant_id = a.actor_tenant and s.user_id = a.actor_user
+        ), '[]'::jsonb),
+        'events', coalesce((
+            select jsonb_agg(to_jsonb(e) order by e.id)
+            from hipocampo_private.memory_events as e
+            where e.tenant_id = a.actor_tenant and e.user_id = a.actor_user
+        ), '[]'::jsonb)
+    );
+    perform hipocampo_private._memory_event(a.actor_tenant, a.actor_user, null, 'user.exported', who.reason,
+        who.detail || jsonb_build_object('memories', jsonb_array_length(result -> 'memories'),
+            'messages', jsonb_array_length(result -> 'messages')));
+    return result;
+end;
+$$;
+
+/*
+erase_user(user_id uuid default null, tenant_id uuid default null) -> jsonb
+
+Purpose: erase a user from a tenant (LGPD art. 18 VI): personal memories (with history), staged
+  memories, messages, conversation summaries, sessions, consent, memory events, the user's
+  rate-limit bucket and their membership are deleted; tenant_shared memories the user wrote stay
+  (tenant knowledge) with the author replaced by a pseudonym; the access log and ingestion jobs
+  keep their rows without the user. No raw user id remains in any table
+  (tests/sql/test_erasure_scan.py). One audit record remains: event user.erased with user_id
+  null and user_ref = the keyed HMAC of tenant:user (_user_ref), with the counts. All or nothing.
+Parameters: user_id - service_role, or a tenant admin naming a member of their tenant (users erase
+  themselves); tenant_id - service_role only. The user.erased record's reason says which
+  (data_subject | tenant_admin, with the admin's pseudonym | service_role).
+Returns: {"user_ref", "memories", "shared_memories_pseudonymised", "staged_memories", "messages",
+  "conversation_summaries", "sessions", "events", "memberships"} (rows affected).
+Errors: 42501 / P0002 as _data_subject (no tenant / no user / a member naming another user / an
+  admin naming a non-member).
+Example: select hipocampo.erase_user('…'::uuid, '…'::uuid);  -- as service_role
+*/
+-- definer because erasure deletes the user's audit events, which no client role may delete.
+create or replace function hipocampo.erase_user(user_id uuid default null, tenant_id uuid default null)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    a record := hipocampo_private._data_subject(erase_user.user_id, erase_user.tenant_id);
+    ref text := hipocampo_private._user_ref(a.actor_tenant, a.actor_user);
+    pseudonym uuid := md5(hipocampo_private._user_ref(a.actor_tenant, a.actor_user))::uuid;
+    -- Before the membership goes: a user erasing themselves is no caller afterwards.
+    who record := hipocampo_private._acting_for(a.actor_tenant, a.actor_user);
+    counts jsonb := '{}'::jsonb;
+    n integer;
+begin
+    delete from hipocampo_private.memories as m
+    where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user and m.scope = 'personal';
+    get diagnostics n = row_count;
+    counts := counts || jsonb_build_object('memories', n);
+    update hipocampo_private.memories as m set user_id = pseudonym
+    where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user;
+    get diagnostics n = row_count;
+    counts := counts || jsonb_build_object('shared_memories_pseudonymised', n);
+    delete from hipocampo_private.memory_staging as s
+    where s.tenant_id = a.actor_tenant and s.user_id = a.actor_user;
+    get diagnostics n = row_count;
+    counts := counts || jsonb_build_object('staged_memories', n);
+    delete from hipocampo_private.messages as m where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user;
+    get diagnostics n = row_count;
+    counts := counts || jsonb_build_object('messages', n);
+    delete from hipocampo_private.conversation_summaries as s
+    where s.tenant_id = a.actor_tenant and s.user_id = a.actor_user;
+    get diagnostics n = row_count;
+    counts := counts || jsonb_build_object('conversation_summaries', n);
+    delete from hipocampo_private.sessions as s where s.tenant_id = a.actor_tenant and s.user_id = a.actor_user;
+    get diagnostics n = row_count;
+    counts := counts || jsonb_build_object('sessions', n);
+    delete from hipocampo_private.memory_consents as c
+    where c.tenant_id = a.actor_tenant and c.user_id = a.actor_user;
+    delete from hipocampo_private.memory_events as e
+    where e.tenant_id = a.actor_tenant and e.user_id = a.actor_user;
+    get diagnostics n = row_count;
+    counts := counts || jsonb_build_object('events', n);
+    update hipocampo_private.data_access_log as l set caller = null
+    where l.tenant_id = a.actor_tenant and l.caller = a.actor_user;
+    update hipocampo_private.ingestion_jobs as j set created_by = null
+    where j.tenant_id = a.actor_tenant and j.created_by = a.actor_user;
+    -- The user's rate-limit bucket (keyed by the pseudonym; by the raw id in older databases).
+    delete from hipocampo_private.rate_limit_buckets as r
+    where r.bucket in ('user:' || a.actor_tenant || ':' || ref, 'user:' || a.actor_tenant || ':' || a.actor_user);
+    delete from hipocampo_private.memberships as m
+    where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user;
+    get diagnostics n = row_count;
+    counts := counts || jsonb_build_object('memberships', n);
+    insert into hipocampo_private.memory_events (tenant_id, user_id, user_ref, event, reason, detail)
+    values (a.actor_tenant, null, ref, 'user.erased', who.reason, counts || who.detail);
+    return counts || jsonb_build_object('user_ref', ref);
+end;
+$$;
+
+/*
+list_members(tenant_id uuid) -> table (user_id uuid, role text, created_at timestamptz)
+
+Purpose: the members of a tenant and their roles (operators; the CLI's `member list`; a tenant
+  admin's own tenant in the hub's memory inspector).
+Parameters: tenant_id - an existing tenant (a tenant admin: their own).
+Returns: one row per member, admins first, then by when they joined.
+Errors: 42501 as _resolve_tenant (before any other work; another tenant); 42501 "only tenant
+  admins can list the tenant's members"; P0002 "unknown tenant: …".
+Example: select * from hipocampo.list_members('…');
+*/
+-- definer because memberships shows a user their own row only (RLS); a tenant admin lists their
+-- tenant's members here.
+create or replace function hipocampo.list_members(tenant_id uuid)
+returns table (user_id uuid, role text, created_at timestamptz)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(list_members.tenant_id);  -- 42501 before any other work
+    c record := hipocampo_private._caller();
+begin
+    if c.kind <> 'service' and c.tenant_role is distinct from 'admin' then
+        raise exception 'only tenant admins can list the tenant''s members' using errcode = '42501';
+    end if;
+    if not exists (select 1 from hipocampo_private.tenants as x where x.id = t) then
+        raise exception 'unknown tenant: %', t using errcode = 'P0002';
+    end if;
+    return query
+    select m.user_id, m.role, m.created_at from hipocampo_private.memberships as m
+    where m.tenant_id = t
+    order by m.role, m.created_at, m.user_id;
+end;
+$$;
+
+comment on function hipocampo.list_members(uuid) is
+'The members of a tenant and their roles (service_role; a tenant admin, their own tenant).';
+
+comment on function hipocampo.inspect_user_memory(uuid, text, integer, uuid) is
+'What the memory holds about one user (consent, memories, staged, a key''s history, events); a tenant admin may inspect a member; audited as memory.inspected in the user''s log.';
+
+comment on function hipocampo.forget_user_memory(uuid, uuid) is
+'Forget a member''s memory (tenant admins; soft delete), audited in the member''s log.';
+
+comment on function hipocampo.correct_user_memory(uuid, jsonb, text, extensions.vector, uuid) is
+'Correct a member''s memory (tenant admins; through the memory gate), audited in the member''s log.';
+
+revoke execute on function hipocampo.inspect_user_memory(uuid, text, integer, uuid) from public;
+revoke execute on function hipocampo.forget_user_memory(uuid, uuid) from public;
+revoke execute on function hipocampo.correct_user_memory(uuid, jsonb, text, extensions.vector, uuid) from public;
+revoke execute on function hipocampo.list_members(uuid) from public;
+revoke execute on function hipocampo_private._acting_for(uuid, uuid) from public;
+revoke execute on function hipocampo_private._correct_memory(
+    hipocampo_private.memories, jsonb, text, extensions.vector, uuid, text, jsonb
+) from public;
+revoke execute on function hipocampo_private._user_memory(uuid, uuid) from public;
+grant execute on function hipocampo.inspect_user_memory(user_id uuid, key text, history_limit integer, tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.forget_user_memory(memory_id uuid, tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.correct_user_memory(memory_id uuid, value jsonb, description text, embedding extensions.vector, tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.list_members(tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo_private._acting_for(tenant_id uuid, user_id uuid, out reason text, out detail jsonb) to service_role;
+grant execute on function hipocampo_private._correct_memory(old hipocampo_private.memories, value jsonb, description text, embedding extensions.vector, event_user uuid, reason text, detail jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._user_memory(memory_id uuid, tenant_id uuid) to service_role;
