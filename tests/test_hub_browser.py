@@ -8,6 +8,7 @@ every page there."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -56,17 +57,28 @@ def token(user: uuid.UUID, tenant: uuid.UUID, **extra: Any) -> str:
 
 
 @pytest.fixture(scope="module")
-def world(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Tenant A (an admin, a member) and tenant B (an admin and a knowledge base of its own), and
-    three files to upload."""
+def world(database_url: str, embedder: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Tenant A (an admin, a member with memories) and tenant B (an admin and a knowledge base of
+    its own), and three files to upload."""
     out: dict[str, Any] = {}
     with Hipocampo(database_url) as root:
         for name in ("a", "b"):
             admin, member = uuid.uuid4(), uuid.uuid4()
             tid = root.create_tenant(f"Hub {name}", f"hub-{name}-{uuid.uuid4().hex[:6]}", admin)
-            root.as_actor(Actor.service(tid)).add_member(tid, member, "member")
-            out[name] = {"tenant": tid, "admin": admin, "member": member}
+            member2 = uuid.uuid4()
+            for user in (member, member2):
+                root.as_actor(Actor.service(tid)).add_member(tid, user, "member")
+            out[name] = {"tenant": tid, "admin": admin, "member": member, "member2": member2}
         out["b"]["kb"] = root.as_actor(Actor.service(out["b"]["tenant"])).create_kb("segredo-do-b")
+        # A member of A with memory: two values of one key (a history), another key, a staged item.
+        from hipocampo.memory import Memory
+
+        mem = Memory(root.as_actor(Actor.user(out["a"]["member"], out["a"]["tenant"])), embedder)
+        mem.consent()
+        mem.remember("prefs.cafe", "forte", "Gosta de café forte pela manhã", "preference")
+        mem.remember("prefs.cafe", "fraco", "Gosta de café fraco pela manhã", "preference")
+        mem.remember("user.cidade", "Recife", "Mora em Recife, Pernambuco", "identity_profile")
+        mem.remember("projects.horta", "horta", "Está montando uma horta na varanda", "projects", intensity=3)
     folder = tmp_path_factory.mktemp("uploads")
     for name, body in (("salao.txt", SALAO), ("piscina.md", PISCINA), ("aviso.txt", HOSTILE)):
         (folder / name).write_text(body, encoding="utf-8")
@@ -203,7 +215,7 @@ def test_a_script_inside_a_document_is_rendered_inert(page: Any, hub: str, world
 
 
 def test_a_member_is_refused_on_admin_pages(page: Any, hub: str, world: dict[str, Any]) -> None:
-    sign_in(page, hub, token(world["a"]["member"], world["a"]["tenant"]))
+    sign_in(page, hub, token(world["a"]["member2"], world["a"]["tenant"]))
     assert "membro" in page.inner_text(".user")
     assert page.locator("#create-kb").count() == 0
     assert page.locator("nav >> text=Métricas").count() == 0
@@ -313,7 +325,7 @@ def test_csrf_session_and_headers(page: Any, hub: str, world: dict[str, Any]) ->
 
 
 def test_english_interface(page: Any, hub: str, world: dict[str, Any]) -> None:
-    sign_in(page, hub, token(world["a"]["member"], world["a"]["tenant"]))
+    sign_in(page, hub, token(world["a"]["member2"], world["a"]["tenant"]))
     page.select_option("#lang-select", "en")
     page.click("form[action='/hub/lang'] button")
     assert page.inner_text("h1") == "Knowledge bases"
@@ -332,6 +344,63 @@ def test_keyboard_reaches_every_form_control_with_a_label(page: Any, hub: str, w
         assert unlabelled == []
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.className") == "skip"
+
+
+def test_an_admin_inspects_corrects_forgets_exports_and_erases_a_members_memory(
+    page: Any, hub: str, world: dict[str, Any], database_url: str
+) -> None:
+    member = str(world["a"]["member"])
+    sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
+    page.click("nav >> text=Memória")
+    page.click(f"#member-list tr:has-text('{member}') >> text=Inspecionar")
+    assert page.inner_text("#subject") == member and page.inner_text("#consent") == "sim"
+    assert {"prefs.cafe", "user.cidade"} <= set(page.locator("#memories tbody th").all_inner_texts())
+    assert "projects.horta" in page.inner_text("#staged")
+
+    page.click("#memories >> text=prefs.cafe")
+    assert page.locator("#history li").count() == 2
+    assert page.locator("#history li").first.inner_text().startswith("fraco")
+
+    row = page.locator("#memories tr", has_text="user.cidade")
+    row.locator("summary").click()
+    row.locator("input[name=value]").fill("Olinda")
+    row.locator("input[name=description]").fill("Mora em Olinda, Pernambuco")
+    row.locator(".correct-form button").click()
+    assert page.inner_text(".notice") == "Memória corrigida."
+    assert page.locator("#memories tr", has_text="user.cidade").locator(".value").inner_text() == "Olinda"
+
+    page.locator("#memories tr", has_text="prefs.cafe").locator(".forget-form button").click()
+    assert page.inner_text(".notice") == "Memória esquecida."
+    assert "prefs.cafe" not in page.inner_text("#memories")
+
+    with page.expect_download() as download:
+        page.click("#export-form button")
+    exported = json.loads(Path(download.value.path()).read_text("utf-8"))
+    assert exported["user_id"] == member and exported["format"] == "hipocampo.user_export.v1"
+
+    page.fill("#confirm-user", "outro-usuario")
+    page.click("#erase-form button")
+    assert "não confere" in page.inner_text(".error")
+    with Hipocampo(database_url) as root:  # what the member's own log says about these visits
+        reasons = {
+            (e["event"], e["reason"])
+            for e in root.as_actor(Actor.service(world["a"]["tenant"])).rpc(
+                "export_user_data", {"user_id": member, "tenant_id": world["a"]["tenant"]}
+            )["events"]
+        }
+    assert {("memory.inspected", "tenant_admin"), ("memory.corrected", "tenant_admin")} <= reasons
+    assert {("memory.forgotten", "tenant_admin"), ("user.exported", "tenant_admin")} <= reasons
+    page.fill("#confirm-user", member)
+    page.click("#erase-form button")
+    assert page.inner_text(".notice") == "Usuário apagado."
+    assert member not in page.inner_text("#member-list")
+
+
+def test_a_member_cannot_open_the_memory_inspector(page: Any, hub: str, world: dict[str, Any]) -> None:
+    sign_in(page, hub, token(world["a"]["member2"], world["a"]["tenant"]))
+    assert page.locator("nav >> text=Memória").count() == 0
+    for path in ("/memory", f"/memory/{world['a']['admin']}"):
+        assert page.goto(hub + path).status == 403
 
 
 @pytest.mark.skipif(not os.environ.get("HIPOCAMPO_SCREENSHOTS"), reason="make screenshots")
@@ -378,3 +447,7 @@ def test_screenshots(page: Any, hub: str, world: dict[str, Any]) -> None:
         page.click("#do-ask")
     page.goto(f"{hub}/metrics")
     shot("10-metrics")
+    page.goto(f"{hub}/memory")
+    shot("11-memory-members")
+    page.goto(f"{hub}/memory/{world['a']['member']}?key=prefs.cafe")
+    shot("12-memory-inspector")

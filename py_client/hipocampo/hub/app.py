@@ -11,7 +11,10 @@ the RPCs refuse them again underneath (42501).
 Pages: sign-in (a pasted JWT, or the local development user of ``hipocampo serve --dev-user``),
 knowledge bases (list, create, settings, rename, delete with confirmation), documents (upload
 with live progress, list, metadata, delete), the query playground (search with the score
-breakdown, ask with citations and timings) and metrics (``hipocampo.tenant_metrics`` as charts).
+breakdown, ask with citations and timings), the memory inspector (a member's memories, staging,
+a key's history and events, each view audited by ``hipocampo.inspect_user_memory``; correct,
+forget, export, erase with a confirmation that names the user) and metrics
+(``hipocampo.tenant_metrics`` as charts).
 Interface text in Brazilian Portuguese (default) or English (``hipocampo_lang`` cookie).
 """
 
@@ -187,6 +190,7 @@ def mount_hub(app: FastAPI, hub: Hub) -> None:
     _kb_routes(router, hub)
     _document_routes(router, hub)
     _query_routes(router, hub)
+    _memory_routes(router, hub)
     app.include_router(router)
     app.mount("/hub/static", StaticFiles(directory=str(HERE / "static")), name="hub-static")
 
@@ -539,3 +543,88 @@ def _charts(m: dict[str, Any]) -> dict[str, Any]:
         "writes": bar_chart(sorted(writes.items())),
         "rejections": bar_chart([(str(r["reason"]), float(r["rejected"])) for r in m.get("memory_rejections") or []]),
     }
+
+
+def _memory_routes(router: APIRouter, hub: Hub) -> None:
+    @router.get("/memory")
+    def members(request: Request) -> Response:
+        who = hub.admin(request)
+        rows = who.client.rpc("list_members", {"tenant_id": who.tenant_id}, "rows")
+        return hub.render(request, "members.html", {"members": rows}, who=who)
+
+    @router.get("/memory/{user_id}")
+    def inspect(request: Request, user_id: str) -> Response:
+        who = hub.admin(request)
+        return _inspector(hub, request, who, user_id, request.query_params.get("key") or None)
+
+    @router.post("/memory/{user_id}/forget")
+    async def forget(request: Request, user_id: str) -> Response:
+        who = hub.admin(request)
+        form = await hub.form(request)
+        try:
+            who.client.rpc("forget_user_memory", {"memory_id": _uuid(str(form.get("memory_id")))})
+        except HipocampoError as exc:
+            return _inspector(hub, request, who, user_id, None, hub.error_text(exc))
+        return _redirect(f"/hub/memory/{_uuid(user_id)}?done=forgotten")
+
+    @router.post("/memory/{user_id}/correct")
+    async def correct(request: Request, user_id: str) -> Response:
+        who = hub.admin(request)
+        form = await hub.form(request)
+        description = str(form.get("description") or "").strip()
+        raw = str(form.get("value") or "").strip()
+        try:
+            value = json.loads(raw) if raw[:1] in ('"', "{", "[") or raw in ("true", "false", "null") else raw
+        except ValueError:
+            value = raw  # plain text is a JSON string
+        args = {
+            "memory_id": _uuid(str(form.get("memory_id"))),
+            "value": json.dumps(value, ensure_ascii=False),  # JSON text: a str is sent as it is
+            "description": description,
+            "embedding": list(hub.embedder().embed_documents([description])[0]) if description else None,
+        }
+        try:
+            who.client.rpc("correct_user_memory", args)
+        except HipocampoError as exc:
+            return _inspector(hub, request, who, user_id, None, hub.error_text(exc))
+        return _redirect(f"/hub/memory/{_uuid(user_id)}?done=corrected")
+
+    @router.post("/memory/{user_id}/export")
+    async def export(request: Request, user_id: str) -> Response:
+        who = hub.admin(request)
+        await hub.form(request)
+        data = who.client.rpc("export_user_data", {"user_id": _uuid(user_id)})
+        name = f"hipocampo-export-{_uuid(user_id)}.json"
+        body = json.dumps(data, ensure_ascii=False, indent=2, default=str)
+        headers = {"Content-Disposition": f'attachment; filename="{name}"'}
+        return Response(body, media_type="application/json", headers=headers)
+
+    @router.post("/memory/{user_id}/erase")
+    async def erase(request: Request, user_id: str) -> Response:
+        who = hub.admin(request)
+        form = await hub.form(request)
+        subject = _uuid(user_id)
+        if str(form.get("confirm") or "").strip().lower() != str(subject):
+            return _inspector(hub, request, who, user_id, None, key_error="confirm_user_mismatch")
+        try:
+            who.client.rpc("erase_user", {"user_id": subject})
+        except HipocampoError as exc:
+            return _inspector(hub, request, who, user_id, None, hub.error_text(exc))
+        return _redirect("/hub/memory?done=erased")
+
+
+def _inspector(
+    hub: Hub,
+    request: Request,
+    who: _Who,
+    user_id: str,
+    key: str | None,
+    error: str | None = None,
+    *,
+    key_error: str | None = None,
+) -> Response:
+    """The memory inspector's page for ``user_id``: one audited ``inspect_user_memory`` call."""
+    seen = who.client.rpc("inspect_user_memory", {"user_id": _uuid(user_id), "key": key, "history_limit": 50})
+    keys = sorted({m["key"] for m in seen.get("memories") or []})
+    ctx = {"seen": seen, "key": key, "keys": keys, "error": error, "error_key": key_error}
+    return hub.render(request, "memory.html", ctx, 422 if error or key_error else 200, who)
