@@ -171,6 +171,8 @@ def test_admin_creates_a_kb_uploads_three_files_searches_and_asks(page: Any, hub
     assert page.inner_text("#kb-status") == "pronta"
     assert page.locator("#doc-list tbody tr").count() == 3
     assert "upload:salao.txt" in page.inner_text("#doc-list")
+    salao = page.locator("#doc-list tbody tr", has_text="upload:salao.txt")
+    assert salao.locator(".pii").inner_text() == "2"  # stored with the document, not only shown during upload
 
     page.click("nav >> text=Consultas")
     page.fill("#question", "Qual o horário da piscina do condomínio?")

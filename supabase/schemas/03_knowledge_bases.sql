@@ -85,11 +85,15 @@ create table hipocampo_private.documents (
     expires_at timestamptz,
     created_at timestamptz not null default now(),
     updated_at timestamptz not null default now(),
+    -- Personal data the client's scrub replaced in the text (scrub_pii counts), as it reported
+    -- them; what the documents and chunks triggers replace afterwards is not counted here.
+    pii_replacements integer not null default 0,
     constraint documents_source_type_check check (source_type in (
         'regulation', 'policy', 'assembly_minutes', 'reservation', 'decision',
         'penalty', 'metric', 'faq', 'manual', 'other'
     )),
     constraint documents_trust_score_range check (trust_score between 0 and 1),
+    constraint documents_pii_replacements_nonnegative check (pii_replacements >= 0),
     constraint documents_data_classification_check check (
         data_classification in ('public', 'internal', 'confidential', 'restricted')
     ),
@@ -1142,7 +1146,8 @@ Parameters:
   document - {title (1..500 characters), source_uri (1..2,048 bytes), content_hash,
     source_type?, doc_type?, author?, published_at?, version?, trust_score? 0..1 (default
     retrieval.default_trust[source_type]),
-    data_classification?, expires_at?, status?}
+    data_classification?, expires_at?, status?, pii_replacements? (personal data the client
+    replaced while scrubbing the text, >= 0; default 0)}
   chunks - [{chunk_index, content, token_count, content_hash, metadata?, embedding: [float, …]}]
   embedding_model - a registered model; every embedding must have its dims.
 Returns: {"document_id", "status": "inserted" | "replaced" | "embedded" (same text, this
@@ -1243,14 +1248,15 @@ begin
     if doc_id is null then
         insert into hipocampo_private.documents (
             tenant_id, kb_id, source_type, doc_type, title, source_uri, author, published_at,
-            version, trust_score, data_classification, content_hash, status, expires_at
+            version, trust_score, data_classification, content_hash, status, expires_at, pii_replacements
         ) values (
             k.tenant_id, k.id, coalesce(document ->> 'source_type', 'other'),
             document ->> 'doc_type', document ->> 'title', document ->> 'source_uri',
             document ->> 'author', (document ->> 'published_at')::timestamptz,
             document ->> 'version', coalesce((document ->> 'trust_score')::real, default_trust),
             coalesce(document ->> 'data_classification', 'internal'), document ->> 'content_hash',
-            coalesce(document ->> 'status', 'active'), (document ->> 'expires_at')::timestamptz
+            coalesce(document ->> 'status', 'active'), (document ->> 'expires_at')::timestamptz,
+            coalesce((document ->> 'pii_replacements')::integer, 0)
         ) returning id into doc_id;
         result_status := 'inserted';
     else
@@ -1269,6 +1275,7 @@ begin
             content_hash = document ->> 'content_hash',
             status = coalesce(document ->> 'status', d.status),
             expires_at = (document ->> 'expires_at')::timestamptz,
+            pii_replacements = coalesce((document ->> 'pii_replacements')::integer, d.pii_replacements),
             updated_at = now()
         where d.id = doc_id;
         result_status := case when old_hash = document ->> 'content_hash' then 'embedded' else 'replaced' end;
@@ -2106,11 +2113,13 @@ $$;
 
 /*
 list_documents(kb_id uuid) -> table (id, title, source_uri, source_type, doc_type, status,
-  trust_score, chunk_count, content_hash, published_at, expires_at, created_at, updated_at)
+  trust_score, chunk_count, content_hash, published_at, expires_at, created_at, updated_at,
+  pii_replacements)
 
 Purpose: the documents of a knowledge base, by source_uri (RLS: the caller's tenant).
 Parameters: kb_id - the knowledge base.
-Returns: one row per document; trust_score 0..1; chunk_count chunks of the document (all models).
+Returns: one row per document; trust_score 0..1; chunk_count chunks of the document (all models);
+  pii_replacements personal data replaced in its text at ingestion (as the client reported it).
 Errors: 42501 as _caller; P0002 "unknown knowledge base: …".
 Example: select title, chunk_count from hipocampo.list_documents('…');
 */
@@ -2118,7 +2127,7 @@ create or replace function hipocampo.list_documents(kb_id uuid)
 returns table (
     id uuid, title text, source_uri text, source_type text, doc_type text, status text, trust_score real,
     chunk_count integer, content_hash text, published_at timestamptz, expires_at timestamptz,
-    created_at timestamptz, updated_at timestamptz
+    created_at timestamptz, updated_at timestamptz, pii_replacements integer
 )
 language plpgsql
 stable
@@ -2131,7 +2140,7 @@ declare
 begin
     return query
     select d.id, d.title, d.source_uri, d.source_type, d.doc_type, d.status, d.trust_score, d.chunk_count,
-        d.content_hash, d.published_at, d.expires_at, d.created_at, d.updated_at
+        d.content_hash, d.published_at, d.expires_at, d.created_at, d.updated_at, d.pii_replacements
     from hipocampo_private.documents as d
     where d.kb_id = k.id
     order by d.source_uri;

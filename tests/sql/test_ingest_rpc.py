@@ -207,3 +207,21 @@ def test_an_admin_sets_a_documents_expiry_and_its_chunks_follow(
         db.execute("select hipocampo.set_document_metadata(%s, '{\"expires_at\": null}')", (doc,))
     with pytest.raises(psycopg.errors.InsufficientPrivilege), db.transaction():
         db.execute("update hipocampo_private.chunks set content = 'x' where document_id = %s", (doc,))
+
+
+def test_a_documents_pii_count_is_stored_and_listed(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    ingest(db, world.kb_a, {**DOC, "pii_replacements": 3}, [chunk(0, "um")])
+    listed = db.execute(
+        "select pii_replacements from hipocampo.list_documents(%s) where source_uri = 'test://regimento'",
+        (world.kb_a,),
+    ).fetchall()
+    assert [r["pii_replacements"] for r in listed] == [3]
+    ingest(db, world.kb_a, {**DOC, "content_hash": "v2"}, [chunk(0, "dois")])  # not reported: kept
+    listed = db.execute(
+        "select pii_replacements from hipocampo.list_documents(%s) where source_uri = 'test://regimento'",
+        (world.kb_a,),
+    ).fetchall()
+    assert [r["pii_replacements"] for r in listed] == [3]
+    with pytest.raises(psycopg.errors.CheckViolation, match="invalid document"), db.transaction():
+        ingest(db, world.kb_a, {**DOC, "source_uri": "test://outro", "pii_replacements": -1}, [chunk(0, "três")])

@@ -265,6 +265,7 @@ class _Run:
             "source_type": it.source_type,
             "doc_type": it.doc_type,
             "trust_score": it.trust_score,
+            "pii_replacements": p.pii,
             **{k: v for k, v in it.doc.metadata.items() if v is not None},
         }
         try:
