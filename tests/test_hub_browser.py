@@ -371,6 +371,15 @@ def test_an_admin_inspects_corrects_forgets_exports_and_erases_a_members_memory(
     assert page.inner_text(".notice") == "Memória corrigida."
     assert page.locator("#memories tr", has_text="user.cidade").locator(".value").inner_text() == "Olinda"
 
+    staged = page.locator("#staged tr", has_text="projects.horta")
+    staged.locator(".promote-form button").click()
+    assert page.inner_text(".notice") == "Intensidade abaixo do limite: a memória continua em espera."
+    staged = page.locator("#staged tr", has_text="projects.horta")
+    staged.locator("input[name=override]").check()
+    staged.locator(".promote-form button").click()
+    assert page.inner_text(".notice") == "Memória promovida para o longo prazo."
+    assert "projects.horta" in page.inner_text("#memories") and page.locator("#staged").count() == 0
+
     page.locator("#memories tr", has_text="prefs.cafe").locator(".forget-form button").click()
     assert page.inner_text(".notice") == "Memória esquecida."
     assert "prefs.cafe" not in page.inner_text("#memories")
@@ -392,6 +401,7 @@ def test_an_admin_inspects_corrects_forgets_exports_and_erases_a_members_memory(
         }
     assert {("memory.inspected", "tenant_admin"), ("memory.corrected", "tenant_admin")} <= reasons
     assert {("memory.forgotten", "tenant_admin"), ("user.exported", "tenant_admin")} <= reasons
+    assert ("memory.promoted", "tenant_admin") in reasons
     page.fill("#confirm-user", member)
     page.click("#erase-form button")
     assert page.inner_text(".notice") == "Usuário apagado."

@@ -133,6 +133,7 @@ grant execute on function hipocampo.numbers_absent(answer text, evidence jsonb) 
 grant execute on function hipocampo.open_session(conversation_id uuid, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.plain_text(content text) to authenticated, service_role;
 grant execute on function hipocampo.promote_memory(staging_id uuid, intensity numeric, override boolean) to authenticated, service_role;
+grant execute on function hipocampo.promote_user_memory(staging_id uuid, intensity numeric, override boolean, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.purge_expired(now timestamp with time zone) to service_role;
 grant execute on function hipocampo.purge_sessions(now timestamp with time zone) to service_role;
 grant execute on function hipocampo.purge_transient_state(now timestamp with time zone) to service_role;

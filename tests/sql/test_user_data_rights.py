@@ -262,3 +262,29 @@ def test_an_admin_erases_a_member_and_the_record_says_so(db: Conn, world: World)
     ).fetchone()
     ref = one(db, "select hipocampo_private._user_ref(%s, %s) as v", (world.tenant_a, world.admin_a))
     assert row is not None and row["reason"] == "tenant_admin" and row["detail"]["by"] == ref
+
+
+def test_an_admin_promotes_a_members_staged_memory_through_the_members_write_path(db: Conn, world: World) -> None:
+    fill(db, world)
+    world.act("service_role")
+    staged = one(db, "select id as v from hipocampo_private.memory_staging where user_id = %s", (world.member_a,))
+    world.act("authenticated", world.member_b, world.tenant_b)  # another tenant: refused before any work
+    with pytest.raises(psycopg.errors.NoDataFound, match="unknown staged memory"), db.transaction():
+        db.execute("select hipocampo.promote_user_memory(%s, 9)", (staged,))
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    kept = one(db, "select hipocampo.promote_user_memory(%s, 3) as v", (staged,))
+    assert kept["status"] == "kept"  # below memory.staging_below_intensity, as for the member
+    done = one(db, "select hipocampo.promote_user_memory(%s, 3, true) as v", (staged,))
+    assert done["status"] == "created" and done["promoted_from"] == str(staged)
+    claims = one(db, "select current_setting('request.jwt.claims')::jsonb ->> 'sub' as v")
+    assert claims == str(world.admin_a)  # the caller's claims again
+    world.act("service_role")
+    row = db.execute(
+        "select user_id, scope, pinned from hipocampo_private.memories where id = %s", (done["memory_id"],)
+    ).fetchone()
+    assert row is not None and (row["user_id"], row["scope"], row["pinned"]) == (world.member_a, "personal", True)
+    ev = events(db, world.member_a, "memory.promoted")
+    ref = one(db, "select hipocampo_private._user_ref(%s, %s) as v", (world.tenant_a, world.admin_a))
+    assert [(e["reason"], e["detail"]["by"], e["detail"]["promotion"]) for e in ev] == [
+        ("tenant_admin", ref, "override")
+    ]

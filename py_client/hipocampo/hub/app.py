@@ -13,7 +13,7 @@ knowledge bases (list, create, settings, rename, delete with confirmation), docu
 with live progress, list, metadata, delete), the query playground (search with the score
 breakdown, ask with citations and timings), the memory inspector (a member's memories, staging,
 a key's history and events, each view audited by ``hipocampo.inspect_user_memory``; correct,
-forget, export, erase with a confirmation that names the user) and metrics
+promote, forget, export, erase with a confirmation that names the user) and metrics
 (``hipocampo.tenant_metrics`` as charts).
 Interface text in Brazilian Portuguese (default) or English (``hipocampo_lang`` cookie).
 """
@@ -588,6 +588,24 @@ def _memory_routes(router: APIRouter, hub: Hub) -> None:
         except HipocampoError as exc:
             return _inspector(hub, request, who, user_id, None, hub.error_text(exc))
         return _redirect(f"/hub/memory/{_uuid(user_id)}?done=corrected")
+
+    @router.post("/memory/{user_id}/promote")
+    async def promote(request: Request, user_id: str) -> Response:
+        who = hub.admin(request)
+        form = await hub.form(request)
+        try:
+            args = {
+                "staging_id": _uuid(str(form.get("staging_id"))),
+                "intensity": float(str(form.get("intensity") or "")),
+                "override": form.get("override") == "on",
+            }
+            result = who.client.rpc("promote_user_memory", args)
+        except ValueError:
+            return _inspector(hub, request, who, user_id, None, "22023: intensity must be a number from 0 to 10")
+        except HipocampoError as exc:
+            return _inspector(hub, request, who, user_id, None, hub.error_text(exc))
+        done = "promoted" if (result or {}).get("status") != "kept" else "kept"
+        return _redirect(f"/hub/memory/{_uuid(user_id)}?done={done}")
 
     @router.post("/memory/{user_id}/export")
     async def export(request: Request, user_id: str) -> Response:
