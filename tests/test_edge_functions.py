@@ -312,8 +312,10 @@ def test_memory_routes_run_the_gate_and_isolate_users(env: Env, fn: dict[str, Ed
     # No consent yet (LGPD art. 7 I): refused, and the attempt stays recorded (the reply commits).
     assert (r.status_code, r.json()["sqlstate"], r.json()["reason"]) == (403, "42501", "no_consent")
     assert env.events(env.member, "memory.write_rejected") == ["no_consent"]
+    assert httpx.post(f"{url}/consent-status", json={}, headers=me).json() == {"granted": False}
     r = httpx.post(f"{url}/consent", json={"granted": True}, headers=me)
     assert r.json() == {"granted": True}
+    assert httpx.post(f"{url}/consent-status", json={}, headers=me).json() == {"granted": True}
     r = httpx.post(f"{url}/remember", json=remember, headers=me)
     assert r.status_code == 200, r.text
     memory_id = r.json()["memory_id"]

@@ -21,6 +21,7 @@ import pytest
 from hipocampo import Actor, InvalidInputError, Memory, Orchestrator
 
 from .asgi_server import serving
+from .conftest import CountingEmbedder
 from .test_edge_functions import (  # noqa: F401  (fixtures)
     REPO,
     EdgeFunction,
@@ -176,12 +177,14 @@ def test_the_python_client_over_http_gives_what_it_gives_over_the_database(
     q = "Qual a carga horária mínima do estágio?"
 
     def scenario(client: Hipocampo) -> dict[str, Any]:
-        mem = Memory(client, env.embedder)
+        counting = CountingEmbedder(env.embedder)
+        mem = Memory(client, counting)
         out: dict[str, Any] = {}
         try:
             mem.remember("prefs.short_answers", True, "Prefere respostas curtas e diretas", "preference")
         except MemoryRejected as exc:
             out["before_consent"] = (exc.reason, exc.sqlstate)
+        out["embeddings_before_consent"] = counting.calls  # consent is read first, on both transports
         mem.consent()
         created = mem.remember("prefs.short_answers", True, "Prefere respostas curtas e diretas", "preference")
         out["remember"] = created.status
@@ -204,6 +207,7 @@ def test_the_python_client_over_http_gives_what_it_gives_over_the_database(
     over_db, over_http = scenario(direct), scenario(http)
     assert over_http == over_db
     assert over_db["before_consent"] == ("no_consent", "42501") and over_db["remember"] == "created"
+    assert over_db["embeddings_before_consent"] == 0
     assert over_db["unknown_kb"] == ("NotFoundError", "P0002") and over_db["search"]
     # ask: the edge function over HTTP, the Orchestrator over the database, one answer.
     from hipocampo.supabase_client import SupabaseHipocampo

@@ -38,6 +38,7 @@ ROUTES: dict[str, tuple[str, str]] = {
     "correct_memory": ("memory/correct", ""),
     "forget_memory": ("memory/forget", "forgotten"),
     "set_memory_consent": ("memory/consent", "granted"),
+    "memory_consent": ("memory/consent-status", "granted"),
     "seed_profile": ("memory/seed-profile", ""),
     "erase_user": ("memory/erase", ""),
     "search_history": ("conversations/history", "results"),

@@ -18,7 +18,7 @@ from pgvector import Vector
 
 from ..client import Hipocampo
 from ..embeddings.base import EmbeddingProvider, TokenEmbedder, TokenVectors, token_embedder
-from ..errors import HipocampoError, InvalidInputError, MemoryRejected, PreconditionError
+from ..errors import InvalidInputError, MemoryRejected, PreconditionError
 from ..models import HistoryHit, MemoryHit, MemoryRecord, Recall, RememberResult
 
 __all__ = ["Memory"]
@@ -58,14 +58,9 @@ class Memory:
         return str(Vector(self.embedder.embed_documents([text])[0]).to_text())
 
     def _consented(self) -> bool:
-        """Whether the user has consented to long-term memory (``hipocampo.memory_consent``); True
-        where the transport does not serve that RPC (the gate decides anyway)."""
-        try:
-            return bool(self._call("memory_consent", self._subject()))
-        except HipocampoError as exc:
-            if exc.sqlstate == "0A000":
-                return True
-            raise
+        """Whether the user has consented to long-term memory (``hipocampo.memory_consent``; over
+        HTTP the memory function's consent-status route)."""
+        return bool(self._call("memory_consent", self._subject()))
 
     def _query_vector(self, text: str) -> str:
         if self.embedder is None:

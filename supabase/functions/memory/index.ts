@@ -14,6 +14,8 @@
  * - correct   -> hipocampo.correct_memory(memory_id, value, description, embedding?).
  * - forget    -> hipocampo.forget_memory(memory_id): soft delete; {"forgotten": bool}.
  * - consent   -> hipocampo.set_memory_consent(granted, user_id?, tenant_id?).
+ * - consent-status -> hipocampo.memory_consent(user_id?, tenant_id?): {"granted": bool} (read
+ *   before computing a memory's embedding, so a refused write loads no model).
  * - seed-profile -> hipocampo.seed_profile(profile, source_ref?, user_id?, tenant_id?).
  * - export (GET; ?user_id=&tenant_id= for service_role) -> hipocampo.export_user_data.
  * - erase     -> hipocampo.erase_user(user_id?, tenant_id?): LGPD erasure, pseudonymous audit kept.
@@ -96,6 +98,11 @@ export const memoryRpcs: Record<string, Rpc> = {
     required: ["granted"],
     returns: "value",
   },
+  "consent-status": {
+    name: "memory_consent",
+    params: { ...owner },
+    returns: "value",
+  },
   "seed-profile": {
     name: "seed_profile",
     params: { profile: "jsonb", source_ref: "text", ...owner },
@@ -146,6 +153,10 @@ export const routes: Record<string, Route> = {
       await callRpc(tx, memoryRpcs.consent, body);
       return { granted: body.granted };
     },
+  },
+  "consent-status": {
+    method: "POST",
+    run: async ({ tx, body }) => ({ granted: await callRpc(tx, memoryRpcs["consent-status"], body) }),
   },
   "seed-profile": { method: "POST", run: ({ tx, body }) => callRpc(tx, memoryRpcs["seed-profile"], body) },
   export: { method: "GET", run: ({ tx, body }) => callRpc(tx, memoryRpcs.export, body) },
