@@ -297,6 +297,24 @@ def test_document_metadata_edit_and_delete(page: Any, hub: str, world: dict[str,
     assert page.locator("#doc-list tbody tr").count() == 0
 
 
+def test_an_upload_that_fails_says_why_in_words(page: Any, hub: str, world: dict[str, Any], tmp_path: Path) -> None:
+    sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
+    page.fill("#kb-name", "falhas")
+    page.click("#create-kb button")
+    (tmp_path / "planilha.xlsx").write_bytes(b"PK\x03\x04 not really a spreadsheet")
+    (tmp_path / "vazio.txt").write_text("   \n", encoding="utf-8")
+    states = upload(page, [tmp_path / "planilha.xlsx", tmp_path / "vazio.txt", world["files"] / "piscina.md"])
+    assert states == {"planilha.xlsx": "falhou", "vazio.txt": "falhou", "piscina.md": "pronto"}
+    errors = {
+        r.locator("th").inner_text(): r.locator("td").nth(4).inner_text()
+        for r in page.locator("#upload-files tbody tr").all()
+    }
+    assert "unsupported file type .xlsx" in errors["planilha.xlsx"] and "/tmp" not in errors["planilha.xlsx"]
+    assert errors["vazio.txt"] and "/tmp" not in errors["vazio.txt"]
+    page.click("text=Voltar à base")
+    assert page.inner_text("#kb-status") == "pronta"  # one document made it
+
+
 def test_csrf_session_and_headers(page: Any, hub: str, world: dict[str, Any]) -> None:
     import httpx
 
