@@ -24,46 +24,17 @@ import sys
 import time
 import uuid
 from collections import defaultdict
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import datetime
 
 from hipocampo import Actor, Hipocampo, Memory, db
 from hipocampo.config import repo_root
 from hipocampo.datasets import datasets_dir
+from hipocampo.datasets import locomo_turns as turns_of
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM
 from report import pct, write_section
 
 BEGIN, END = "<!-- locomo:begin -->", "<!-- locomo:end -->"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-
-
-def session_start(text: str) -> datetime:
-    """LoCoMo's session date ("1:56 pm on 8 May, 2023") as a UTC datetime."""
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-
-
-def turns_of(conversation: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every turn as a message: "Speaker: text" (+ photo caption), created_at = the session's
-    date and time plus one second per turn (imports keep the original time and order)."""
-    out = []
-    n = 1
-    while f"session_{n}" in conversation:
-        date = conversation.get(f"session_{n}_date_time", "")
-        start = session_start(date)
-        for i, t in enumerate(conversation[f"session_{n}"]):
-            text = f"{t['speaker']}: {t['text']}"
-            if t.get("blip_caption"):
-                text += f" [shares a photo: {t['blip_caption']}]"
-            out.append(
-                {
-                    "role": "user",
-                    "content": text,
-                    "created_at": (start + timedelta(seconds=i)).isoformat(),
-                    "metadata": {"dia_id": t["dia_id"], "session_date": date},
-                }
-            )
-        n += 1
-    return out
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ import hipocampo
 
 PACKAGE = Path(hipocampo.__file__).parent
 SURFACES = {"cli", "http", "hub", "mcp_server"}
-SERVICES = {"answers", "memory", "ingest", "embeddings", "agents", "backfill", "evaluation", "datasets"}
+SERVICES = {"answers", "memory", "ingest", "embeddings", "agents", "backfill", "evaluation", "datasets", "calibration"}
 CLIENT = {"client", "rpc", "models", "errors", "config", "resources", "text", "supabase_client"}
 DB = {"db"}
 

@@ -1,7 +1,8 @@
 """Readers for the shared evaluation data in ``../shared/datasets`` (never copied into the repo).
 
 BEIR layout: ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``queries.jsonl`` (``_id``, ``text``),
-``qrels/test.tsv`` (query-id, corpus-id, score, with a header line).
+``qrels/test.tsv`` (query-id, corpus-id, score, with a header line). LoCoMo: ``locomo/locomo10.json``
+(10 conversations with sessions of turns and questions with evidence turn ids).
 """
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from .config import repo_root
 
-__all__ = ["BeirSet", "datasets_dir", "load_beir", "load_faquad_questions"]
+__all__ = ["BeirSet", "datasets_dir", "load_beir", "load_faquad_questions", "load_locomo", "locomo_turns"]
 
 BEIR_SETS = {
     "faquad": ("faquad/beir_derived", "portuguese"),
@@ -76,3 +79,42 @@ def load_faquad_questions(limit: int | None = None) -> list[tuple[str, str, str]
                 answer = qa["answers"][0]["text"] if qa.get("answers") else ""
                 out.append((qa["question"], answer, art["title"]))
     return out[:limit] if limit else out
+
+
+def load_locomo() -> list[dict[str, Any]]:
+    """The 10 LoCoMo conversations (``locomo/locomo10.json``), as the file holds them.
+
+    Raises:
+        FileNotFoundError: the shared data is missing.
+    """
+    return list(json.loads((datasets_dir() / "locomo" / "locomo10.json").read_text("utf-8")))
+
+
+def _session_start(text: str) -> datetime:
+    """LoCoMo's session date ("1:56 pm on 8 May, 2023") as a UTC datetime."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def locomo_turns(conversation: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every turn of a LoCoMo conversation as a message: ``content`` "Speaker: text" (+ a shared
+    photo's caption), ``created_at`` the session's date and time plus one second per turn (ISO),
+    ``metadata`` {dia_id, session_date}."""
+    out = []
+    n = 1
+    while f"session_{n}" in conversation:
+        date = conversation.get(f"session_{n}_date_time", "")
+        start = _session_start(date)
+        for i, t in enumerate(conversation[f"session_{n}"]):
+            text = f"{t['speaker']}: {t['text']}"
+            if t.get("blip_caption"):
+                text += f" [shares a photo: {t['blip_caption']}]"
+            out.append(
+                {
+                    "role": "user",
+                    "content": text,
+                    "created_at": (start + timedelta(seconds=i)).isoformat(),
+                    "metadata": {"dia_id": t["dia_id"], "session_date": date},
+                }
+            )
+        n += 1
+    return out

@@ -82,11 +82,15 @@ def evaluate(
     kb_name: str,
     modes: dict[str, dict[str, Any]] | None = None,
     k: int = 10,
+    embedding_model: str | None = None,
 ) -> list[EvalResult]:
-    """Run every query of ``ds`` through ``hybrid_search`` in each mode; returns one row per mode."""
+    """Run every query of ``ds`` through ``hybrid_search`` in each mode; returns one row per mode.
+
+    Queries are embedded as queries (``embed_query``: e5's ``query:`` prefix; the same vector as
+    a passage for MiniLM) and searched with ``embedding_model`` (None: the active model)."""
     kb = client.kb_id(kb_name)
     qids = list(ds.queries)
-    vectors = embedder.embed_documents([ds.queries[q] for q in qids])
+    vectors = [embedder.embed_query(ds.queries[q]) for q in qids]
     prefix = f"beir:{ds.name}:"
     results: list[EvalResult] = []
     for mode, opts in (modes or MODES).items():
@@ -95,7 +99,9 @@ def evaluate(
         times: list[float] = []
         for qid, vec in zip(qids, vectors, strict=True):
             t0 = time.perf_counter()
-            hits = client.search(ds.queries[qid], vec, kb_ids=[kb], match_count=k * 2, **opts)
+            hits = client.search(
+                ds.queries[qid], vec, kb_ids=[kb], match_count=k * 2, embedding_model=embedding_model, **opts
+            )
             times.append((time.perf_counter() - t0) * 1000)
             ranked: list[str] = []
             for h in hits:

@@ -21,6 +21,7 @@ from .. import db
 from ..errors import HipocampoError, from_db_error
 from ..text import plain_text
 from .answers import ask, serve
+from .calibrate import calibrate
 from .common import JsonOpt, TenantOpt, _client, _database_url, _fail, console, err_console
 from .lifecycle import config_app, doc_app, kb_delete, member_app, tenant_list
 from .memory import memory_app
@@ -449,6 +450,7 @@ tenant_app.command("list")(tenant_list)
 kb_app.command("delete")(kb_delete)
 app.command()(ask)
 app.command()(serve)
+app.command()(calibrate)
 
 
 def main() -> None:
