@@ -1,9 +1,17 @@
 """Retrieval quality through the real RPC: nDCG@10 and recall@10 on faquad, quati and scifact.
 
 Usage:  .venv/bin/python benchmarks/retrieval.py [--sets faquad,quati,scifact] [--write]
+        .venv/bin/python benchmarks/retrieval.py --models all-MiniLM-L6-v2,multilingual-e5-small [--write]
 Runs on the embedded default database (tenant ``bench``), with the offline model; corpus
 embeddings are cached in .hipocampo/cache/embeddings.sqlite so reruns do not re-embed.
 ``--write`` replaces the retrieval section of docs/BENCHMARKS.md.
+
+``--models`` (issue 22 §3) runs every set with each offline model in one run, side by side: each
+model's chunks in a knowledge base of its own (``eval-<set>`` for MiniLM, ``eval-<set>-e5``), the
+same text, so the lexical leg is the same; the model is registered beside the active one (not
+activated) and searched by name. Modes: dense, lexical, hybrid (the config defaults) and hybrid
+with dense_weight 0.3 / 0.5 / 1.0 / 1.5 / 2.0 (lexical 1.0), the curve a per-model fusion weight
+is chosen on. ``--write`` then replaces the side-by-side section.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ import time
 from hipocampo import Actor, Hipocampo, db
 from hipocampo.config import repo_root
 from hipocampo.datasets import load_beir
-from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
+from hipocampo.embeddings import CachingEmbedder, EmbeddingProvider, LocalE5, LocalMiniLM, count_tokens
 from hipocampo.evaluation import MODES, EvalResult, evaluate, index_beir
 
 # Reference numbers from ../shared/datasets/README.md (MiniLM ONNX + Python Okapi BM25).
@@ -35,6 +43,15 @@ EXTRA_MODES = {
     "hybrid mmr 0.5": {"mmr_lambda": 0.5},
 }
 BEGIN, END = "<!-- retrieval:begin -->", "<!-- retrieval:end -->"
+SIDE_BEGIN, SIDE_END = "<!-- retrieval-models:begin -->", "<!-- retrieval-models:end -->"
+MINILM = "all-MiniLM-L6-v2"
+SIDE_MODES = {
+    "hybrid dense_weight=0.3": {"dense_weight": 0.3, "lexical_weight": 1.0},
+    "hybrid dense_weight=0.5": {"dense_weight": 0.5, "lexical_weight": 1.0},
+    "hybrid dense_weight=1.0": {"dense_weight": 1.0, "lexical_weight": 1.0},
+    "hybrid dense_weight=1.5": {"dense_weight": 1.5, "lexical_weight": 1.0},
+    "hybrid dense_weight=2.0": {"dense_weight": 2.0, "lexical_weight": 1.0},
+}
 
 
 def markdown(results: list[EvalResult], command: str, seconds: float) -> str:
@@ -61,14 +78,51 @@ def markdown(results: list[EvalResult], command: str, seconds: float) -> str:
     return "\n".join(lines)
 
 
-def write_section(text: str) -> None:
+def side_by_side(rows: list[tuple[str, EvalResult]], command: str, seconds: float) -> str:
+    """The per-model table: one row per set and mode, one column pair per model."""
+    models = list(dict.fromkeys(m for m, _ in rows))
+    by = {(m, r.dataset, r.mode): r for m, r in rows}
+    keys = list(dict.fromkeys((r.dataset, r.mode) for _, r in rows))
+    head = " | ".join(f"{m} nDCG@10 | recall@10" for m in models)
+    lines = [
+        SIDE_BEGIN,
+        "## Retrieval with each offline model, side by side (issue 22 §3)",
+        "",
+        f"Command: `{command}` ({seconds:.0f} s, {platform.machine()}, 2 cores, one run). Each model's chunks",
+        "in a knowledge base of their own (the same text, so the lexical leg is the same), searched by name;",
+        "queries embedded as queries (e5: `query: `), passages as `passage: ` + title + text;",
+        "`hybrid` = the config defaults (dense_weight 0.5, lexical 1.0). nDCG@10 as BEIR computes it",
+        "(the first 10 distinct documents of 20 hits; gain = the qrels grade, discount log2(rank + 1)).",
+        "",
+        f"| set | mode | {head} |",
+        "|---|---|" + "---|---|" * len(models),
+    ]
+    for ds, mode in keys:
+        cells = []
+        for m in models:
+            r = by.get((m, ds, mode))
+            cells.append(f"{r.ndcg10:.3f} | {r.recall10:.3f}" if r else " | ")
+        lines.append(f"| {ds} | {mode} | " + " | ".join(cells) + " |")
+    lines.append(SIDE_END)
+    return "\n".join(lines)
+
+
+def write_section(text: str, begin: str = BEGIN, end: str = END) -> None:
     path = repo_root() / "docs" / "BENCHMARKS.md"
     doc = path.read_text("utf-8") if path.exists() else "# Benchmarks\n"
-    if BEGIN in doc and END in doc:
-        doc = doc[: doc.index(BEGIN)] + text + doc[doc.index(END) + len(END) :]
+    if begin in doc and end in doc:
+        doc = doc[: doc.index(begin)] + text + doc[doc.index(end) + len(end) :]
     else:
         doc = doc.rstrip("\n") + "\n\n" + text + "\n"
     path.write_text(doc, "utf-8")
+
+
+def model_embedder(name: str) -> EmbeddingProvider:
+    """An offline model by its registry name, with the corpus cache."""
+    inner: EmbeddingProvider = LocalMiniLM() if name == MINILM else LocalE5()
+    if inner.model_name != name:
+        raise SystemExit(f"unknown offline model {name!r}: {MINILM} or {LocalE5().model_name}")
+    return CachingEmbedder(inner, repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
 
 
 def main() -> None:
@@ -76,9 +130,13 @@ def main() -> None:
     ap.add_argument("--sets", default="faquad,quati,scifact")
     ap.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
     ap.add_argument("--extra", action="store_true", help="also run the fusion/weight variants")
+    ap.add_argument("--models", default="", help="side by side: comma-separated offline models")
     args = ap.parse_args()
     started = time.perf_counter()
     url = db.ensure_database()
+    if args.models:
+        run_models(url, args.models.split(","), args.sets.split(","), args.write, started)
+        return
     embedder = CachingEmbedder(LocalMiniLM(), repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
     results: list[EvalResult] = []
     with Hipocampo(url) as root:
@@ -98,6 +156,30 @@ def main() -> None:
     if args.write:
         command = "python benchmarks/retrieval.py " + " ".join(sys.argv[1:])
         write_section(markdown(results, command.strip(), time.perf_counter() - started))
+
+
+def run_models(url: str, models: list[str], sets: list[str], write: bool, started: float) -> None:
+    """Every set with every model, in one run (see the module docstring)."""
+    rows: list[tuple[str, EvalResult]] = []
+    modes = {**MODES, **SIDE_MODES}
+    with Hipocampo(url) as root:
+        tid = root.tenant_id("bench") or root.create_tenant("Benchmarks", "bench")
+        client = root.as_actor(Actor.service(tid))
+        for model in models:
+            embedder = model_embedder(model)
+            root.rpc("register_embedding_model", {"name": model, "provider": "local", "dims": embedder.dims})
+            for name in sets:
+                ds = load_beir(name)
+                kb_name = f"eval-{name}" if model == MINILM else f"eval-{name}-e5"
+                kb = index_beir(client, ds, embedder, count_tokens, kb_name)
+                for r in evaluate(client, ds, embedder, kb, modes, embedding_model=model):
+                    line = f"{model:24} {r.dataset:8} {r.mode:26} nDCG@10 {r.ndcg10:.3f} recall@10 {r.recall10:.3f}"
+                    print(line, flush=True)
+                    rows.append((model, r))
+    if write:
+        command = "python benchmarks/retrieval.py " + " ".join(sys.argv[1:])
+        text = side_by_side(rows, command.strip(), time.perf_counter() - started)
+        write_section(text, SIDE_BEGIN, SIDE_END)
 
 
 if __name__ == "__main__":
