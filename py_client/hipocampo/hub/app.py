@@ -105,18 +105,27 @@ class Hub:
         """
         token = request.cookies.get(SESSION_COOKIE)
         if not token:
-            raise _SignIn
+            raise _SignIn("no session")
+        return self.user_of(token)
+
+    def user_of(self, token: str) -> _Who:
+        """The user a JWT signs in: verified, role authenticated, a live membership.
+
+        Raises:
+            _SignIn: the verifier's refusal, a service key, or no membership (42501), in words.
+        """
         try:
             actor = self.verify(token)
         except Exception as exc:  # the verifier's own error types: any failure means sign in again
-            raise _SignIn from exc
+            raise _SignIn(str(exc)) from exc
         if actor.role != "authenticated":
-            raise _SignIn  # the hub is for a tenant's users; service keys stay on servers
+            # The hub is for a tenant's users; service keys stay on servers.
+            raise _SignIn("the hub signs in users (role authenticated), not service keys")
         client = self.root.as_actor(actor)
         try:
             role = client.rpc("membership_role", {}) or ""
         except PermissionDeniedError as exc:
-            raise _SignIn from exc
+            raise _SignIn(exc.message) from exc
         claims = actor.claims
         tenant = str((claims.get("app_metadata") or {}).get("tenant_id") or claims.get("tenant_id") or "")
         return _Who(client, str(claims.get("sub")), tenant, str(role), str(claims.get("email") or ""))
@@ -272,13 +281,10 @@ def _session_routes(router: APIRouter, hub: Hub) -> None:
 
 
 def _start_session(hub: Hub, request: Request, token: str) -> Response:
-    """Verify ``token`` and the membership it names, then set the session cookie."""
+    """Verify ``token`` and the membership it names (``Hub.user_of``), then set the session cookie."""
     try:
-        actor = hub.verify(token)
-        if actor.role != "authenticated":
-            raise ValueError("the hub signs in users (role authenticated), not service keys")
-        hub.root.as_actor(actor).rpc("membership_role", {})
-    except Exception as exc:  # the verifier's and the database's refusals alike
+        hub.user_of(token)
+    except (_SignIn, HipocampoError) as exc:  # the verifier's and the database's refusals alike
         message = getattr(exc, "message", None) or str(exc)
         return hub.render(request, "signin.html", {"dev_user": hub.dev_user is not None, "error": message}, 401)
     response = _redirect("/hub/kbs")
