@@ -111,6 +111,19 @@ def unit_vector(seed: int, dims: int = DIMS) -> list[float]:
     return [x / n for x in v]
 
 
+def model_calibration(model: str = MODEL) -> dict[str, dict[str, float]]:
+    """A model's calibration as config.toml holds it ([calibration."<model>"]): what a test gives a
+    model of its own (``set_model_calibration``) so that it may be activated or searched with."""
+    from hipocampo.config import load_config
+
+    return dict(load_config()["calibration"][model])
+
+
+def calibrate(db: psycopg.Connection[Any], model: str, like: str = MODEL) -> None:
+    """Give ``model`` the calibration of ``like`` (as the caller; service_role or the owner)."""
+    db.execute("select hipocampo.set_model_calibration(%s, %s::jsonb)", (model, json.dumps(model_calibration(like))))
+
+
 def vec_text(v: list[float]) -> str:
     return "[" + ",".join(f"{x:.6f}" for x in v) + "]"
 

@@ -14,7 +14,7 @@ from hipocampo import Hipocampo, NotFoundError, Orchestrator
 from hipocampo.embeddings import count_tokens
 from hipocampo.ingest import ingest_paths
 
-from .conftest import MODEL, CountingEmbedder
+from .conftest import MODEL, CountingEmbedder, model_calibration
 
 REGIMENTO = (
     "Art. 12º O prazo de recurso contra multa aplicada pelo síndico é de 15 dias corridos, "
@@ -129,6 +129,7 @@ def test_search_is_never_empty_during_a_model_switch(
 
     assert found()  # before
     service_client.rpc("register_embedding_model", {"name": SWITCHED, "provider": "local", "dims": 384}, "none")
+    service_client.rpc("set_model_calibration", {"model": SWITCHED, "calibration": model_calibration(MODEL)}, "none")
     assert found()  # registered, nothing re-embedded yet: the old model still serves
     new = Switched(counting.inner)
     s = ingest_paths(service_client, "regras", [d], new, count_tokens, source_type="regulation")

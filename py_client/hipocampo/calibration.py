@@ -11,12 +11,22 @@ by the rules behind all-MiniLM-L6-v2's configured values (issue 22 §2; docs/BEN
 The grid step follows the model's spread: 0.05 when the middle 80 % of LoCoMo's evidence cosines
 spans more than 0.2 (MiniLM: 0.36), else 0.01 (e5: 0.08, its cosines crowd into 0.75-0.9). With
 MiniLM the rules give 0.25 / 0.35 / 0.55, the configured values.
+
+A model's whole calibration (``[calibration."<model>"]`` in config.toml, stored per model in the
+database: docs/design.md §thresholds) also holds keys these rules do not give yet (the dense
+weights, the duplicate cosines): :func:`model_calibration` keeps the model's own values of those,
+or carries the default model's over and says so.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomlkit
 
 from .datasets import load_beir, load_locomo, locomo_turns
 from .embeddings import EmbeddingProvider
@@ -29,8 +39,10 @@ __all__ = [
     "grid",
     "grid_step",
     "locomo_pairs",
+    "model_calibration",
     "relevant_pairs",
     "similarity_floor",
+    "write_calibration",
 ]
 
 SIMILARITY_SETS = ("faquad", "quati")
@@ -155,3 +167,52 @@ def calibrate(embedder: EmbeddingProvider) -> list[Finding]:
             f"keeps {kept(chosen_neg, answer):.2%} of other turns (1-5), {kept(held_neg, answer):.2%} held out",
         ),
     ]
+
+
+Calibration = dict[str, dict[str, float]]
+
+
+def model_calibration(
+    model: str, findings: list[Finding], calibrations: dict[str, Calibration], default_model: str
+) -> tuple[Calibration, list[str]]:
+    """``model``'s whole calibration with ``findings`` applied: its own calibration from
+    ``calibrations`` (config.toml's ``[calibration]``: {model: {section: {key: value}}}) where it
+    has one, else ``default_model``'s, whose values of the keys no finding gives are carried over.
+
+    Returns:
+        ``(calibration, carried)``: {section: {key: value}}, and the ``section.key`` names carried
+        over from ``default_model`` (empty when the model had a calibration of its own).
+
+    Raises:
+        KeyError: neither ``model`` nor ``default_model`` has a calibration in ``calibrations``.
+    """
+    own = model in calibrations
+    out: Calibration = copy.deepcopy(calibrations[model if own else default_model])
+    found = {f.key for f in findings}
+    for f in findings:
+        section, key = f.key.split(".", 1)
+        out.setdefault(section, {})[key] = f.value
+    carried = [] if own else sorted(f"{s}.{k}" for s, keys in out.items() for k in keys if f"{s}.{k}" not in found)
+    return out, carried
+
+
+def write_calibration(path: Path, model: str, calibration: Calibration, note: str) -> None:
+    """Write ``calibration`` as ``[calibration."<model>".<section>]`` tables into the TOML file at
+    ``path`` (created when missing), keeping every other table, key and comment as it is; ``note``
+    becomes a comment above a table the file did not have.
+
+    Raises:
+        OSError: the file cannot be read or written.
+        tomlkit.exceptions.ParseError: the file is not valid TOML.
+    """
+    doc = tomlkit.parse(path.read_text("utf-8")) if path.is_file() else tomlkit.document()
+    root: Any = doc.setdefault("calibration", tomlkit.table(is_super_table=True))
+    tables: Any = root.setdefault(model, tomlkit.table(is_super_table=True))
+    for section, keys in calibration.items():
+        if section not in tables:
+            table = tomlkit.table()
+            table.comment(note)
+            tables[section] = table
+        for key, value in keys.items():
+            tables[section][key] = value
+    path.write_text(tomlkit.dumps(doc), "utf-8")

@@ -250,8 +250,22 @@ class Hipocampo:
         self.rpc("set_knowledge_base_status", {"kb_id": kb_id, "status": status}, "none")
 
     def effective_config(self, kb_id: UUID | None = None) -> dict[str, Any]:
-        """The config in force (global <- tenant <- KB), as stored in the database."""
+        """The config in force (global <- the active embedding model's calibration <- tenant <-
+        KB), as stored in the database."""
         return dict(self.rpc("effective_config", {"tenant_id": self._tenant(), "kb_id": kb_id}))
+
+    def set_model_calibration(self, model: str, calibration: dict[str, dict[str, float]]) -> dict[str, Any]:
+        """Store an embedding model's calibration (service_role): ``{section: {key: value}}`` with
+        every calibrated key (retrieval.min_similarity, dense_weight, dedupe_threshold;
+        memory.context_threshold, answer_threshold, duplicate_cosine; conversations.dense_weight),
+        thresholds as cosines in [-1, 1], weights in [0, 100] (docs/design.md §thresholds).
+
+        Raises:
+            InvalidInputError: a key is missing, unknown, not a number (22023) or out of range
+                (22003).
+            PermissionDeniedError: the actor is not service_role (42501).
+        """
+        return dict(self.rpc("set_model_calibration", {"model": model, "calibration": calibration}))
 
     def rag_config(self, kb_id: UUID | None = None, agent: str | None = None) -> dict[str, Any]:
         """The effective rag section (``hipocampo.rag_config``): global <- tenant <- KB <- agent

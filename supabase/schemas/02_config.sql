@@ -19,13 +19,169 @@ create unique index settings_tenant_id_key on hipocampo_private.settings (
 comment on table hipocampo_private.settings is
 'Config rows: global defaults (tenant_id null, seeded from config.toml) and per-tenant overrides.';
 
+-- Calibration belongs to the embedding model (issue 22 §2): the thresholds and weights that
+-- depend on a model's score distribution are kept per model, seeded from config.toml's
+-- [calibration."<model>".<section>] tables, and merged between the global row and the tenant's
+-- (global <- the model's calibration <- tenant <- knowledge base).
+create table hipocampo_private.model_calibrations (
+    embedding_model text primary key,
+    config jsonb not null,
+    source text not null,
+    updated_at timestamptz not null default now(),
+    constraint model_calibrations_model_format check (embedding_model ~ '^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$'),
+    constraint model_calibrations_config_is_object check (jsonb_typeof(config) = 'object'),
+    constraint model_calibrations_source_check check (source in ('config.toml', 'set_model_calibration'))
+);
+
+alter table hipocampo_private.model_calibrations enable row level security;
+
+create policy "authenticated users can read the model calibrations"
+on hipocampo_private.model_calibrations
+for select
+to authenticated
+using (true);
+
+comment on table hipocampo_private.model_calibrations is
+'Per embedding model: the config keys that depend on its score distribution (seeded from config.toml [calibration."<model>"]).';
+
+/*
+_calibrated_keys() -> jsonb
+
+Purpose: which config keys belong to an embedding model's calibration rather than to the global
+  row: the cosine thresholds and the dense weights of fusion (issue 22 §2). Every calibration
+  holds all of them; the global row holds none of them.
+Returns: {section: [key, …]}.
+Errors: none.
+Example: select hipocampo_private._calibrated_keys() -> 'memory';
+*/
+create or replace function hipocampo_private._calibrated_keys()
+returns jsonb
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select '{
+        "retrieval": ["min_similarity", "dense_weight", "dedupe_threshold"],
+        "memory": ["context_threshold", "answer_threshold", "duplicate_cosine"],
+        "conversations": ["dense_weight"]
+    }'::jsonb
+$$;
+
+/*
+_check_calibration(model text, calibration jsonb) -> jsonb
+
+Purpose: validate one model's calibration: an object of the sections of _calibrated_keys(), each
+  holding every key listed there and no other, each a number: weights (keys ending in _weight)
+  in [0, 100], thresholds (cosines) in [-1, 1].
+Parameters: model - the embedding model's name (for the messages); calibration - jsonb.
+Returns: the calibration unchanged.
+Errors: 22023 "calibration of <model> must be a json object of sections" / "unknown calibration
+  key <section>.<key> (calibrated keys: …)" / "calibration of <model> lacks <section>.<key>" /
+  "<section>.<key> must be a number"; 22003 "<section>.<key> must lie in [lo, hi] (got v)".
+Example: select hipocampo_private._check_calibration('m', '{"retrieval": {…}, …}');
+*/
+create or replace function hipocampo_private._check_calibration(model text, calibration jsonb)
+returns jsonb
+language plpgsql
+immutable
+security invoker
+set search_path = ''
+as $$
+declare
+    keys jsonb := hipocampo_private._calibrated_keys();
+    item record;
+    lo numeric;
+    hi numeric;
+begin
+    if calibration is null or jsonb_typeof(calibration) <> 'object' or exists (
+        select 1 from jsonb_each(calibration) as s where jsonb_typeof(s.value) <> 'object'
+    ) then
+        raise exception 'calibration of % must be a json object of sections', model using errcode = '22023';
+    end if;
+    for item in
+        select s.key as section, k.key, k.value
+        from jsonb_each(calibration) as s cross join lateral jsonb_each(s.value) as k
+    loop
+        if not coalesce(keys -> item.section ? item.key, false) then
+            raise exception 'unknown calibration key %.% (calibrated keys: %)', item.section, item.key,
+                (select string_agg(s.key || '.' || k, ', ')
+                 from jsonb_each(keys) as s cross join lateral jsonb_array_elements_text(s.value) as k)
+                using errcode = '22023';
+        end if;
+        if jsonb_typeof(item.value) <> 'number' then
+            raise exception '%.% must be a number', item.section, item.key using errcode = '22023';
+        end if;
+        if item.key like '%\_weight' then
+            lo := 0;
+            hi := 100;
+        else
+            lo := -1;
+            hi := 1;
+        end if;
+        if (item.value #>> '{}')::numeric not between lo and hi then
+            raise exception '%.% must lie in [%, %] (got %)', item.section, item.key, lo, hi, item.value
+                using errcode = '22003';
+        end if;
+    end loop;
+    for item in
+        select s.key as section, k as key
+        from jsonb_each(keys) as s cross join lateral jsonb_array_elements_text(s.value) as k
+        where calibration #> array[s.key, k] is null
+    loop
+        raise exception 'calibration of % lacks %.%', model, item.section, item.key using errcode = '22023';
+    end loop;
+    return calibration;
+end;
+$$;
+
+/*
+set_model_calibration(model text, calibration jsonb) -> jsonb
+
+Purpose: store an embedding model's calibration (what `hipocampo calibrate --model <m> --write`
+  applies at once, beside writing it to config.toml, which seeds it again on every `hipocampo db
+  migrate`). The model need not be registered yet: a model is calibrated before it is activated.
+Parameters: model - the model's name (the registry's name format); calibration - {section: {key:
+  number}} with every key of _calibrated_keys(): retrieval.min_similarity, dense_weight,
+  dedupe_threshold; memory.context_threshold, answer_threshold, duplicate_cosine;
+  conversations.dense_weight. Thresholds are cosines in [-1, 1], weights in [0, 100].
+Returns: the stored calibration.
+Errors: 42501 for any role but service_role (no EXECUTE); 22023 / 22003 as _check_calibration;
+  23514 on a malformed model name.
+Example: select hipocampo.set_model_calibration('multilingual-e5-small',
+  '{"retrieval": {"min_similarity": 0.82, "dense_weight": 1.0, "dedupe_threshold": 0.97}, …}');
+*/
+create or replace function hipocampo.set_model_calibration(model text, calibration jsonb)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    perform hipocampo_private._check_calibration(set_model_calibration.model, set_model_calibration.calibration);
+    insert into hipocampo_private.model_calibrations (embedding_model, config, source)
+    values (set_model_calibration.model, set_model_calibration.calibration, 'set_model_calibration')
+    on conflict (embedding_model) do update
+    set config = excluded.config, source = excluded.source, updated_at = now();
+    return set_model_calibration.calibration;
+end;
+$$;
+
+comment on function hipocampo.set_model_calibration(text, jsonb) is
+'Store an embedding model''s calibration (its cosine thresholds and dense weights); service_role.';
+
 /*
 seed_default_config(defaults jsonb) -> void
 
-Purpose: replace the global config row with the versioned defaults from config.toml.
-Parameters: defaults - a jsonb object (sections retrieval, chunking, embedding).
+Purpose: replace the global config row with the versioned defaults from config.toml, and store
+  the embedding models' calibrations it holds (its "calibration" object: {model: {section: {key:
+  number}}}, see _check_calibration) in model_calibrations. A model config.toml does not name
+  keeps the calibration it has (set_model_calibration).
+Parameters: defaults - a jsonb object (sections retrieval, chunking, embedding, …, calibration).
 Returns: nothing.
-Errors: 22023 "defaults must be a json object" when it is not an object.
+Errors: 22023 "defaults must be a json object" when it is not an object; 22023 "<section>.<key>
+  belongs to an embedding model's calibration: set it in [calibration.\"<model>\".<section>]"
+  when a section of the global row holds a calibrated key; 22023 / 22003 as _check_calibration.
 Example: select hipocampo_private.seed_default_config('{"retrieval": {"match_count": 5}}');
 */
 create or replace function hipocampo_private.seed_default_config(defaults jsonb)
@@ -34,12 +190,36 @@ language plpgsql
 security invoker
 set search_path = ''
 as $$
+declare
+    calibrations jsonb;
+    misplaced text;
+    item record;
 begin
     if defaults is null or jsonb_typeof(defaults) <> 'object' then
         raise exception 'defaults must be a json object' using errcode = '22023';
     end if;
+    calibrations := coalesce(defaults -> 'calibration', '{}'::jsonb);
+    if jsonb_typeof(calibrations) <> 'object' then
+        raise exception 'calibration must be a json object of models' using errcode = '22023';
+    end if;
+    select s.key || '.' || k into misplaced
+    from jsonb_each(hipocampo_private._calibrated_keys()) as s
+    cross join lateral jsonb_array_elements_text(s.value) as k
+    where defaults #> array[s.key, k] is not null
+    limit 1;
+    if misplaced is not null then
+        raise exception '% belongs to an embedding model''s calibration: set it in [calibration."<model>".%]',
+            misplaced, split_part(misplaced, '.', 1) using errcode = '22023';
+    end if;
+    for item in select c.key, c.value from jsonb_each(calibrations) as c loop
+        perform hipocampo_private._check_calibration(item.key, item.value);
+        insert into hipocampo_private.model_calibrations (embedding_model, config, source)
+        values (item.key, item.value, 'config.toml')
+        on conflict (embedding_model) do update
+        set config = excluded.config, source = excluded.source, updated_at = now();
+    end loop;
     insert into hipocampo_private.settings (tenant_id, config)
-    values (null, defaults)
+    values (null, defaults - 'calibration')
     on conflict (coalesce(tenant_id, '00000000-0000-0000-0000-000000000000'::uuid))
     do update set config = excluded.config, updated_at = now();
 end;
@@ -100,8 +280,8 @@ comment on function hipocampo.set_tenant_config(text, jsonb, uuid) is
 /*
 _check_config_patch(section text, patch jsonb) -> void
 
-Purpose: validate a patch of one config section against the global row: known keys only, same
-  json type, within `<key>_range` (a `<key>_range` also bounds each element of an array of
+Purpose: validate a patch of one config section against the global row (with the active
+  embedding model's calibrated keys): known keys only, same json type, within `<key>_range` (a `<key>_range` also bounds each element of an array of
   numbers, and `<key>_max_items` caps an array's length), never `tenant_locked` keys; secrets
   only by name (keys ending in `_secret` hold a name such as OPENAI_API_KEY; no key may be called
   api_key/password/secret and no value may look like a key or a JWT).
@@ -127,7 +307,11 @@ begin
     if patch is null or jsonb_typeof(patch) <> 'object' then
         raise exception 'patch must be a json object' using errcode = '22023';
     end if;
-    select s.config -> _check_config_patch.section into global_section
+    -- The keys a tenant may override: the global row's, and the active model's calibrated ones.
+    select s.config -> _check_config_patch.section || coalesce((
+        select c.config -> _check_config_patch.section from hipocampo_private.model_calibrations as c
+        inner join hipocampo_private.embedding_models as e on e.name = c.embedding_model and e.active
+    ), '{}'::jsonb) into global_section
     from hipocampo_private.settings as s where s.tenant_id is null;
     if global_section is null or jsonb_typeof(global_section) <> 'object' then
         raise exception 'unknown section: %', section using errcode = '22023';

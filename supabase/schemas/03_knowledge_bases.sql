@@ -735,10 +735,11 @@ $$;
 /*
 effective_config(tenant_id uuid default null, kb_id uuid default null) -> jsonb
 
-Purpose: the configuration in force: the global row, overridden per section by the tenant's
-  row, overridden by the knowledge base's overrides.
+Purpose: the configuration in force: the global row, overridden per section by the active
+  embedding model's calibration (model_calibrations: its cosine thresholds and dense weights),
+  then by the tenant's row, then by the knowledge base's overrides.
 Parameters: tenant_id - null = the caller's tenant; kb_id - optional knowledge base.
-Returns: a jsonb object with sections retrieval, chunking, embedding.
+Returns: a jsonb object with sections retrieval, chunking, embedding, memory, ….
 Errors: 42501 as _resolve_tenant.
 Example: select hipocampo.effective_config() -> 'retrieval' ->> 'min_similarity';
 */
@@ -758,10 +759,16 @@ begin
     select s.config into cfg from hipocampo_private.settings as s where s.tenant_id is null;
     cfg := coalesce(cfg, '{}'::jsonb);
     for layer in
-        select s.config from hipocampo_private.settings as s where s.tenant_id = t
-        union all
-        select k.overrides from hipocampo_private.knowledge_bases as k
-        where k.id = effective_config.kb_id and k.tenant_id = t
+        select x.config from (
+            select 1 as ord, c.config from hipocampo_private.model_calibrations as c
+            inner join hipocampo_private.embedding_models as e on e.name = c.embedding_model and e.active
+            union all
+            select 2, s.config from hipocampo_private.settings as s where s.tenant_id = t
+            union all
+            select 3, k.overrides from hipocampo_private.knowledge_bases as k
+            where k.id = effective_config.kb_id and k.tenant_id = t
+        ) as x
+        order by x.ord
     loop
         for section in select jsonb_object_keys(layer) loop
             if jsonb_typeof(layer -> section) = 'object' then
@@ -779,20 +786,22 @@ end;
 $$;
 
 /*
-_config_section(tenant_id uuid, kb_id uuid, section text) -> jsonb
+_config_section(tenant_id uuid, kb_id uuid, section text, model text) -> jsonb
 
-Purpose: one section of effective_config for a tenant already resolved by the caller: the global
-  row's keys, overridden by the tenant row's, overridden by the knowledge base's overrides (when
-  kb_id is given and belongs to the tenant) - effective_config's precedence, without resolving
-  the caller again nor merging the other sections. Granted to nobody: for definer functions that
-  have resolved the tenant (hybrid_search).
+Purpose: one section of effective_config for a tenant already resolved by the caller and a given
+  embedding model: the global row's keys, overridden by the model's calibration, by the tenant
+  row's, by the knowledge base's overrides (when kb_id is given and belongs to the tenant) -
+  effective_config's precedence, without resolving the caller again nor merging the other
+  sections, and with the calibration of the model searched rather than the active one (a
+  knowledge base searched by name with another model takes that model's thresholds). Granted to
+  nobody: for definer functions that have resolved the tenant (hybrid_search).
 Parameters: tenant_id - the resolved tenant; kb_id - a knowledge base of it, or null; section -
-  e.g. 'retrieval'.
+  e.g. 'retrieval'; model - an embedding model's name.
 Returns: the section as a jsonb object ({} when no row has it).
 Errors: none.
-Example: select hipocampo_private._config_section(t, kb, 'retrieval');
+Example: select hipocampo_private._config_section(t, kb, 'retrieval', 'all-MiniLM-L6-v2');
 */
-create or replace function hipocampo_private._config_section(tenant_id uuid, kb_id uuid, section text)
+create or replace function hipocampo_private._config_section(tenant_id uuid, kb_id uuid, section text, model text)
 returns jsonb
 language sql
 stable
@@ -800,6 +809,10 @@ security invoker
 set search_path = ''
 as $$
     select coalesce((select g.config -> section from hipocampo_private.settings as g where g.tenant_id is null), '{}')
+        || coalesce((
+            select c.config -> section from hipocampo_private.model_calibrations as c
+            where c.embedding_model = _config_section.model
+        ), '{}')
         || coalesce((
             select s.config -> section from hipocampo_private.settings as s
             where s.tenant_id = _config_section.tenant_id
@@ -852,9 +865,11 @@ $$;
 /*
 activate_embedding_model(name text) -> void
 
-Purpose: confirm the switch to a registered model: it becomes the default of retrieval.
+Purpose: confirm the switch to a registered model: it becomes the default of retrieval, and its
+  calibration (model_calibrations) the thresholds in force (effective_config).
 Returns: nothing.
-Errors: 42501 for any role but service_role (no EXECUTE); P0002 "unknown embedding model".
+Errors: 42501 for any role but service_role (no EXECUTE); P0002 "unknown embedding model"; 55000
+  "embedding model <name> has no calibration: run hipocampo calibrate --model <name> --write".
 Example: select hipocampo.activate_embedding_model('text-embedding-3-small');
 */
 create or replace function hipocampo.activate_embedding_model(name text)
@@ -870,6 +885,13 @@ begin
     ) then
         raise exception 'unknown embedding model: %', activate_embedding_model.name
             using errcode = 'P0002';
+    end if;
+    if not exists (
+        select 1 from hipocampo_private.model_calibrations as c
+        where c.embedding_model = activate_embedding_model.name
+    ) then
+        raise exception 'embedding model % has no calibration: run hipocampo calibrate --model % --write',
+            activate_embedding_model.name, activate_embedding_model.name using errcode = '55000';
     end if;
     update hipocampo_private.embedding_models as e set active = false
     where e.active and e.name <> activate_embedding_model.name;

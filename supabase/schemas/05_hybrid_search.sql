@@ -74,7 +74,8 @@ hybrid_search(query_text text, query_embedding vector, kb_ids uuid[] default nul
 
 Purpose: the hybrid retrieval RPC (PostgREST: POST /rpc/hybrid_search with named arguments).
   Every null argument takes its value from the config rows (hipocampo.effective_config,
-  section retrieval).
+  section retrieval), with the calibration of the model searched (min_similarity, dense_weight,
+  dedupe_threshold: model_calibrations).
 Parameters:
   query_text       1..retrieval.max_query_chars (2,000) characters.
   query_embedding  the query vector, dims of the model (L2-normalised).
@@ -99,6 +100,7 @@ Errors:
   22023 "query_embedding is required"; 22000 "query_embedding has n dimensions; model m expects d";
   22023 "match_count must be 1..100 (got n)", and on an out-of-range min_similarity, mmr_lambda,
   weight, fusion or rerank; P0002 "unknown knowledge base: …"; P0002 "unknown embedding model: …";
+  55000 "embedding model m has no calibration: run hipocampo calibrate --model m --write";
   55000 "retrieval config is incomplete: …" (a config row without a key config.toml seeds).
 Example:
   select rank, title, final_score from hipocampo.hybrid_search(
@@ -236,7 +238,15 @@ begin
 
     -- Parameters: argument, else KB override (single KB), else tenant row, else global row
     -- (seeded from config.toml: no values of its own here).
-    r := hipocampo_private._config_section(t, case when cardinality(scope) = 1 then scope[1] end, 'retrieval');
+    -- The thresholds of the model searched (issue 22 §2): its calibration, under the tenant's and
+    -- the knowledge base's overrides.
+    if not exists (select 1 from hipocampo_private.model_calibrations as c where c.embedding_model = model) then
+        raise exception 'embedding model % has no calibration: run hipocampo calibrate --model % --write',
+            model, model using errcode = '55000';
+    end if;
+    r := hipocampo_private._config_section(
+        t, case when cardinality(scope) = 1 then scope[1] end, 'retrieval', model
+    );
     if exists (
         select 1 from unnest(array[
             'max_query_chars', 'match_count', 'min_similarity', 'fusion', 'dense_weight',

@@ -711,8 +711,14 @@ security invoker
 set search_path = ''
 as $$
 declare
+    -- The global row with the active embedding model's calibration (issue 22 §2): every key of
+    -- the section is checked, although maintenance reads only the decay keys.
     cfg jsonb := hipocampo_private._memory_config(
         (select s.config -> 'memory' from hipocampo_private.settings as s where s.tenant_id is null)
+        || coalesce((
+            select c.config -> 'memory' from hipocampo_private.model_calibrations as c
+            inner join hipocampo_private.embedding_models as e on e.name = c.embedding_model and e.active
+        ), '{}'::jsonb)
     );
     period interval := make_interval(days => (cfg ->> 'decay_days')::integer);
     step real := (cfg ->> 'decay_step')::real;

@@ -57,6 +57,8 @@ grant select, insert, update, delete on hipocampo_private.knowledge_bases to aut
 grant all on hipocampo_private.knowledge_bases to service_role;
 grant select on hipocampo_private.memberships to authenticated;
 grant all on hipocampo_private.memberships to service_role;
+grant select on hipocampo_private.model_calibrations to authenticated;
+grant all on hipocampo_private.model_calibrations to service_role;
 grant select, insert, delete on hipocampo_private.memories to authenticated;
 grant all on hipocampo_private.memories to service_role;
 grant select, insert, update on hipocampo_private.memory_consents to authenticated;
@@ -159,6 +161,7 @@ grant execute on function hipocampo.set_knowledge_base_status(kb_id uuid, status
 grant execute on function hipocampo.set_memory_consent(granted boolean, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.set_memory_embeddings(items jsonb) to authenticated, service_role;
 grant execute on function hipocampo.set_message_tokens(message_id bigint, token_ids integer[], token_bits bit varying[]) to authenticated, service_role;
+grant execute on function hipocampo.set_model_calibration(model text, calibration jsonb) to service_role;
 grant execute on function hipocampo.set_row_embeddings(kind text, items jsonb) to service_role;
 grant execute on function hipocampo.record_embedding_failure(kind text, row_ids text[], error text) to service_role;
 grant execute on function hipocampo.requeue_embedding_failures(kind text) to service_role;
@@ -197,6 +200,8 @@ grant execute on function hipocampo_private._pack_tokens(t text) to authenticate
 grant execute on function hipocampo_private._pii_kind(digits text, groups integer[], span text) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_problem(content text, cfg jsonb, what text) to authenticated, service_role;
 grant execute on function hipocampo_private._embedding_kind(kind text) to service_role;
+grant execute on function hipocampo_private._calibrated_keys() to service_role;
+grant execute on function hipocampo_private._check_calibration(model text, calibration jsonb) to service_role;
 grant execute on function hipocampo_private._numbers(content text) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_scrub(input text, out text text, out counts jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_scrub_jsonb(value jsonb) to authenticated, service_role;

@@ -51,7 +51,7 @@ def test_require_config(db: Conn, value: str | None, keys: list[str]) -> None:
 
 def test_memory_functions_need_their_config(db: Conn, user_a: World) -> None:
     remember(db, "prefs.tea", "verde", "Prefere chá verde", seed=5)
-    _drop_global_key(db, "memory", "context_threshold")
+    _drop_global_key(db, "memory", "pinned_bonus")
     user_a.act("authenticated", user_a.member_a, user_a.tenant_a)
     q = vec_text(unit_vector(5))
     for sql in (

@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from ..conftest import MODEL, World, unit_vector
+from ..conftest import MODEL, World, calibrate, unit_vector
 
 
 def ingest(
@@ -150,6 +150,11 @@ def test_new_model_lives_beside_the_old_one(db: psycopg.Connection[dict[str, Any
         db.execute("savepoint s")
         db.execute("select hipocampo.drop_embedding_model(%s)", (MODEL,))
     db.execute("rollback to savepoint s")
+    db.execute("savepoint s")
+    with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState, match="test-model-8 has no calibration"):
+        db.execute("select hipocampo.activate_embedding_model('test-model-8')")
+    db.execute("rollback to savepoint s")
+    calibrate(db, "test-model-8")
     db.execute("select hipocampo.activate_embedding_model('test-model-8')")
     dropped = db.execute("select hipocampo.drop_embedding_model(%s) as n", (MODEL,)).fetchone()
     assert dropped is not None and dropped["n"] >= 2

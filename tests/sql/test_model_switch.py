@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from ..conftest import MODEL, World, unit_vector, vec_text
+from ..conftest import MODEL, World, calibrate, unit_vector, vec_text
 from .memory_helpers import remember
 from .test_conversations import Conn, add
 from .test_history_tokens import bits, set_tokens
@@ -47,6 +47,7 @@ def test_a_model_switch_reembeds_memories_staging_and_messages(db: Conn, user_a:
     assert listed(db, "messages", mine) == [(str(bare), "mensagem sem vetor (edge function)")]
     assert listed(db, "memories", mine) == [] and listed(db, "memory_staging", mine) == []
 
+    calibrate(db, OTHER)
     db.execute("select hipocampo.register_embedding_model(%s, 'local', 384, true)", (OTHER,))
     # The deprecated memory is history no search reads: not listed.
     assert listed(db, "memories", mine) == [(str(new["memory_id"]), "Prefere tom informal")]
@@ -113,6 +114,7 @@ def test_a_model_switch_reembeds_chunks_beside_their_source(db: Conn, world: Wor
     ).fetchall()
     mine = {str(r["id"]) for r in before}
     assert len(mine) >= 4 and listed(db, "chunks", mine) == []
+    calibrate(db, OTHER)
     db.execute("select hipocampo.register_embedding_model(%s, 'local', 384, true)", (OTHER,))
     # The text ingestion embeds: the document's title, a newline, the content.
     assert listed(db, "chunks", mine) == [(str(r["id"]), f"{r['title']}\n{r['content']}") for r in before]

@@ -35,7 +35,8 @@ TABLES = [
 ]
 TENANT_COLUMN = {"tenants": "id"}
 PERSONAL_TABLES = {"messages", "conversation_summaries", "sessions"}  # rows of one user, tested in test_conversations
-GLOBAL_TABLES = {"embedding_models"}  # shared registry, readable by all, written by service_role
+# The shared model registry and its calibrations: readable by all, written by service_role.
+GLOBAL_TABLES = {"embedding_models", "model_calibrations"}
 # No client role reads or writes these: only their RPCs (cache_get/cache_put, take_rate_limit).
 SERVICE_ONLY_TABLES = {"answer_cache", "embedding_failures", "project_secrets", "rate_limit_buckets"}
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from datetime import date
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from .common import JsonOpt, console, err_console
+from .common import JsonOpt, _client, _fail, console, err_console
 
 __all__ = ["calibrate"]
 
@@ -19,21 +20,36 @@ def calibrate(
         str | None,
         typer.Option(help="all-MiniLM-L6-v2 or multilingual-e5-small (default: the configured model)."),
     ] = None,
+    write: Annotated[
+        bool,
+        typer.Option(
+            "--write",
+            help="Write the model's calibration into the config file ($HIPOCAMPO_CONFIG, else ./config.toml) "
+            "and store it in the database at once.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Choose the model's retrieval.min_similarity and memory context / answer thresholds from
     FaQuAD, Quati and LoCoMo (../shared/datasets) by the rules that give all-MiniLM-L6-v2's
-    configured values (docs/BENCHMARKS.md, "Thresholds per embedding model"). Prints them with
-    what each keeps; nothing is written. Passage vectors are cached in
-    the user cache directory; e5 takes a few minutes on 2 cores the first time.
+    configured values (docs/BENCHMARKS.md, "Thresholds per embedding model") and print them with
+    what each keeps. With --write they become the model's calibration ([calibration."<model>"] in
+    the config file, the other keys of a model already calibrated kept, those of a new one carried
+    over from all-MiniLM-L6-v2 and listed) and are stored in the database
+    (hipocampo.set_model_calibration), so the model can be activated. Passage vectors are cached
+    in the user cache directory; e5 takes a few minutes on 2 cores the first time.
     """
     from platformdirs import user_cache_dir
 
     from ..calibration import calibrate as run
-    from ..config import load_config
+    from ..calibration import model_calibration, write_calibration
+    from ..config import config_path, load_config
     from ..embeddings import CachingEmbedder, provider_from_config
+    from ..embeddings.local import MODEL_NAME
+    from ..errors import HipocampoError
 
-    section = dict(load_config().get("embedding", {}))
+    config = load_config()
+    section = dict(config.get("embedding", {}))
     if model:
         section |= {"provider": "local", "model": model}
     try:
@@ -48,14 +64,36 @@ def calibrate(
     except FileNotFoundError as exc:
         err_console.print(f"error: the datasets are missing ({exc}); set HIPOCAMPO_DATASETS")
         raise typer.Exit(code=1) from exc
+    name = inner.model_name
+    calibration, carried = model_calibration(name, findings, dict(config.get("calibration", {})), MODEL_NAME)
+    target = config_path() or Path.cwd() / "config.toml"
+    if write:
+        write_calibration(target, name, calibration, f"Written by hipocampo calibrate on {date.today().isoformat()}.")
+        try:
+            with _client() as client:
+                client.set_model_calibration(name, calibration)
+        except HipocampoError as exc:
+            raise _fail(exc) from exc
     if as_json:
-        console.print_json(json.dumps({"model": inner.model_name, **{f.key: f.value for f in findings}}))
+        console.print_json(
+            json.dumps(
+                {
+                    "model": name,
+                    **{f.key: f.value for f in findings},
+                    "calibration": calibration,
+                    "carried_over": carried,
+                    "written": str(target) if write else None,
+                }
+            )
+        )
         return
-    table = Table("key", "value", "what it keeps", title=f"calibration of {inner.model_name}")
+    table = Table("key", "value", "what it keeps", title=f"calibration of {name}")
     for f in findings:
         table.add_row(f.key, f"{f.value:.2f}", f.evidence)
     console.print(table)
-    console.print(
-        "Not written anywhere: the values in force stay config.toml's sections until thresholds are stored "
-        "per model (issue 22 §2)."
-    )
+    if carried:
+        console.print(f"Carried over from {MODEL_NAME} (no rule yet): {', '.join(carried)}.")
+    if write:
+        console.print(f"Written to {target} and stored in the database: {name} can be activated.")
+    else:
+        console.print(f"Nothing written: --write puts them in {target} and the database.")

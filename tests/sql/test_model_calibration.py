@@ -1,0 +1,234 @@
+"""Calibration belongs to the embedding model (issue 22 §2, migration 20261125001400): the cosine
+thresholds and dense weights are stored per model (hipocampo_private.model_calibrations, seeded
+from config.toml's [calibration."<model>"]), the active model's are in force, hybrid_search takes
+those of the model it searches, and a model without one is refused with 55000."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import psycopg
+import pytest
+
+from hipocampo.config import load_config
+from hipocampo.db import migrations_dir
+
+from ..conftest import MODEL, World, calibrate, model_calibration, unit_vector, vec_text
+
+Conn = psycopg.Connection[dict[str, Any]]
+OTHER = "calibrated-model-384"
+KEYS = {
+    "retrieval": {"min_similarity", "dense_weight", "dedupe_threshold"},
+    "memory": {"context_threshold", "answer_threshold", "duplicate_cosine"},
+    "conversations": {"dense_weight"},
+}
+
+
+def other_calibration() -> dict[str, dict[str, float]]:
+    cal = model_calibration(MODEL)
+    return {
+        "retrieval": {**cal["retrieval"], "min_similarity": 0.8, "dense_weight": 1.5},
+        "memory": {**cal["memory"], "context_threshold": 0.81, "answer_threshold": 0.85},
+        "conversations": {**cal["conversations"], "dense_weight": 0.7},
+    }
+
+
+def raises(db: Conn, sql: str, params: tuple[Any, ...], sqlstate: str, message: str) -> None:
+    db.execute("savepoint s")
+    with pytest.raises(psycopg.Error) as exc:
+        db.execute(sql, params)  # type: ignore[arg-type]
+    db.execute("rollback to savepoint s")
+    assert (exc.value.sqlstate, exc.value.diag.message_primary) == (sqlstate, message)
+
+
+def effective(db: Conn, tenant: Any = None) -> dict[str, Any]:
+    row = db.execute("select hipocampo.effective_config(%s) as v", (tenant,)).fetchone()
+    assert row is not None
+    return dict(row["v"])
+
+
+def calibrated_values(cfg: dict[str, Any]) -> dict[str, dict[str, float]]:
+    return {s: {k: cfg[s][k] for k in keys} for s, keys in KEYS.items()}
+
+
+def test_the_seed_stores_each_models_calibration_and_the_global_row_none_of_its_keys(db: Conn, world: World) -> None:
+    rows = db.execute("select embedding_model, config, source from hipocampo_private.model_calibrations").fetchall()
+    stored = {r["embedding_model"]: (r["config"], r["source"]) for r in rows}
+    for model, cal in load_config()["calibration"].items():
+        assert stored[model] == (cal, "config.toml")
+    row = db.execute("select config from hipocampo_private.settings where tenant_id is null").fetchone()
+    assert row is not None
+    assert [f"{s}.{k}" for s, keys in KEYS.items() for k in keys if k in row["config"][s]] == []
+    # The active model's values are the ones in force.
+    world.act("authenticated", world.member_a, world.tenant_a)
+    assert calibrated_values(effective(db)) == load_config()["calibration"][MODEL]
+
+
+def test_switching_the_active_model_switches_its_calibration(db: Conn, world: World) -> None:
+    world.act("service_role")
+    db.execute("select hipocampo.register_embedding_model(%s, 'local', 384)", (OTHER,))
+    raises(
+        db,
+        "select hipocampo.activate_embedding_model(%s)",
+        (OTHER,),
+        "55000",
+        f"embedding model {OTHER} has no calibration: run hipocampo calibrate --model {OTHER} --write",
+    )
+    db.execute("select hipocampo.set_model_calibration(%s, %s::jsonb)", (OTHER, json.dumps(other_calibration())))
+    db.execute("select hipocampo.activate_embedding_model(%s)", (OTHER,))
+    world.act("authenticated", world.member_a, world.tenant_a)
+    assert calibrated_values(effective(db)) == other_calibration()
+    world.act("service_role")
+    db.execute("select hipocampo.activate_embedding_model(%s)", (MODEL,))
+    world.act("authenticated", world.member_a, world.tenant_a)
+    assert calibrated_values(effective(db)) == model_calibration(MODEL)
+
+
+def test_a_tenant_override_of_a_calibrated_key_wins_over_the_models(db: Conn, world: World) -> None:
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    db.execute("""select hipocampo.set_tenant_config('retrieval', '{"min_similarity": 0.3}')""")
+    assert effective(db)["retrieval"]["min_similarity"] == 0.3
+    raises(
+        db,
+        """select hipocampo.set_tenant_config('retrieval', '{"min_similarity": "high"}')""",
+        (),
+        "22023",
+        "retrieval.min_similarity must be a number",
+    )
+    world.act("authenticated", world.admin_b, world.tenant_b)
+    assert effective(db)["retrieval"]["min_similarity"] == model_calibration(MODEL)["retrieval"]["min_similarity"]
+
+
+def _dense_scores(db: Conn, world: World, model: str, query: list[float]) -> list[float | None]:
+    rows = db.execute(
+        "select dense_score from hipocampo.hybrid_search('biblioteca', %s::extensions.vector, "
+        "kb_ids => array[%s]::uuid[], match_count => 10, embedding_model => %s)",
+        (vec_text(query), world.kb_a, model),
+    ).fetchall()
+    return [r["dense_score"] for r in rows]
+
+
+def test_hybrid_search_takes_the_calibration_of_the_model_it_searches(db: Conn, world: World) -> None:
+    world.act("service_role")
+    db.execute("select hipocampo.register_embedding_model(%s, 'local', 384)", (OTHER,))
+    chunks = [
+        {
+            "chunk_index": 0,
+            "content": "A biblioteca abre às oito horas.",
+            "token_count": 6,
+            "content_hash": "cal-0",
+            "embedding": unit_vector(1),
+        },
+    ]
+    doc = {"title": "cal", "source_uri": "test://cal", "content_hash": "cal"}
+    db.execute(
+        "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
+        (world.kb_a, json.dumps(doc), json.dumps(chunks), OTHER),
+    )
+    # A query at cosine 0.6 to the chunk: above MiniLM's floor (0.25), below the other model's (0.8).
+    v, w = unit_vector(1), unit_vector(2)
+    dot = sum(a * b for a, b in zip(v, w, strict=True))
+    ortho = [b - dot * a for a, b in zip(v, w, strict=True)]
+    norm = sum(x * x for x in ortho) ** 0.5
+    query = [0.6 * a + 0.8 * b / norm for a, b in zip(v, ortho, strict=True)]
+    world.act("authenticated", world.member_a, world.tenant_a)
+    raises(
+        db,
+        "select * from hipocampo.hybrid_search('biblioteca', %s::extensions.vector, embedding_model => %s)",
+        (vec_text(query), OTHER),
+        "55000",
+        f"embedding model {OTHER} has no calibration: run hipocampo calibrate --model {OTHER} --write",
+    )
+    world.act("service_role")
+    calibrate(db, OTHER)  # MiniLM's values: the chunk passes the dense floor
+    world.act("authenticated", world.member_a, world.tenant_a)
+    assert [round(s or 0, 3) for s in _dense_scores(db, world, OTHER, query)] == [0.6]
+    world.act("service_role")
+    db.execute("select hipocampo.set_model_calibration(%s, %s::jsonb)", (OTHER, json.dumps(other_calibration())))
+    world.act("authenticated", world.member_a, world.tenant_a)
+    assert _dense_scores(db, world, OTHER, query) == [None]  # found by BM25 only: below 0.8
+    # The active model's searches keep theirs.
+    assert all(s is None or s >= 0.25 for s in _dense_scores(db, world, MODEL, query))
+
+
+@pytest.mark.parametrize(
+    ("change", "sqlstate", "message"),
+    [
+        (lambda c: c["memory"].pop("duplicate_cosine"), "22023", "calibration of m lacks memory.duplicate_cosine"),
+        (
+            lambda c: c["retrieval"].update(match_count=5),
+            "22023",
+            "unknown calibration key retrieval.match_count (calibrated keys: memory.context_threshold, "
+            "memory.answer_threshold, memory.duplicate_cosine, retrieval.min_similarity, "
+            "retrieval.dense_weight, retrieval.dedupe_threshold, conversations.dense_weight)",
+        ),
+        (lambda c: c["memory"].update(context_threshold="0.3"), "22023", "memory.context_threshold must be a number"),
+        (
+            lambda c: c["retrieval"].update(min_similarity=1.5),
+            "22003",
+            "retrieval.min_similarity must lie in [-1, 1] (got 1.5)",
+        ),
+        (
+            lambda c: c["conversations"].update(dense_weight=-1),
+            "22003",
+            "conversations.dense_weight must lie in [0, 100] (got -1)",
+        ),
+        (lambda c: c.update(retrieval=0.25), "22023", "calibration of m must be a json object of sections"),
+    ],
+)
+def test_a_calibration_is_complete_and_in_range(
+    db: Conn, world: World, change: Any, sqlstate: str, message: str
+) -> None:
+    cal = model_calibration(MODEL)
+    change(cal)
+    world.act("service_role")
+    raises(db, "select hipocampo.set_model_calibration('m', %s::jsonb)", (json.dumps(cal),), sqlstate, message)
+
+
+def test_only_service_role_stores_a_calibration(db: Conn, world: World) -> None:
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    db.execute("savepoint s")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        db.execute("select hipocampo.set_model_calibration('m', %s::jsonb)", (json.dumps(model_calibration()),))
+    db.execute("rollback to savepoint s")
+
+
+def test_the_seed_refuses_a_calibrated_key_in_a_global_section(db: Conn) -> None:
+    db.execute("reset role")
+    raises(
+        db,
+        "select hipocampo_private.seed_default_config(%s::jsonb)",
+        (json.dumps({"memory": {"context_threshold": 0.4}}),),
+        "22023",
+        "memory.context_threshold belongs to an embedding model's calibration: "
+        'set it in [calibration."<model>".memory]',
+    )
+
+
+def test_the_migration_gives_the_active_model_the_values_its_global_row_held(db: Conn) -> None:
+    """A database migrated before 001400 keeps its behaviour: its global row's values become the
+    active model's calibration, and leave the global row."""
+    db.execute("reset role")
+    held = {
+        "retrieval": {"min_similarity": 0.3, "dense_weight": 0.7, "dedupe_threshold": 0.95},
+        "memory": {"context_threshold": 0.4, "answer_threshold": 0.6, "duplicate_cosine": 0.96},
+        "conversations": {"dense_weight": 1.2},
+    }
+    for section, keys in held.items():
+        for key, value in keys.items():
+            db.execute(
+                "update hipocampo_private.settings set config = jsonb_set(config, %s::text[], %s::jsonb) "
+                "where tenant_id is null",
+                ([section, key], json.dumps(value)),
+            )
+    db.execute("delete from hipocampo_private.model_calibrations where embedding_model = %s", (MODEL,))
+    migration = next(migrations_dir().glob("20261125001400_*.sql")).read_text("utf-8")
+    db.execute(migration)  # type: ignore[arg-type]
+    row = db.execute(
+        "select config, source from hipocampo_private.model_calibrations where embedding_model = %s", (MODEL,)
+    ).fetchone()
+    assert row == {"config": held, "source": "config.toml"}
+    g = db.execute("select config from hipocampo_private.settings where tenant_id is null").fetchone()
+    assert g is not None
+    assert [f"{s}.{k}" for s, keys in KEYS.items() for k in keys if k in g["config"][s]] == []
