@@ -4,10 +4,21 @@ and benchmarks/calibrate_*.py (docs/BENCHMARKS.md, "Thresholds per embedding mod
 
 from __future__ import annotations
 
+import json
+import tomllib
+from pathlib import Path
+
+import psycopg
+import pytest
 from typer.testing import CliRunner
 
+from hipocampo import db as hdb
 from hipocampo.calibration import answer_threshold, context_threshold, grid, grid_step, similarity_floor
 from hipocampo.cli import app
+from hipocampo.config import load_config
+from hipocampo.datasets import BEIR_SETS, datasets_dir, load_locomo
+
+from .conftest import MODEL
 
 
 def spread(lo: float, hi: float, n: int = 1000) -> list[float]:
@@ -35,3 +46,69 @@ def test_each_rule_picks_the_documented_value() -> None:
 def test_calibrate_refuses_an_unknown_model() -> None:
     res = CliRunner().invoke(app, ["calibrate", "--model", "bert-base"])
     assert res.exit_code == 1 and "unknown local embedding model" in res.output
+
+
+def _slice_datasets(target: Path, queries_per_set: int = 12, turns: int = 40) -> None:
+    """A small copy of the shared datasets the calibration reads: the first questions of FaQuAD
+    and Quati with their relevant passages, and each LoCoMo conversation cut to its first turns
+    with the questions whose evidence lies in them."""
+    for name in ("faquad", "quati"):
+        rel, _ = BEIR_SETS[name]
+        src, dst = datasets_dir() / rel, target / rel
+        (dst / "qrels").mkdir(parents=True)
+        lines = (src / "qrels" / "test.tsv").read_text("utf-8").splitlines()
+        header, rows = lines[0], [line.split("\t") for line in lines[1:] if line.strip()]
+        keep_q = list(dict.fromkeys(r[0] for r in rows if int(r[2]) > 0))[:queries_per_set]
+        kept = [r for r in rows if r[0] in keep_q]
+        (dst / "qrels" / "test.tsv").write_text("\n".join([header, *["\t".join(r) for r in kept]]) + "\n", "utf-8")
+        docs = {r[1] for r in kept}
+        for file, ids in (("corpus.jsonl", docs), ("queries.jsonl", set(keep_q))):
+            with (src / file).open(encoding="utf-8") as fh:
+                out = [line for line in fh if line.strip() and str(json.loads(line)["_id"]) in ids]
+            (dst / file).write_text("".join(out), "utf-8")
+    conversations = []
+    for sample in load_locomo():
+        conv = {k: v for k, v in sample["conversation"].items() if not k.startswith("session_")}
+        conv |= {"session_1": sample["conversation"]["session_1"][:turns]}
+        conv["session_1_date_time"] = sample["conversation"]["session_1_date_time"]
+        ids = {t["dia_id"] for t in conv["session_1"]}
+        qa = [q for q in sample["qa"] if q.get("evidence") and all(e.strip() in ids for e in q["evidence"])]
+        conversations.append({**sample, "conversation": conv, "qa": qa})
+    (target / "locomo").mkdir()
+    (target / "locomo" / "locomo10.json").write_text(json.dumps(conversations), "utf-8")
+
+
+def test_calibrate_write_makes_the_measured_values_the_models_calibration(
+    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--write puts the measured values into the user's config file (its other tables and comments
+    kept, the model's keys with no rule kept) and into the database at once."""
+    _slice_datasets(tmp_path / "datasets")
+    user = tmp_path / "config.toml"
+    user.write_text("# my settings\n[retrieval]\nmatch_count = 7  # more hits\n", "utf-8")
+    monkeypatch.setenv("HIPOCAMPO_DATASETS", str(tmp_path / "datasets"))
+    monkeypatch.setenv("HIPOCAMPO_CONFIG", str(user))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    try:
+        res = CliRunner().invoke(app, ["calibrate", "--model", MODEL, "--write", "--json"])
+        assert res.exit_code == 0, res.output
+        out = json.loads(res.output)
+        measured = {
+            k: out[k] for k in ("retrieval.min_similarity", "memory.context_threshold", "memory.answer_threshold")
+        }
+        expected = load_config()["calibration"][MODEL]  # the user's file now holds the measured values
+        assert out["carried_over"] == [] and out["written"] == str(user)
+        assert {f"{s}.{k}": expected[s][k] for s, k in (key.split(".") for key in measured)} == measured
+        assert expected["retrieval"]["dense_weight"] == 0.5  # no rule: the model's own value kept
+        text = user.read_text("utf-8")
+        assert text.startswith("# my settings\n[retrieval]\nmatch_count = 7  # more hits\n")
+        assert tomllib.loads(text)["calibration"][MODEL] == out["calibration"]
+        with psycopg.connect(database_url) as conn:
+            row = conn.execute(
+                "select config, source from hipocampo_private.model_calibrations where embedding_model = %s", (MODEL,)
+            ).fetchone()
+        assert row == (out["calibration"], "set_model_calibration") and out["calibration"] == expected
+    finally:
+        monkeypatch.delenv("HIPOCAMPO_CONFIG")
+        with psycopg.connect(database_url) as conn:
+            hdb.seed_config(conn)  # config.toml's calibrations again, for the tests after this one
