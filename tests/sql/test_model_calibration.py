@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from hipocampo.config import load_config
-from hipocampo.db import migrations_dir
+from hipocampo.db import migrations_dir, readiness_problems
 
 from ..conftest import MODEL, World, calibrate, model_calibration, unit_vector, vec_text
 
@@ -232,3 +232,13 @@ def test_the_migration_gives_the_active_model_the_values_its_global_row_held(db:
     g = db.execute("select config from hipocampo_private.settings where tenant_id is null").fetchone()
     assert g is not None
     assert [f"{s}.{k}" for s, keys in KEYS.items() for k in keys if k in g["config"][s]] == []
+
+
+def test_readiness_reports_a_missing_calibration(db: Conn) -> None:
+    db.execute("reset role")
+    assert readiness_problems(db) == []
+    db.execute("delete from hipocampo_private.model_calibrations where embedding_model = %s", (MODEL,))
+    assert readiness_problems(db) == [
+        f"config keys not seeded: calibration of {MODEL} (hipocampo db migrate seeds them from config.toml)",
+        f"the active embedding model {MODEL} has no calibration (hipocampo calibrate --write)",
+    ]
