@@ -48,10 +48,6 @@ def scratch_url(database_url: str) -> Iterator[str]:
             conn.execute(f"drop database {name} with (force)")  # type: ignore[arg-type]
 
 
-def _effective(client: Hipocampo) -> dict[str, Any]:
-    return client.effective_config()
-
-
 def test_minilm_to_e5_on_a_populated_database(scratch_url: str, embedder: Any) -> None:
     from hipocampo.embeddings import LocalE5
 
@@ -77,7 +73,7 @@ def test_minilm_to_e5_on_a_populated_database(scratch_url: str, embedder: Any) -
         conversation = uuid.uuid4()
         mem.add_message(conversation, "user", "Qual o horário da biblioteca central?")
         assert (
-            _effective(service)["retrieval"]["min_similarity"]
+            service.effective_config()["retrieval"]["min_similarity"]
             == model_calibration(MODEL)["retrieval"]["min_similarity"]
         )
 
@@ -90,7 +86,7 @@ def test_minilm_to_e5_on_a_populated_database(scratch_url: str, embedder: Any) -
 
         # The switch: e5's calibration is in force at once, and search finds the same passage.
         root.rpc("activate_embedding_model", {"name": E5}, "none")
-        cfg = _effective(service)
+        cfg = service.effective_config()
         assert (cfg["retrieval"]["min_similarity"], cfg["memory"]["context_threshold"]) == (
             model_calibration(E5)["retrieval"]["min_similarity"],
             model_calibration(E5)["memory"]["context_threshold"],

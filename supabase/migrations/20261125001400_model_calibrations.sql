@@ -130,6 +130,40 @@ end;
 $$;
 
 /*
+_calibration(model text default null, required boolean default false) -> jsonb
+
+Purpose: an embedding model's calibration (model_calibrations.config): the one lookup of it, for
+  effective_config, _config_section, _check_config_patch, run_memory_maintenance,
+  activate_embedding_model and hybrid_search.
+Parameters: model - the model's name, null = the active model; required - raise when it has none.
+Returns: {section: {key: value}}, or null when the model has none (and required is false).
+Errors: 55000 "embedding model <m> has no calibration: run hipocampo calibrate --model <m> --write"
+  when required.
+Example: select hipocampo_private._calibration() -> 'memory' ->> 'context_threshold';
+*/
+create or replace function hipocampo_private._calibration(model text default null, required boolean default false)
+returns jsonb
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    m text := coalesce(
+        _calibration.model, (select e.name from hipocampo_private.embedding_models as e where e.active)
+    );
+    cal jsonb;
+begin
+    select c.config into cal from hipocampo_private.model_calibrations as c where c.embedding_model = m;
+    if cal is null and required then
+        raise exception 'embedding model % has no calibration: run hipocampo calibrate --model % --write', m, m
+            using errcode = '55000';
+    end if;
+    return cal;
+end;
+$$;
+
+/*
 set_model_calibration(model text, calibration jsonb) -> jsonb
 
 Purpose: store an embedding model's calibration (what `hipocampo calibrate --model <m> --write`
@@ -250,10 +284,9 @@ begin
         raise exception 'patch must be a json object' using errcode = '22023';
     end if;
     -- The keys a tenant may override: the global row's, and the active model's calibrated ones.
-    select s.config -> _check_config_patch.section || coalesce((
-        select c.config -> _check_config_patch.section from hipocampo_private.model_calibrations as c
-        inner join hipocampo_private.embedding_models as e on e.name = c.embedding_model and e.active
-    ), '{}'::jsonb) into global_section
+    select s.config -> _check_config_patch.section
+        || coalesce(hipocampo_private._calibration() -> _check_config_patch.section, '{}'::jsonb)
+        into global_section
     from hipocampo_private.settings as s where s.tenant_id is null;
     if global_section is null or jsonb_typeof(global_section) <> 'object' then
         raise exception 'unknown section: %', section using errcode = '22023';
@@ -334,8 +367,7 @@ begin
     cfg := coalesce(cfg, '{}'::jsonb);
     for layer in
         select x.config from (
-            select 1 as ord, c.config from hipocampo_private.model_calibrations as c
-            inner join hipocampo_private.embedding_models as e on e.name = c.embedding_model and e.active
+            select 1 as ord, hipocampo_private._calibration() as config
             union all
             select 2, s.config from hipocampo_private.settings as s where s.tenant_id = t
             union all
@@ -385,10 +417,7 @@ security invoker
 set search_path = ''
 as $$
     select coalesce((select g.config -> section from hipocampo_private.settings as g where g.tenant_id is null), '{}')
-        || coalesce((
-            select c.config -> section from hipocampo_private.model_calibrations as c
-            where c.embedding_model = _config_section.model
-        ), '{}')
+        || coalesce(hipocampo_private._calibration(_config_section.model) -> section, '{}')
         || coalesce((
             select s.config -> section from hipocampo_private.settings as s
             where s.tenant_id = _config_section.tenant_id
@@ -423,13 +452,7 @@ begin
         raise exception 'unknown embedding model: %', activate_embedding_model.name
             using errcode = 'P0002';
     end if;
-    if not exists (
-        select 1 from hipocampo_private.model_calibrations as c
-        where c.embedding_model = activate_embedding_model.name
-    ) then
-        raise exception 'embedding model % has no calibration: run hipocampo calibrate --model % --write',
-            activate_embedding_model.name, activate_embedding_model.name using errcode = '55000';
-    end if;
+    perform hipocampo_private._calibration(activate_embedding_model.name, true);
     update hipocampo_private.embedding_models as e set active = false
     where e.active and e.name <> activate_embedding_model.name;
     update hipocampo_private.embedding_models as e set active = true
@@ -614,10 +637,7 @@ begin
     -- (seeded from config.toml: no values of its own here).
     -- The thresholds of the model searched (issue 22 §2): its calibration, under the tenant's and
     -- the knowledge base's overrides.
-    if not exists (select 1 from hipocampo_private.model_calibrations as c where c.embedding_model = model) then
-        raise exception 'embedding model % has no calibration: run hipocampo calibrate --model % --write',
-            model, model using errcode = '55000';
-    end if;
+    perform hipocampo_private._calibration(model, true);
     r := hipocampo_private._config_section(
         t, case when cardinality(scope) = 1 then scope[1] end, 'retrieval', model
     );
@@ -955,10 +975,7 @@ declare
     -- the section is checked, although maintenance reads only the decay keys.
     cfg jsonb := hipocampo_private._memory_config(
         (select s.config -> 'memory' from hipocampo_private.settings as s where s.tenant_id is null)
-        || coalesce((
-            select c.config -> 'memory' from hipocampo_private.model_calibrations as c
-            inner join hipocampo_private.embedding_models as e on e.name = c.embedding_model and e.active
-        ), '{}'::jsonb)
+        || coalesce(hipocampo_private._calibration() -> 'memory', '{}'::jsonb)
     );
     period interval := make_interval(days => (cfg ->> 'decay_days')::integer);
     step real := (cfg ->> 'decay_step')::real;
@@ -1066,10 +1083,12 @@ $$;
 
 revoke execute on function hipocampo_private._calibrated_keys() from public;
 revoke execute on function hipocampo_private._check_calibration(text, jsonb) from public;
+revoke execute on function hipocampo_private._calibration(text, boolean) from public;
 revoke execute on function hipocampo.set_model_calibration(text, jsonb) from public;
 revoke execute on function hipocampo_private._config_section(uuid, uuid, text, text) from public;
 grant select on hipocampo_private.model_calibrations to authenticated;
 grant all on hipocampo_private.model_calibrations to service_role;
 grant execute on function hipocampo_private._calibrated_keys() to service_role;
 grant execute on function hipocampo_private._check_calibration(model text, calibration jsonb) to service_role;
+grant execute on function hipocampo_private._calibration(model text, required boolean) to authenticated, service_role;
 grant execute on function hipocampo.set_model_calibration(model text, calibration jsonb) to service_role;

@@ -136,6 +136,40 @@ end;
 $$;
 
 /*
+_calibration(model text default null, required boolean default false) -> jsonb
+
+Purpose: an embedding model's calibration (model_calibrations.config): the one lookup of it, for
+  effective_config, _config_section, _check_config_patch, run_memory_maintenance,
+  activate_embedding_model and hybrid_search.
+Parameters: model - the model's name, null = the active model; required - raise when it has none.
+Returns: {section: {key: value}}, or null when the model has none (and required is false).
+Errors: 55000 "embedding model <m> has no calibration: run hipocampo calibrate --model <m> --write"
+  when required.
+Example: select hipocampo_private._calibration() -> 'memory' ->> 'context_threshold';
+*/
+create or replace function hipocampo_private._calibration(model text default null, required boolean default false)
+returns jsonb
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    m text := coalesce(
+        _calibration.model, (select e.name from hipocampo_private.embedding_models as e where e.active)
+    );
+    cal jsonb;
+begin
+    select c.config into cal from hipocampo_private.model_calibrations as c where c.embedding_model = m;
+    if cal is null and required then
+        raise exception 'embedding model % has no calibration: run hipocampo calibrate --model % --write', m, m
+            using errcode = '55000';
+    end if;
+    return cal;
+end;
+$$;
+
+/*
 set_model_calibration(model text, calibration jsonb) -> jsonb
 
 Purpose: store an embedding model's calibration (what `hipocampo calibrate --model <m> --write`
@@ -308,10 +342,9 @@ begin
         raise exception 'patch must be a json object' using errcode = '22023';
     end if;
     -- The keys a tenant may override: the global row's, and the active model's calibrated ones.
-    select s.config -> _check_config_patch.section || coalesce((
-        select c.config -> _check_config_patch.section from hipocampo_private.model_calibrations as c
-        inner join hipocampo_private.embedding_models as e on e.name = c.embedding_model and e.active
-    ), '{}'::jsonb) into global_section
+    select s.config -> _check_config_patch.section
+        || coalesce(hipocampo_private._calibration() -> _check_config_patch.section, '{}'::jsonb)
+        into global_section
     from hipocampo_private.settings as s where s.tenant_id is null;
     if global_section is null or jsonb_typeof(global_section) <> 'object' then
         raise exception 'unknown section: %', section using errcode = '22023';

@@ -760,8 +760,7 @@ begin
     cfg := coalesce(cfg, '{}'::jsonb);
     for layer in
         select x.config from (
-            select 1 as ord, c.config from hipocampo_private.model_calibrations as c
-            inner join hipocampo_private.embedding_models as e on e.name = c.embedding_model and e.active
+            select 1 as ord, hipocampo_private._calibration() as config
             union all
             select 2, s.config from hipocampo_private.settings as s where s.tenant_id = t
             union all
@@ -809,10 +808,7 @@ security invoker
 set search_path = ''
 as $$
     select coalesce((select g.config -> section from hipocampo_private.settings as g where g.tenant_id is null), '{}')
-        || coalesce((
-            select c.config -> section from hipocampo_private.model_calibrations as c
-            where c.embedding_model = _config_section.model
-        ), '{}')
+        || coalesce(hipocampo_private._calibration(_config_section.model) -> section, '{}')
         || coalesce((
             select s.config -> section from hipocampo_private.settings as s
             where s.tenant_id = _config_section.tenant_id
@@ -886,13 +882,7 @@ begin
         raise exception 'unknown embedding model: %', activate_embedding_model.name
             using errcode = 'P0002';
     end if;
-    if not exists (
-        select 1 from hipocampo_private.model_calibrations as c
-        where c.embedding_model = activate_embedding_model.name
-    ) then
-        raise exception 'embedding model % has no calibration: run hipocampo calibrate --model % --write',
-            activate_embedding_model.name, activate_embedding_model.name using errcode = '55000';
-    end if;
+    perform hipocampo_private._calibration(activate_embedding_model.name, true);
     update hipocampo_private.embedding_models as e set active = false
     where e.active and e.name <> activate_embedding_model.name;
     update hipocampo_private.embedding_models as e set active = true

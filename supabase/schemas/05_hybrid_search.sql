@@ -240,10 +240,7 @@ begin
     -- (seeded from config.toml: no values of its own here).
     -- The thresholds of the model searched (issue 22 §2): its calibration, under the tenant's and
     -- the knowledge base's overrides.
-    if not exists (select 1 from hipocampo_private.model_calibrations as c where c.embedding_model = model) then
-        raise exception 'embedding model % has no calibration: run hipocampo calibrate --model % --write',
-            model, model using errcode = '55000';
-    end if;
+    perform hipocampo_private._calibration(model, true);
     r := hipocampo_private._config_section(
         t, case when cardinality(scope) = 1 then scope[1] end, 'retrieval', model
     );

@@ -715,10 +715,7 @@ declare
     -- the section is checked, although maintenance reads only the decay keys.
     cfg jsonb := hipocampo_private._memory_config(
         (select s.config -> 'memory' from hipocampo_private.settings as s where s.tenant_id is null)
-        || coalesce((
-            select c.config -> 'memory' from hipocampo_private.model_calibrations as c
-            inner join hipocampo_private.embedding_models as e on e.name = c.embedding_model and e.active
-        ), '{}'::jsonb)
+        || coalesce(hipocampo_private._calibration() -> 'memory', '{}'::jsonb)
     );
     period interval := make_interval(days => (cfg ->> 'decay_days')::integer);
     step real := (cfg ->> 'decay_step')::real;

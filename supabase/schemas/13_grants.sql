@@ -201,6 +201,7 @@ grant execute on function hipocampo_private._pii_kind(digits text, groups intege
 grant execute on function hipocampo_private._pii_problem(content text, cfg jsonb, what text) to authenticated, service_role;
 grant execute on function hipocampo_private._embedding_kind(kind text) to service_role;
 grant execute on function hipocampo_private._calibrated_keys() to service_role;
+grant execute on function hipocampo_private._calibration(model text, required boolean) to authenticated, service_role;
 grant execute on function hipocampo_private._check_calibration(model text, calibration jsonb) to service_role;
 grant execute on function hipocampo_private._numbers(content text) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_scrub(input text, out text text, out counts jsonb) to authenticated, service_role;
