@@ -1,6 +1,6 @@
 """Answers that cite or refuse: answerable, unanswerable, conflicts, numbers, latency.
 
-Usage:  .venv/bin/python benchmarks/answers.py [--limit N] [--write]
+Usage:  .venv/bin/python benchmarks/answers.py [--limit N] [--model NAME] [--write]
 
 - Answerable: FaQuAD questions over a KB of FaQuAD's 249 paragraphs (one document each, source
   type regulation, trust 0.9: FaQuAD's texts are a university's regulations) -> answered with the
@@ -18,7 +18,9 @@ Usage:  .venv/bin/python benchmarks/answers.py [--limit N] [--write]
 - Latency (offline extractive path, cache off): Orchestrator.ask and hipocampo.context_pack p50/p95.
 
 Runs as service_role of tenant "bench-answers" on the embedded server (or HIPOCAMPO_DATABASE_URL),
-rate limit off (a batch job), cache off. ``--write`` puts the results in docs/BENCHMARKS.md.
+rate limit off (a batch job), cache off. ``--model multilingual-e5-small``: the same with e5 active
+in a database of its own (benchmarks/models.py) and its calibration; ``--write`` fills a section of
+its own. ``--write`` puts the results in docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -34,12 +36,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from hipocampo import Actor, Hipocampo, Orchestrator, db
-from hipocampo.config import repo_root
+from hipocampo import Actor, Hipocampo, Orchestrator
 from hipocampo.datasets import datasets_dir, load_beir
-from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
+from hipocampo.embeddings import count_tokens
 from hipocampo.ingest import DocumentInput, ingest_documents, load_path
 from hipocampo.ingest.loaders import LoadedDocument
+from models import MINILM, model_database, offline_embedder
 from report import pct, write_section
 
 BEGIN, END = "<!-- answers:begin -->", "<!-- answers:end -->"
@@ -60,11 +62,17 @@ def ingest_paragraphs(client: Hipocampo, name: str, corpus: dict[str, tuple[str,
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=int, default=0, help="FaQuAD questions (0 = all 900)")
+    ap.add_argument("--model", default=MINILM, help="offline model, active in its own database unless MiniLM")
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
 
-    url = db.ensure_database()
-    embedder = CachingEmbedder(LocalMiniLM(), repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
+    embedder = offline_embedder(args.model)
+    url = model_database(args.model, embedder.dims)
+    begin, end = (
+        (BEGIN, END)
+        if args.model == MINILM
+        else (f"<!-- answers:{args.model}:begin -->", f"<!-- answers:{args.model}:end -->")
+    )
     fq, qt = load_beir("faquad"), load_beir("quati")
     with Hipocampo(url) as root:
         tid = root.tenant_id("bench-answers") or root.create_tenant("Benchmark (answers)", "bench-answers")
@@ -121,12 +129,15 @@ def main() -> int:
     ask_p50, ask_p95 = statistics.median(times), pct(times, 95)
     cp_p50, cp_p95 = statistics.median(cp_times), pct(cp_times, 95)
     lines = [
-        BEGIN,
-        "## Answers that cite or refuse (benchmarks/answers.py)",
+        begin,
+        "## Answers that cite or refuse (benchmarks/answers.py)"
+        if args.model == MINILM
+        else f"### Answers with {args.model} (issue 22 §3)",
         "",
         f"Command: `.venv/bin/python benchmarks/answers.py{' --limit ' + str(args.limit) if args.limit else ''}"
-        " --write` (offline: all-MiniLM-L6-v2 + extractive answerer; rag config as seeded: top_k 4,"
-        " min_score 0.35, min_confidence 0.65).",
+        f"{'' if args.model == MINILM else ' --model ' + args.model}"
+        f" --write` (offline: {args.model} + extractive answerer; rag config as seeded: top_k 4,"
+        " min_score 0.35, min_confidence 0.65; the model's calibration).",
         "",
         "| set | questions | result | target |",
         "|---|---|---|---|",
@@ -137,12 +148,16 @@ def main() -> int:
         f" {absent_refused:.3f} | ≥ 0.95 |",
         f"| answers with a number absent from their evidence | {answered} answers | {bad_numbers} | 0 |",
         "",
-        "Removed documents: every fifth of FaQuAD's 39 articles, with all their paragraphs. An earlier run removed"
-        " single paragraphs (0.670 refused), where the rest of the same article often still answers. The second"
-        " row counts only the questions whose answer span appears in no remaining paragraph; the answers left"
-        ' there come from lexical look-alikes ("O que é análise de sistemas?" answered from a paragraph that'
-        " lists Análise de Sistemas among careers), which the offline signals (MiniLM cosine, BM25, idf-weighted"
-        " question coverage) do not tell apart.",
+        (
+            "Removed documents: every fifth of FaQuAD's 39 articles, with all their paragraphs. An earlier run removed"
+            " single paragraphs (0.670 refused), where the rest of the same article often still answers. The second"
+            " row counts only the questions whose answer span appears in no remaining paragraph; the answers left"
+            ' there come from lexical look-alikes ("O que é análise de sistemas?" answered from a paragraph that'
+            " lists Análise de Sistemas among careers), which the offline signals (MiniLM cosine, BM25, idf-weighted"
+            " question coverage) do not tell apart."
+            if args.model == MINILM
+            else "Removed documents: every fifth of FaQuAD's 39 articles, with all their paragraphs."
+        ),
         "",
         "Refusal reasons on the answerable set: "
         + (", ".join(f"{k} {v}" for k, v in reasons.most_common()) or "none")
@@ -157,12 +172,12 @@ def main() -> int:
         "",
         f"Latency (ms, {len(times)} asks, cache off; context_pack over {len(cp_times)} calls): "
         f"ask p50 {ask_p50:.1f} / p95 {ask_p95:.1f}; context_pack p50 {cp_p50:.1f} / p95 {cp_p95:.1f}.",
-        END,
+        end,
     ]
     text = "\n".join(lines)
     print(text)
     if args.write:
-        print(f"written to {write_section(BEGIN, END, text)}")
+        print(f"written to {write_section(begin, end, text)}")
     return 0
 
 

@@ -16,18 +16,10 @@ import argparse
 import random
 
 from hipocampo.calibration import grid, similarity_floor
-from hipocampo.config import repo_root
 from hipocampo.datasets import load_beir
-from hipocampo.embeddings import CachingEmbedder, EmbeddingProvider, LocalE5, LocalMiniLM
+from models import offline_embedder
 
 FLOORS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8)
-
-
-def _model(name: str) -> EmbeddingProvider:
-    inner: EmbeddingProvider = LocalMiniLM() if name == "all-MiniLM-L6-v2" else LocalE5()
-    if inner.model_name != name:
-        raise SystemExit(f"unknown offline model {name!r}")
-    return CachingEmbedder(inner, repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
 
 
 def _dot(a: list[float], b: list[float]) -> float:
@@ -39,7 +31,7 @@ def main() -> None:
     ap.add_argument("--sets", default="faquad,quati,scifact")
     ap.add_argument("--model", default="all-MiniLM-L6-v2")
     args = ap.parse_args()
-    emb = _model(args.model)
+    emb = offline_embedder(args.model)
     rng = random.Random(7)
     print(f"model {args.model}")
     print(

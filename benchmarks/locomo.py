@@ -1,6 +1,6 @@
 """LoCoMo: can the history search find the evidence turns of a question?
 
-Usage:  .venv/bin/python benchmarks/locomo.py [--k 10] [--write]
+Usage:  .venv/bin/python benchmarks/locomo.py [--k 10] [--model NAME] [--write]
 
 For each of the 10 LoCoMo conversations (../shared/datasets/locomo/locomo10.json) a fresh
 tenant and user store every dialogue turn as a message (``Memory.add_messages``: content
@@ -9,6 +9,11 @@ all-MiniLM-L6-v2). Then every question with evidence is asked through ``hipocamp
 (BM25 + cosine, z-scored, config section ``conversations``) within its conversation, as that
 user (RLS). Reports recall@k (share of a question's evidence turns in the top k, averaged),
 "all evidence in top k" and "any evidence in top k", per category and overall.
+
+``--model multilingual-e5-small`` runs the same with e5 active, in a database of its own
+(benchmarks/models.py): questions embedded as queries, turns as passages; e5 gives no token
+vectors, so there is no late-interaction re-rank (MiniLM's tokens belong to MiniLM's messages).
+Its ``--write`` fills a section of its own.
 
 Also measures, for threshold calibration of memory search with the local model, the cosine
 similarity of each question to its evidence turns versus to the other turns of its
@@ -26,11 +31,11 @@ import uuid
 from collections import defaultdict
 from datetime import datetime
 
-from hipocampo import Actor, Hipocampo, Memory, db
-from hipocampo.config import repo_root
+from hipocampo import Actor, Hipocampo, Memory
 from hipocampo.datasets import datasets_dir
 from hipocampo.datasets import locomo_turns as turns_of
-from hipocampo.embeddings import CachingEmbedder, LocalMiniLM
+from hipocampo.embeddings import token_embedder
+from models import MINILM, model_database, offline_embedder
 from report import pct, write_section
 
 BEGIN, END = "<!-- locomo:begin -->", "<!-- locomo:end -->"
@@ -51,11 +56,14 @@ def main() -> None:
         "--token-rerank-candidates", type=int, default=None, help="override conversations.token_rerank_candidates"
     )
     ap.add_argument("--no-tokens", dest="tokens", action="store_false", help="search without the query's tokens")
+    ap.add_argument("--model", default=MINILM, help="offline model, active in its own database unless MiniLM")
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     data = json.loads((datasets_dir() / "locomo" / "locomo10.json").read_text("utf-8"))
-    embedder = CachingEmbedder(LocalMiniLM(), repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
-    url = db.ensure_database()
+    embedder = offline_embedder(args.model)
+    tokens = token_embedder(embedder)
+    args.tokens = args.tokens and tokens is not None
+    url = model_database(args.model, embedder.dims)
     per_cat: dict[int, list[tuple[float, bool, bool]]] = defaultdict(list)
     per_half: dict[str, list[tuple[float, bool, bool]]] = defaultdict(list)
     latencies: list[float] = []
@@ -94,10 +102,11 @@ def main() -> None:
             if (
                 not row
                 or row["n"] != len(turns)
-                or row["with_tokens"] != len(turns)
+                or row["with_tokens"] != (len(turns) if tokens else 0)
                 or row["first"] != datetime.fromisoformat(turns[0]["created_at"])
             ):
-                mem.erase()
+                mem.erase()  # ends the membership too (LGPD art. 18 VI): add it back
+                root.add_member(tid, user, "member")
                 for i in range(0, len(turns), 256):
                     mem.add_messages(conv, turns[i : i + 256], language="english")
             turn_vecs = dict(
@@ -108,8 +117,8 @@ def main() -> None:
                 )
             )
             questions = [q for q in sample["qa"] if q.get("evidence")]
-            qvecs = embedder.embed_documents([q["question"] for q in questions])
-            qtoks = embedder.embed_tokens([q["question"] for q in questions]) if args.tokens else None
+            qvecs = [embedder.embed_query(q["question"]) for q in questions]
+            qtoks = tokens.embed_tokens([q["question"] for q in questions]) if tokens and args.tokens else None
             for qi, (q, qv) in enumerate(zip(questions, qvecs, strict=True)):
                 gold = {e.strip() for e in q["evidence"] if e.strip() in turn_vecs}
                 if not gold:
@@ -165,14 +174,41 @@ def main() -> None:
         f"p90 {pct(neg_sims, 90):.3f}, p99 {pct(neg_sims, 99):.3f}, p99.9 {pct(neg_sims, 99.9):.3f} "
         f"({len(neg_sims)} pairs)",
     ]
-    for t in (0.3, 0.35, 0.4, 0.5, 0.55, 0.6, 0.7, 0.78, 0.85):
+    grid = (
+        (0.3, 0.35, 0.4, 0.5, 0.55, 0.6, 0.7, 0.78, 0.85)
+        if args.model == MINILM
+        else (0.75, 0.78, 0.8, 0.81, 0.82, 0.83, 0.85, 0.88)
+    )
+    for t in grid:
         keep_pos = sum(s >= t for s in pos_sims) / len(pos_sims)
         keep_neg = sum(s >= t for s in neg_sims) / len(neg_sims)
         cal.append(f"threshold {t:.2f}: keeps {keep_pos:.1%} of evidence pairs, {keep_neg:.2%} of other pairs")
     for line in cal:
         print(line)
 
-    if args.write:
+    if args.write and args.model != MINILM:
+        cmd = "python benchmarks/locomo.py " + " ".join(sys.argv[1:])
+        begin, end = f"<!-- locomo:{args.model}:begin -->", f"<!-- locomo:{args.model}:end -->"
+        text = "\n".join(
+            [
+                begin,
+                f"### LoCoMo with {args.model} (issue 22 §3)",
+                "",
+                f"Command: `{cmd.strip()}` (one run, 2 cores). As above, with {args.model} active in a database "
+                "of its own: turns embedded as passages, questions as queries, the calibration of the model "
+                "(config.toml's `[calibration]` tables), no token re-rank (the model gives no token vectors).",
+                "",
+                *lines,
+                "",
+                f"Latency of search_history: median {statistics.median(latencies):.1f} ms, "
+                f"p95 {pct(latencies, 95):.1f} ms.",
+                "",
+                *[f"- {c}" for c in cal],
+                end,
+            ]
+        )
+        write_section(begin, end, text)
+    elif args.write:
         cmd = "python benchmarks/locomo.py " + " ".join(sys.argv[1:])
         text = "\n".join(
             [

@@ -24,8 +24,9 @@ import time
 from hipocampo import Actor, Hipocampo, db
 from hipocampo.config import repo_root
 from hipocampo.datasets import load_beir
-from hipocampo.embeddings import CachingEmbedder, EmbeddingProvider, LocalE5, LocalMiniLM, count_tokens
+from hipocampo.embeddings import count_tokens
 from hipocampo.evaluation import MODES, EvalResult, evaluate, index_beir
+from models import MINILM, offline_embedder
 
 # Reference numbers from ../shared/datasets/README.md (MiniLM ONNX + Python Okapi BM25).
 REFERENCE = {
@@ -44,7 +45,6 @@ EXTRA_MODES = {
 }
 BEGIN, END = "<!-- retrieval:begin -->", "<!-- retrieval:end -->"
 SIDE_BEGIN, SIDE_END = "<!-- retrieval-models:begin -->", "<!-- retrieval-models:end -->"
-MINILM = "all-MiniLM-L6-v2"
 SIDE_MODES = {
     "hybrid dense_weight=0.3": {"dense_weight": 0.3, "lexical_weight": 1.0},
     "hybrid dense_weight=0.5": {"dense_weight": 0.5, "lexical_weight": 1.0},
@@ -117,14 +117,6 @@ def write_section(text: str, begin: str = BEGIN, end: str = END) -> None:
     path.write_text(doc, "utf-8")
 
 
-def model_embedder(name: str) -> EmbeddingProvider:
-    """An offline model by its registry name, with the corpus cache."""
-    inner: EmbeddingProvider = LocalMiniLM() if name == MINILM else LocalE5()
-    if inner.model_name != name:
-        raise SystemExit(f"unknown offline model {name!r}: {MINILM} or {LocalE5().model_name}")
-    return CachingEmbedder(inner, repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sets", default="faquad,quati,scifact")
@@ -137,7 +129,7 @@ def main() -> None:
     if args.models:
         run_models(url, args.models.split(","), args.sets.split(","), args.write, started)
         return
-    embedder = CachingEmbedder(LocalMiniLM(), repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
+    embedder = offline_embedder(MINILM)
     results: list[EvalResult] = []
     with Hipocampo(url) as root:
         tid = root.tenant_id("bench") or root.create_tenant("Benchmarks", "bench")
@@ -166,7 +158,7 @@ def run_models(url: str, models: list[str], sets: list[str], write: bool, starte
         tid = root.tenant_id("bench") or root.create_tenant("Benchmarks", "bench")
         client = root.as_actor(Actor.service(tid))
         for model in models:
-            embedder = model_embedder(model)
+            embedder = offline_embedder(model)
             root.rpc("register_embedding_model", {"name": model, "provider": "local", "dims": embedder.dims})
             for name in sets:
                 ds = load_beir(name)

@@ -1,0 +1,60 @@
+"""Shared by the benchmarks that compare the offline embedding models (issue 22 §3).
+
+``offline_embedder(name)``: all-MiniLM-L6-v2 or multilingual-e5-small, behind the corpus cache
+(.hipocampo/cache/embeddings.sqlite), so reruns do not re-embed.
+
+``model_database(name)``: where a benchmark runs with that model active. The configured default
+model (all-MiniLM-L6-v2 unless config.toml says otherwise) uses the usual database
+(``db.ensure_database``); any other model gets a database of its own on the same server
+(``hipocampo_bench_<model>``), migrated and seeded like `hipocampo db migrate`, with the model
+registered and activated there. Activating a model is global (every tenant's default and
+thresholds change), so a benchmark never switches the model of the database the demo uses.
+"""
+
+from __future__ import annotations
+
+import re
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+
+from hipocampo import Hipocampo, db
+from hipocampo.config import repo_root
+from hipocampo.embeddings import CachingEmbedder, EmbeddingProvider, LocalE5, LocalMiniLM
+
+__all__ = ["MINILM", "model_database", "offline_embedder"]
+
+MINILM = "all-MiniLM-L6-v2"
+
+
+def offline_embedder(name: str) -> EmbeddingProvider:
+    """The offline model registered as ``name``, with the corpus cache.
+
+    Raises ``SystemExit`` naming the two offline models for any other name."""
+    inner: EmbeddingProvider = LocalMiniLM() if name == MINILM else LocalE5()
+    if inner.model_name != name:
+        raise SystemExit(f"unknown offline model {name!r}: {MINILM} or {LocalE5().model_name}")
+    return CachingEmbedder(inner, repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
+
+
+def model_database(name: str, dims: int) -> str:
+    """The URL of a migrated database whose active embedding model is ``name`` (``dims`` wide).
+
+    The usual database when ``name`` is already active there; else ``hipocampo_bench_<name>`` on
+    the same server, created on first use. Raises ``psycopg.errors.ObjectNotInPrerequisiteState``
+    (55000) when the model has no calibration (config.toml's ``[calibration."<name>"]``)."""
+    url = db.ensure_database()
+    with Hipocampo(url) as root, root.transaction() as cur:
+        cur.execute("select name from hipocampo_private.embedding_models where active")
+        row = cur.fetchone()
+    if row and row["name"] == name:
+        return url
+    dbname = "hipocampo_bench_" + re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+    with psycopg.connect(url, autocommit=True) as conn:
+        if not conn.execute("select 1 from pg_database where datname = %s", (dbname,)).fetchone():
+            conn.execute(f'create database "{dbname}"')  # type: ignore[arg-type]
+    bench = make_conninfo(url, dbname=dbname)
+    db.apply_migrations(bench, shim=db.external_url() is None)
+    with Hipocampo(bench) as root:
+        root.rpc("register_embedding_model", {"name": name, "provider": "local", "dims": dims, "activate": True})
+    return bench
