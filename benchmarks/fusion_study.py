@@ -172,6 +172,7 @@ def main() -> None:
         rules[model]["confidence (best z) weights"] = confidence(0.5 if model == MINILM else 1.5)
         rules[model]["agreement: weight 1.5, 3 when apart"] = agreement(1.5, 3.0)
         rules[model]["bounded z: tanh(z / 2)"] = bounded(1.0)
+    rules[E5]["bounded z, dense weight 0.7 (best grid point)"] = bounded(0.7)
     table = ["| model | rule | FaQuAD | Quati | SciFact | worst |", "|---|---|---|---|---|---|"]
     legs = [
         "| model | set | dense | lexical | hybrid (calibrated) | hybrid - dense, 95 % interval |",
