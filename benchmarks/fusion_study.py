@@ -164,12 +164,13 @@ def main() -> None:
     args = ap.parse_args()
     rules: dict[str, dict[str, Fuse]] = {
         MINILM: {"z, dense weight 0.5 (calibrated)": fixed(0.5)},
-        E5: {"z, dense weight 1.5 (calibrated)": fixed(1.5)},
+        E5: {"z, dense weight 1.0 (calibrated)": fixed(1.0)},
     }
     for model in (MINILM, E5):
-        for wd in (0.3, 1.0, 2.0, 5.0):
-            rules[model][f"z, dense weight {wd}"] = fixed(wd)
-        rules[model]["confidence (best z) weights"] = confidence(0.5 if model == MINILM else 1.5)
+        for wd in (0.3, 0.5, 1.0, 1.5, 2.0, 5.0):
+            if f"z, dense weight {wd} (calibrated)" not in rules[model]:
+                rules[model][f"z, dense weight {wd}"] = fixed(wd)
+        rules[model]["confidence (best z) weights"] = confidence(0.5 if model == MINILM else 1.0)
         rules[model]["agreement: weight 1.5, 3 when apart"] = agreement(1.5, 3.0)
         rules[model]["bounded z: tanh(z / 2)"] = bounded(1.0)
     rules[E5]["bounded z, dense weight 0.7 (best grid point)"] = bounded(0.7)

@@ -92,7 +92,7 @@ def side_by_side(rows: list[tuple[str, EvalResult]], command: str, seconds: floa
         "in a knowledge base of their own (the same text, so the lexical leg is the same), searched by name;",
         "queries embedded as queries (e5: `query: `), passages as `passage: ` + title + text;",
         "`hybrid` = each model's calibration (config.toml `[calibration]`: MiniLM min_similarity 0.25,",
-        "dense_weight 0.5; e5 0.82, 1.5; lexical 1.0). nDCG@10 as BEIR computes it (the first 10",
+        "dense_weight 0.5; e5 0.82, 1.0; lexical 1.0). nDCG@10 as BEIR computes it (the first 10",
         "distinct documents of 20 hits; gain = the qrels grade, discount log2(rank + 1)). Median ms:",
         "one hybrid_search call from Python (match_count 20), the query's embedding not included.",
         "",
