@@ -38,7 +38,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 DIMS = 384
-MODEL = "all-MiniLM-L6-v2"
+MINILM = "all-MiniLM-L6-v2"
+E5 = "multilingual-e5-small"
+# The configured embedding model the suite runs with: the default, or e5 with `make pytest-e5`
+# (HIPOCAMPO_TEST_MODEL and a config.toml whose [embedding] model is e5; issue 22 §6).
+MODEL = os.environ.get("HIPOCAMPO_TEST_MODEL", MINILM)
 
 
 @pytest.fixture(scope="session")
@@ -203,11 +207,19 @@ def world(db: psycopg.Connection[dict[str, Any]], act: Act) -> World:
 
 
 @pytest.fixture(scope="session")
-def embedder() -> Any:
-    """The real offline model, loaded once."""
+def minilm() -> Any:
+    """all-MiniLM-L6-v2, whatever the suite's model (tests of a switch between the two)."""
     from hipocampo.embeddings import LocalMiniLM
 
     return LocalMiniLM()
+
+
+@pytest.fixture(scope="session")
+def embedder(minilm: Any) -> Any:
+    """The real offline model of the suite (MODEL), loaded once."""
+    from hipocampo.embeddings import LocalE5
+
+    return LocalE5() if MODEL == E5 else minilm
 
 
 class CountingEmbedder:

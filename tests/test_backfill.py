@@ -19,7 +19,7 @@ from hipocampo import Actor, EmbeddingError, Hipocampo, InvalidInputError, Memor
 from hipocampo.backfill import backfill_message_tokens, embed_missing_rows
 from hipocampo.cli import app
 
-from .conftest import CountingEmbedder
+from .conftest import MODEL, CountingEmbedder
 
 TEXTS = [
     "Caroline: fui ao grupo de apoio ontem",
@@ -114,7 +114,7 @@ def test_errors(root: Hipocampo, tenant: Tenant, embedder: Any) -> None:
     other.model_name = "e5-small"
     with pytest.raises(
         EmbeddingError,
-        match=r"^the active embedding model is 'all-MiniLM-L6-v2'; its rows need its own embedder, not 'e5-small'$",
+        match=rf"^the active embedding model is '{MODEL}'; its rows need its own embedder, not 'e5-small'$",
     ):
         backfill_message_tokens(root, other, tenant_id=tenant.id)
     with pytest.raises(EmbeddingError, match="its rows need its own embedder, not 'e5-small'"):

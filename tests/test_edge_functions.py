@@ -29,6 +29,7 @@ from hipocampo.embeddings import count_tokens
 from hipocampo.ingest import DocumentInput, ingest_documents
 from hipocampo.ingest.loaders import LoadedDocument
 
+from .conftest import MODEL
 from .jwks_endpoint import LocalJWKS, user_claims
 from .openai_endpoint import LocalOpenAI, local_openai
 
@@ -284,7 +285,7 @@ def test_search_returns_cited_hits_and_rls_holds(env: Env, fn: dict[str, EdgeFun
     r = httpx.post(url, json={"query_text": q}, headers=env.user())
     assert (r.status_code, r.json()["error"]) == (
         422,
-        "query_embedding is required: the active embedding model all-MiniLM-L6-v2 runs offline in the"
+        f"query_embedding is required: the active embedding model {MODEL} runs offline in the"
         " Python client (provider local)",
     )
     r = httpx.post(url, json={"query_embedding": env.vec(q)}, headers=env.user())
@@ -464,7 +465,7 @@ def test_vectors_computed_through_the_models_openai_endpoint(
         assert [h["source_uri"] for h in r.json()["results"]] == ["test://estagio"]
         assert isinstance(r.json()["results"][0]["chunk_id"], int)
         auth, body = embeddings.auths[-1], embeddings.requests[-1]
-        assert (auth, body["model"], body["input"]) == ("Bearer sk-edge-test", "all-MiniLM-L6-v2", q)
+        assert (auth, body["model"], body["input"]) == ("Bearer sk-edge-test", MODEL, q)
         me = env.user(env.other_member)
         assert httpx.post(f"{fn['memory'].url}/consent", json={"granted": True}, headers=me).status_code == 200
         text = "Trabalha como síndica do condomínio Sol"
@@ -514,8 +515,10 @@ def test_the_embed_function_drains_the_queue_through_the_model_s_endpoint(
         assert r.status_code == 200, r.text
         assert r.json()["embedded"]["messages"] >= 2 and r.json()["failed"] == {"messages": 0}
         rows = stored(ids)
-        assert [row["embedding_model"] for row in rows] == ["all-MiniLM-L6-v2"] * 2
-        for row, want in zip(rows, env.embedder.embed_documents(texts), strict=True):
+        assert [row["embedding_model"] for row in rows] == [MODEL] * 2
+        # The local endpoint embeds every input as the model's query side (an OpenAI-style model
+        # has one side; for MiniLM both sides are the same vector).
+        for row, want in zip(rows, [env.embedder.embed_query(t) for t in texts], strict=True):
             got = [float(x) for x in row["e"].strip("[]").split(",")]
             assert sum(a * b for a, b in zip(got, want, strict=True)) > 0.9999
         batches = [b["input"] for b in embeddings.requests if isinstance(b["input"], list)]

