@@ -171,6 +171,26 @@ def test_one_authoritative_document_answers_alone(
     assert ans.explanation and "only one document supports the answer" in ans.explanation
 
 
+def test_one_faq_entry_answers_its_question_alone(
+    tmp_path: Path, service_client: Hipocampo, counting: CountingEmbedder
+) -> None:
+    """Issue 22 §4: a FAQ ingested without --trust had 0.7 and was not an authoritative type, so
+    every answer one FAQ entry backed alone was refused cross_check_failed."""
+    faq = tmp_path / "faq"
+    faq.mkdir()
+    (faq / "perguntas.md").write_text(
+        "# Perguntas frequentes\n\nQual o prazo para entregar a declaração de ajuste anual? "
+        "A declaração deve ser entregue até 29 de maio.\n",
+        encoding="utf-8",
+    )
+    ingest_paths(service_client, "faq", [faq], counting, count_tokens, source_type="faq")
+    assert trust_of(service_client, "faq") == {"perguntas.md": ("faq", 0.9)}
+    question = "qual o prazo para entregar a declaração de ajuste anual?"
+    ans = Orchestrator(service_client, counting).ask(question, kb_ids=[service_client.kb_id("faq")], use_cache=False)
+    assert not ans.refused, (ans.reason, ans.explanation)
+    assert "29 de maio" in ans.answer
+
+
 def test_kb_status_says_what_it_holds(tmp_path: Path, service_client: Hipocampo, counting: CountingEmbedder) -> None:
     """Before: a run in which every file failed marked a KB that held good documents `error`."""
     ingest_paths(service_client, "regras", [folder(tmp_path)], counting, count_tokens, source_type="regulation")

@@ -229,7 +229,7 @@ REFUSAL_REASONS: dict[str, str] = {
     "low_confidence": "the best passages cover too little of the question (rag.min_confidence)",
     "conflicting_sources": "the sources disagree and none is trusted enough above the others",
     "cross_check_failed": (
-        "only one document supports the answer and it is not authoritative (a regulation, policy or manual"
+        "only one document supports the answer and it is not authoritative (a regulation, policy, manual or FAQ"
         " with trust >= rag.authoritative_trust); raise its trust (`hipocampo doc update <id> --trust 0.9`) or add a"
         " second source"
     ),
