@@ -49,14 +49,46 @@ CONFLICTS = Path(__file__).parent / "data" / "conflicts"
 WHOLE = {"min_tokens": 1, "max_tokens": 2000, "overlap": 0, "split": "paragraph"}
 
 
-def ingest_paragraphs(client: Hipocampo, name: str, corpus: dict[str, tuple[str, str]], embedder: Any) -> Any:
-    client.create_kb(name, language="portuguese", overrides={"chunking": {"regulation": WHOLE}})
+def ingest_paragraphs(
+    client: Hipocampo,
+    name: str,
+    corpus: dict[str, tuple[str, str]],
+    embedder: Any,
+    source_type: str = "regulation",
+    trust: float | None = 0.9,
+    prefix: str = "faquad",
+) -> Any:
+    """Each passage as one document of ``source_type`` (``trust`` None: the type's default)."""
+    client.create_kb(name, language="portuguese", overrides={"chunking": {source_type: WHOLE}})
     docs = [
-        DocumentInput(LoadedDocument(title or pid, text, f"faquad:{pid}"), "regulation", trust_score=0.9)
+        DocumentInput(LoadedDocument(title or pid, text, f"{prefix}:{pid}"), source_type, trust_score=trust)
         for pid, (title, text) in corpus.items()
     ]
     ingest_documents(client, name, docs, embedder, count_tokens)
     return client.kb_id(name)
+
+
+def quati_own(client: Hipocampo, ask: Any, embedder: Any, qt: Any, fq: Any) -> dict[str, Any]:
+    """Quati's 24 questions over Quati's own 239 passages (web text: source type "other", its
+    default trust), answerable by Quati's human judgements: answered with a passage graded >= 2
+    cited; and 100 FaQuAD questions over that KB, off-topic: refused."""
+    kb = ingest_paragraphs(client, "quati-passages", qt.corpus, embedder, "other", None, "quati")
+    answered, reasons = 0, Counter[str]()
+    for qid, q in qt.queries.items():
+        a = ask(q, kb)
+        if a.refused:
+            reasons[a.reason or "?"] += 1
+            continue
+        good = {f"quati:{d}" for d, grade in qt.qrels[qid].items() if grade >= 2}
+        answered += any(s.source_uri in good for s in a.sources)
+    off = [ask(q, kb) for q in list(fq.queries.values())[:100]]
+    return {
+        "questions": len(qt.queries),
+        "answered": answered / len(qt.queries),
+        "reasons": reasons,
+        "off_topic": len(off),
+        "off_topic_refused": sum(a.refused for a in off) / len(off),
+    }
 
 
 def main() -> int:
@@ -123,6 +155,8 @@ def main() -> int:
                 bad_numbers += bool(_numbers_absent_from_sources(client, a))
         # Conflicts.
         conflict_rows = conflicts(client, orch, embedder)
+        # Another Portuguese KB, not tuned on (issue 22 §4).
+        own = quati_own(client, ask, embedder, qt, fq)
         # context_pack latency.
         cp_times = context_pack_latency(client, embedder, kb_full, [q for _, q in questions[:100]])
 
@@ -147,6 +181,9 @@ def main() -> int:
         f"| … of which the answer span is in no remaining paragraph: refused | {len(absent)} |"
         f" {absent_refused:.3f} | ≥ 0.95 |",
         f"| answers with a number absent from their evidence | {answered} answers | {bad_numbers} | 0 |",
+        f"| Quati over Quati's own passages (type other): answered, a passage graded ≥ 2 cited | {own['questions']} |"
+        f" {own['answered']:.3f} | ≥ 0.85 (§4) |",
+        f"| FaQuAD over Quati's passages: refused | {own['off_topic']} | {own['off_topic_refused']:.3f} | ≥ 0.95 |",
         "",
         (
             "Removed documents: every fifth of FaQuAD's 39 articles, with all their paragraphs. An earlier run removed"
@@ -159,7 +196,9 @@ def main() -> int:
             else "Removed documents: every fifth of FaQuAD's 39 articles, with all their paragraphs."
         ),
         "",
-        "Refusal reasons on the answerable set: "
+        "Refusal reasons on Quati's own KB: "
+        + (", ".join(f"{k} {v}" for k, v in own["reasons"].most_common()) or "none")
+        + ". Refusal reasons on the answerable set: "
         + (", ".join(f"{k} {v}" for k, v in reasons.most_common()) or "none")
         + ".",
         "",
