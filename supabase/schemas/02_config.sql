@@ -597,7 +597,8 @@ begin
             'endpoint_secret', 'base_url_secret', 'embedding_model', 'embedding_deployment',
             'embedding_api_version', 'embedding_dimensions', 'embedding_normalize', 'top_k', 'min_score',
             'evidence_token_budget', 'min_confidence', 'question_stopwords', 'cross_check_min_documents',
-            'authoritative_trust', 'authoritative_source_types', 'conflict_trust_margin', 'cache_ttl_seconds',
+            'authoritative_trust', 'authoritative_source_types', 'conflict_trust_margin',
+            'conflict_subject_overlap', 'cache_ttl_seconds',
             'rate_limit_per_minute', 'question_min_chars', 'question_max_chars', 'context_prompt',
             'refusal_message'
         ]

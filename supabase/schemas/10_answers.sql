@@ -198,8 +198,11 @@ detect_conflicts(query_text text, chunk_ids bigint[], trust_margin double precis
 Purpose: conflicts between the documents of the given chunks: two active documents that state
   different deadlines (days), dd/mm/yyyy dates or R$ values, in sentences on the question's topic
   (sharing at least min(2, n) of its n terms), within one scope (nacional, internacional,
-  geral). When the question names a scope, only that scope counts. Values that differ inside one
-  document are not a conflict. A conflict is resolved when one document's trust exceeds every
+  geral), about the same subject: the two sentences share at least rag.conflict_subject_overlap
+  of their words (Jaccard of their lexemes, numbers left out; two versions of a policy state the
+  same sentence with another number, two FAQ entries on different situations do not). When the
+  question names a scope, only that scope counts. Values that differ inside one document are not
+  a conflict. A conflict is resolved when one document's trust exceeds every
   other's by trust_margin (default rag.conflict_trust_margin): its values win.
 Parameters: query_text; chunk_ids visible to the caller; trust_margin 0..1; stopwords as
   evidence_support.
@@ -238,7 +241,13 @@ as $$
 
     facts as (
         select c.id as chunk_id, c.document_id, c.title, c.trust_score, s.sentence,
-               hipocampo_private._scope_of(s.sentence) as scope, v.kind, v.value
+               hipocampo_private._scope_of(s.sentence) as scope, v.kind, v.value,
+               array(
+                   select l.lexeme
+                   from pg_catalog.unnest(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(c.ts_config, s.sentence)))
+                       as l (lexeme)
+                   where l.lexeme !~ '^[0-9]'
+               ) as words
         from c
         cross join lateral hipocampo_private._sentences(c.content) as s
         cross join lateral hipocampo_private._sentence_values(s.sentence) as v
@@ -260,14 +269,24 @@ as $$
         where qs.scope is null or f.scope = qs.scope
     ),
 
-    groups as (
-        select g.kind, g.scope
-        from scoped as g
+    -- The facts another document contradicts about the same subject.
+    conflicting as (
+        select g.* from scoped as g
         where exists (
             select 1 from scoped as o
             where o.kind = g.kind and o.scope = g.scope
               and o.document_id <> g.document_id and o.value <> g.value
+              and (
+                  select count(*) from (select unnest(o.words) intersect select unnest(g.words)) as i
+              )::double precision / greatest((
+                  select count(*) from (select unnest(o.words) union select unnest(g.words)) as u
+              ), 1) >= ((select cfg.rag ->> 'conflict_subject_overlap' from cfg))::double precision
         )
+    ),
+
+    groups as (
+        select g.kind, g.scope
+        from conflicting as g
         group by g.kind, g.scope
     ),
 
@@ -276,7 +295,7 @@ as $$
                row_number() over (partition by gr.kind, gr.scope order by d.trust_score desc, d.document_id) as rn
         from groups as gr
         cross join lateral (
-            select distinct s.document_id, s.trust_score from scoped as s
+            select distinct s.document_id, s.trust_score from conflicting as s
             where s.kind = gr.kind and s.scope = gr.scope
         ) as d
     ),
@@ -298,14 +317,14 @@ as $$
         'resolved', v.resolved,
         'winner_document_id', case when v.resolved then v.top_document end,
         'document_ids', (
-            select jsonb_agg(distinct s.document_id) from scoped as s where s.kind = v.kind and s.scope = v.scope
+            select jsonb_agg(distinct s.document_id) from conflicting as s where s.kind = v.kind and s.scope = v.scope
         ),
         'values', (
             select jsonb_agg(jsonb_build_object(
                 'value', s.value, 'document_id', s.document_id, 'chunk_id', s.chunk_id, 'title', s.title,
                 'trust_score', s.trust_score, 'sentence', s.sentence
             ) order by s.trust_score desc, s.chunk_id)
-            from scoped as s where s.kind = v.kind and s.scope = v.scope
+            from conflicting as s where s.kind = v.kind and s.scope = v.scope
         )
     ) order by v.kind, v.scope), '[]'::jsonb)
     from verdicts as v

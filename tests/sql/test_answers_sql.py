@@ -109,6 +109,26 @@ def test_conflicts_per_scope_and_their_resolution(db: Conn, world: World) -> Non
     assert (found[0]["resolved"], found[0]["winner_document_id"]) == (True, str(new))
 
 
+def test_values_about_different_subjects_are_not_a_conflict(db: Conn, world: World) -> None:
+    """Issue 22 §4: two FAQ entries on different situations, both sharing the question's words,
+    gave "conflicting_sources"; values are compared only between sentences on one subject
+    (rag.conflict_subject_overlap; these two share 0.5 of their words, versions of a policy 1.0)."""
+    world.act("service_role")
+    kb = one(db, "select hipocampo.create_knowledge_base('faq', tenant_id => %s) as v", (world.tenant_a,))
+    world.ingest(kb, "entrega", ["A declaração deve ser entregue em até 30 dias após o fim do mês."], seed=7)
+    world.ingest(kb, "multa", ["A multa por atraso na entrega da declaração deve ser paga em até 60 dias."], seed=8)
+    ids = [r["id"] for r in db.execute("select id from hipocampo_private.chunks where kb_id = %s", (kb,)).fetchall()]
+    q = "Qual o prazo para entregar a declaração?"
+    assert one(db, "select hipocampo.detect_conflicts(%s, %s) as v", (q, ids)) == []
+    # Under a looser rule (the global row, inside this test's transaction) they conflict again.
+    db.execute(
+        "update hipocampo_private.settings set config = jsonb_set(config, '{rag,conflict_subject_overlap}', '0.4') "
+        "where tenant_id is null"
+    )
+    found = one(db, "select hipocampo.detect_conflicts(%s, %s) as v", (q, ids))
+    assert [(c["kind"], sorted(v["value"] for v in c["values"])) for c in found] == [("deadline_days", ["30", "60"])]
+
+
 def test_sentence_values_and_scopes(db: Conn) -> None:
     rows = db.execute(
         "select kind, value from hipocampo_private._sentence_values("
