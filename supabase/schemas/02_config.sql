@@ -318,11 +318,12 @@ Purpose: validate a patch of one config section against the global row (with the
   embedding model's calibrated keys): known keys only, same json type, within `<key>_range` (a `<key>_range` also bounds each element of an array of
   numbers, and `<key>_max_items` caps an array's length), never `tenant_locked` keys; secrets
   only by name (keys ending in `_secret` hold a name such as OPENAI_API_KEY; no key may be called
-  api_key/password/secret and no value may look like a key or a JWT).
+  api_key/password/secret and no value may look like a key or a JWT). A chunking rule replaces
+  the global rule of its source type, so it must give every key of it (min_tokens, max_tokens, …).
 Errors: 22023 "patch must be a json object" / "unknown section …" / "unknown key …" / "… is fixed
   and cannot be changed per tenant" / "… must be a …" / "secrets are never stored: …" / "… must
-  have at most N items"; 22003 "… must lie in [lo, hi]" (also for an array element that is not a
-  number or lies outside the range).
+  have at most N items" / "chunking.<type> must give every key of the rule: …"; 22003 "… must lie
+  in [lo, hi]" (also for an array element that is not a number or lies outside the range).
 Returns: nothing; it raises on the first problem.
 Example: select hipocampo_private._check_config_patch('conversations', '{"context_weights_after": [0.4]}');
 */
@@ -373,6 +374,16 @@ begin
         if jsonb_typeof(item.value) <> jsonb_typeof(global_section -> item.key) then
             raise exception '%.% must be a %', section, item.key, jsonb_typeof(global_section -> item.key)
                 using errcode = '22023';
+        end if;
+        if section = 'chunking' and jsonb_typeof(item.value) = 'object' and exists (
+            select 1 from jsonb_object_keys(global_section -> item.key) as k (name) where not item.value ? k.name
+        ) then
+            raise exception 'chunking.% must give every key of the rule: % (got %)', item.key,
+                (
+                    select string_agg(k.name, ', ' order by k.name)
+                    from jsonb_object_keys(global_section -> item.key) as k (name)
+                ),
+                item.value using errcode = '22023';
         end if;
         if jsonb_typeof(item.value) = 'array' and (global_section ->> (item.key || '_max_items'))::integer
             < jsonb_array_length(item.value) then

@@ -228,3 +228,25 @@ def test_a_documents_pii_count_is_stored_and_listed(db: psycopg.Connection[dict[
     assert [r["pii_replacements"] for r in listed] == [3]
     with pytest.raises(psycopg.errors.CheckViolation, match="invalid document"), db.transaction():
         ingest(db, world.kb_a, {**DOC, "source_uri": "test://outro", "pii_replacements": -1}, [chunk(0, "três")])
+
+
+def test_a_chunking_rule_override_gives_the_whole_rule(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    """A knowledge base's chunking rule replaces the global rule of its source type: a partial one
+    ({"max_tokens": 2000}) was accepted and then failed ingestion in the client (KeyError)."""
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    db.execute("savepoint s")
+    with pytest.raises(psycopg.errors.InvalidParameterValue) as exc:
+        db.execute(
+            "select hipocampo.set_knowledge_base_config(%s, 'chunking', %s::jsonb)",
+            (world.kb_a, json.dumps({"regulation": {"max_tokens": 2000}})),
+        )
+    db.execute("rollback to savepoint s")
+    assert exc.value.diag.message_primary == (
+        "chunking.regulation must give every key of the rule: max_tokens, min_tokens, overlap, split "
+        '(got {"max_tokens": 2000})'
+    )
+    whole = {"min_tokens": 1, "max_tokens": 2000, "overlap": 0, "split": "paragraph"}
+    db.execute(
+        "select hipocampo.set_knowledge_base_config(%s, 'chunking', %s::jsonb)",
+        (world.kb_a, json.dumps({"regulation": whole})),
+    )
