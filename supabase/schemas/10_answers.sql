@@ -193,26 +193,31 @@ $$;
 
 /*
 detect_conflicts(query_text text, chunk_ids bigint[], trust_margin double precision default null,
-  stopwords jsonb default null) -> jsonb
+  stopwords jsonb default null, subject_overlap double precision default null) -> jsonb
 
 Purpose: conflicts between the documents of the given chunks: two active documents that state
   different deadlines (days), dd/mm/yyyy dates or R$ values, in sentences on the question's topic
   (sharing at least min(2, n) of its n terms), within one scope (nacional, internacional,
-  geral), about the same subject: the two sentences share at least rag.conflict_subject_overlap
-  of their words (Jaccard of their lexemes, numbers left out; two versions of a policy state the
+  geral), about the same subject: the two sentences share at least subject_overlap (default
+  rag.conflict_subject_overlap) of their words (Jaccard of their lexemes, numbers left out; two versions of a policy state the
   same sentence with another number, two FAQ entries on different situations do not). When the
   question names a scope, only that scope counts. Values that differ inside one document are not
   a conflict. A conflict is resolved when one document's trust exceeds every
   other's by trust_margin (default rag.conflict_trust_margin): its values win.
 Parameters: query_text; chunk_ids visible to the caller; trust_margin 0..1; stopwords as
-  evidence_support.
+  evidence_support; subject_overlap 0..1 (answer_evidence passes each from the caller's rag
+  config, so tenant and knowledge-base overrides apply; null: the global row's).
 Returns: a json array of {"kind", "scope", "resolved", "winner_document_id", "document_ids",
   "values": [{"value", "document_id", "chunk_id", "title", "trust_score", "sentence"}]}; [] when none.
 Errors: 42501 as _caller (before any other work).
 Example: select hipocampo.detect_conflicts('Qual o prazo de reembolso internacional?', array[1, 2]);
 */
 create or replace function hipocampo.detect_conflicts(
-    query_text text, chunk_ids bigint[], trust_margin double precision default null, stopwords jsonb default null
+    query_text text,
+    chunk_ids bigint[],
+    trust_margin double precision default null,
+    stopwords jsonb default null,
+    subject_overlap double precision default null
 )
 returns jsonb
 language sql
@@ -280,7 +285,10 @@ as $$
                   select count(*) from (select unnest(o.words) intersect select unnest(g.words)) as i
               )::double precision / greatest((
                   select count(*) from (select unnest(o.words) union select unnest(g.words)) as u
-              ), 1) >= ((select cfg.rag ->> 'conflict_subject_overlap' from cfg))::double precision
+              ), 1) >= coalesce(
+                  detect_conflicts.subject_overlap,
+                  ((select cfg.rag ->> 'conflict_subject_overlap' from cfg))::double precision
+              )
         )
     ),
 
@@ -454,7 +462,8 @@ begin
         array(select (e ->> 'chunk_id')::bigint from jsonb_array_elements(candidates) as e
               where coalesce((e ->> 'support')::double precision, 0) >= min_score),
         (cfg ->> 'conflict_trust_margin')::double precision,
-        cfg -> 'question_stopwords'
+        cfg -> 'question_stopwords',
+        (cfg ->> 'conflict_subject_overlap')::double precision
     );
     -- Resolved conflicts: the losing documents' chunks leave the evidence.
     select coalesce(jsonb_agg(distinct d), '[]'::jsonb) into losers
@@ -519,7 +528,7 @@ $$;
 comment on function hipocampo.evidence_support(text, bigint[], jsonb) is
 'How much of a question each chunk covers: idf-weighted term coverage of the chunk and its best two-sentence window.';
 
-comment on function hipocampo.detect_conflicts(text, bigint[], double precision, jsonb) is
+comment on function hipocampo.detect_conflicts(text, bigint[], double precision, jsonb, double precision) is
 'Deadlines, dates and R$ values that disagree between documents on the question''s topic, per scope.';
 
 comment on function hipocampo.answer_evidence(text, extensions.vector, uuid[], text, uuid) is

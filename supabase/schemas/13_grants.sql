@@ -107,7 +107,9 @@ grant execute on function hipocampo.list_tenants() to service_role;
 grant execute on function hipocampo.list_members(tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.remove_member(tenant_id uuid, user_id uuid) to service_role;
 grant execute on function hipocampo.set_document_metadata(document_id uuid, metadata jsonb) to authenticated, service_role;
-grant execute on function hipocampo.detect_conflicts(query_text text, chunk_ids bigint[], trust_margin double precision, stopwords jsonb) to authenticated, service_role;
+grant execute on function hipocampo.detect_conflicts(
+    query_text text, chunk_ids bigint[], trust_margin double precision, stopwords jsonb, subject_overlap double precision
+) to authenticated, service_role;
 grant execute on function hipocampo.document_hashes(kb_id uuid, embedding_model text) to authenticated, service_role;
 grant execute on function hipocampo.drop_embedding_model(name text) to service_role;
 grant execute on function hipocampo.effective_config(tenant_id uuid, kb_id uuid) to authenticated, service_role;

@@ -112,21 +112,25 @@ def test_conflicts_per_scope_and_their_resolution(db: Conn, world: World) -> Non
 def test_values_about_different_subjects_are_not_a_conflict(db: Conn, world: World) -> None:
     """Issue 22 §4: two FAQ entries on different situations, both sharing the question's words,
     gave "conflicting_sources"; values are compared only between sentences on one subject
-    (rag.conflict_subject_overlap; these two share 0.5 of their words, versions of a policy 1.0)."""
+    (rag.conflict_subject_overlap; these two share 0.4 of their words, versions of a policy 1.0)."""
     world.act("service_role")
     kb = one(db, "select hipocampo.create_knowledge_base('faq', tenant_id => %s) as v", (world.tenant_a,))
-    world.ingest(kb, "entrega", ["A declaração deve ser entregue em até 30 dias após o fim do mês."], seed=7)
-    world.ingest(kb, "multa", ["A multa por atraso na entrega da declaração deve ser paga em até 60 dias."], seed=8)
+    world.ingest(kb, "entrega", ["O prazo para entregar a declaração é de 30 dias após o fim do mês."], seed=7)
+    world.ingest(kb, "multa", ["O prazo para pagar a multa por atraso na entrega da declaração é de 60 dias."], seed=8)
     ids = [r["id"] for r in db.execute("select id from hipocampo_private.chunks where kb_id = %s", (kb,)).fetchall()]
     q = "Qual o prazo para entregar a declaração?"
     assert one(db, "select hipocampo.detect_conflicts(%s, %s) as v", (q, ids)) == []
-    # Under a looser rule (the global row, inside this test's transaction) they conflict again.
-    db.execute(
-        "update hipocampo_private.settings set config = jsonb_set(config, '{rag,conflict_subject_overlap}', '0.4') "
-        "where tenant_id is null"
-    )
-    found = one(db, "select hipocampo.detect_conflicts(%s, %s) as v", (q, ids))
+    # Under a looser rule they conflict: as an argument, and as the knowledge base's rag config,
+    # which answer_evidence passes on.
+    found = one(db, "select hipocampo.detect_conflicts(%s, %s, subject_overlap => 0.3) as v", (q, ids))
     assert [(c["kind"], sorted(v["value"] for v in c["values"])) for c in found] == [("deadline_days", ["30", "60"])]
+    world.act("authenticated", world.member_a, world.tenant_a)
+    assert answer(db, q, kb)["decision"] == "answer"
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    looser = json.dumps({"conflict_subject_overlap": 0.3})
+    one(db, "select hipocampo.set_knowledge_base_config(%s, 'rag', %s::jsonb) as v", (kb, looser))
+    world.act("authenticated", world.member_a, world.tenant_a)
+    assert answer(db, q, kb)["reason"] == "conflicting_sources"
 
 
 def test_sentence_values_and_scopes(db: Conn) -> None:
