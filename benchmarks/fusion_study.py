@@ -5,12 +5,14 @@ Usage:  .venv/bin/python benchmarks/fusion_study.py [--write]
 Needs the knowledge bases of `benchmarks/retrieval.py --models all-MiniLM-L6-v2,multilingual-e5-small`
 (eval-<set> and eval-<set>-e5 of tenant "bench"). For every query of FaQuAD, Quati and SciFact it
 reads, once, every chunk's cosine to the query (the stored vectors) and its Okapi BM25 score (the
-KB's postings and statistics, k1 1.2, b 0.75, as hybrid_search computes them; as the database
-owner: this is a study of the SQL, not a client). It then forms hybrid_search's candidate pool
-(the best max(20 * 8, 40) of each leg, the dense leg above the model's min_similarity, as the
-benchmark's match_count 20 gives) and ranks the pool under each rule, near-duplicates (cosine >
-0.97) dropped as hybrid_search's MMR step does. The z-score rule at the model's calibrated weight
-reproduces hybrid_search's nDCG@10 to the third decimal (checked against benchmarks/retrieval.py).
+KB's postings and statistics, retrieval.bm25_k1 and bm25_b, as hybrid_search computes them; as
+the database owner: this is a study of the SQL, not a client). It then forms hybrid_search's
+candidate pool (the best max(20 * candidate_multiplier, min_candidates) of each leg, the dense leg
+above the model's min_similarity, as the benchmark's match_count 20 gives) and ranks the pool
+under each rule, near-duplicates (cosine > the model's dedupe_threshold) dropped as
+hybrid_search's MMR step does. Every value comes from config.toml (the model's calibration). The
+z-score rule at the model's calibrated weight reproduces hybrid_search's nDCG@10 to the third
+decimal (checked against benchmarks/retrieval.py).
 
 Rules: z-score sum at fixed dense weights (today's); per-query weights from each leg's confidence
 (the best candidate's z); per-query weights from the legs' agreement (overlap of their top 10);
@@ -32,14 +34,23 @@ import numpy as np
 import psycopg
 
 from hipocampo import db
+from hipocampo.config import load_config
 from hipocampo.datasets import load_beir
+from hipocampo.embeddings.e5 import E5_MODEL as E5
 from models import MINILM, offline_embedder
 from report import write_section
 
 BEGIN, END = "<!-- fusion-study:begin -->", "<!-- fusion-study:end -->"
-E5 = "multilingual-e5-small"
-MIN_SIM = {MINILM: 0.25, E5: 0.82}  # config.toml [calibration."<model>".retrieval] min_similarity
-N_CAND = 160  # max(match_count 20 * candidate_multiplier 8, min_candidates 40)
+CONFIG = load_config()
+RETRIEVAL = CONFIG["retrieval"]
+N_CAND = max(20 * RETRIEVAL["candidate_multiplier"], RETRIEVAL["min_candidates"])  # match_count 20
+
+
+def calibrated(model: str, key: str) -> float:
+    """The model's calibrated retrieval value (config.toml ``[calibration."<model>".retrieval]``)."""
+    return float(CONFIG["calibration"][model]["retrieval"][key])
+
+
 BM25 = """
 with q as (
     select distinct u.lexeme from hipocampo_private.knowledge_bases as kb
@@ -55,7 +66,8 @@ tm as (
     join hipocampo_private.kb_text_stats as st on st.kb_id = %(kb)s and st.embedding_model = %(m)s
     where ts.doc_freq > 0
 )
-select p.chunk_id, sum(tm.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.chunk_length / tm.avg_len)))
+select p.chunk_id,
+    sum(tm.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.chunk_length / tm.avg_len)))
 from tm join hipocampo_private.kb_postings as p on p.kb_id = %(kb)s and p.lexeme = tm.lexeme
 group by p.chunk_id
 """
@@ -87,10 +99,12 @@ class Study:
         for qid, text in ds.queries.items():
             v = np.array(embedder.embed_query(text), dtype=np.float32)
             bm = np.zeros(len(rows))
-            for cid, score in conn.execute(BM25, {"q": text, "kb": kb, "m": model}):
+            params = {"q": text, "kb": kb, "m": model, "k1": RETRIEVAL["bm25_k1"], "b": RETRIEVAL["bm25_b"]}
+            for cid, score in conn.execute(BM25, params):
                 bm[pos[cid]] = score
             self.queries.append((ds.qrels[qid], self.emb @ (v / np.linalg.norm(v)), bm))
-        self.min_sim = MIN_SIM[model]
+        self.min_sim = calibrated(model, "min_similarity")
+        self.dedupe = calibrated(model, "dedupe_threshold")
 
     def ndcg(self, fuse: Fuse, min_sim: float | None = None) -> list[float]:
         """Per-query nDCG@10 of ``fuse`` over hybrid_search's pool (BEIR's: gain = grade)."""
@@ -106,7 +120,7 @@ class Study:
             picked: list[int] = []
             for i in np.lexsort((cand, -f)):
                 c = int(cand[i])
-                if picked and float(np.max(self.emb[picked] @ self.emb[c])) > 0.97:
+                if picked and float(np.max(self.emb[picked] @ self.emb[c])) > self.dedupe:
                     continue
                 picked.append(c)
                 if len(picked) == 20:
@@ -162,15 +176,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
-    rules: dict[str, dict[str, Fuse]] = {
-        MINILM: {"z, dense weight 0.5 (calibrated)": fixed(0.5)},
-        E5: {"z, dense weight 1.0 (calibrated)": fixed(1.0)},
-    }
+    rules: dict[str, dict[str, Fuse]] = {}
     for model in (MINILM, E5):
+        own = calibrated(model, "dense_weight")
+        rules[model] = {f"z, dense weight {own} (calibrated)": fixed(own)}
         for wd in (0.3, 0.5, 1.0, 1.5, 2.0, 5.0):
-            if f"z, dense weight {wd} (calibrated)" not in rules[model]:
+            if wd != own:
                 rules[model][f"z, dense weight {wd}"] = fixed(wd)
-        rules[model]["confidence (best z) weights"] = confidence(0.5 if model == MINILM else 1.0)
+        rules[model]["confidence (best z) weights"] = confidence(own)
         rules[model]["agreement: weight 1.5, 3 when apart"] = agreement(1.5, 3.0)
         rules[model]["bounded z: tanh(z / 2)"] = bounded(1.0)
     rules[E5]["bounded z, dense weight 0.7 (best grid point)"] = bounded(0.7)

@@ -21,10 +21,9 @@ from psycopg.conninfo import make_conninfo
 from hipocampo import Hipocampo, db
 from hipocampo.config import repo_root
 from hipocampo.embeddings import CachingEmbedder, EmbeddingProvider, LocalE5, LocalMiniLM
+from hipocampo.embeddings.local import MODEL_NAME as MINILM
 
 __all__ = ["MINILM", "model_database", "offline_embedder"]
-
-MINILM = "all-MiniLM-L6-v2"
 
 
 def offline_embedder(name: str) -> EmbeddingProvider:
@@ -44,10 +43,9 @@ def model_database(name: str, dims: int) -> str:
     the same server, created on first use. Raises ``psycopg.errors.ObjectNotInPrerequisiteState``
     (55000) when the model has no calibration (config.toml's ``[calibration."<name>"]``)."""
     url = db.ensure_database()
-    with Hipocampo(url) as root, root.transaction() as cur:
-        cur.execute("select name from hipocampo_private.embedding_models where active")
-        row = cur.fetchone()
-    if row and row["name"] == name:
+    with Hipocampo(url) as root:
+        active = root.rpc("active_embedding_model", None, "rows")
+    if active and active[0]["name"] == name:
         return url
     dbname = "hipocampo_bench_" + re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
     with psycopg.connect(url, autocommit=True) as conn:

@@ -22,11 +22,12 @@ import sys
 import time
 
 from hipocampo import Actor, Hipocampo, db
-from hipocampo.config import repo_root
+from hipocampo.config import load_config
 from hipocampo.datasets import load_beir
 from hipocampo.embeddings import count_tokens
 from hipocampo.evaluation import MODES, EvalResult, evaluate, index_beir
 from models import MINILM, offline_embedder
+from report import write_section
 
 # Reference numbers from ../shared/datasets/README.md (MiniLM ONNX + Python Okapi BM25).
 REFERENCE = {
@@ -81,6 +82,7 @@ def markdown(results: list[EvalResult], command: str, seconds: float) -> str:
 def side_by_side(rows: list[tuple[str, EvalResult]], command: str, seconds: float) -> str:
     """The per-model table: one row per set and mode, one column pair per model."""
     models = list(dict.fromkeys(m for m, _ in rows))
+    cal = load_config()["calibration"]
     by = {(m, r.dataset, r.mode): r for m, r in rows}
     keys = list(dict.fromkeys((r.dataset, r.mode) for _, r in rows))
     head = " | ".join(f"{m} nDCG@10 | recall@10 | median ms" for m in models)
@@ -91,8 +93,13 @@ def side_by_side(rows: list[tuple[str, EvalResult]], command: str, seconds: floa
         f"Command: `{command}` ({seconds:.0f} s, {platform.machine()}, 2 cores, one run). Each model's chunks",
         "in a knowledge base of their own (the same text, so the lexical leg is the same), searched by name;",
         "queries embedded as queries (e5: `query: `), passages as `passage: ` + title + text;",
-        "`hybrid` = each model's calibration (config.toml `[calibration]`: MiniLM min_similarity 0.25,",
-        "dense_weight 0.5; e5 0.82, 1.0; lexical 1.0). nDCG@10 as BEIR computes it (the first 10",
+        "`hybrid` = each model's calibration (config.toml `[calibration]`: "
+        + "; ".join(
+            f"{m} min_similarity {cal[m]['retrieval']['min_similarity']}, "
+            f"dense_weight {cal[m]['retrieval']['dense_weight']}"
+            for m in models
+        )
+        + "; lexical 1.0). nDCG@10 as BEIR computes it (the first 10",
         "distinct documents of 20 hits; gain = the qrels grade, discount log2(rank + 1)). Median ms:",
         "one hybrid_search call from Python (match_count 20), the query's embedding not included.",
         "",
@@ -107,16 +114,6 @@ def side_by_side(rows: list[tuple[str, EvalResult]], command: str, seconds: floa
         lines.append(f"| {ds} | {mode} | " + " | ".join(cells) + " |")
     lines.append(SIDE_END)
     return "\n".join(lines)
-
-
-def write_section(text: str, begin: str = BEGIN, end: str = END) -> None:
-    path = repo_root() / "docs" / "BENCHMARKS.md"
-    doc = path.read_text("utf-8") if path.exists() else "# Benchmarks\n"
-    if begin in doc and end in doc:
-        doc = doc[: doc.index(begin)] + text + doc[doc.index(end) + len(end) :]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + text + "\n"
-    path.write_text(doc, "utf-8")
 
 
 def main() -> None:
@@ -149,7 +146,7 @@ def main() -> None:
                 results.append(r)
     if args.write:
         command = "python benchmarks/retrieval.py " + " ".join(sys.argv[1:])
-        write_section(markdown(results, command.strip(), time.perf_counter() - started))
+        write_section(BEGIN, END, markdown(results, command.strip(), time.perf_counter() - started))
 
 
 def run_models(url: str, models: list[str], sets: list[str], write: bool, started: float) -> None:
@@ -173,7 +170,7 @@ def run_models(url: str, models: list[str], sets: list[str], write: bool, starte
     if write:
         command = "python benchmarks/retrieval.py " + " ".join(sys.argv[1:])
         text = side_by_side(rows, command.strip(), time.perf_counter() - started)
-        write_section(text, SIDE_BEGIN, SIDE_END)
+        write_section(SIDE_BEGIN, SIDE_END, text)
 
 
 if __name__ == "__main__":

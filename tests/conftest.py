@@ -27,6 +27,8 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.pop("HIPOCAMPO_DATABASE_URL", None)
 
 from hipocampo import db as hdb
+from hipocampo.embeddings.e5 import E5_MODEL as E5
+from hipocampo.embeddings.local import MODEL_NAME as MINILM
 
 # Lines a test wants shown after the run (e.g. the security matrix's case count), whatever -q says.
 SUMMARY: list[str] = []
@@ -38,8 +40,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 DIMS = 384
-MINILM = "all-MiniLM-L6-v2"
-E5 = "multilingual-e5-small"
 # The configured embedding model the suite runs with: the default, or e5 with `make pytest-e5`
 # (HIPOCAMPO_TEST_MODEL and a config.toml whose [embedding] model is e5; issue 22 §6).
 MODEL = os.environ.get("HIPOCAMPO_TEST_MODEL", MINILM)

@@ -26,7 +26,7 @@ from hipocampo.ingest import DocumentInput, ingest_documents
 from hipocampo.ingest.loaders import LoadedDocument
 from hipocampo.memory import Memory
 
-from .conftest import E5, MINILM
+from .conftest import E5, MINILM, model_calibration
 
 WHOLE = {"min_tokens": 1, "max_tokens": 2000, "overlap": 0, "split": "paragraph"}  # a paragraph, one chunk
 ARTICLES = 3  # FaQuAD's first three articles by title: their paragraphs and questions
@@ -114,7 +114,7 @@ def _hit_rate(env: Env, **options: Any) -> float:
 def test_the_model_and_its_calibration_are_in_force(env: Env) -> None:
     cfg = env.service.effective_config()
     assert env.root.rpc("active_embedding_model", None, "rows")[0]["name"] == env.model
-    assert cfg["retrieval"]["min_similarity"] == (0.25 if env.model == MINILM else 0.82)
+    assert cfg["retrieval"]["min_similarity"] == model_calibration(env.model)["retrieval"]["min_similarity"]
 
 
 def test_search_finds_the_gold_paragraph(env: Env) -> None:

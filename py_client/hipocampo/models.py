@@ -229,9 +229,9 @@ REFUSAL_REASONS: dict[str, str] = {
     "low_confidence": "the best passages cover too little of the question (rag.min_confidence)",
     "conflicting_sources": "the sources disagree and none is trusted enough above the others",
     "cross_check_failed": (
-        "only one document supports the answer and it is not authoritative (a regulation, policy, manual or FAQ"
-        " with trust >= rag.authoritative_trust); raise its trust (`hipocampo doc update <id> --trust 0.9`) or add a"
-        " second source"
+        "only one document supports the answer and it is not authoritative (a source type of"
+        " rag.authoritative_source_types with trust >= rag.authoritative_trust); raise its trust"
+        " (`hipocampo doc update <id> --trust 0.9`) or add a second source"
     ),
     "number_not_in_evidence": "the drafted answer holds a number the sources do not",
     "generation_failed": "the answer model failed",

@@ -70,11 +70,11 @@ Purpose: conflicts between the documents of the given chunks: two active documen
   different deadlines (days), dd/mm/yyyy dates or R$ values, in sentences on the question's topic
   (sharing at least min(2, n) of its n terms), within one scope (nacional, internacional,
   geral), about the same subject: the two sentences share at least subject_overlap (default
-  rag.conflict_subject_overlap) of their words (Jaccard of their lexemes, numbers left out; two versions of a policy state the
-  same sentence with another number, two FAQ entries on different situations do not). When the
-  question names a scope, only that scope counts. Values that differ inside one document are not
-  a conflict. A conflict is resolved when one document's trust exceeds every
-  other's by trust_margin (default rag.conflict_trust_margin): its values win.
+  rag.conflict_subject_overlap) of their words (Jaccard of their lexemes, numbers left out; two
+  versions of a policy state the same sentence with another number, two FAQ entries on
+  different situations do not). When the question names a scope, only that scope counts. Values
+  that differ inside one document are not a conflict. A conflict is resolved when one document's
+  trust exceeds every other's by trust_margin (default rag.conflict_trust_margin): its values win.
 Parameters: query_text; chunk_ids visible to the caller; trust_margin 0..1; stopwords as
   evidence_support; subject_overlap 0..1 (answer_evidence passes each from the caller's rag
   config, so tenant and knowledge-base overrides apply; null: the global row's).
@@ -210,7 +210,7 @@ as $$
 $$;
 
 comment on function hipocampo.detect_conflicts(text, bigint[], double precision, jsonb, double precision) is
-'Deadlines, dates and R$ values that disagree between documents on the question''s topic, per scope.';
+'Deadlines, dates and R$ values that disagree between documents on the question''s topic, per scope and subject.';
 
 /*
 answer_evidence(query_text text, query_embedding vector, kb_ids uuid[] default null,

