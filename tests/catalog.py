@@ -36,7 +36,11 @@ QUERIES: dict[str, str] = {
                concat_ws(' ', format_type(a.atttypid, a.atttypmod), case when a.attnotnull then 'not null' end,
                          'default ' || pg_get_expr(d.adbin, d.adrelid),
                          nullif('generated ' || a.attgenerated::text, 'generated '),
-                         nullif('identity ' || a.attidentity::text, 'identity '), 'position ' || a.attnum) as body
+                         nullif('identity ' || a.attidentity::text, 'identity '),
+                         -- the order among live columns: a dropped column keeps its attnum
+                         'position ' || (select count(*) from pg_attribute as b
+                                         where b.attrelid = a.attrelid and b.attnum between 1 and a.attnum
+                                           and not b.attisdropped)) as body
         from pg_attribute as a join pg_class as c on c.oid = a.attrelid
         join pg_namespace as n on n.oid = c.relnamespace
         left join pg_attrdef as d on d.adrelid = a.attrelid and d.adnum = a.attnum

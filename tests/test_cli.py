@@ -48,6 +48,30 @@ def test_tenant_kb_ingest_search(database_url: str, tmp_path: Path) -> None:
     assert res.exit_code == 0 and "Art. 1º" in res.output
 
 
+def test_ingest_with_the_index_deferred_builds_it_after(database_url: str, tmp_path: Path) -> None:
+    """Issue 18 §3: --defer-index drops the model's HNSW index for the load and builds it after."""
+    import psycopg
+
+    slug = f"cli-{uuid.uuid4().hex[:8]}"
+    assert runner.invoke(app, ["tenant", "create", "Carga", "--slug", slug]).exit_code == 0
+    for i in range(3):
+        (tmp_path / f"art{i}.txt").write_text(f"Art. {i}º A quadra {i} fecha às {i + 20}h.", encoding="utf-8")
+    res = runner.invoke(app, ["ingest", str(tmp_path), "--kb", "carga", "--create-kb", "--tenant", slug,
+                              "--defer-index", "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["documents_ingested"] == 3
+    with psycopg.connect(database_url) as conn:
+        model = conn.execute("select name from hipocampo_private.embedding_models where active").fetchone()
+        assert model is not None
+        found = conn.execute(
+            "select count(*) from pg_indexes where indexname = 'chunks_embedding_hnsw_' || substr(md5(%s), 1, 12)",
+            (model[0],),
+        ).fetchone()
+    assert found == (1,)
+    res = runner.invoke(app, ["search", "quando fecha a quadra 1", "--kb", "carga", "--tenant", slug, "--json"])
+    assert res.exit_code == 0 and "quadra 1" in json.loads(res.output)[0]["content"]
+
+
 def test_errors_are_clear(database_url: str) -> None:
     res = runner.invoke(app, ["search", "", "--tenant", "default"])
     assert res.exit_code == 1 and "error [22023]: query_text must be 1..2000 characters" in res.output

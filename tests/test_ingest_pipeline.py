@@ -211,3 +211,43 @@ def test_embedding_overlaps_the_previous_batch_s_writes(
     first_batch_written = max(t for _, t, _ in reported[:2])
     second_call_start, second_call_end = calls[1]
     assert second_call_start < first_batch_written < second_call_end  # written during the next call
+
+
+def test_a_batch_goes_in_one_transaction_and_a_bad_document_fails_alone(
+    service_client: Hipocampo, counting: CountingEmbedder
+) -> None:
+    """Issue 18 §3: the documents embedded together are written by one ingest_documents call;
+    when the database refuses that batch (one document's date does not parse), its documents are
+    written again one by one and only the bad one fails, with the database's message."""
+    from hipocampo.ingest import LoadedDocument
+    from hipocampo.ingest.pipeline import DocumentInput, ingest_documents
+
+    def doc(i: int, **metadata: Any) -> DocumentInput:
+        text = f"Art. {i}º A garagem {i} fecha às {i + 18}h."
+        return DocumentInput(LoadedDocument(f"Artigo {i}", text, f"lote://{i}", metadata), "regulation")
+
+    calls: list[str] = []
+    original = service_client.rpc
+
+    def spy(name: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(name)
+        return original(name, *args, **kwargs)
+
+    service_client.rpc = spy  # type: ignore[method-assign]
+    try:
+        good = ingest_documents(service_client, "lote-bom", [doc(i) for i in range(4)], counting, count_tokens)
+        assert good.documents_ingested == 4 and calls.count("ingest_documents") == 1
+        assert calls.count("ingest_document") == 0
+        calls.clear()
+        docs = [doc(i) for i in range(4)]
+        docs[2] = doc(2, published_at="ontem")
+        mixed = ingest_documents(service_client, "lote-misto", docs, counting, count_tokens)
+    finally:
+        del service_client.rpc
+    assert (mixed.documents_ingested, mixed.documents_failed) == (3, 1)
+    assert calls.count("ingest_documents") == 1 and calls.count("ingest_document") == 4
+    failed = [r for r in mixed.documents if r.status == "failed"]
+    assert [r.source_uri for r in failed] == ["lote://2"]
+    assert failed[0].error is not None and failed[0].error.startswith("invalid document field:")
+    listed = service_client.list_documents(service_client.kb_id("lote-misto"))
+    assert sorted(d["source_uri"] for d in listed) == ["lote://0", "lote://1", "lote://3"]

@@ -90,6 +90,7 @@ grant execute on function hipocampo.add_message(conversation_id uuid, role text,
 grant execute on function hipocampo.add_pending_confirmation(session_id uuid, action text, payload jsonb) to authenticated, service_role;
 grant execute on function hipocampo.answer_evidence(query_text text, query_embedding extensions.vector, kb_ids uuid[], agent text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.answer_sources(answer text, evidence jsonb) to authenticated, service_role;
+grant execute on function hipocampo.build_model_index(embedding_model text) to service_role;
 grant execute on function hipocampo.cache_get(question text, kb_ids uuid[], agent text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.cache_put(question text, kb_ids uuid[], answer jsonb, agent text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.close_session(session_id uuid) to authenticated, service_role;
@@ -99,6 +100,7 @@ grant execute on function hipocampo.correct_memory(memory_id uuid, value jsonb, 
 grant execute on function hipocampo.correct_user_memory(memory_id uuid, value jsonb, description text, embedding extensions.vector, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.create_knowledge_base(name text, description text, tags text[], language text, overrides jsonb, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.create_tenant(name text, slug text, admin_user_id uuid) to service_role;
+grant execute on function hipocampo.defer_model_index(embedding_model text) to service_role;
 grant execute on function hipocampo.delete_document(document_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.delete_knowledge_base(kb_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.forget_user_memory(memory_id uuid, tenant_id uuid) to authenticated, service_role;
@@ -124,6 +126,7 @@ grant execute on function hipocampo.hard_delete_memory(memory_id uuid) to servic
 grant execute on function hipocampo.heartbeat_ingestion_job(job_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.hybrid_search(query_text text, query_embedding extensions.vector, kb_ids uuid[], source_types text[], metadata_filter jsonb, match_count integer, min_similarity double precision, fusion text, dense_weight double precision, lexical_weight double precision, rerank text, mmr_lambda double precision, embedding_model text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.ingest_document(kb_id uuid, document jsonb, chunks jsonb, embedding_model text) to authenticated, service_role;
+grant execute on function hipocampo.ingest_documents(kb_id uuid, documents jsonb, embedding_model text) to authenticated, service_role;
 grant execute on function hipocampo.knowledge_base_id(name text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.list_documents(kb_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.list_knowledge_bases(tenant_id uuid) to authenticated, service_role;
@@ -186,8 +189,10 @@ grant execute on function hipocampo_private._check_message_tokens(token_ids inte
 grant execute on function hipocampo_private._correct_memory(old hipocampo_private.memories, value jsonb, description text, embedding extensions.vector, event_user uuid, reason text, detail jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._data_subject(user_id uuid, tenant_id uuid, out actor_tenant uuid, out actor_user uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._date_words(day date, config regconfig) to authenticated, service_role;
+grant execute on function hipocampo_private._drop_model_index(model_name text) to service_role;
 grant execute on function hipocampo_private._ensure_model_index(model_name text) to service_role;
 grant execute on function hipocampo_private._hmac_sha256(key bytea, message bytea) to service_role;
+grant execute on function hipocampo_private._ingest_item(document jsonb, chunks jsonb, embedding_model text, dims integer) to authenticated, service_role;
 grant execute on function hipocampo_private._kb(kb_id uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._log_access(tenant_id uuid, rpc text, rows_returned integer, query_hash text, latency_ms double precision) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_actor(user_id uuid, tenant_id uuid, out actor_tenant uuid, out actor_user uuid) to authenticated, service_role;
@@ -230,6 +235,7 @@ grant execute on function hipocampo_private._take_token(bucket text, per_minute 
 grant execute on function hipocampo_private._touch_memories(ids uuid[], tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._user_memory(memory_id uuid, tenant_id uuid) to service_role;
 grant execute on function hipocampo_private._user_ref(tenant_id uuid, user_id uuid) to service_role;
+grant execute on function hipocampo_private._write_documents(k hipocampo_private.knowledge_bases, items jsonb, embedding_model text) to authenticated, service_role;
 grant execute on function hipocampo_private.cnpj_is_valid(digits text) to authenticated, service_role;
 grant execute on function hipocampo_private.cpf_is_valid(digits text) to authenticated, service_role;
 grant execute on function hipocampo_private.current_tenant_id() to authenticated, service_role;

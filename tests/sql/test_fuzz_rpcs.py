@@ -1,9 +1,10 @@
 """Property-based fuzzing of the user-facing RPCs (issue 16 §1.9, §2 "Validation").
 
 hypothesis draws every argument of hybrid_search, remember, search_memories, search_history,
-context_pack, ingest_document, add_message and session_add_message from edge-heavy strategies
-(nulls, empty and huge texts, match counts of -1 and 2^31-1, NaN and infinite floats, vectors of
-the wrong dimensions, odd json shapes, another tenant's ids) and calls the RPC as a signed-in
+context_pack, ingest_document, ingest_documents, add_message and session_add_message from
+edge-heavy strategies (nulls, empty and huge texts, match counts of -1 and 2^31-1, NaN and
+infinite floats, vectors of the wrong dimensions or in a malformed text form, odd json shapes,
+batches naming one source_uri twice, another tenant's ids) and calls the RPC as a signed-in
 member, as PostgREST does. Every outcome must be a result or one of the documented SQLSTATEs
 (ALLOWED): never an engine error such as 2201W, 22003, 23502, 54000 or XX000.
 
@@ -180,17 +181,27 @@ def _context_pack(world: World) -> st.SearchStrategy[dict[str, Any]]:
 
 
 def _chunk(kind: str) -> Any:
+    embedding: Any = {
+        "short": unit_vector(3, 8),
+        # pgvector's text form (the bulk path's cheaper encoding): well formed, NaN, not a vector
+        "text": vec_text(unit_vector(3)),
+        "nan_text": "[" + ",".join(["NaN"] * DIMS) + "]",
+        "bad_text": "[" + ",".join(["x"] * DIMS) + "]",
+    }.get(kind, unit_vector(3))
     return {
         "chunk_index": 0,
         "content": "Prazo de 30 dias." if kind != "empty" else "",
         "token_count": 4,
         "content_hash": uuid.uuid4().hex,
-        "embedding": unit_vector(3) if kind != "short" else unit_vector(3, 8),
+        "embedding": embedding,
     }
 
 
-def _ingest(world: World) -> st.SearchStrategy[dict[str, Any]]:
-    document = mostly(
+CHUNK_KINDS = st.sampled_from(["empty", "short", "text", "nan_text", "bad_text"])
+
+
+def _document() -> st.SearchStrategy[Any]:
+    return mostly(
         st.fixed_dictionaries(
             {
                 "title": mostly(st.just("Regimento"), TEXT),
@@ -207,15 +218,36 @@ def _ingest(world: World) -> st.SearchStrategy[dict[str, Any]]:
         ),
         st.one_of(st.none(), JSON),
     )
-    chunks = mostly(
-        st.lists(mostly(st.just("ok"), st.sampled_from(["empty", "short"])).map(_chunk), min_size=1, max_size=3),
+
+
+def _chunks() -> st.SearchStrategy[Any]:
+    return mostly(
+        st.lists(mostly(st.just("ok"), CHUNK_KINDS).map(_chunk), min_size=1, max_size=3),
         st.one_of(st.none(), JSON, st.just([])),
     )
+
+
+def _ingest(world: World) -> st.SearchStrategy[dict[str, Any]]:
     return st.fixed_dictionaries(
         {
             "kb_id": mostly(st.just(str(world.kb_a)), UUID.map(lambda k: an_id(world, k))),
-            "document": document.map(json.dumps),
-            "chunks": chunks.map(json.dumps),
+            "document": _document().map(json.dumps),
+            "chunks": _chunks().map(json.dumps),
+            "embedding_model": mostly(st.just(MODEL), st.one_of(st.none(), SMALL_TEXT)),
+        }
+    )
+
+
+def _ingest_many(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    item = mostly(st.fixed_dictionaries({"document": _document(), "chunks": _chunks()}), JSON)
+    same_uri = st.builds(lambda: {"title": "a", "source_uri": "fuzz://twin", "content_hash": "h"})
+    twins = st.builds(lambda d, c: [{"document": d, "chunks": c}] * 2, same_uri, _chunks())
+    return st.fixed_dictionaries(
+        {
+            "kb_id": mostly(st.just(str(world.kb_a)), UUID.map(lambda k: an_id(world, k))),
+            "documents": mostly(
+                st.lists(item, min_size=1, max_size=3), st.one_of(st.none(), JSON, st.just([]), twins)
+            ).map(json.dumps),
             "embedding_model": mostly(st.just(MODEL), st.one_of(st.none(), SMALL_TEXT)),
         }
     )
@@ -262,6 +294,7 @@ CASTS = {
     "value": "::jsonb",
     "document": "::jsonb",
     "chunks": "::jsonb",
+    "documents": "::jsonb",
     "attachments": "::jsonb",
     "metadata": "::jsonb",
     "intensity": "::numeric",
@@ -290,6 +323,7 @@ SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] = {
     "search_history": _search_history,
     "context_pack": _context_pack,
     "ingest_document": _ingest,
+    "ingest_documents": _ingest_many,
     "add_message": _add_message,
     "session_add_message": _session_add_message,
 }

@@ -230,10 +230,19 @@ def ingest(
         float | None,
         typer.Option(help="Trust 0..1 of these documents (default: retrieval.default_trust of the source type)."),
     ] = None,
+    defer_index: Annotated[
+        bool,
+        typer.Option(
+            "--defer-index",
+            help="A large first load: drop the model's HNSW index before and build it after, in one pass "
+            "(service_role; meanwhile large knowledge bases are searched by exact scan).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Load, scrub PII, chunk, embed and store documents; unchanged ones are skipped, a changed
-    source type or trust is applied without re-embedding. Exit 1 when any file failed."""
+    """Load, scrub PII, chunk, embed and store documents, a batch of them per transaction;
+    unchanged ones are skipped, a changed source type or trust is applied without re-embedding.
+    Exit 1 when any file failed."""
     from ..embeddings import count_tokens, provider_from_config
     from ..ingest import expand_paths, ingest_paths
 
@@ -262,18 +271,25 @@ def ingest(
                 progress.update(task, advance=1, chunks=state["chunks"], rate=state["chunks"] / elapsed)
 
             try:
-                summary = ingest_paths(
-                    client,
-                    kb,
-                    files,
-                    embedder,
-                    count_tokens,
-                    source_type=source_type,
-                    trust_score=trust,
-                    on_document=tick,
-                    create_kb=create_kb,
-                    on_total=lambda n: progress.update(task, total=n),
-                )
+                if defer_index:
+                    client.defer_model_index(embedder.model_name)
+                try:
+                    summary = ingest_paths(
+                        client,
+                        kb,
+                        files,
+                        embedder,
+                        count_tokens,
+                        source_type=source_type,
+                        trust_score=trust,
+                        on_document=tick,
+                        create_kb=create_kb,
+                        on_total=lambda n: progress.update(task, total=n),
+                    )
+                finally:
+                    if defer_index:
+                        progress.update(task, description="building the HNSW index")
+                        client.build_model_index(embedder.model_name)
             except HipocampoError as exc:
                 raise _fail(exc) from exc
     if as_json:

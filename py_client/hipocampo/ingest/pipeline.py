@@ -2,7 +2,9 @@
 
 Embedding and writing overlap (issue 18 §3): the chunks of about ``embed_batch`` at a time are
 embedded on the caller's thread while the previous batch's documents are written by one writer
-thread, in order; everything that counts or reports a document runs on that thread, so the
+thread, in order, in one transaction per batch (``ingest_documents``, the set-based bulk path;
+a batch the database refuses is written again one document per transaction, so only a bad
+document fails); everything that counts or reports a document runs on that thread, so the
 summary and the progress hook see one document at a time.
 
 Content-hash dedupe: a document's hash covers its scrubbed text, its title and the chunking
@@ -235,16 +237,12 @@ class _Run:
             self.later(fail_all)
             return
         ready = [(p, [next(vectors) for _ in p.chunks]) for p in batch]
+        self.later(lambda: self.write_batch(ready))
 
-        def write_all() -> None:
-            for p, vecs in ready:
-                self.write(p, vecs)
-
-        self.later(write_all)
-
-    def write(self, p: _Pending, vectors: list[list[float]]) -> None:
-        it, res = p.item, p.result
-        rows = [
+    def rows(self, p: _Pending, vectors: list[list[float]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """A pending document as ``ingest_document`` takes it: (document, chunks)."""
+        it = p.item
+        chunks = [
             {
                 "chunk_index": i,
                 "content": c.content,
@@ -268,18 +266,51 @@ class _Run:
             "pii_replacements": p.pii,
             **{k: v for k, v in it.doc.metadata.items() if v is not None},
         }
+        return document, chunks
+
+    def write_batch(self, ready: list[tuple[_Pending, list[list[float]]]]) -> None:
+        """Write a batch of embedded documents in one transaction (``ingest_documents``, the bulk
+        path); when the database refuses the batch (one bad document refuses all of it), write
+        its documents one by one, so that only the bad one fails."""
+        if len(ready) == 1:
+            self.write(*ready[0])
+            return
         try:
-            out = self.client.ingest_document(self.kb_id, document, rows, self.embedder.model_name)
-            res.status = str(out["status"])
-            res.chunks = int(out["chunks"])
-            self.summary.documents_ingested += 1
-            self.summary.chunks_written += res.chunks
-            self.summary.pii_replaced += p.pii
+            out = self.client.ingest_documents(
+                self.kb_id,
+                [self.rows(p, vecs) for p, vecs in ready],
+                self.embedder.model_name,
+            )
+        except ConnectionLostError:
+            raise  # not a document's fault: stop; the job is recovered by its lease
+        except HipocampoError:
+            for p, vecs in ready:
+                self.write(p, vecs)
+            return
+        for (p, _), r in zip(ready, out, strict=True):
+            self.written(p, r)
+
+    def written(self, p: _Pending, out: dict[str, Any]) -> None:
+        res = p.result
+        res.status = str(out["status"])
+        res.chunks = int(out["chunks"])
+        self.summary.documents_ingested += 1
+        self.summary.chunks_written += res.chunks
+        self.summary.pii_replaced += p.pii
+        self.finish(res)
+
+    def write(self, p: _Pending, vectors: list[list[float]]) -> None:
+        """Write one document in its own transaction (``ingest_document``)."""
+        document, chunks = self.rows(p, vectors)
+        try:
+            out = self.client.ingest_document(self.kb_id, document, chunks, self.embedder.model_name)
         except ConnectionLostError:
             raise  # not this document's fault: stop; the job is recovered by its lease
         except HipocampoError as exc:
-            self.fail(it, res, exc)
-        self.finish(res)
+            self.fail(p.item, p.result, exc)
+            self.finish(p.result)
+            return
+        self.written(p, out)
 
     def close(self) -> IngestSummary:
         try:
@@ -324,7 +355,8 @@ def ingest_documents(
 
     ``failures`` are documents that failed before this step (e.g. loader errors), counted in the
     summary and the job record. Chunks of several documents are embedded together, about
-    ``embed_batch`` per model call; each document is still written in its own transaction.
+    ``embed_batch`` per model call, and written together in one transaction (a batch the database
+    refuses is written again one document per transaction).
     Chunking rules come from the database config rows (``chunking.<source_type>``).
 
     Raises:

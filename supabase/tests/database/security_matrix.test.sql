@@ -130,6 +130,9 @@ insert into callers values
 create temp table calls (object text primary key, call text not null);
 insert into calls values
 ('hipocampo.activate_embedding_model', 'select hipocampo.activate_embedding_model({model})'),
+('hipocampo.build_model_index', 'select hipocampo.build_model_index({model})'),
+('hipocampo.defer_model_index', 'select hipocampo.defer_model_index({model})'),
+('hipocampo_private._drop_model_index', 'select hipocampo_private._drop_model_index({model})'),
 ('hipocampo.add_member', 'select hipocampo.add_member({tenant_a}, gen_random_uuid(), ''admin'')'),
 ('hipocampo.delete_knowledge_base', 'select hipocampo.delete_knowledge_base({kb_a})'),
 ('hipocampo.list_tenants', 'select count(*) from hipocampo.list_tenants()'),
@@ -173,6 +176,7 @@ insert into calls values
 ('hipocampo.active_embedding_model', 'select * from hipocampo.active_embedding_model()'),
 ('hipocampo.hybrid_search', 'select * from hipocampo.hybrid_search(''prazo segredoalfa'', {v1}, tenant_id => {tenant_a})'),
 ('hipocampo.ingest_document', 'select hipocampo.ingest_document({kb_a}, ''{"title": "t", "source_uri": "matrix://x", "content_hash": "x"}'', jsonb_build_array(jsonb_build_object(''chunk_index'', 0, ''content'', ''Outro'', ''content_hash'', ''x0'', ''token_count'', 1, ''embedding'', {v5}::jsonb)), {model})'),
+('hipocampo.ingest_documents', 'select hipocampo.ingest_documents({kb_a}, jsonb_build_array(jsonb_build_object(''document'', ''{"title": "t", "source_uri": "matrix://y", "content_hash": "y"}''::jsonb, ''chunks'', jsonb_build_array(jsonb_build_object(''chunk_index'', 0, ''content'', ''Outro'', ''content_hash'', ''y0'', ''token_count'', 1, ''embedding'', {v5}::text)))), {model})'),
 ('hipocampo.knowledge_base_id', 'select hipocampo.knowledge_base_id(''kb'', {tenant_a})'),
 ('hipocampo.list_knowledge_bases', 'select * from hipocampo.list_knowledge_bases({tenant_a})'),
 ('hipocampo.lookup_memories', 'select * from hipocampo.lookup_memories(''prefs.cafe'')'),
@@ -380,6 +384,9 @@ create temp table expected (object text, op text, outcomes text, primary key (ob
 --  member of A, admin of B, admin of A, service_role)
 insert into expected values
 ('hipocampo.activate_embedding_model', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
+('hipocampo.build_model_index', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
+('hipocampo.defer_model_index', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
+('hipocampo_private._drop_model_index', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
 ('hipocampo.add_member', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo.delete_knowledge_base', 'call', '42501 42501 42501 42501 42501 42501 P0002 write write'),
 ('hipocampo.list_tenants', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
@@ -414,6 +421,7 @@ insert into expected values
 ('hipocampo.hard_delete_memory', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo.hybrid_search', 'call', '42501 42501 42501 42501 42501 read+write 42501 read+write read+write'),
 ('hipocampo.ingest_document', 'call', '42501 42501 42501 P0002 42501 42501 P0002 write write'),
+('hipocampo.ingest_documents', 'call', '42501 42501 42501 P0002 42501 42501 P0002 write write'),
 ('hipocampo.knowledge_base_id', 'call', '42501 42501 42501 42501 42501 none 42501 none none'),
 ('hipocampo.list_knowledge_bases', 'call', '42501 42501 42501 42501 42501 none 42501 none none'),
 ('hipocampo.lookup_memories', 'call', '42501 42501 42501 none 42501 read+write none none 42501'),
