@@ -86,9 +86,11 @@ Parameters:
   min_similarity   cosine similarity floor of the dense leg, -1..1 (retrieval.min_similarity,
                    0.25, calibrated per model).
   fusion           'score' (z-score weighted sum) | 'rrf' (reciprocal rank, k = rrf_k).
-  dense_weight, lexical_weight  weights of the two legs, 0..100, not both 0.
+  dense_weight, lexical_weight  weights of the two legs, 0 or 1e-6..100, not both 0 (a smaller
+                   positive weight underflowed the fused score: 22003).
   rerank           'none' | 'trust_recency' (similarity*0.6 + trust*0.4 + freshness*0.2, seed 004).
-  mmr_lambda       0..1; 1 = relevance only, 0.5 = seed MMR.
+  mmr_lambda       0 or 1e-6..1; 1 = relevance only, 0.5 = seed MMR (a smaller positive value
+                   underflowed the MMR score: 22003).
   embedding_model  null = the active model.
   tenant_id        only for service_role; others use their JWT tenant.
 Returns: chunk_id, document_id, kb_id, chunk_index, content, metadata, title, source_uri,
@@ -283,11 +285,14 @@ begin
     if min_sim < -1 or min_sim > 1 then
         raise exception 'min_similarity must be -1..1 (got %)', min_sim using errcode = '22023';
     end if;
-    if lambda < 0 or lambda > 1 then
-        raise exception 'mmr_lambda must be 0..1 (got %)', lambda using errcode = '22023';
+    -- A positive weight or lambda below 1e-6 is refused: multiplied by a score it underflowed
+    -- (5e-324 * 0.02 raised 22003, found by the RPC fuzzer).
+    if lambda < 0 or lambda > 1 or (lambda > 0 and lambda < 1e-6) then
+        raise exception 'mmr_lambda must be 0 or 1e-6..1 (got %)', lambda using errcode = '22023';
     end if;
-    if w_dense < 0 or w_lex < 0 or w_dense + w_lex = 0 or w_dense > 100 or w_lex > 100 then
-        raise exception 'dense_weight and lexical_weight must be 0..100, not both 0'
+    if w_dense < 0 or w_lex < 0 or w_dense + w_lex = 0 or w_dense > 100 or w_lex > 100
+        or (w_dense > 0 and w_dense < 1e-6) or (w_lex > 0 and w_lex < 1e-6) then
+        raise exception 'dense_weight and lexical_weight must be 0 or 1e-6..100, not both 0'
             using errcode = '22023';
     end if;
     if fuse not in ('score', 'rrf') then

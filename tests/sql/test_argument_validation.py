@@ -92,7 +92,7 @@ CASES: dict[str, tuple[str, tuple[Any, ...], str, str]] = {
         "select * from hipocampo.hybrid_search('prazo', %s::extensions.vector, dense_weight => 1e308)",
         (V,),
         "22023",
-        "dense_weight and lexical_weight must be 0..100",
+        "dense_weight and lexical_weight must be 0 or 1e-6..100",
     ),
     "add_message null content": (
         "select hipocampo.add_message(%s, 'user', null)",

@@ -75,7 +75,11 @@ def test_unknown_kb(db: psycopg.Connection[dict[str, Any]], world: World) -> Non
     ("named", "message"),
     [
         ({"match_count": 0}, "match_count must be 1..100 (got 0)"),
-        ({"mmr_lambda": 2.0}, "mmr_lambda must be 0..1 (got 2)"),
+        ({"mmr_lambda": 2.0}, "mmr_lambda must be 0 or 1e-6..1 (got 2)"),
+        # a positive value below 1e-6 underflowed the MMR score (22003); refused up front
+        ({"mmr_lambda": 5e-324}, "mmr_lambda must be 0 or 1e-6..1 (got 5e-324)"),
+        ({"lexical_weight": 5e-324}, "dense_weight and lexical_weight must be 0 or 1e-6..100, not both 0"),
+        ({"dense_weight": 1e-7}, "dense_weight and lexical_weight must be 0 or 1e-6..100, not both 0"),
         ({"fusion": "magic"}, "fusion must be score or rrf (got magic)"),
         ({"rerank": "random"}, "rerank must be none or trust_recency (got random)"),
     ],
