@@ -20,7 +20,7 @@ service_role through the RPCs the Python client calls:
   added to the graph as it is written);
 - first load, HNSW after: ``hipocampo.defer_model_index`` drops the index before the load and
   ``hipocampo.build_model_index`` builds it after (parallel maintenance workers,
-  maintenance_work_mem from config.toml [ingestion]); chunks/s counts the build;
+  maintenance_work_mem from config.toml [maintenance]); chunks/s counts the build;
 - incremental: ``--incremental`` new documents into each of the loaded tenants' knowledge bases
   (HNSW present), in one ``ingest_documents`` call per tenant, and the same count one document
   per call;
@@ -283,7 +283,7 @@ def main() -> None:
         e2e_note = f"{len(texts)} abstracts"
 
     if args.write:
-        cfg = load_config()["ingestion"]
+        cfg = load_config()["maintenance"]
         cmd = "python benchmarks/ingest.py " + " ".join(sys.argv[1:])
         lines = [
             BEGIN,
@@ -294,7 +294,7 @@ def main() -> None:
             f"{args.writers} writers, the database side alone (vectors from the corpus cache) except the end-to-end"
             f" row ({e2e_note}). HNSW m=16, ef_construction=64; the build after the load with"
             f" maintenance_work_mem {cfg['index_build_maintenance_work_mem_mb']} MB and"
-            f" {cfg['index_build_parallel_workers']} parallel worker(s) (config.toml [ingestion]).",
+            f" {cfg['index_build_parallel_workers']} parallel worker(s) (config.toml [maintenance]).",
             "",
             "| load | path | chunks | seconds | chunks/s | note |",
             "|---|---|---|---|---|---|",
