@@ -35,10 +35,10 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +110,30 @@ class Corpus:
 MODEL = "all-MiniLM-L6-v2"
 
 
+def write_tenants(
+    url: str,
+    scopes: list[tuple[Any, Any]],
+    writers: int,
+    items_for: Callable[[int], list[Item]],
+    write: Callable[[Hipocampo, Any, list[Item]], None],
+) -> tuple[float, int]:
+    """Write ``items_for(n)`` into the knowledge base of ``scopes[n]`` for every n, ``writers``
+    tenants at a time (a thread and a connection each, as service_role); returns the wall
+    seconds and the documents written."""
+    with Hipocampo(url, pool_size=writers + 1) as root:
+
+        def one(n: int) -> int:
+            tid, kb = scopes[n]
+            items = items_for(n)
+            write(root.as_actor(Actor.service(tid)), kb, items)
+            return len(items)
+
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=writers) as pool:
+            count = sum(pool.map(one, range(len(scopes))))
+        return time.perf_counter() - t0, count
+
+
 def load(
     url: str,
     corpus: Corpus,
@@ -119,38 +143,18 @@ def load(
     write: Callable[[Hipocampo, Any, list[Item]], None],
     slug: str = "ing",
 ) -> tuple[float, int, list[tuple[Any, Any]]]:
-    """Load ``tenants`` x ``per_tenant`` chunks with ``writers`` threads; returns the wall seconds
-    of the writes, the chunks written and the (tenant, kb) pairs."""
+    """Create ``tenants`` tenants with a knowledge base each and load ``per_tenant`` chunks into
+    each with ``writers`` threads; returns the wall seconds of the writes, the chunks written and
+    the (tenant, kb) pairs."""
     scopes: list[tuple[Any, Any]] = []
-    with Hipocampo(url, pool_size=writers + 1) as root:
+    with Hipocampo(url) as root:
         for n in range(tenants):
             tid = root.create_tenant(f"Ingest {n}", f"{slug}-{n:02d}")
             scopes.append((tid, root.as_actor(Actor.service(tid)).create_kb("scifact", language="english")))
-        work = list(range(tenants))
-        lock = threading.Lock()
-        written = 0
-
-        def writer() -> None:
-            nonlocal written
-            while True:
-                with lock:
-                    if not work:
-                        return
-                    n = work.pop(0)
-                tid, kb = scopes[n]
-                client = root.as_actor(Actor.service(tid))
-                items = [corpus.item(n * per_tenant + j) for j in range(per_tenant)]
-                write(client, kb, items)
-                with lock:
-                    written += len(items)
-
-        t0 = time.perf_counter()
-        threads = [threading.Thread(target=writer) for _ in range(writers)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        return time.perf_counter() - t0, written, scopes
+    seconds, written = write_tenants(
+        url, scopes, writers, lambda n: [corpus.item(n * per_tenant + j) for j in range(per_tenant)], write
+    )
+    return seconds, written, scopes
 
 
 def bulk_writer(batch: int) -> Callable[[Hipocampo, Any, list[Item]], None]:
@@ -222,32 +226,14 @@ def main() -> None:
 
     # Incremental: new documents into the loaded knowledge bases (HNSW present).
     def incremental(prefix: str, write: Callable[[Hipocampo, Any, list[Item]], None]) -> tuple[float, int]:
-        with Hipocampo(url, pool_size=args.writers + 1) as root:
-            work = list(enumerate(scopes))
-            lock = threading.Lock()
-            count = 0
-
-            def writer() -> None:
-                nonlocal count
-                while True:
-                    with lock:
-                        if not work:
-                            return
-                        n, (tid, kb) = work.pop(0)
-                    items = [
-                        corpus.item(n * args.per_tenant + args.per_tenant + j, prefix) for j in range(args.incremental)
-                    ]
-                    write(root.as_actor(Actor.service(tid)), kb, items)
-                    with lock:
-                        count += len(items)
-
-            t0 = time.perf_counter()
-            threads = [threading.Thread(target=writer) for _ in range(args.writers)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            return time.perf_counter() - t0, count
+        first = args.per_tenant  # past the tenant's window of loaded abstracts
+        return write_tenants(
+            url,
+            scopes,
+            args.writers,
+            lambda n: [corpus.item(n * args.per_tenant + first + j, prefix) for j in range(args.incremental)],
+            write,
+        )
 
     s, n = incremental("inc-bulk:", bulk_writer(args.batch))
     row(f"incremental, {args.incremental} documents into each KB of {args.per_tenant:,}",

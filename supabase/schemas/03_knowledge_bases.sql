@@ -1348,7 +1348,9 @@ Purpose: the writes of ingest_document and ingest_documents, set-based: one stat
 Parameters: k - the knowledge base; items - [{document (checked and scrubbed by _ingest_item),
   chunks}] with distinct source_uris; embedding_model - a registered model.
 Returns: [{"document_id", "status", "chunks", "skipped"}], in the order of items.
-Errors: those of the tables' constraints and policies (the callers map them).
+Errors: 42501 "only tenant admins can ingest documents" (the policies refused a write); 23514
+  "invalid document: …" (a check constraint); 22023 "invalid document field: …" (an unparsable
+  date, number or vector).
 Example: select hipocampo_private._write_documents(k, '[{"document": {…}, "chunks": […]}]', 'all-MiniLM-L6-v2');
 */
 create or replace function hipocampo_private._write_documents(
@@ -1489,6 +1491,14 @@ begin
     from jsonb_array_elements(result) as r
     where d.id = (r.value ->> 'document_id')::uuid and r.value ->> 'status' <> 'unchanged';
     return result;
+exception
+    when insufficient_privilege then
+        raise exception 'only tenant admins can ingest documents' using errcode = '42501';
+    when check_violation then
+        raise exception 'invalid document: %', sqlerrm using errcode = '23514';
+    when invalid_text_representation or invalid_datetime_format or datetime_field_overflow
+        or numeric_value_out_of_range then
+        raise exception 'invalid document field: %', sqlerrm using errcode = '22023';
 end;
 $$;
 
@@ -1550,14 +1560,6 @@ begin
         k, jsonb_build_array(jsonb_build_object('document', document, 'chunks', chunks)),
         ingest_document.embedding_model
     ) -> 0;
-exception
-    when insufficient_privilege then
-        raise exception 'only tenant admins can ingest documents' using errcode = '42501';
-    when check_violation then
-        raise exception 'invalid document: %', sqlerrm using errcode = '23514';
-    when invalid_text_representation or invalid_datetime_format or datetime_field_overflow
-        or numeric_value_out_of_range then
-        raise exception 'invalid document field: %', sqlerrm using errcode = '22023';
 end;
 $$;
 
@@ -1658,14 +1660,6 @@ begin
     into items
     from pg_catalog.unnest(checked) with ordinality as u (doc, ordinality);
     return hipocampo_private._write_documents(k, items, ingest_documents.embedding_model);
-exception
-    when insufficient_privilege then
-        raise exception 'only tenant admins can ingest documents' using errcode = '42501';
-    when check_violation then
-        raise exception 'invalid document: %', sqlerrm using errcode = '23514';
-    when invalid_text_representation or invalid_datetime_format or datetime_field_overflow
-        or numeric_value_out_of_range then
-        raise exception 'invalid document field: %', sqlerrm using errcode = '22023';
 end;
 $$;
 
