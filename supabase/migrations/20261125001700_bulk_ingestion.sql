@@ -7,7 +7,9 @@
 -- dropped: it repeated to_tsvector for every row; the triggers sum the length from fts. For a
 -- large first load, defer_model_index drops a model's HNSW index on chunks and
 -- build_model_index builds it after the load in one pass (memory and workers from the
--- maintenance config rows).
+-- maintenance config rows). A knowledge base left without chunks (deleted, or its tenant) loses
+-- its postings and statistics by key range in the delete trigger; delete_knowledge_base deletes
+-- the chunks in one statement first so that it takes that path.
 -- Restated from supabase/schemas/03_knowledge_bases.sql and 13_grants.sql; re-runnable.
 set local check_function_bodies = off;
 
@@ -79,7 +81,10 @@ $$;
 _chunks_stats_after_delete() -> trigger
 
 Purpose: AFTER DELETE (statement, transition table) trigger of chunks: removes the deleted
-  chunks' terms from the BM25 statistics of their knowledge bases.
+  chunks' terms from the BM25 statistics of their knowledge bases. A knowledge base left without
+  any chunk (deleted, or its tenant) loses its postings and statistics whole, by key range: one
+  probe of the postings key per posting of every deleted chunk did not finish in minutes for a
+  million chunks (docs/SCALE.md).
 Returns: null (a statement trigger).
 Errors: none of its own.
 */
@@ -90,7 +95,23 @@ language plpgsql
 security definer
 set search_path = ''
 as $$
+declare
+    emptied uuid[];  -- knowledge bases without chunks of any model now
 begin
+    select coalesce(array_agg(k.kb_id), '{}') into emptied
+    from (select distinct o.tenant_id, o.kb_id from old_rows as o) as k
+    where not exists (
+        select 1 from hipocampo_private.chunks as c
+        where c.tenant_id = k.tenant_id and c.kb_id = k.kb_id
+    );
+    if cardinality(emptied) > 0 then
+        delete from hipocampo_private.kb_postings as p
+        using (select distinct o.tenant_id, o.kb_id from old_rows as o where o.kb_id = any(emptied)) as k
+        where p.tenant_id = k.tenant_id and p.kb_id = k.kb_id;
+        delete from hipocampo_private.kb_term_stats as s where s.kb_id = any(emptied);
+        delete from hipocampo_private.kb_text_stats as s where s.kb_id = any(emptied);
+    end if;
+
     update hipocampo_private.kb_text_stats as s
     set chunk_count = s.chunk_count - d.n,
         token_total = s.token_total - d.len
@@ -98,6 +119,7 @@ begin
         select o.kb_id, o.embedding_model, count(*) as n,
             sum(hipocampo_private.tsvector_token_count(o.fts)) as len
         from old_rows as o
+        where o.kb_id <> all(emptied)
         group by o.kb_id, o.embedding_model
     ) as d
     where s.kb_id = d.kb_id and s.embedding_model = d.embedding_model;
@@ -106,6 +128,7 @@ begin
         select o.kb_id, o.embedding_model, u.lexeme, count(*) as n
         from old_rows as o
         cross join lateral pg_catalog.unnest(o.fts) as u
+        where o.kb_id <> all(emptied)
         group by o.kb_id, o.embedding_model, u.lexeme
     )
     update hipocampo_private.kb_term_stats as s
@@ -115,11 +138,12 @@ begin
 
     delete from hipocampo_private.kb_term_stats as s
     where s.doc_freq <= 0
-      and s.kb_id in (select o.kb_id from old_rows as o);
+      and s.kb_id in (select o.kb_id from old_rows as o where o.kb_id <> all(emptied));
 
     delete from hipocampo_private.kb_postings as p
     using old_rows as o, pg_catalog.unnest(o.fts) as u
-    where p.tenant_id = o.tenant_id and p.kb_id = o.kb_id and p.lexeme = u.lexeme and p.chunk_id = o.id;
+    where o.kb_id <> all(emptied)
+      and p.tenant_id = o.tenant_id and p.kb_id = o.kb_id and p.lexeme = u.lexeme and p.chunk_id = o.id;
     return null;
 end;
 $$;
@@ -628,6 +652,49 @@ begin
         'max_parallel_maintenance_workers', cfg ->> 'index_build_parallel_workers', true
     );
     return hipocampo_private._ensure_model_index(build_model_index.embedding_model);
+end;
+$$;
+
+/*
+delete_knowledge_base(kb_id uuid) -> jsonb
+
+Purpose: delete a knowledge base with its documents, chunks, embeddings, statistics and
+  ingestion jobs (cascade), and take it out of the agent bindings that name it. Cached answers
+  of it are dropped (the documents trigger).
+Parameters: kb_id - a knowledge base of the caller's tenant.
+Returns: {"kb_id", "name", "documents": n, "chunks": n} (what was deleted).
+Errors: 42501 as _caller (before any other work); 42501 "only tenant admins can delete knowledge
+  bases"; P0002 "unknown knowledge base: …" (also another tenant's).
+Example: select hipocampo.delete_knowledge_base('…');
+*/
+create or replace function hipocampo.delete_knowledge_base(kb_id uuid)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    gate record := hipocampo_private._caller();  -- 42501 before any other work
+    k hipocampo_private.knowledge_bases;
+    n_docs integer;
+    n_chunks integer;
+begin
+    if gate.kind <> 'service' and gate.tenant_role is distinct from 'admin' then
+        raise exception 'only tenant admins can delete knowledge bases' using errcode = '42501';
+    end if;
+    k := hipocampo_private._kb(delete_knowledge_base.kb_id);
+    select count(*) into n_docs from hipocampo_private.documents as d where d.kb_id = k.id;
+    select count(*) into n_chunks from hipocampo_private.chunks as c where c.kb_id = k.id;
+    -- The chunks first, in one statement: the delete trigger then drops the knowledge base's
+    -- postings and statistics by key range (through the documents' cascade it would see one
+    -- document's chunks at a time and probe the postings once per posting).
+    delete from hipocampo_private.chunks as c where c.tenant_id = k.tenant_id and c.kb_id = k.id;
+    delete from hipocampo_private.documents as d where d.kb_id = k.id;
+    delete from hipocampo_private.knowledge_bases as x where x.id = k.id;
+    update hipocampo_private.agent_bindings as b
+    set kb_ids = array_remove(b.kb_ids, k.id), updated_at = now()
+    where b.tenant_id = k.tenant_id and k.id = any(b.kb_ids);
+    return jsonb_build_object('kb_id', k.id, 'name', k.name, 'documents', n_docs, 'chunks', n_chunks);
 end;
 $$;
 

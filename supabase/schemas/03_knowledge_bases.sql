@@ -456,7 +456,10 @@ $$;
 _chunks_stats_after_delete() -> trigger
 
 Purpose: AFTER DELETE (statement, transition table) trigger of chunks: removes the deleted
-  chunks' terms from the BM25 statistics of their knowledge bases.
+  chunks' terms from the BM25 statistics of their knowledge bases. A knowledge base left without
+  any chunk (deleted, or its tenant) loses its postings and statistics whole, by key range: one
+  probe of the postings key per posting of every deleted chunk did not finish in minutes for a
+  million chunks (docs/SCALE.md).
 Returns: null (a statement trigger).
 Errors: none of its own.
 */
@@ -467,7 +470,23 @@ language plpgsql
 security definer
 set search_path = ''
 as $$
+declare
+    emptied uuid[];  -- knowledge bases without chunks of any model now
 begin
+    select coalesce(array_agg(k.kb_id), '{}') into emptied
+    from (select distinct o.tenant_id, o.kb_id from old_rows as o) as k
+    where not exists (
+        select 1 from hipocampo_private.chunks as c
+        where c.tenant_id = k.tenant_id and c.kb_id = k.kb_id
+    );
+    if cardinality(emptied) > 0 then
+        delete from hipocampo_private.kb_postings as p
+        using (select distinct o.tenant_id, o.kb_id from old_rows as o where o.kb_id = any(emptied)) as k
+        where p.tenant_id = k.tenant_id and p.kb_id = k.kb_id;
+        delete from hipocampo_private.kb_term_stats as s where s.kb_id = any(emptied);
+        delete from hipocampo_private.kb_text_stats as s where s.kb_id = any(emptied);
+    end if;
+
     update hipocampo_private.kb_text_stats as s
     set chunk_count = s.chunk_count - d.n,
         token_total = s.token_total - d.len
@@ -475,6 +494,7 @@ begin
         select o.kb_id, o.embedding_model, count(*) as n,
             sum(hipocampo_private.tsvector_token_count(o.fts)) as len
         from old_rows as o
+        where o.kb_id <> all(emptied)
         group by o.kb_id, o.embedding_model
     ) as d
     where s.kb_id = d.kb_id and s.embedding_model = d.embedding_model;
@@ -483,6 +503,7 @@ begin
         select o.kb_id, o.embedding_model, u.lexeme, count(*) as n
         from old_rows as o
         cross join lateral pg_catalog.unnest(o.fts) as u
+        where o.kb_id <> all(emptied)
         group by o.kb_id, o.embedding_model, u.lexeme
     )
     update hipocampo_private.kb_term_stats as s
@@ -492,11 +513,12 @@ begin
 
     delete from hipocampo_private.kb_term_stats as s
     where s.doc_freq <= 0
-      and s.kb_id in (select o.kb_id from old_rows as o);
+      and s.kb_id in (select o.kb_id from old_rows as o where o.kb_id <> all(emptied));
 
     delete from hipocampo_private.kb_postings as p
     using old_rows as o, pg_catalog.unnest(o.fts) as u
-    where p.tenant_id = o.tenant_id and p.kb_id = o.kb_id and p.lexeme = u.lexeme and p.chunk_id = o.id;
+    where o.kb_id <> all(emptied)
+      and p.tenant_id = o.tenant_id and p.kb_id = o.kb_id and p.lexeme = u.lexeme and p.chunk_id = o.id;
     return null;
 end;
 $$;
@@ -1714,6 +1736,10 @@ begin
     k := hipocampo_private._kb(delete_knowledge_base.kb_id);
     select count(*) into n_docs from hipocampo_private.documents as d where d.kb_id = k.id;
     select count(*) into n_chunks from hipocampo_private.chunks as c where c.kb_id = k.id;
+    -- The chunks first, in one statement: the delete trigger then drops the knowledge base's
+    -- postings and statistics by key range (through the documents' cascade it would see one
+    -- document's chunks at a time and probe the postings once per posting).
+    delete from hipocampo_private.chunks as c where c.tenant_id = k.tenant_id and c.kb_id = k.id;
     delete from hipocampo_private.documents as d where d.kb_id = k.id;
     delete from hipocampo_private.knowledge_bases as x where x.id = k.id;
     update hipocampo_private.agent_bindings as b

@@ -269,3 +269,28 @@ def test_the_model_index_is_deferred_for_a_first_load_and_built_after(db: Conn, 
     assert exc.value.diag.message_primary == (
         "maintenance config is incomplete: index_build_maintenance_work_mem_mb, index_build_parallel_workers"
     )
+
+
+def test_deleting_keeps_the_statistics_of_what_remains_and_a_deleted_kb_leaves_none(db: Conn, world: World) -> None:
+    """A document deleted: the postings and statistics equal those of a knowledge base that never
+    held it. A knowledge base deleted: none of its postings or statistics remain (dropped by key
+    range), another one's untouched."""
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    kb_all, kb_two = new_kb(db, world, "all"), new_kb(db, world, "two")
+    out = bulk(db, kb_all, [item(n, t, kb="all-") for n, t in enumerate(TEXTS)])
+    bulk(db, kb_two, [item(n, t, kb="two-") for n, t in enumerate(TEXTS) if n != 1])
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    db.execute("select hipocampo.delete_document(%s)", (out[1]["document_id"],))
+    by_all, by_two = index_of(db, kb_all), index_of(db, kb_two)
+    assert by_all == by_two and by_all["postings"]
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    db.execute("select hipocampo.delete_knowledge_base(%s)", (kb_all,))
+    db.execute("reset role")
+    left = db.execute(
+        "select (select count(*) from hipocampo_private.kb_postings where kb_id = %(kb)s)"
+        " + (select count(*) from hipocampo_private.kb_term_stats where kb_id = %(kb)s)"
+        " + (select count(*) from hipocampo_private.kb_text_stats where kb_id = %(kb)s) as n",
+        {"kb": kb_all},
+    ).fetchone()
+    assert left == {"n": 0}
+    assert index_of(db, kb_two) == by_two
