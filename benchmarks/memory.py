@@ -66,7 +66,7 @@ def populate(url: str, users: int, per_user: int, tenants: int, texts: list[str]
         if n and n[0] >= users * per_user:
             return 0.0
         conn.execute("delete from hipocampo_private.tenants where slug like 'mem-bench-%%'")
-        conn.execute("set maintenance_work_mem = '1GB'")
+        conn.execute("set maintenance_work_mem = '4GB'")  # the HNSW graph of 1M memories in memory
         conn.execute("create unlogged table if not exists public.mem_bench_pool (i int primary key, t text, e text)")
         conn.execute("truncate public.mem_bench_pool")
         with conn.cursor().copy("copy public.mem_bench_pool (i, t, e) from stdin") as cp:

@@ -115,6 +115,12 @@ create index memories_tags_idx on hipocampo_private.memories using gin (tags);
 create index memories_expires_at_idx on hipocampo_private.memories (expires_at)
 where expires_at is not null;
 
+-- supersedes references memories (on delete set null): without this index every deleted memory
+-- (erasure, purge, a tenant's deletion) scanned the whole table for rows pointing at it (100k
+-- memories of a benchmark's tenants: minutes, quadratic).
+create index memories_supersedes_idx on hipocampo_private.memories (supersedes)
+where supersedes is not null;
+
 
 create table hipocampo_private.memory_events (
     id bigint generated always as identity primary key,

@@ -1,7 +1,7 @@
 -- Conventions every deployment must keep (docs/design.md §SQL conventions), checked on the
 -- database itself: the embedded one in `make test`, a Supabase project with `supabase test db`.
 begin;
-select plan(6);
+select plan(7);
 
 select is_empty(
     $$
@@ -69,6 +69,26 @@ select isnt_empty(
       and i.indexdef like '%USING hnsw%vector_cosine_ops%'
     $$,
     'chunks have an HNSW index with vector_cosine_ops (the <=> operator of the dense leg)'
+);
+
+select is_empty(
+    $$
+    select c.conname::text
+    from pg_catalog.pg_constraint as c
+    where c.contype = 'f'
+      and c.connamespace in ('hipocampo'::regnamespace, 'hipocampo_private'::regnamespace)
+      -- the referenced table is a handful of model rows, deleted only by drop_embedding_model
+      and c.conname not in (
+          'chunks_embedding_model_fkey', 'memories_embedding_model_fkey', 'messages_embedding_model_fkey'
+      )
+      and not exists (
+          select 1 from pg_catalog.pg_index as i
+          where i.indrelid = c.conrelid
+            and (i.indkey::int2 [])[0:least(i.indnkeyatts, cardinality(c.conkey)) - 1] <@ c.conkey
+      )
+    $$,
+    'every foreign key has an index leading with its columns (a delete of a referenced row '
+    || 'looks the referencing rows up; without one, deleting n memories scanned memories n times)'
 );
 
 select * from finish();
