@@ -58,4 +58,3 @@ def test_execute_grants_match_the_snapshot(db: psycopg.Connection[dict[str, Any]
     if os.environ.get("HIPOCAMPO_UPDATE_SNAPSHOT") == "1" or not SNAPSHOT.exists():
         SNAPSHOT.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n")
     assert current == json.loads(SNAPSHOT.read_text())
-
