@@ -185,10 +185,15 @@ def test_deleting_a_document_deletes_its_chunks(db: psycopg.Connection[dict[str,
         "select count(*) as n from hipocampo_private.chunks where document_id = %s", (world.doc_a,)
     ).fetchone()
     assert row == {"n": 0}
+    # The knowledge base held only this document: left without chunks, it loses its statistics
+    # whole (the delete trigger drops them by key range, migration 20261125001700).
     stats = db.execute(
-        "select chunk_count from hipocampo_private.kb_text_stats where kb_id = %s", (world.kb_a,)
+        "select (select count(*) from hipocampo_private.kb_text_stats where kb_id = %(kb)s)"
+        " + (select count(*) from hipocampo_private.kb_term_stats where kb_id = %(kb)s)"
+        " + (select count(*) from hipocampo_private.kb_postings where kb_id = %(kb)s) as n",
+        {"kb": world.kb_a},
     ).fetchone()
-    assert stats == {"chunk_count": 0}
+    assert stats == {"n": 0}
 
 
 def test_expired_rows_are_purged(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
