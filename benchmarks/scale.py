@@ -78,7 +78,7 @@ def grow(conn: psycopg.Connection[tuple[object, ...]], tenant: uuid.UUID, kb: uu
 
 def hnsw_index(conn: psycopg.Connection[tuple[object, ...]]) -> str:
     """The name of the model's partial HNSW index on chunks (_ensure_model_index)."""
-    row = conn.execute("select 'chunks_embedding_hnsw_' || substr(md5(%s), 1, 12)", (MODEL,)).fetchone()
+    row = conn.execute("select hipocampo_private._model_index_name('chunks', %s)", (MODEL,)).fetchone()
     assert row is not None
     return str(row[0])
 

@@ -353,10 +353,7 @@ class Hipocampo:
         documents = [
             {
                 "document": document,
-                "chunks": [
-                    {**c, "embedding": vector_text(c["embedding"])} if not isinstance(c["embedding"], str) else c
-                    for c in chunks
-                ],
+                "chunks": [{**c, "embedding": vector_text(c["embedding"])} for c in chunks],
             }
             for document, chunks in items
         ]
@@ -365,14 +362,27 @@ class Hipocampo:
 
     def defer_model_index(self, embedding_model: str) -> bool:
         """Before a large first load (service_role): drop the model's HNSW index on chunks
-        (``hipocampo.defer_model_index``); True when one was dropped. Searches of knowledge bases
-        over ``retrieval.exact_scan_max_rows`` chunks scan exactly until :meth:`build_model_index`."""
+        (``hipocampo.defer_model_index``); True when one was dropped, False when it was absent.
+        Searches of knowledge bases over ``retrieval.exact_scan_max_rows`` chunks scan exactly
+        until :meth:`build_model_index`.
+
+        Raises:
+            PermissionDeniedError: the actor is not service_role (42501).
+            NotFoundError: the model is not registered (P0002).
+        """
         return bool(self.rpc("defer_model_index", {"embedding_model": embedding_model}))
 
     def build_model_index(self, embedding_model: str) -> str:
         """After a bulk load (service_role): build the model's missing HNSW indexes in one pass
-        (``hipocampo.build_model_index``, memory and workers from ``maintenance.index_build_*``);
-        returns the chunks index name."""
+        (``hipocampo.build_model_index``, memory in MB and parallel workers from
+        ``maintenance.index_build_*``); returns the chunks index name. Writes to the tables wait
+        while it builds (8 s for 100k 384-d chunks, docs/BENCHMARKS.md §Bulk ingestion).
+
+        Raises:
+            PermissionDeniedError: the actor is not service_role (42501).
+            NotFoundError: the model is not registered (P0002).
+            PreconditionError: the global config row lacks the ``index_build_*`` keys (55000).
+        """
         return str(self.rpc("build_model_index", {"embedding_model": embedding_model}))
 
     def list_documents(self, kb_id: UUID) -> list[dict[str, Any]]:

@@ -7,9 +7,10 @@
 -- dropped: it repeated to_tsvector for every row; the triggers sum the length from fts. For a
 -- large first load, defer_model_index drops a model's HNSW index on chunks and
 -- build_model_index builds it after the load in one pass (memory and workers from the
--- maintenance config rows). A knowledge base left without chunks (deleted, or its tenant) loses
--- its postings and statistics by key range in the delete trigger; delete_knowledge_base deletes
--- the chunks in one statement first so that it takes that path.
+-- maintenance config rows); _model_index_name gives the one index name _ensure_model_index
+-- creates and _drop_model_index drops. A knowledge base left without chunks (deleted, or its
+-- tenant) loses its postings and statistics by key range in the delete trigger;
+-- delete_knowledge_base deletes the chunks in one statement first so that it takes that path.
 -- Restated from supabase/schemas/03_knowledge_bases.sql and 13_grants.sql; re-runnable.
 set local check_function_bodies = off;
 
@@ -154,8 +155,9 @@ alter table hipocampo_private.chunks drop column if exists fts_length;
 _ingest_item(document jsonb, chunks jsonb, embedding_model text, dims integer) -> jsonb
 
 Purpose: check one document and its chunks for ingest_document / ingest_documents, before
-  anything is written (in ingest_document's order of checks), and return the document with its title and source_uri scrubbed of PII
-  (what the documents trigger stores, so the lookup by source_uri finds it).
+  anything is written (in ingest_document's order of checks), and return the document with its
+  title and source_uri scrubbed of PII (what the documents trigger stores, so the lookup by
+  source_uri finds it).
 Parameters: document, chunks - as ingest_document takes them; embedding_model, dims - the
   model and its dimensions (null: the model is not registered).
 Returns: the document object, title and source_uri scrubbed.
@@ -560,6 +562,69 @@ end;
 $$;
 
 /*
+_model_index_name(tbl text, model_name text) -> text
+
+Purpose: the name of one embedding model's partial HNSW index on a table (chunks, memories or
+  memory_staging): <table>_embedding_hnsw_<the first 12 hex digits of md5(model)>, short enough
+  for any model name. One place for the name _ensure_model_index creates and _drop_model_index
+  drops.
+Parameters: tbl - the table's name in hipocampo_private; model_name - the model.
+Returns: the index name.
+Errors: none.
+Example: select hipocampo_private._model_index_name('chunks', 'all-MiniLM-L6-v2');
+*/
+create or replace function hipocampo_private._model_index_name(tbl text, model_name text)
+returns text
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select tbl || '_embedding_hnsw_' || pg_catalog.substr(pg_catalog.md5(model_name), 1, 12)
+$$;
+
+/*
+_ensure_model_index(model_name text) -> text
+
+Purpose: create the partial HNSW indexes of one embedding model on chunks, memories and
+  memory_staging, if missing. HNSW m=16, ef_construction=64; opclass vector_cosine_ops because
+  retrieval orders by the cosine-distance operator <=>.
+Parameters: model_name - a registered model.
+Returns: the chunks index name.
+Errors: P0002 "unknown embedding model" when it is not registered.
+Example: select hipocampo_private._ensure_model_index('all-MiniLM-L6-v2');
+*/
+-- definer because creating an index needs ownership of the tables.
+create or replace function hipocampo_private._ensure_model_index(model_name text)
+returns text
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    m hipocampo_private.embedding_models;
+    tbl text;
+    idx text;
+begin
+    select * into m from hipocampo_private.embedding_models as e where e.name = model_name;
+    if not found then
+        raise exception 'unknown embedding model: %', model_name using errcode = 'P0002';
+    end if;
+    foreach tbl in array array['chunks', 'memories', 'memory_staging'] loop
+        idx := hipocampo_private._model_index_name(tbl, m.name);
+        execute format(
+            'create index if not exists %I on hipocampo_private.%I '
+            'using hnsw ((embedding::extensions.vector(%s)) extensions.vector_cosine_ops) '
+            'with (m = 16, ef_construction = 64) where embedding_model = %L',
+            idx, tbl, m.dims, m.name
+        );
+    end loop;
+    return hipocampo_private._model_index_name('chunks', m.name);
+end;
+$$;
+
+
+/*
 _drop_model_index(model_name text) -> boolean
 
 Purpose: drop the partial HNSW index of one embedding model on chunks (defer_model_index).
@@ -576,7 +641,7 @@ security definer
 set search_path = ''
 as $$
 declare
-    idx text := 'chunks_embedding_hnsw_' || substr(md5(model_name), 1, 12);
+    idx text := hipocampo_private._model_index_name('chunks', model_name);
 begin
     if not exists (select 1 from hipocampo_private.embedding_models as e where e.name = model_name) then
         raise exception 'unknown embedding model: %', model_name using errcode = 'P0002';
@@ -719,3 +784,4 @@ revoke execute on function hipocampo.build_model_index(text) from public;
 grant execute on function hipocampo.build_model_index(embedding_model text) to service_role;
 grant execute on function hipocampo.defer_model_index(embedding_model text) to service_role;
 grant execute on function hipocampo_private._drop_model_index(model_name text) to service_role;
+revoke execute on function hipocampo_private._model_index_name(text, text) from public;

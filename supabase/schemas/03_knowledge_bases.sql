@@ -534,6 +534,28 @@ referencing old table as old_rows
 for each statement execute function hipocampo_private._chunks_stats_after_delete();
 
 /*
+_model_index_name(tbl text, model_name text) -> text
+
+Purpose: the name of one embedding model's partial HNSW index on a table (chunks, memories or
+  memory_staging): <table>_embedding_hnsw_<the first 12 hex digits of md5(model)>, short enough
+  for any model name. One place for the name _ensure_model_index creates and _drop_model_index
+  drops.
+Parameters: tbl - the table's name in hipocampo_private; model_name - the model.
+Returns: the index name.
+Errors: none.
+Example: select hipocampo_private._model_index_name('chunks', 'all-MiniLM-L6-v2');
+*/
+create or replace function hipocampo_private._model_index_name(tbl text, model_name text)
+returns text
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select tbl || '_embedding_hnsw_' || pg_catalog.substr(pg_catalog.md5(model_name), 1, 12)
+$$;
+
+/*
 _ensure_model_index(model_name text) -> text
 
 Purpose: create the partial HNSW indexes of one embedding model on chunks, memories and
@@ -561,7 +583,7 @@ begin
         raise exception 'unknown embedding model: %', model_name using errcode = 'P0002';
     end if;
     foreach tbl in array array['chunks', 'memories', 'memory_staging'] loop
-        idx := tbl || '_embedding_hnsw_' || substr(md5(m.name), 1, 12);
+        idx := hipocampo_private._model_index_name(tbl, m.name);
         execute format(
             'create index if not exists %I on hipocampo_private.%I '
             'using hnsw ((embedding::extensions.vector(%s)) extensions.vector_cosine_ops) '
@@ -569,7 +591,7 @@ begin
             idx, tbl, m.dims, m.name
         );
     end loop;
-    return 'chunks_embedding_hnsw_' || substr(md5(m.name), 1, 12);
+    return hipocampo_private._model_index_name('chunks', m.name);
 end;
 $$;
 
@@ -590,7 +612,7 @@ security definer
 set search_path = ''
 as $$
 declare
-    idx text := 'chunks_embedding_hnsw_' || substr(md5(model_name), 1, 12);
+    idx text := hipocampo_private._model_index_name('chunks', model_name);
 begin
     if not exists (select 1 from hipocampo_private.embedding_models as e where e.name = model_name) then
         raise exception 'unknown embedding model: %', model_name using errcode = 'P0002';
@@ -1280,8 +1302,9 @@ $$;
 _ingest_item(document jsonb, chunks jsonb, embedding_model text, dims integer) -> jsonb
 
 Purpose: check one document and its chunks for ingest_document / ingest_documents, before
-  anything is written (in ingest_document's order of checks), and return the document with its title and source_uri scrubbed of PII
-  (what the documents trigger stores, so the lookup by source_uri finds it).
+  anything is written (in ingest_document's order of checks), and return the document with its
+  title and source_uri scrubbed of PII (what the documents trigger stores, so the lookup by
+  source_uri finds it).
 Parameters: document, chunks - as ingest_document takes them; embedding_model, dims - the
   model and its dimensions (null: the model is not registered).
 Returns: the document object, title and source_uri scrubbed.
