@@ -13,7 +13,16 @@ import pytest
 from typer.testing import CliRunner
 
 from hipocampo import db as hdb
-from hipocampo.calibration import answer_threshold, context_threshold, grid, grid_step, similarity_floor
+from hipocampo.calibration import (
+    answer_threshold,
+    context_threshold,
+    distinct_neighbours,
+    duplicate_threshold,
+    grid,
+    grid_step,
+    is_copy,
+    similarity_floor,
+)
 from hipocampo.cli import app
 from hipocampo.config import load_config
 from hipocampo.datasets import BEIR_SETS, datasets_dir, load_locomo
@@ -41,6 +50,26 @@ def test_each_rule_picks_the_documented_value() -> None:
     # Answer keeps <= 1.5 % of the other pairs: above their 98.5th percentile, rounded up.
     assert answer_threshold(spread(0.0, 0.5), grid(0.05)) == 0.5
     assert answer_threshold(spread(0.75, 0.85), grid(0.01)) == 0.85
+
+
+def test_the_duplicate_rules_count_only_neighbours_that_are_not_copies() -> None:
+    paragraph = "o coordenador de curso deverá anexar ao processo todos os documentos do período coberto"
+    # The same paragraph filed twice, recased, or inside a longer version of itself: a copy.
+    assert is_copy(paragraph, paragraph.upper().replace(" ", "  "))
+    assert is_copy(paragraph, paragraph + " e as provas aplicadas pelo professor responsável")
+    # The in-person rule beside the distance-learning one shares words, not 90 % of its 5-grams.
+    assert not is_copy(paragraph, paragraph.replace("todos os documentos", "o guia didático"))
+    texts = [paragraph, paragraph.upper(), "um fato diferente sobre a mesma pessoa", "outro assunto qualquer"]
+    vectors = [[1.0, 0.0], [1.0, 0.0], [0.96, 0.28], [0.0, 1.0]]
+    # Each text's nearest neighbour that is not a copy: the copy (cosine 1) is skipped.
+    assert [round(x, 2) for x in distinct_neighbours(texts, vectors)] == [0.96, 0.96, 0.96, 0.28]
+    # Grouped (one speaker each): neighbours inside the group only; a text whose group holds
+    # nothing but copies of it is left out.
+    assert [round(x, 2) for x in distinct_neighbours(texts, vectors, ["a", "a", "b", "b"])] == [0.28, 0.28]
+    # The lowest value with at most the allowed share strictly above it, every set counted.
+    assert duplicate_threshold([spread(0.5, 0.95)], 0.001, grid(0.005)) == 0.95
+    assert duplicate_threshold([spread(0.5, 0.95), spread(0.5, 0.99)], 0.005, grid(0.005)) == 0.99
+    assert duplicate_threshold([[0.999]], 0.001, grid(0.005)) == 0.995  # none: the highest candidate
 
 
 def test_calibrate_refuses_an_unknown_model() -> None:
@@ -73,7 +102,8 @@ def _slice_datasets(target: Path, queries_per_set: int = 12, turns: int = 40) ->
         conv["session_1_date_time"] = sample["conversation"]["session_1_date_time"]
         ids = {t["dia_id"] for t in conv["session_1"]}
         qa = [q for q in sample["qa"] if q.get("evidence") and all(e.strip() in ids for e in q["evidence"])]
-        conversations.append({**sample, "conversation": conv, "qa": qa})
+        observation = {"session_1_observation": sample["observation"]["session_1_observation"]}
+        conversations.append({**sample, "conversation": conv, "qa": qa, "observation": observation})
     (target / "locomo").mkdir()
     (target / "locomo" / "locomo10.json").write_text(json.dumps(conversations), "utf-8")
 
@@ -95,7 +125,14 @@ def test_calibrate_write_makes_the_measured_values_the_models_calibration(
         assert res.exit_code == 0, res.output
         out = json.loads(res.output)
         measured = {
-            k: out[k] for k in ("retrieval.min_similarity", "memory.context_threshold", "memory.answer_threshold")
+            k: out[k]
+            for k in (
+                "retrieval.min_similarity",
+                "retrieval.dedupe_threshold",
+                "memory.context_threshold",
+                "memory.answer_threshold",
+                "memory.duplicate_cosine",
+            )
         }
         expected = load_config()["calibration"][MODEL]  # the user's file now holds the measured values
         assert out["carried_over"] == [] and out["written"] == str(user)

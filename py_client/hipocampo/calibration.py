@@ -7,14 +7,25 @@ by the rules behind all-MiniLM-L6-v2's configured values (issue 22 §2; docs/BEN
 - ``memory.context_threshold``: the highest grid value that keeps at least 75 % of LoCoMo's
   (question, evidence turn) pairs; ``memory.answer_threshold``: the lowest that keeps at most
   1.5 % of (question, other turn) pairs. Chosen on conversations 1-5; 6-10 reported as held out.
+- ``memory.duplicate_cosine``: the lowest multiple of 0.005 above which at most 0.1 % of LoCoMo's
+  observations (short facts about a speaker, as memories are) have a neighbour of the same
+  speaker that is not a copy of them: a false "duplicate" loses the user's new fact, a missed
+  one stores a near-copy beside it (both kept, both correctable). Chosen on conversations 1-5,
+  6-10 held out.
+- ``retrieval.dedupe_threshold``: the lowest multiple of 0.005 above which at most 0.5 % of the
+  passages of FaQuAD and of Quati have a neighbour in their corpus that is not a copy of them
+  (hiding such a neighbour hides a different passage, e.g. the distance-learning version of a
+  rule beside the in-person one). A copy: the shorter text's word 5-grams are >= 90 % inside the
+  longer one's (case and spacing ignored), e.g. the same paragraph filed in two documents.
 
-The grid step follows the model's spread: 0.05 when the middle 80 % of LoCoMo's evidence cosines
-spans more than 0.2 (MiniLM: 0.36), else 0.01 (e5: 0.08, its cosines crowd into 0.75-0.9). With
-MiniLM the rules give 0.25 / 0.35 / 0.55, the configured values.
+The grid step of the first three follows the model's spread: 0.05 when the middle 80 % of
+LoCoMo's evidence cosines spans more than 0.2 (MiniLM: 0.36), else 0.01 (e5: 0.08, its cosines
+crowd into 0.75-0.9). With MiniLM they give 0.25 / 0.35 / 0.55, the configured values. The
+duplicate rules use 0.005 (their values sit near 1 for every model: e5's at 0.985 and 0.995).
 
 A model's whole calibration (``[calibration."<model>"]`` in config.toml, stored per model in the
-database: docs/design.md §thresholds) also holds keys these rules do not give yet (the dense
-weights, the duplicate cosines): :func:`model_calibration` keeps the model's own values of those,
+database: docs/design.md §thresholds) also holds keys these rules do not give (the dense
+weights): :func:`model_calibration` keeps the model's own values of those,
 or carries the default model's over and says so.
 """
 
@@ -36,10 +47,16 @@ __all__ = [
     "answer_threshold",
     "calibrate",
     "context_threshold",
+    "distinct_neighbours",
+    "duplicate_threshold",
     "grid",
     "grid_step",
+    "is_copy",
+    "locomo_observations",
     "locomo_pairs",
+    "memory_neighbours",
     "model_calibration",
+    "passage_neighbours",
     "relevant_pairs",
     "similarity_floor",
     "write_calibration",
@@ -50,6 +67,11 @@ MAX_DROPPED = 0.005  # share of relevant pairs a similarity floor may drop
 MIN_EVIDENCE_KEPT = 0.75  # memory.context_threshold keeps at least this share of evidence pairs
 MAX_OTHERS_KEPT = 0.015  # memory.answer_threshold keeps at most this share of other pairs
 WIDE_SPREAD = 0.2  # p90 - p10 of evidence cosines above this: grid step 0.05, else 0.01
+DUPLICATE_STEP = 0.005  # grid step of the duplicate rules (e5 needs 0.995)
+MAX_FACTS_MERGED = 0.001  # memory.duplicate_cosine: share of distinct facts it may call duplicates
+MAX_PASSAGES_HIDDEN = 0.005  # retrieval.dedupe_threshold: share of passages with a distinct neighbour above it
+COPY_CONTAINMENT = 0.9  # share of the shorter text's word 5-grams inside the longer: a copy
+SHINGLE = 5  # words per shingle of the copy test
 
 
 @dataclass(frozen=True)
@@ -101,6 +123,83 @@ def answer_threshold(others: list[float], candidates: list[float]) -> float:
     return min((t for t in candidates if _kept(others, t) <= MAX_OTHERS_KEPT), default=max(candidates))
 
 
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    words = text.lower().split()
+    return {tuple(words[i : i + SHINGLE]) for i in range(max(1, len(words) - SHINGLE + 1))}
+
+
+def is_copy(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are copies: at least COPY_CONTAINMENT of the shorter one's word
+    5-grams (case and spacing ignored) occur in the other (one paragraph filed twice, or inside a
+    longer version of itself)."""
+    sa, sb = _shingles(a), _shingles(b)
+    return len(sa & sb) >= COPY_CONTAINMENT * min(len(sa), len(sb))
+
+
+def distinct_neighbours(
+    texts: list[str], vectors: list[list[float]], groups: Sequence[object] | None = None
+) -> list[float]:
+    """For each text, the cosine to its nearest neighbour (in the same group, when ``groups`` is
+    given: one label per text) that is not a copy of it (:func:`is_copy`); texts without one are
+    left out. ``vectors``: unit-length embeddings, one per text."""
+    import numpy as np
+
+    labels = list(groups) if groups is not None else [0] * len(texts)
+    out: list[float] = []
+    for label in dict.fromkeys(labels):
+        ix = [i for i, x in enumerate(labels) if x == label]
+        v = np.asarray([vectors[i] for i in ix], dtype=np.float32)
+        sims = v @ v.T
+        np.fill_diagonal(sims, -np.inf)
+        for a, row in enumerate(sims):
+            for b in np.argsort(-row)[: len(ix) - 1]:
+                if not is_copy(texts[ix[a]], texts[ix[int(b)]]):
+                    out.append(float(row[b]))
+                    break
+    return out
+
+
+def duplicate_threshold(distinct: list[list[float]], max_above: float, candidates: list[float]) -> float:
+    """The lowest candidate above which (strictly, as the duplicate tests compare) at most
+    ``max_above`` of every set's distinct-neighbour cosines lie (``distinct``: one list per set);
+    the highest candidate when none does."""
+    ok = [t for t in candidates if all(sum(x > t for x in xs) / len(xs) <= max_above for xs in distinct if xs)]
+    return min(ok, default=max(candidates))
+
+
+def locomo_observations(samples: list[dict[str, object]]) -> tuple[list[str], list[tuple[int, str]]]:
+    """LoCoMo's observations (one fact about a speaker each) of ``samples``, each text once per
+    speaker, with its (conversation, speaker) label."""
+    texts: list[str] = []
+    labels: list[tuple[int, str]] = []
+    for n, sample in enumerate(samples):
+        seen: set[tuple[str, str]] = set()
+        for session in sample.get("observation", {}).values():  # type: ignore[attr-defined]
+            for speaker, items in session.items():
+                for item in items:
+                    text = str(item[0])
+                    if (speaker, text) not in seen:
+                        seen.add((speaker, text))
+                        texts.append(text)
+                        labels.append((n, speaker))
+    return texts, labels
+
+
+def memory_neighbours(embedder: EmbeddingProvider, samples: list[dict[str, object]]) -> list[float]:
+    """Each LoCoMo observation's cosine to the nearest other fact of its speaker (not a copy)."""
+    texts, labels = locomo_observations(samples)
+    return distinct_neighbours(texts, embedder.embed_documents(texts), labels)
+
+
+def passage_neighbours(embedder: EmbeddingProvider, name: str) -> list[float]:
+    """Each passage of the BEIR set ``name`` (title + text): its cosine to the nearest passage of
+    the corpus that is not a copy of it (copies judged on the text)."""
+    ds = load_beir(name)
+    ids = sorted(ds.corpus)
+    texts = [f"{ds.corpus[d][0]}\n{ds.corpus[d][1]}" if ds.corpus[d][0] else ds.corpus[d][1] for d in ids]
+    return distinct_neighbours([ds.corpus[d][1] for d in ids], embedder.embed_documents(texts))
+
+
 def locomo_pairs(embedder: EmbeddingProvider, samples: list[dict[str, object]]) -> tuple[list[float], list[float]]:
     """Cosines of each question with evidence to its evidence turns and to its other turns."""
     pos: list[float] = []
@@ -133,9 +232,10 @@ def relevant_pairs(embedder: EmbeddingProvider, name: str) -> list[float]:
 
 
 def calibrate(embedder: EmbeddingProvider) -> list[Finding]:
-    """The model's ``retrieval.min_similarity``, ``memory.context_threshold`` and
-    ``memory.answer_threshold`` by the rules above (embeds FaQuAD's and Quati's relevant passages
-    and questions, and LoCoMo's turns and questions: minutes on 2 cores for e5).
+    """The model's ``retrieval.min_similarity``, ``retrieval.dedupe_threshold``,
+    ``memory.context_threshold``, ``memory.answer_threshold`` and ``memory.duplicate_cosine`` by
+    the rules above (embeds FaQuAD's and Quati's passages and questions, and LoCoMo's turns,
+    observations and questions: minutes on 2 cores for e5).
 
     Raises:
         FileNotFoundError: the shared datasets are missing.
@@ -148,12 +248,28 @@ def calibrate(embedder: EmbeddingProvider) -> list[Finding]:
     floor = similarity_floor([relevant_pairs(embedder, name) for name in SIMILARITY_SETS], candidates)
     context = context_threshold(chosen_pos, candidates)
     answer = answer_threshold(chosen_neg, candidates)
+    fine = grid(DUPLICATE_STEP)
+    passages = [passage_neighbours(embedder, name) for name in SIMILARITY_SETS]
+    dedupe = duplicate_threshold(passages, MAX_PASSAGES_HIDDEN, fine)
+    facts, held_facts = memory_neighbours(embedder, data[:5]), memory_neighbours(embedder, data[5:])
+    duplicate = duplicate_threshold([facts], MAX_FACTS_MERGED, fine)
     kept = _kept
+
+    def above(xs: list[float], t: float) -> float:
+        return sum(x > t for x in xs) / max(len(xs), 1)
+
     return [
         Finding(
             "retrieval.min_similarity",
             floor,
             f"drops at most {MAX_DROPPED:.1%} of the relevant pairs of {' and '.join(SIMILARITY_SETS)} (step {step})",
+        ),
+        Finding(
+            "retrieval.dedupe_threshold",
+            dedupe,
+            "passages with a distinct neighbour above it: "
+            + ", ".join(f"{n} {above(xs, dedupe):.1%}" for n, xs in zip(SIMILARITY_SETS, passages, strict=True))
+            + f" (at most {MAX_PASSAGES_HIDDEN:.1%})",
         ),
         Finding(
             "memory.context_threshold",
@@ -165,6 +281,12 @@ def calibrate(embedder: EmbeddingProvider) -> list[Finding]:
             "memory.answer_threshold",
             answer,
             f"keeps {kept(chosen_neg, answer):.2%} of other turns (1-5), {kept(held_neg, answer):.2%} held out",
+        ),
+        Finding(
+            "memory.duplicate_cosine",
+            duplicate,
+            f"LoCoMo facts with a distinct fact of their speaker above it: {above(facts, duplicate):.2%} (1-5), "
+            f"{above(held_facts, duplicate):.2%} held out (at most {MAX_FACTS_MERGED:.1%})",
         ),
     ]
 

@@ -30,14 +30,15 @@ def calibrate(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Choose the model's retrieval.min_similarity and memory context / answer thresholds from
-    FaQuAD, Quati and LoCoMo (../shared/datasets) by the rules that give all-MiniLM-L6-v2's
-    configured values (docs/BENCHMARKS.md, "Thresholds per embedding model") and print them with
-    what each keeps. With --write they become the model's calibration ([calibration."<model>"] in
-    the config file, the other keys of a model already calibrated kept, those of a new one carried
-    over from all-MiniLM-L6-v2 and listed) and are stored in the database
-    (hipocampo.set_model_calibration), so the model can be activated. Passage vectors are cached
-    in the user cache directory; e5 takes a few minutes on 2 cores the first time.
+    """Choose the model's retrieval.min_similarity and dedupe_threshold and its memory context,
+    answer and duplicate thresholds from FaQuAD, Quati and LoCoMo (../shared/datasets) by the
+    rules of hipocampo.calibration (docs/BENCHMARKS.md, "Thresholds per embedding model" and
+    "Duplicate thresholds per model") and print them with what each keeps. With --write they
+    become the model's calibration ([calibration."<model>"] in the config file, the other keys of
+    a model already calibrated kept, those of a new one carried over from all-MiniLM-L6-v2 and
+    listed) and are stored in the database (hipocampo.set_model_calibration), so the model can be
+    activated. Passage vectors are cached in the user cache directory; e5 takes a few minutes on
+    2 cores the first time.
     """
     from platformdirs import user_cache_dir
 
@@ -92,7 +93,7 @@ def calibrate(
         table.add_row(f.key, f"{f.value:.2f}", f.evidence)
     console.print(table)
     if carried:
-        console.print(f"Carried over from {MODEL_NAME} (no rule yet): {', '.join(carried)}.")
+        console.print(f"Carried over from {MODEL_NAME} (not computed here): {', '.join(carried)}.")
     if write:
         console.print(f"Written to {target} and stored in the database: {name} can be activated.")
     else:
