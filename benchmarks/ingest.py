@@ -61,13 +61,13 @@ DBNAME = "hipocampo_bench_ingest"
 Item = tuple[dict[str, Any], list[dict[str, Any]]]
 
 
-def fresh_database() -> str:
-    """Drop and create the benchmark's database; migrate and seed it. Returns its URL."""
+def fresh_database(name: str = DBNAME) -> str:
+    """Drop and create the benchmark's database ``name``; migrate and seed it. Returns its URL."""
     url = db.ensure_database()
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'drop database if exists "{DBNAME}" with (force)')  # type: ignore[arg-type]
-        conn.execute(f'create database "{DBNAME}"')  # type: ignore[arg-type]
-    bench = make_conninfo(url, dbname=DBNAME)
+        conn.execute(f'drop database if exists "{name}" with (force)')  # type: ignore[arg-type]
+        conn.execute(f'create database "{name}"')  # type: ignore[arg-type]
+    bench = make_conninfo(url, dbname=name)
     db.apply_migrations(bench, shim=db.external_url() is None)
     with Hipocampo(bench) as root:
         root.rpc("register_embedding_model", {"name": MODEL, "provider": "local", "dims": 384, "activate": True})

@@ -85,6 +85,17 @@ def test_kb_delete_asks_and_deletes(database_url: str, tmp_path: Path) -> None:
     assert res.exit_code == 1 and "error [P0002]: unknown knowledge base" in res.output
 
 
+def test_tenant_delete_asks_and_deletes_everything(database_url: str, tmp_path: Path) -> None:
+    slug = tenant_with_kb(tmp_path)
+    res = runner.invoke(app, ["tenant", "delete", slug], input="n\n")
+    assert res.exit_code == 1 and f"Delete tenant {slug!r}, its 1 knowledge bases" in res.output
+    out = json.loads(ok("tenant", "delete", slug, "--yes", "--json"))
+    assert (out["slug"], out["knowledge_bases"], out["documents"], out["chunks"]) == (slug, 1, 1, 1)
+    assert slug not in {r["slug"] for r in json.loads(ok("tenant", "list", "--json"))}
+    res = runner.invoke(app, ["tenant", "delete", slug, "--yes"])
+    assert res.exit_code == 1 and f"error [P0002]: unknown tenant {slug!r}" in res.output
+
+
 def test_config_show_and_set(database_url: str) -> None:
     slug = f"life-{uuid.uuid4().hex[:8]}"
     ok("tenant", "create", "Condomínio", "--slug", slug)

@@ -205,6 +205,21 @@ class Hipocampo:
         ``Memory.erase`` first for LGPD art. 18."""
         return bool(self.rpc("remove_member", {"tenant_id": tenant_id, "user_id": user_id}))
 
+    def delete_tenant(self, tenant_id: UUID | str) -> dict[str, Any]:
+        """Delete a tenant and everything it holds, in one transaction (service_role;
+        ``hipocampo.delete_tenant``): knowledge bases, documents, chunks with their postings and
+        statistics, memories, messages, sessions, cache, config and audit rows.
+
+        Returns:
+            What was deleted: ``{"tenant_id", "slug", "knowledge_bases", "documents", "chunks",
+            "memories", "messages", "members", "audit_rows"}`` (counts).
+
+        Raises:
+            NotFoundError: unknown tenant (P0002).
+            PermissionDeniedError: not service_role (42501).
+        """
+        return dict(self.rpc("delete_tenant", {"tenant_id": tenant_id}))
+
     def set_tenant_config(self, section: str, patch: dict[str, Any]) -> dict[str, Any]:
         """Override config keys of the tenant within their bounds (``hipocampo.set_tenant_config``);
         returns the tenant's section after the change.

@@ -106,6 +106,7 @@ grant execute on function hipocampo.delete_knowledge_base(kb_id uuid) to authent
 grant execute on function hipocampo.forget_user_memory(memory_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.inspect_user_memory(user_id uuid, key text, history_limit integer, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.list_tenants() to service_role;
+grant execute on function hipocampo.delete_tenant(tenant_id uuid) to service_role;
 grant execute on function hipocampo.list_members(tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.remove_member(tenant_id uuid, user_id uuid) to service_role;
 grant execute on function hipocampo.set_document_metadata(document_id uuid, metadata jsonb) to authenticated, service_role;

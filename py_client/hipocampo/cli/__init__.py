@@ -23,7 +23,7 @@ from ..text import plain_text
 from .answers import ask, serve
 from .calibrate import calibrate
 from .common import JsonOpt, TenantOpt, _client, _database_url, _fail, console, err_console
-from .lifecycle import config_app, doc_app, kb_delete, member_app, tenant_list
+from .lifecycle import config_app, doc_app, kb_delete, member_app, tenant_delete, tenant_list
 from .memory import memory_app
 
 __all__ = ["app"]
@@ -463,6 +463,7 @@ app.add_typer(member_app, name="member")
 app.add_typer(doc_app, name="doc")
 app.add_typer(config_app, name="config")
 tenant_app.command("list")(tenant_list)
+tenant_app.command("delete")(tenant_delete)
 kb_app.command("delete")(kb_delete)
 app.command()(ask)
 app.command()(serve)

@@ -1,4 +1,4 @@
-"""The lifecycle commands: ``tenant list``, ``member add|remove|list``, ``kb delete``,
+"""The lifecycle commands: ``tenant list|delete``, ``member add|remove|list``, ``kb delete``,
 ``doc list|show|update|delete``, ``config show|set`` (all through the RPCs, with their checks)."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from uuid import UUID
 import typer
 from rich.table import Column, Table
 
-from ..client import Hipocampo
+from ..client import Actor, Hipocampo
 from ..errors import HipocampoError, InvalidInputError, NotFoundError
 from .common import JsonOpt, TenantOpt, _client, _fail, console
 
-__all__ = ["config_app", "doc_app", "kb_delete", "member_app", "tenant_list"]
+__all__ = ["config_app", "doc_app", "kb_delete", "member_app", "tenant_delete", "tenant_list"]
 
 member_app = typer.Typer(
     help="Members of a tenant (who may sign in to it, and as what).", no_args_is_help=True, rich_markup_mode="markdown"
@@ -61,6 +61,33 @@ def tenant_list(as_json: JsonOpt = False) -> None:
     for r in rows:
         table.add_row(r["slug"], r["name"], str(r["members"]), str(r["knowledge_bases"]), str(r["id"]))
     console.print(table)
+
+
+def tenant_delete(
+    slug: Annotated[str, typer.Argument(help="The tenant's slug.")],
+    yes: YesOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete a tenant and everything it holds: knowledge bases, memories, conversations, config and
+    audit, in one transaction (asks first; offboarding a customer)."""
+    with _client() as root:
+        tid = root.tenant_id(slug)
+        if tid is None:
+            raise _fail(NotFoundError(f"unknown tenant {slug!r}", "P0002"))
+        if not yes:
+            row = next((r for r in root.list_tenants() if r["id"] == tid), None)
+            kbs = row["knowledge_bases"] if row else 0
+            typer.confirm(f"Delete tenant {slug!r}, its {kbs} knowledge bases and all its users' data?", abort=True)
+        try:
+            out = root.as_actor(Actor.service(tid)).delete_tenant(tid)
+        except HipocampoError as exc:
+            raise _fail(exc) from exc
+    _say(
+        out,
+        f"deleted tenant {out['slug']}: {out['knowledge_bases']} knowledge bases, {out['chunks']} chunks, "
+        f"{out['memories']} memories, {out['messages']} messages, {out['members']} members",
+        as_json,
+    )
 
 
 @member_app.command("add")
