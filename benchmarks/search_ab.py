@@ -1,7 +1,7 @@
 """hybrid_search latency, this version against an earlier one, in the same run (issue 18 §4).
 
 Usage:  .venv/bin/python benchmarks/search_ab.py [--ref 4dee3c5] [--sets faquad,quati,scifact]
-        [--queries 100] [--rounds 3] [--write]
+        [--queries 100] [--rounds 3] [--transport] [--write]
 
 The earlier version is ``hipocampo.hybrid_search`` as ``supabase/schemas/05_hybrid_search.sql``
 defined it at git ``--ref``, installed for the run as ``bench_ref.hybrid_search`` (with the
@@ -13,6 +13,10 @@ SQL call as the client sees it (one round trip, the query vector sent as text). 
 chunks in the same order with the same scores (freshness aside: ``now()`` differs); the run
 fails otherwise. Reports p50 / p95 ms per version and set and the ratio of the medians.
 ``--write`` puts the table in docs/BENCHMARKS.md.
+
+``--transport``: instead of two versions, the current ``hipocampo.hybrid_search`` with the query
+vector sent as a text literal (``before``, how the Python client sent it) and in pgvector's binary
+format (``after``, how ``hipocampo.rpc`` sends it since 2026-11-26); its own section.
 """
 
 from __future__ import annotations
@@ -33,9 +37,11 @@ from hipocampo.config import repo_root
 from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
 from hipocampo.evaluation import index_beir
+from hipocampo.rpc import _BinaryVector
 from report import pct, write_section
 
 BEGIN, END = "<!-- search-ab:begin -->", "<!-- search-ab:end -->"
+T_BEGIN, T_END = "<!-- search-transport:begin -->", "<!-- search-transport:end -->"
 CALL = (
     "select chunk_id, dense_score, lexical_score, fused_score, rank from {fn}("
     "query_text => %s, query_embedding => %s::extensions.vector, kb_ids => array[%s]::uuid[])"
@@ -75,6 +81,7 @@ def main() -> None:
     ap.add_argument("--sets", default="faquad,quati,scifact")
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--transport", action="store_true", help="text against binary query vectors, current version")
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     url = db.ensure_database()
@@ -84,7 +91,8 @@ def main() -> None:
         tid = root.tenant_id("bench") or root.create_tenant("Benchmarks", "bench")
         member = uuid.uuid5(uuid.NAMESPACE_URL, "hipocampo-bench/search-ab")
         root.add_member(tid, member, "member")
-        install_reference(conn, args.ref)
+        if not args.transport:
+            install_reference(conn, args.ref)
         claims = json.dumps({"sub": str(member), "role": "authenticated", "app_metadata": {"tenant_id": str(tid)}})
         try:
             for name in args.sets.split(","):
@@ -98,15 +106,23 @@ def main() -> None:
                     "select count(*) from hipocampo_private.chunks where kb_id = %s", (kb,)
                 ).fetchone()
                 texts = list(ds.queries.values())[: args.queries]
-                vectors = ["[" + ",".join(map(str, v)) + "]" for v in map(embedder.embed_query, texts)]
+                raw = [embedder.embed_query(t) for t in texts]
+                sent: dict[str, list[Any]] = {
+                    "text": ["[" + ",".join(map(str, v)) + "]" for v in raw],
+                    "binary": [_BinaryVector(v) for v in raw],
+                }
                 times: dict[str, list[float]] = {"before": [], "after": []}
                 answers: dict[str, list[Any]] = {"before": [], "after": []}
-                versions = [("before", "bench_ref.hybrid_search"), ("after", "hipocampo.hybrid_search")]
+                versions = (
+                    [("before", "hipocampo.hybrid_search", "text"), ("after", "hipocampo.hybrid_search", "binary")]
+                    if args.transport
+                    else [("before", "bench_ref.hybrid_search", "text"), ("after", "hipocampo.hybrid_search", "text")]
+                )
                 for n_round in range(args.rounds):
                     # Which version goes first alternates: the second of a pair runs on warmer caches.
-                    for label, fn in versions if n_round % 2 == 0 else versions[::-1]:
+                    for label, fn, transport in versions if n_round % 2 == 0 else versions[::-1]:
                         answers[label] = []
-                        for q, v in zip(texts, vectors, strict=True):
+                        for q, v in zip(texts, sent[transport], strict=True):
                             with conn.transaction(), conn.cursor() as cur:
                                 cur.execute("set local role authenticated")
                                 cur.execute("select set_config('request.jwt.claims', %s, true)", (claims,))
@@ -127,7 +143,27 @@ def main() -> None:
                 rows.append(line)
         finally:
             conn.execute("drop schema if exists bench_ref cascade")
-    if args.write:
+    if args.write and args.transport:
+        cmd = "python benchmarks/search_ab.py " + " ".join(sys.argv[1:])
+        text = "\n".join(
+            [
+                T_BEGIN,
+                "### The query vector as text or binary (one run)",
+                "",
+                f"Command: `{cmd.strip()}`. The current `hybrid_search`, the same test questions as a member of the "
+                "tenant (RLS), one transaction per call, defaults; `before` sends the 384-float query vector as a "
+                "text literal (how the Python client sent it), `after` in pgvector's binary format (how "
+                "`hipocampo.rpc` sends every vector argument since 2026-11-26), which first alternating per round. "
+                "Same rows and scores either way.",
+                "",
+                "| set | chunks in the KB | calls per way | text p50 / p95 ms | binary p50 / p95 ms | median ratio |",
+                "|---|---|---|---|---|---|",
+                *rows,
+                T_END,
+            ]
+        )
+        print(f"written to {write_section(T_BEGIN, T_END, text)}")
+    elif args.write:
         cmd = "python benchmarks/search_ab.py " + " ".join(sys.argv[1:])
         text = "\n".join(
             [

@@ -5,7 +5,9 @@ The argument types come from the catalog (read once per connection pool), so eve
 cast to its declared type (``extensions.vector``, ``jsonb``, ``uuid[]`` …) and a name the RPC
 does not have is an :class:`~hipocampo.errors.InvalidInputError` before anything is sent. Values
 are adapted: ``dict`` / ``list`` for ``json``/``jsonb`` arguments are sent as JSON, sequences of
-floats for vectors as pgvector literals, UUIDs as text. The call runs in the caller's
+floats for vectors in pgvector's binary format (a 384-d query vector as a text literal cost ~0.18
+ms more per call, formatting and parsing; docs/BENCHMARKS.md §hybrid search on a small knowledge
+base), a vector given as a string as that literal, UUIDs as text. The call runs in the caller's
 transaction (role and JWT claims set by :meth:`hipocampo.client.Hipocampo.transaction`);
 database errors become the typed exception of their SQLSTATE.
 """
@@ -19,6 +21,8 @@ from uuid import UUID
 
 import psycopg
 from pgvector import Vector
+from psycopg.adapt import Buffer, Dumper
+from psycopg.pq import Format
 
 from .errors import InvalidInputError, NotFoundError
 
@@ -52,6 +56,27 @@ def load_signatures(cur: psycopg.Cursor[dict[str, Any]]) -> Signatures:
     return out
 
 
+class _BinaryVector:
+    """A vector argument in pgvector's binary format (``vector_recv``: dims, unused, float32s,
+    big-endian), sent with an unspecified type so that the call's ``::<vector type>`` cast types
+    it: no OID lookup, and nothing registered for :class:`pgvector.Vector` itself."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, value: Any) -> None:
+        self.data = Vector(value).to_binary()
+
+
+class _BinaryVectorDumper(Dumper):
+    format = Format.BINARY
+
+    def dump(self, obj: _BinaryVector) -> Buffer:
+        return obj.data
+
+
+psycopg.adapters.register_dumper(_BinaryVector, _BinaryVectorDumper)
+
+
 def _adapt(value: Any, type_: str, rpc: str = "", name: str = "") -> Any:
     if value is None:
         return None
@@ -63,7 +88,7 @@ def _adapt(value: Any, type_: str, rpc: str = "", name: str = "") -> Any:
     if type_ in ("json", "jsonb"):
         return value if isinstance(value, str) else json.dumps(value)
     if type_.endswith("vector") and not isinstance(value, str):
-        return Vector(list(value)).to_text()
+        return _BinaryVector(list(value))
     if isinstance(value, UUID):
         return str(value)
     if type_.endswith("[]") and isinstance(value, Sequence) and not isinstance(value, str):
