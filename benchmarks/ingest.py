@@ -10,8 +10,11 @@ created again for each load), migrated and seeded like `hipocampo db migrate`. T
 SciFact abstracts (one per document, ~95 postings each), replicated over ``--tenants`` tenants
 as benchmarks/latency.py does (tenant i holds a window of ``--per-tenant`` of the 5,183
 abstracts), with their all-MiniLM-L6-v2 vectors from the corpus cache (the database side alone:
-no model runs). Each writer is a thread with its own connection, loading one tenant at a time as
-service_role through the RPCs the Python client calls:
+no model runs). Past the corpus's 5,183 abstracts each copy of an abstract gets its vector moved
+by a seeded random unit perturbation (cosine ~0.97 to the original): pgvector keeps identical
+vectors in one HNSW element, so exact copies made the graph ~10x smaller than the table and
+the HNSW rows optimistic (before 2026-11-26). Each writer is a thread with its own connection,
+loading one tenant at a time as service_role through the RPCs the Python client calls:
 
 - bulk: ``ingest_documents``, ``--batch`` documents per call (one transaction each);
 - single: ``ingest_document``, one document per call (the path before the bulk path), on the
@@ -42,6 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psycopg
 from psycopg.conninfo import make_conninfo
 
@@ -86,7 +90,18 @@ class Corpus:
         self.vectors = self.embedder.embed_documents(texts)  # from the cache after the first run
         self.texts = texts
 
+    def vector(self, idx: int) -> list[float]:
+        """The vector of item ``idx``: the abstract's own for the first copy, then a seeded
+        perturbation of it (a distinct vector per copy, cosine ~0.97 to the original)."""
+        base = self.vectors[idx % len(self.ids)]
+        if idx < len(self.ids):
+            return base
+        noise = np.random.default_rng(idx).standard_normal(len(base))
+        v = np.asarray(base) + 0.25 * noise / np.linalg.norm(noise)
+        return [float(x) for x in v / np.linalg.norm(v)]
+
     def item(self, idx: int, uri_prefix: str = "beir:scifact:") -> Item:
+        vector = self.vector(idx)
         idx %= len(self.ids)
         title, text = self.corpus[self.ids[idx]]
         digest = sha256(f"{uri_prefix}{self.texts[idx]}")
@@ -102,7 +117,7 @@ class Corpus:
             "token_count": len(text.split()),
             "content_hash": digest,
             "metadata": {"title": title},
-            "embedding": self.vectors[idx],
+            "embedding": vector,
         }
         return document, [chunk]
 
