@@ -3,7 +3,8 @@
 Usage:  .venv/bin/python benchmarks/latency.py [--tenants 50] [--per-tenant 2000] [--queries 300] [--write]
 
 Builds >= 100k chunks of real text (SciFact abstracts, replicated across tenants: tenant i holds
-a window of 2,000 of the 5,183 abstracts) through the real ingest RPC, then runs SciFact test
+a window of 2,000 of the 5,183 abstracts; benchmarks/ingest.py's corpus, so every copy past the
+first has a vector of its own, see its docstring) through the real ingest RPC, then runs SciFact test
 queries as authenticated members (JWT claims, RLS) at 1 and 4 concurrent clients, on the exact
 path (scope <= exact_scan_max_rows) and on the HNSW path (exact_scan_max_rows = 0: iterative
 index scan). Reports p50/p95/p99 in ms and checks that every query returned k rows.
@@ -28,7 +29,7 @@ from hipocampo import Actor, Hipocampo, db
 from hipocampo.config import repo_root
 from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM
-from hipocampo.ingest import sha256
+from ingest import Corpus, Item
 from report import pct, write_section
 
 BEGIN, END = "<!-- latency:begin -->", "<!-- latency:end -->"
@@ -40,10 +41,7 @@ CLIENTS = (1, 4)
 def build(
     root: Hipocampo, embedder: CachingEmbedder, tenants: int, per_tenant: int
 ) -> tuple[list[tuple[Any, Any, Any]], dict[str, float]]:
-    ds = load_beir("scifact")
-    ids = list(ds.corpus)
-    texts = [f"{ds.corpus[i][0]}\n{ds.corpus[i][1]}" for i in ids]
-    vectors = embedder.embed_documents(texts)  # cached after the first run
+    corpus = Corpus()  # benchmarks/ingest.py's items: a distinct vector per copy
     out: list[tuple[Any, Any, Any]] = []
     written = 0
     seconds = 0.0
@@ -60,7 +58,7 @@ def build(
         have = client.document_hashes(kb)
         t_db = 0.0
         n_written = 0
-        batch: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+        batch: list[Item] = []
 
         def flush() -> None:
             nonlocal t_db, n_written
@@ -72,22 +70,10 @@ def build(
                 batch.clear()
 
         for j in range(per_tenant):
-            idx = (n * per_tenant + j) % len(ids)
-            title, text = ds.corpus[ids[idx]]
-            uri = f"beir:scifact:{ids[idx]}"
-            digest = sha256(texts[idx])
-            if (have.get(uri) or {}).get("content_hash") == digest:
+            doc, chunks = corpus.item(n * per_tenant + j)
+            if (have.get(doc["source_uri"]) or {}).get("content_hash") == doc["content_hash"]:
                 continue
-            doc = {"title": title or ids[idx], "source_uri": uri, "content_hash": digest, "source_type": "other"}
-            chunk = {
-                "chunk_index": 0,
-                "content": text,
-                "token_count": len(text.split()),
-                "content_hash": digest,
-                "metadata": {"title": title},
-                "embedding": vectors[idx],
-            }
-            batch.append((doc, [chunk]))
+            batch.append((doc, chunks))
             if len(batch) >= BATCH:
                 flush()
         flush()
