@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -36,8 +37,9 @@ def _client_bin() -> Path:
 
 
 @pytest.fixture(scope="module")
-def pgtap_env(database_url: str) -> dict[str, str]:
-    """Environment for pg_prove against the session database, with pgtap installed in it."""
+def pgtap_env(database_url: str) -> Iterator[dict[str, str]]:
+    """Environment for pg_prove against the session database, with pgtap installed in it for the
+    module (dropped after it: the catalog comparisons of other test files must not see it)."""
     prove = PGTAP / "usr" / "bin" / "pg_prove"
     sql = sorted((PGTAP / "usr" / "share" / "postgresql").glob("*/extension/pgtap*"))
     if not prove.exists() or not sql:
@@ -51,7 +53,7 @@ def pgtap_env(database_url: str) -> dict[str, str]:
                 shutil.copyfile(f, target)
         conn.execute("create extension if not exists pgtap with schema extensions")
     info = conninfo_to_dict(database_url)
-    return {
+    yield {
         **os.environ,
         "PATH": f"{_client_bin()}{os.pathsep}{os.environ.get('PATH', '')}",
         "PERL5LIB": str(PGTAP / "usr" / "share" / "perl5"),
@@ -61,6 +63,8 @@ def pgtap_env(database_url: str) -> dict[str, str]:
         "PGDATABASE": str(info.get("dbname", "postgres")),
         "PGOPTIONS": '-c search_path="$user",public,extensions',
     }
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("drop extension if exists pgtap")
 
 
 def test_there_is_a_pgtap_suite() -> None:
