@@ -391,7 +391,7 @@ class Hipocampo:
         """After a bulk load (service_role): build the model's missing HNSW indexes in one pass
         (``hipocampo.build_model_index``, memory in MB and parallel workers from
         ``maintenance.index_build_*``); returns the chunks index name. Writes to the tables wait
-        while it builds (8 s for 100k 384-d chunks, docs/BENCHMARKS.md §Bulk ingestion).
+        while it builds (13 s for 100k 384-d chunks, docs/BENCHMARKS.md §Bulk ingestion).
 
         Raises:
             PermissionDeniedError: the actor is not service_role (42501).

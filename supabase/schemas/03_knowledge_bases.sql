@@ -471,9 +471,12 @@ security definer
 set search_path = ''
 as $$
 declare
-    emptied uuid[];  -- knowledge bases without chunks of any model now
+    -- Knowledge bases without chunks of any model now, with their tenants (the postings key).
+    emptied uuid[];
+    emptied_tenants uuid[];
 begin
-    select coalesce(array_agg(k.kb_id), '{}') into emptied
+    select coalesce(array_agg(k.kb_id), '{}'), coalesce(array_agg(k.tenant_id), '{}')
+    into emptied, emptied_tenants
     from (select distinct o.tenant_id, o.kb_id from old_rows as o) as k
     where not exists (
         select 1 from hipocampo_private.chunks as c
@@ -481,7 +484,7 @@ begin
     );
     if cardinality(emptied) > 0 then
         delete from hipocampo_private.kb_postings as p
-        using (select distinct o.tenant_id, o.kb_id from old_rows as o where o.kb_id = any(emptied)) as k
+        using unnest(emptied_tenants, emptied) as k (tenant_id, kb_id)
         where p.tenant_id = k.tenant_id and p.kb_id = k.kb_id;
         delete from hipocampo_private.kb_term_stats as s where s.kb_id = any(emptied);
         delete from hipocampo_private.kb_text_stats as s where s.kb_id = any(emptied);

@@ -1103,12 +1103,13 @@ begin
         model := hipocampo_private._active_model(embedding, 'embedding');
     end if;
     -- A duplicate of another active memory (not the one being replaced), in either tier: a copy
-    -- of its description (the same letters and digits, case, accents, punctuation and spacing
-    -- ignored; compared within a few characters' length only), or with an embedding a semantic
-    -- duplicate (cosine above the model's memory.duplicate_cosine). The copy test is the
-    -- model's blind spot: e5's calibrated 0.995 catches 0.9 % of LoCoMo's facts retyped in lower
-    -- case without their full stop (docs/BENCHMARKS.md §duplicate thresholds).
-    copy_key := btrim(regexp_replace(lower(extensions.unaccent(_remember.description)), '[^a-z0-9]+', ' ', 'g'));
+    -- of its description (equal once normalised as the answer cache normalises questions:
+    -- case, accents, punctuation and spacing ignored; compared within a few characters' length
+    -- only), or with an embedding a semantic duplicate (cosine above the model's
+    -- memory.duplicate_cosine). The copy test is the model's blind spot: e5's calibrated 0.995
+    -- catches 0.9 % of LoCoMo's facts retyped in lower case without their full stop
+    -- (docs/BENCHMARKS.md §duplicate thresholds).
+    copy_key := hipocampo.normalize_question(_remember.description);
     select d.id into dup_id from (
         select m.id, m.embedding, m.embedding_model, m.description from hipocampo_private.memories as m
         where m.tenant_id = a.actor_tenant and m.status = 'active'
@@ -1124,8 +1125,7 @@ begin
         select
             case when abs(char_length(d.description) - char_length(_remember.description))
                     <= greatest(8, char_length(_remember.description) / 10)
-                then btrim(regexp_replace(lower(extensions.unaccent(d.description)), '[^a-z0-9]+', ' ', 'g'))
-                    = copy_key
+                then hipocampo.normalize_question(d.description) = copy_key
                 else false
             end as is_copy,
             -- Vectors of another model (another width, during a switch) are not compared.
