@@ -37,7 +37,7 @@ from hipocampo.config import repo_root
 from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
 from hipocampo.evaluation import index_beir
-from hipocampo.rpc import _BinaryVector
+from hipocampo.rpc import BinaryVector
 from report import pct, write_section
 
 BEGIN, END = "<!-- search-ab:begin -->", "<!-- search-ab:end -->"
@@ -109,7 +109,7 @@ def main() -> None:
                 raw = [embedder.embed_query(t) for t in texts]
                 sent: dict[str, list[Any]] = {
                     "text": ["[" + ",".join(map(str, v)) + "]" for v in raw],
-                    "binary": [_BinaryVector(v) for v in raw],
+                    "binary": [BinaryVector(v) for v in raw],
                 }
                 times: dict[str, list[float]] = {"before": [], "after": []}
                 answers: dict[str, list[Any]] = {"before": [], "after": []}

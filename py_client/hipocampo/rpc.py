@@ -26,7 +26,7 @@ from psycopg.pq import Format
 
 from .errors import InvalidInputError, NotFoundError
 
-__all__ = ["Shape", "Signatures", "call", "load_signatures"]
+__all__ = ["BinaryVector", "Shape", "Signatures", "call", "load_signatures"]
 
 Shape = Literal["value", "row", "rows", "none"]
 # rpc name -> {argument name: its type as format_type() writes it}
@@ -56,7 +56,7 @@ def load_signatures(cur: psycopg.Cursor[dict[str, Any]]) -> Signatures:
     return out
 
 
-class _BinaryVector:
+class BinaryVector:
     """A vector argument in pgvector's binary format (``vector_recv``: dims, unused, float32s,
     big-endian), sent with an unspecified type so that the call's ``::<vector type>`` cast types
     it: no OID lookup, and nothing registered for :class:`pgvector.Vector` itself."""
@@ -70,11 +70,11 @@ class _BinaryVector:
 class _BinaryVectorDumper(Dumper):
     format = Format.BINARY
 
-    def dump(self, obj: _BinaryVector) -> Buffer:
+    def dump(self, obj: BinaryVector) -> Buffer:
         return obj.data
 
 
-psycopg.adapters.register_dumper(_BinaryVector, _BinaryVectorDumper)
+psycopg.adapters.register_dumper(BinaryVector, _BinaryVectorDumper)
 
 
 def _adapt(value: Any, type_: str, rpc: str = "", name: str = "") -> Any:
@@ -88,7 +88,7 @@ def _adapt(value: Any, type_: str, rpc: str = "", name: str = "") -> Any:
     if type_ in ("json", "jsonb"):
         return value if isinstance(value, str) else json.dumps(value)
     if type_.endswith("vector") and not isinstance(value, str):
-        return _BinaryVector(list(value))
+        return BinaryVector(list(value))
     if isinstance(value, UUID):
         return str(value)
     if type_.endswith("[]") and isinstance(value, Sequence) and not isinstance(value, str):

@@ -259,7 +259,6 @@ create table hipocampo_private.chunks (
     embedding extensions.vector not null,
     embedding_model text not null references hipocampo_private.embedding_models (name),
     created_at timestamptz not null default now(),
-    last_accessed_at timestamptz,
     expires_at timestamptz,
     constraint chunks_content_length check (char_length(content) between 1 and 100000),
     constraint chunks_chunk_index_check check (chunk_index >= 0),
@@ -330,6 +329,22 @@ create table hipocampo_private.kb_postings (
 
 alter table hipocampo_private.kb_postings enable row level security;
 
+-- When a search last returned a chunk (hipocampo.embedding_stats counts chunks not retrieved for
+-- 90 days). A narrow table of its own: as a column of chunks, each touch rewrote the whole row
+-- (vector, content) and, the page being full, inserted it again into every index of chunks,
+-- the HNSW graph too: ~3 ms a search (docs/BENCHMARKS.md §The access-time touch of a search).
+-- No foreign key (a key-share lock per touch on the chunk's row): the chunks' delete trigger
+-- removes the rows of deleted chunks.
+create table hipocampo_private.chunk_access (
+    chunk_id bigint primary key,
+    tenant_id uuid not null,
+    last_accessed_at timestamptz not null
+);
+
+alter table hipocampo_private.chunk_access enable row level security;
+
+create index chunk_access_tenant_id_idx on hipocampo_private.chunk_access (tenant_id);
+
 create index kb_term_stats_tenant_id_idx on hipocampo_private.kb_term_stats (tenant_id);
 
 create index kb_text_stats_tenant_id_idx on hipocampo_private.kb_text_stats (tenant_id);
@@ -384,6 +399,12 @@ using (tenant_id = (select hipocampo_private.current_tenant_id()));
 
 create policy "members can read postings of their tenant"
 on hipocampo_private.kb_postings
+for select
+to authenticated
+using (tenant_id = (select hipocampo_private.current_tenant_id()));
+
+create policy "members can read chunk access times of their tenant"
+on hipocampo_private.chunk_access
 for select
 to authenticated
 using (tenant_id = (select hipocampo_private.current_tenant_id()));
@@ -526,6 +547,30 @@ begin
 end;
 $$;
 
+/*
+_chunks_access_after_delete() -> trigger
+
+Purpose: AFTER DELETE (statement, transition table) trigger of chunks: removes the access times
+  (chunk_access) of the deleted chunks, which have no foreign key to them.
+Returns: null (a statement trigger).
+Errors: none of its own.
+*/
+-- definer because every deleter of chunks must leave no access time behind, and writers get no
+-- direct write privilege on chunk_access.
+create or replace function hipocampo_private._chunks_access_after_delete()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+    delete from hipocampo_private.chunk_access as a
+    using old_rows as o
+    where a.chunk_id = o.id;
+    return null;
+end;
+$$;
+
 create trigger chunks_stats_after_insert
 after insert on hipocampo_private.chunks
 referencing new table as new_rows
@@ -535,6 +580,11 @@ create trigger chunks_stats_after_delete
 after delete on hipocampo_private.chunks
 referencing old table as old_rows
 for each statement execute function hipocampo_private._chunks_stats_after_delete();
+
+create trigger chunks_access_after_delete
+after delete on hipocampo_private.chunks
+referencing old table as old_rows
+for each statement execute function hipocampo_private._chunks_access_after_delete();
 
 /*
 _model_index_name(tbl text, model_name text) -> text
@@ -702,6 +752,9 @@ comment on table hipocampo_private.kb_term_stats is
 
 comment on table hipocampo_private.kb_postings is
 'BM25 inverted index: term frequency of each lexeme in each chunk, with the chunk length (trigger-maintained).';
+
+comment on table hipocampo_private.chunk_access is
+'When a search last returned each chunk (hybrid_search writes it at most every 5 minutes; embedding_stats reads it).';
 
 comment on table hipocampo_private.kb_text_stats is
 'BM25 chunk count and total length per knowledge base and embedding model (trigger-maintained).';

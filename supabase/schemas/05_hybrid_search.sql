@@ -109,8 +109,8 @@ Example:
     query_text => 'prazo para trancamento de matrícula',
     query_embedding => '[0.01, …]'::extensions.vector,
     kb_ids => array['…']::uuid[], match_count => 5);
-Side effects: last_accessed_at of the returned chunks (at most once every 5 minutes), one
-  data_access_log row.
+Side effects: the returned chunks' access times (chunk_access, at most once every 5 minutes),
+  one data_access_log row.
 */
 -- definer because under RLS every statement re-resolved the caller's membership (a definer call
 -- per table read, about a fifth of a 250-chunk search; docs/BENCHMARKS.md §Hybrid search on a
@@ -544,12 +544,13 @@ begin
     inner join hipocampo_private.documents as d on d.id = c.document_id
     order by o.ord;
 
-    -- Side effects, as the owner (members may not update chunks nor read the log).
-    update hipocampo_private.chunks as c
-    set last_accessed_at = now()
-    where c.id = any(array(select f_ids[x] from unnest(sel_pos) as x))
-      and c.tenant_id = t
-      and (c.last_accessed_at is null or c.last_accessed_at < now() - interval '5 minutes');
+    -- Side effects, as the owner (members may not write access times nor read the log). The
+    -- access times live in chunk_access, a narrow row per chunk (see its table).
+    insert into hipocampo_private.chunk_access as a (chunk_id, tenant_id, last_accessed_at)
+    select f_ids[x], t, now() from unnest(sel_pos) as x
+    on conflict on constraint chunk_access_pkey do update
+    set last_accessed_at = excluded.last_accessed_at
+    where a.last_accessed_at < excluded.last_accessed_at - interval '5 minutes';
     perform hipocampo_private._write_access_log(
         t, 'hybrid_search', cardinality(sel_pos),
         encode(sha256(convert_to(query_text, 'UTF8')), 'hex'),

@@ -152,9 +152,10 @@ select
     c.embedding_model,
     count(*) as embeddings_total,
     count(*) filter (
-        where coalesce(c.last_accessed_at, c.created_at) < now() - interval '90 days'
+        where coalesce(a.last_accessed_at, c.created_at) < now() - interval '90 days'
     ) as embeddings_stale
 from hipocampo_private.chunks as c
+left join hipocampo_private.chunk_access as a on c.id = a.chunk_id
 group by c.tenant_id, c.kb_id, c.embedding_model;
 
 -- The embedding backfill's queue (issue 20 §4): rows waiting for a vector of the active model

@@ -49,6 +49,8 @@ grant select, insert, update on hipocampo_private.ingestion_jobs to authenticate
 grant all on hipocampo_private.ingestion_jobs to service_role;
 grant select on hipocampo_private.kb_postings to authenticated;
 grant all on hipocampo_private.kb_postings to service_role;
+grant select on hipocampo_private.chunk_access to authenticated;
+grant all on hipocampo_private.chunk_access to service_role;
 grant select on hipocampo_private.kb_term_stats to authenticated;
 grant all on hipocampo_private.kb_term_stats to service_role;
 grant select on hipocampo_private.kb_text_stats to authenticated;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import psycopg
@@ -142,10 +143,10 @@ def test_logs_the_access_and_touches_chunks(db: psycopg.Connection[dict[str, Any
     assert entry["rpc"] == "hybrid_search" and entry["rows_returned"] == 1 and entry["latency_ms"] >= 0
     assert len(entry["query_hash"]) == 64
     touched = db.execute(
-        "select last_accessed_at from hipocampo_private.chunks where id = %s",
+        "select tenant_id, last_accessed_at from hipocampo_private.chunk_access where chunk_id = %s",
         (rows[0]["chunk_id"],),
     ).fetchone()
-    assert touched is not None and touched["last_accessed_at"] is not None
+    assert touched is not None and touched["tenant_id"] == world.tenant_a
 
 
 def test_near_duplicates_are_dropped(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
@@ -296,8 +297,53 @@ def test_a_search_touches_only_the_chunks_it_returns(db: psycopg.Connection[dict
     world.act("authenticated", world.member_a, world.tenant_a)
     returned = {r["chunk_id"] for r in search(db, match_count=1)}
     world.act("service_role")
-    touched = db.execute(
-        "select c.id, c.tenant_id from hipocampo_private.chunks as c where c.last_accessed_at is not null"
-    ).fetchall()
+    touched = db.execute("select a.chunk_id as id, a.tenant_id from hipocampo_private.chunk_access as a").fetchall()
     assert {r["id"] for r in touched} == returned
     assert {r["tenant_id"] for r in touched} == {world.tenant_a}
+
+
+def test_a_touch_is_written_at_most_every_5_minutes(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    world.act("authenticated", world.member_a, world.tenant_a)
+    chunk = search(db, match_count=1)[0]["chunk_id"]
+    world.act("service_role")
+    db.execute(
+        "update hipocampo_private.chunk_access set last_accessed_at = now() - interval '4 minutes' where chunk_id = %s",
+        (chunk,),
+    )
+    world.act("authenticated", world.member_a, world.tenant_a)
+    search(db, match_count=1)
+    world.act("service_role")
+    age = "select now() - last_accessed_at as age from hipocampo_private.chunk_access where chunk_id = %s"
+    row = db.execute(age, (chunk,)).fetchone()
+    assert row is not None and row["age"] == timedelta(minutes=4)
+    db.execute(
+        "update hipocampo_private.chunk_access set last_accessed_at = now() - interval '6 minutes' where chunk_id = %s",
+        (chunk,),
+    )
+    world.act("authenticated", world.member_a, world.tenant_a)
+    search(db, match_count=1)
+    world.act("service_role")
+    row = db.execute(age, (chunk,)).fetchone()
+    assert row is not None and row["age"] == timedelta(0)
+
+
+def test_deleting_chunks_deletes_their_access_times(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    world.act("authenticated", world.member_a, world.tenant_a)
+    chunk = search(db, match_count=1)[0]["chunk_id"]
+    world.act("service_role")
+    db.execute("delete from hipocampo_private.chunks where id = %s", (chunk,))
+    left = db.execute(
+        "select count(*) as n from hipocampo_private.chunk_access where chunk_id = %s", (chunk,)
+    ).fetchone()
+    assert left is not None and left["n"] == 0
+
+
+def test_members_read_only_their_tenants_access_times(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    world.act("authenticated", world.member_a, world.tenant_a)
+    search(db, match_count=1)
+    world.act("authenticated", world.member_b, world.tenant_b)
+    seen = db.execute("select count(*) as n from hipocampo_private.chunk_access").fetchone()
+    assert seen is not None and seen["n"] == 0
+    world.act("authenticated", world.member_a, world.tenant_a)
+    seen = db.execute("select count(*) as n from hipocampo_private.chunk_access").fetchone()
+    assert seen is not None and seen["n"] == 1

@@ -238,7 +238,8 @@ insert into calls values
 ('hipocampo_private._ensure_model_index', 'select hipocampo_private._ensure_model_index({model})'),
 ('hipocampo_private._invalidate_answer_cache', 'select hipocampo_private._invalidate_answer_cache()'),
 ('hipocampo_private._chunks_stats_after_insert', 'select hipocampo_private._chunks_stats_after_insert()'),
-('hipocampo_private._chunks_stats_after_delete', 'select hipocampo_private._chunks_stats_after_delete()');
+('hipocampo_private._chunks_stats_after_delete', 'select hipocampo_private._chunks_stats_after_delete()'),
+('hipocampo_private._chunks_access_after_delete', 'select hipocampo_private._chunks_access_after_delete()');
 
 -- What is checked: every function of hipocampo, every security definer function of
 -- hipocampo_private (op 'call'); every table and view of both schemas (select, and for tables
@@ -486,6 +487,7 @@ insert into expected values
 ('hipocampo_private._caller', 'call', '42501 42501 42501 none 42501 none none none none'),
 ('hipocampo_private._pseudonym', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
 ('hipocampo_private._chunks_stats_after_delete', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
+('hipocampo_private._chunks_access_after_delete', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
 ('hipocampo_private._chunks_stats_after_insert', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
 ('hipocampo_private._ensure_model_index', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
 ('hipocampo_private._invalidate_answer_cache', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
@@ -514,6 +516,7 @@ insert into expected values
 ('hipocampo_private.model_calibrations', 'select', '42501 read read read read read read read read'),
 ('hipocampo_private.ingestion_jobs', 'select', '42501 none none none none read none read read'),
 ('hipocampo_private.kb_postings', 'select', '42501 none none none none read none read read'),
+('hipocampo_private.chunk_access', 'select', '42501 none none none none read none read read'),
 ('hipocampo_private.kb_term_stats', 'select', '42501 none none none none read none read read'),
 ('hipocampo_private.kb_text_stats', 'select', '42501 none none none none read none read read'),
 ('hipocampo_private.knowledge_bases', 'select', '42501 none none none none read none read read'),
@@ -540,6 +543,7 @@ insert into expected values
 ('hipocampo_private.model_calibrations', 'insert', '42501 42501 42501 42501 42501 42501 42501 42501 23505'),
 ('hipocampo_private.ingestion_jobs', 'insert', '42501 42501 42501 42501 42501 42501 42501 write write'),
 ('hipocampo_private.kb_postings', 'insert', '42501 42501 42501 42501 42501 42501 42501 42501 23505'),
+('hipocampo_private.chunk_access', 'insert', '42501 42501 42501 42501 42501 42501 42501 42501 23505'),
 ('hipocampo_private.kb_term_stats', 'insert', '42501 42501 42501 42501 42501 42501 42501 42501 23505'),
 ('hipocampo_private.kb_text_stats', 'insert', '42501 42501 42501 42501 42501 42501 42501 42501 23505'),
 ('hipocampo_private.knowledge_bases', 'insert', '42501 42501 42501 42501 42501 42501 42501 23505 23505'),
@@ -566,6 +570,7 @@ insert into expected values
 ('hipocampo_private.model_calibrations', 'update', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.ingestion_jobs', 'update', '42501 none none none none none none write write'),
 ('hipocampo_private.kb_postings', 'update', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
+('hipocampo_private.chunk_access', 'update', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.kb_term_stats', 'update', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.kb_text_stats', 'update', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.knowledge_bases', 'update', '42501 none none none none none none write write'),
@@ -592,6 +597,7 @@ insert into expected values
 ('hipocampo_private.model_calibrations', 'delete', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.ingestion_jobs', 'delete', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.kb_postings', 'delete', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
+('hipocampo_private.chunk_access', 'delete', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.kb_term_stats', 'delete', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.kb_text_stats', 'delete', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.knowledge_bases', 'delete', '42501 none none none none none none write write'),
