@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import statistics
 import subprocess
 import sys
@@ -83,6 +84,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--transport", action="store_true", help="text against binary query vectors, current version")
     ap.add_argument("--write", action="store_true")
+    ap.add_argument(
+        "--section",
+        default=None,
+        help="write a section of its own, <!-- search-ab-SECTION:begin -->, titled --title (default: the first A/B's)",
+    )
+    ap.add_argument("--title", default="Hybrid search on a small knowledge base (before / after, one run)")
     args = ap.parse_args()
     url = db.ensure_database()
     embedder = CachingEmbedder(LocalMiniLM(), repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
@@ -164,11 +171,16 @@ def main() -> None:
         )
         print(f"written to {write_section(T_BEGIN, T_END, text)}")
     elif args.write:
-        cmd = "python benchmarks/search_ab.py " + " ".join(sys.argv[1:])
+        cmd = "python benchmarks/search_ab.py " + shlex.join(sys.argv[1:])
+        begin, end = (
+            (f"<!-- search-ab-{args.section}:begin -->", f"<!-- search-ab-{args.section}:end -->")
+            if args.section
+            else (BEGIN, END)
+        )
         text = "\n".join(
             [
-                BEGIN,
-                "## Hybrid search on a small knowledge base (before / after, one run)",
+                begin,
+                f"## {args.title}",
                 "",
                 f"Command: `{cmd.strip()}`. `before` = `hybrid_search` at git {args.ref}, installed beside the "
                 "current one for the run; both asked the same test questions as a member of the tenant (RLS), "
@@ -182,10 +194,10 @@ def main() -> None:
                 "| median ratio |",
                 "|---|---|---|---|---|---|",
                 *rows,
-                END,
+                end,
             ]
         )
-        print(f"written to {write_section(BEGIN, END, text)}")
+        print(f"written to {write_section(begin, end, text)}")
 
 
 if __name__ == "__main__":

@@ -278,6 +278,18 @@ alter table hipocampo_private.chunks enable row level security;
 -- RLS filters on tenant_id; retrieval scopes on (tenant, kb, model).
 create index chunks_scope_idx on hipocampo_private.chunks (tenant_id, kb_id, embedding_model);
 
+-- The exact scan of a small scope (hybrid_search's dense leg at or under
+-- retrieval.exact_scan_max_rows chunks) reads the vectors from this index alone (an index-only
+-- scan): a knowledge base's entries are contiguous here wherever its rows lie in the heap of a
+-- multi-tenant table, and an entry is ~1.6 kB against a ~2 kB row plus its neighbours' (SciFact,
+-- 5,183 chunks: the dense leg 2.4 ms against 5-9 ms through the heap; docs/BENCHMARKS.md
+-- §Exact scans from a covering index). A btree entry holds at most ~2.7 kB, so only vectors of
+-- up to 640 dimensions are covered (both offline models: 384); a larger model's exact scan reads
+-- the heap.
+create index chunks_scope_vectors_idx on hipocampo_private.chunks (tenant_id, kb_id, embedding_model)
+include (id, document_id, expires_at, embedding)
+where extensions.vector_dims(embedding) <= 640;
+
 create index chunks_document_id_idx on hipocampo_private.chunks (document_id);
 
 -- No GIN index on fts: the lexical leg reads the inverted index kb_postings below.

@@ -306,7 +306,8 @@ begin
     -- (vector_cosine_ops <-> <=>), with pgvector's iterative scan so filters still leave n_cand
     -- rows; the cast names the model's dims, so that statement is dynamic. Small scopes are
     -- scanned exactly by the static statement below (its plan is cached, a dynamic statement is
-    -- planned on every call), ordered by the similarity itself: one cosine per chunk, no index.
+    -- planned on every call), ordered by the similarity itself: one cosine per chunk, read from
+    -- the covering index chunks_scope_vectors_idx when the model has at most 640 dimensions.
     -- Nearest chunks first (chunk-level filters only), then document filters on those: the
     -- best 4 * n_cand first, every chunk of the scope only when that leaves fewer than n_cand.
     select coalesce(sum(st.chunk_count), 0) into scope_rows from hipocampo_private.kb_text_stats as st
@@ -341,6 +342,38 @@ begin
             into d_ids, d_sims, above
             using query_embedding, t, scope, model, hybrid_search.source_types,
                   hybrid_search.metadata_filter, n_cand, min_sim, lim;
+        elsif dims <= 640 then
+            -- From the covering index chunks_scope_vectors_idx (an index-only scan: its predicate
+            -- is repeated so that a cached generic plan can use it). The metadata filter, not in
+            -- the index, is checked on the nearest with the document filters; the second pass
+            -- covers what it drops, so the rows are those of filtering first.
+            with nn as (
+                select c.id, c.document_id, 1 - (c.embedding operator(extensions.<=>) query_embedding) as sim
+                from hipocampo_private.chunks as c
+                where c.tenant_id = t and c.kb_id = any(scope) and c.embedding_model = model
+                  and extensions.vector_dims(c.embedding) <= 640
+                  and (c.expires_at is null or c.expires_at > now())
+                order by sim desc
+                limit lim
+            ),
+            ok as (
+                select nn.id, nn.sim from nn
+                inner join hipocampo_private.documents as d on d.id = nn.document_id
+                where d.status = 'active'
+                  and (hybrid_search.source_types is null or d.source_type = any(hybrid_search.source_types))
+                  and nn.sim >= min_sim
+                  and (hybrid_search.metadata_filter is null or exists (
+                      select 1 from hipocampo_private.chunks as m
+                      where m.id = nn.id and m.metadata @> hybrid_search.metadata_filter
+                  ))
+                order by nn.sim desc, nn.id
+                limit n_cand
+            )
+            select coalesce(array_agg(ok.id order by ok.sim desc, ok.id), '{}'),
+                coalesce(array_agg(ok.sim order by ok.sim desc, ok.id), '{}'),
+                (select count(*) from nn where nn.sim >= min_sim)
+            into d_ids, d_sims, above
+            from ok;
         else
             with nn as (
                 select c.id, c.document_id, 1 - (c.embedding operator(extensions.<=>) query_embedding) as sim

@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from ..conftest import MODEL, World, unit_vector, vec_text
+from ..conftest import MODEL, World, model_calibration, unit_vector, vec_text
 
 Q = vec_text(unit_vector(7))
 
@@ -347,3 +347,59 @@ def test_members_read_only_their_tenants_access_times(db: psycopg.Connection[dic
     world.act("authenticated", world.member_a, world.tenant_a)
     seen = db.execute("select count(*) as n from hipocampo_private.chunk_access").fetchone()
     assert seen is not None and seen["n"] == 1
+
+
+def test_a_metadata_filter_reaches_past_the_nearest_chunks(
+    db: psycopg.Connection[dict[str, Any]], world: World
+) -> None:
+    # 200 chunks nearer to the query than the one the filter keeps: the first pass (4 * the
+    # candidates) finds none that passes, the second reads every chunk (the covering index's path).
+    world.act("service_role")
+    near = [f"perto {i}" for i in range(200)]
+    chunks = [
+        {"chunk_index": i, "content": t, "token_count": 2, "content_hash": f"near-{i}", "embedding": unit_vector(7)}
+        for i, t in enumerate(near)
+    ]
+    doc = {"title": "near", "source_uri": "test://near", "content_hash": "near", "source_type": "regulation"}
+    db.execute(
+        "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
+        (world.kb_a, json.dumps(doc), json.dumps(chunks), MODEL),
+    )
+    world.ingest(world.kb_a, "far", ["Art. 9º Longe da consulta."], seed=5, metadata={"article": "Art. 9º"})
+    world.act("authenticated", world.member_a, world.tenant_a)
+    q = vec_text(unit_vector(7))
+    assert search(db, "consulta", emb=q, dense_weight=1, lexical_weight=0)[0]["content"].startswith("perto")
+    rows = search(db, "consulta", emb=q, metadata_filter=json.dumps({"article": "Art. 9º"}))
+    assert [r["content"] for r in rows] == ["Art. 9º Longe da consulta."]
+
+
+def test_a_model_of_more_than_640_dimensions_is_searched_exactly(
+    db: psycopg.Connection[dict[str, Any]], world: World
+) -> None:
+    # Its vectors do not fit a btree entry of the covering index: the exact scan reads the heap.
+    world.act("service_role")
+    wide = "test-wide-768"
+    db.execute("select hipocampo.register_embedding_model(%s, 'local', 768)", (wide,))
+    db.execute("select hipocampo.set_model_calibration(%s, %s::jsonb)", (wide, json.dumps(model_calibration(MODEL))))
+    chunks = [
+        {
+            "chunk_index": i,
+            "content": t,
+            "token_count": 3,
+            "content_hash": f"wide-{i}",
+            "metadata": {"n": i},
+            "embedding": unit_vector(40 + i, 768),
+        }
+        for i, t in enumerate(["Primeiro trecho largo.", "Segundo trecho largo."])
+    ]
+    doc = {"title": "wide", "source_uri": "test://wide", "content_hash": "wide", "source_type": "regulation"}
+    db.execute(
+        "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
+        (world.kb_a, json.dumps(doc), json.dumps(chunks), wide),
+    )
+    world.act("authenticated", world.member_a, world.tenant_a)
+    q = vec_text(unit_vector(41, 768))
+    rows = search(db, "trecho", emb=q, embedding_model=wide)
+    assert rows[0]["content"] == "Segundo trecho largo." and rows[0]["dense_score"] == pytest.approx(1.0)
+    rows = search(db, "trecho", emb=q, embedding_model=wide, metadata_filter=json.dumps({"n": 0}))
+    assert [r["content"] for r in rows] == ["Primeiro trecho largo."]
