@@ -20,7 +20,6 @@ import argparse
 import json
 import shlex
 import statistics
-import subprocess
 import sys
 import time
 import uuid
@@ -34,7 +33,7 @@ from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
 from hipocampo.evaluation import index_beir
 from hipocampo.rpc import BinaryVector
-from report import pct, write_section
+from report import function_at, pct, write_section
 
 BEGIN, END = "<!-- near-duplicates-ab:begin -->", "<!-- near-duplicates-ab:end -->"
 LOOKUP = "select of_chunk_id, chunk_id, distance from {fn}(%s::bigint[], array[%s]::uuid[], %s, %s, 3)"
@@ -42,15 +41,7 @@ LOOKUP = "select of_chunk_id, chunk_id, distance from {fn}(%s::bigint[], array[%
 
 def install_reference(conn: psycopg.Connection[Any], ref: str) -> None:
     """bench_ref._near_duplicates: the function as it was at ``ref``."""
-    text = subprocess.run(
-        ["git", "show", f"{ref}:supabase/schemas/05_hybrid_search.sql"],
-        cwd=repo_root(),
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    at = text.index("create or replace function hipocampo_private._near_duplicates(")
-    fn = text[at : text.index("$$;", text.index("as $$", at)) + 3]
+    fn = function_at(ref, "05_hybrid_search.sql", "hipocampo_private._near_duplicates")
     conn.execute("drop schema if exists bench_ref cascade")
     conn.execute("create schema bench_ref")
     conn.execute(fn.replace("hipocampo_private._near_duplicates(", "bench_ref._near_duplicates(", 1))

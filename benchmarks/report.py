@@ -1,12 +1,14 @@
-"""Shared by the benchmarks: percentiles and writing a marked section of docs/BENCHMARKS.md."""
+"""Shared by the benchmarks: percentiles, writing a marked section of docs/BENCHMARKS.md, and a
+function's definition at an earlier git revision (the before / after benchmarks)."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from hipocampo.config import repo_root
 
-__all__ = ["pct", "write_section"]
+__all__ = ["function_at", "pct", "write_section"]
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -26,3 +28,17 @@ def write_section(begin: str, end: str, text: str) -> Path:
         doc = doc.rstrip("\n") + "\n\n" + text + "\n"
     path.write_text(doc, "utf-8")
     return path
+
+
+def function_at(ref: str, schema_file: str, name: str) -> str:
+    """The ``create or replace function <name>(`` statement of ``supabase/schemas/<schema_file>``
+    at git revision ``ref``, through its closing ``$$;``."""
+    text = subprocess.run(
+        ["git", "show", f"{ref}:supabase/schemas/{schema_file}"],
+        cwd=repo_root(),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    at = text.index(f"create or replace function {name}(")
+    return text[at : text.index("$$;", text.index("as $$", at)) + 3]

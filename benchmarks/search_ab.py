@@ -25,7 +25,6 @@ import argparse
 import json
 import shlex
 import statistics
-import subprocess
 import sys
 import time
 import uuid
@@ -39,7 +38,7 @@ from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
 from hipocampo.evaluation import index_beir
 from hipocampo.rpc import BinaryVector
-from report import pct, write_section
+from report import function_at, pct, write_section
 
 BEGIN, END = "<!-- search-ab:begin -->", "<!-- search-ab:end -->"
 T_BEGIN, T_END = "<!-- search-transport:begin -->", "<!-- search-transport:end -->"
@@ -51,24 +50,12 @@ CALL = (
 
 def install_reference(conn: psycopg.Connection[Any], ref: str) -> None:
     """bench_ref.hybrid_search: the RPC as it was at ``ref`` (its helpers resolved here)."""
-    text = subprocess.run(
-        ["git", "show", f"{ref}:supabase/schemas/05_hybrid_search.sql"],
-        cwd=repo_root(),
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-
-    def statement(start: str) -> str:
-        at = text.index(start)
-        return text[at : text.index("$$;", text.index("as $$", at)) + 3]
-
-    rpc = statement("create or replace function hipocampo.hybrid_search(")
+    rpc = function_at(ref, "05_hybrid_search.sql", "hipocampo.hybrid_search")
     rpc = rpc.replace("hipocampo.hybrid_search(", "bench_ref.hybrid_search(", 1)
     conn.execute("drop schema if exists bench_ref cascade")
     conn.execute("create schema bench_ref")
     if "hipocampo_private._touch_chunks" in rpc:
-        helper = statement("create or replace function hipocampo_private._touch_chunks(")
+        helper = function_at(ref, "05_hybrid_search.sql", "hipocampo_private._touch_chunks")
         conn.execute(helper.replace("hipocampo_private._touch_chunks(", "bench_ref._touch_chunks(", 1))
         rpc = rpc.replace("hipocampo_private._touch_chunks(", "bench_ref._touch_chunks(")
     conn.execute(rpc)
