@@ -4,7 +4,9 @@
 -- base's rows lie wherever free space put them in a multi-tenant table (SciFact's 5,183 chunks
 -- over 2,204 to 4,944 pages of the local database), and the dense leg cost 5-9 ms; from the index
 -- 2.4 ms (docs/BENCHMARKS.md §Exact scans from a covering index). The metadata filter, not in
--- the index, is checked with the document filters. Restated from
+-- the index, is checked with the document filters. A model of more than 640 dimensions (no entry
+-- in the index) is scanned exactly by the dynamic statement of the HNSW path without its cast
+-- (it was a second static statement). Restated from
 -- supabase/schemas/03_knowledge_bases.sql and 05_hybrid_search.sql; re-runnable. On a large
 -- deployed table, create the index first with `create index concurrently` (same definition):
 -- this statement then finds it.
@@ -258,25 +260,29 @@ begin
     -- Dense leg. Large scopes: the typed cast matches the model's partial HNSW index
     -- (vector_cosine_ops <-> <=>), with pgvector's iterative scan so filters still leave n_cand
     -- rows; the cast names the model's dims, so that statement is dynamic. Small scopes are
-    -- scanned exactly by the static statement below (its plan is cached, a dynamic statement is
-    -- planned on every call), ordered by the similarity itself: one cosine per chunk, read from
-    -- the covering index chunks_scope_vectors_idx when the model has at most 640 dimensions.
+    -- scanned exactly, ordered by the similarity itself (one cosine per chunk, no index order):
+    -- for a model of at most 640 dimensions by the static statement below (its plan is cached; a
+    -- dynamic statement is planned on every call), which reads the vectors from the covering
+    -- index chunks_scope_vectors_idx; for a wider model (no entry in that index) by the dynamic
+    -- statement without the cast, which reads the heap.
     -- Nearest chunks first (chunk-level filters only), then document filters on those: the
     -- best 4 * n_cand first, every chunk of the scope only when that leaves fewer than n_cand.
     select coalesce(sum(st.chunk_count), 0) into scope_rows from hipocampo_private.kb_text_stats as st
     where st.kb_id = any(scope) and st.embedding_model = model;
-    if scope_rows > exact_max then
-        perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
-        perform set_config('hnsw.ef_search',
-            greatest((r ->> 'hnsw_ef_search')::integer, n_cand)::text, true);
+    if scope_rows > exact_max or dims > 640 then
+        if scope_rows > exact_max then
+            perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
+            perform set_config('hnsw.ef_search',
+                greatest((r ->> 'hnsw_ef_search')::integer, n_cand)::text, true);
+        end if;
         dense_sql := format(
             'with nn as ('
-            'select c.id, c.document_id, 1 - (c.embedding::extensions.vector(%1$s) operator(extensions.<=>) $1) as sim '
+            'select c.id, c.document_id, 1 - (c.embedding%1$s operator(extensions.<=>) $1) as sim '
             'from hipocampo_private.chunks as c '
             'where c.tenant_id = $2 and c.kb_id = any($3) and c.embedding_model = $4 '
             'and ($6::jsonb is null or c.metadata @> $6) '
             'and (c.expires_at is null or c.expires_at > now()) '
-            'order by (c.embedding::extensions.vector(%1$s) operator(extensions.<=>) $1) '
+            'order by (c.embedding%1$s operator(extensions.<=>) $1) '
             'limit $9), '
             'ok as (select nn.id, nn.sim from nn '
             'join hipocampo_private.documents as d on d.id = nn.document_id '
@@ -285,17 +291,17 @@ begin
             'select coalesce(array_agg(ok.id order by ok.sim desc, ok.id), ''{}''), '
             'coalesce(array_agg(ok.sim order by ok.sim desc, ok.id), ''{}''), '
             '(select count(*) from nn where nn.sim >= $8) from ok',
-            dims
+            case when scope_rows > exact_max then format('::extensions.vector(%s)', dims) else '' end
         );
     end if;
     for pass in 1..2 loop
         lim := case when pass = 1 then n_cand * 4 else scope_rows + 1 end;
-        if scope_rows > exact_max then
+        if dense_sql is not null then
             execute dense_sql
             into d_ids, d_sims, above
             using query_embedding, t, scope, model, hybrid_search.source_types,
                   hybrid_search.metadata_filter, n_cand, min_sim, lim;
-        elsif dims <= 640 then
+        else
             -- From the covering index chunks_scope_vectors_idx (an index-only scan: its predicate
             -- is repeated so that a cached generic plan can use it). The metadata filter, not in
             -- the index, is checked on the nearest with the document filters; the second pass
@@ -319,30 +325,6 @@ begin
                       select 1 from hipocampo_private.chunks as m
                       where m.id = nn.id and m.metadata @> hybrid_search.metadata_filter
                   ))
-                order by nn.sim desc, nn.id
-                limit n_cand
-            )
-            select coalesce(array_agg(ok.id order by ok.sim desc, ok.id), '{}'),
-                coalesce(array_agg(ok.sim order by ok.sim desc, ok.id), '{}'),
-                (select count(*) from nn where nn.sim >= min_sim)
-            into d_ids, d_sims, above
-            from ok;
-        else
-            with nn as (
-                select c.id, c.document_id, 1 - (c.embedding operator(extensions.<=>) query_embedding) as sim
-                from hipocampo_private.chunks as c
-                where c.tenant_id = t and c.kb_id = any(scope) and c.embedding_model = model
-                  and (hybrid_search.metadata_filter is null or c.metadata @> hybrid_search.metadata_filter)
-                  and (c.expires_at is null or c.expires_at > now())
-                order by sim desc
-                limit lim
-            ),
-            ok as (
-                select nn.id, nn.sim from nn
-                inner join hipocampo_private.documents as d on d.id = nn.document_id
-                where d.status = 'active'
-                  and (hybrid_search.source_types is null or d.source_type = any(hybrid_search.source_types))
-                  and nn.sim >= min_sim
                 order by nn.sim desc, nn.id
                 limit n_cand
             )
