@@ -302,29 +302,26 @@ def test_a_search_touches_only_the_chunks_it_returns(db: psycopg.Connection[dict
     assert {r["tenant_id"] for r in touched} == {world.tenant_a}
 
 
-def test_a_touch_is_written_at_most_every_5_minutes(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+@pytest.mark.parametrize(("minutes", "after"), [(4, timedelta(minutes=4)), (6, timedelta(0))])
+def test_a_touch_is_written_at_most_every_5_minutes(
+    db: psycopg.Connection[dict[str, Any]], world: World, minutes: int, after: timedelta
+) -> None:
+    # A chunk touched `minutes` ago and returned again: 4 minutes ago stays, 6 is rewritten (now).
     world.act("authenticated", world.member_a, world.tenant_a)
     chunk = search(db, match_count=1)[0]["chunk_id"]
     world.act("service_role")
     db.execute(
-        "update hipocampo_private.chunk_access set last_accessed_at = now() - interval '4 minutes' where chunk_id = %s",
-        (chunk,),
+        "update hipocampo_private.chunk_access set last_accessed_at = now() - make_interval(mins => %s)"
+        " where chunk_id = %s",
+        (minutes, chunk),
     )
     world.act("authenticated", world.member_a, world.tenant_a)
     search(db, match_count=1)
     world.act("service_role")
-    age = "select now() - last_accessed_at as age from hipocampo_private.chunk_access where chunk_id = %s"
-    row = db.execute(age, (chunk,)).fetchone()
-    assert row is not None and row["age"] == timedelta(minutes=4)
-    db.execute(
-        "update hipocampo_private.chunk_access set last_accessed_at = now() - interval '6 minutes' where chunk_id = %s",
-        (chunk,),
-    )
-    world.act("authenticated", world.member_a, world.tenant_a)
-    search(db, match_count=1)
-    world.act("service_role")
-    row = db.execute(age, (chunk,)).fetchone()
-    assert row is not None and row["age"] == timedelta(0)
+    row = db.execute(
+        "select now() - last_accessed_at as age from hipocampo_private.chunk_access where chunk_id = %s", (chunk,)
+    ).fetchone()
+    assert row is not None and row["age"] == after
 
 
 def test_deleting_chunks_deletes_their_access_times(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
