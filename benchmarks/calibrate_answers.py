@@ -1,0 +1,221 @@
+"""rag.min_score and rag.min_confidence by a rule on FaQuAD's train split, validated on its dev split and on Quati
+(issue 22 §4: "choose every threshold on a training split only ... validate on Portuguese data you
+did not tune on ... report both").
+
+Usage:  .venv/bin/python benchmarks/calibrate_answers.py [--write]
+
+FaQuAD ships its own split (train.json: 837 questions of 26 articles; dev.json: 63 questions of
+14 other articles; together the 900 of dataset.json). The knowledge bases are benchmarks/answers.py's
+(tenant "bench-answers", offline all-MiniLM-L6-v2): FaQuAD's 249 paragraphs (regulation, trust
+0.9); the same without every fifth article; Quati's 239 passages (other, its default trust).
+For each ``rag.min_score`` s of ``--min-scores`` (support a chunk needs to be evidence), every
+question is asked once through ``Orchestrator.ask`` with ``rag.min_confidence`` at the bottom of
+its range (0.30; both knowledge-base overrides removed afterwards) and its evidence read with
+``answer_evidence``; the decision at each threshold t is then recomputed from that evidence as
+answer_evidence takes it (confidence = the best support >= t; cross-check: documents with support
+>= t, or an authoritative one), so one pass per s gives every t. The sets:
+
+- answerable: FaQuAD questions over the full knowledge base; a success is an answer citing the
+  gold paragraph;
+- unanswerable: FaQuAD questions of the removed articles whose answer span is in no remaining
+  paragraph, over the knowledge base without them; a success is a refusal;
+- validation only: Quati's questions over Quati's passages (answered citing a passage graded >= 2),
+  Quati's questions over FaQuAD (refused), 100 FaQuAD questions over Quati (refused).
+
+The rule: the (s, t) (multiples of 0.05) that maximises, on the train split, the answerable share
+answered with the gold paragraph plus the unanswerable share refused (Youden's J); a tie keeps
+the value nearer the configured one (config.toml). The other gates' keys cannot be chosen on FaQuAD: its paragraphs are
+all regulations (authoritative: the cross-check keys never decide) and it has no conflicts.
+``--write`` puts the tables in docs/BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from answers import _plain, faquad_answer_spans, ingest_paragraphs
+from hipocampo import Actor, Hipocampo, Orchestrator
+from hipocampo.config import load_config
+from hipocampo.datasets import datasets_dir, load_beir
+from models import MINILM, model_database, offline_embedder
+from report import write_section
+
+BEGIN, END = "<!-- calibrate-answers:begin -->", "<!-- calibrate-answers:end -->"
+FLOOR = 0.30
+STEPS = [round(0.30 + 0.05 * i, 2) for i in range(14)]
+
+
+@dataclass
+class Asked:
+    """One question asked at the floor: refused whatever t (another reason), or the evidence."""
+
+    refused_always: bool
+    cited_good: bool
+    items: list[dict[str, Any]]
+
+    def answered(self, t: float, rag: dict[str, Any]) -> bool:
+        if self.refused_always:
+            return False
+        good = [e for e in self.items if float(e["support"]) >= t]
+        if not good:
+            return False  # low_confidence
+        documents = {e["document_id"] for e in good}
+        authoritative = any(
+            e["source_type"] in rag["authoritative_source_types"]
+            and float(e["trust_score"]) >= rag["authoritative_trust"]
+            for e in good
+        )
+        return len(documents) >= rag["cross_check_min_documents"] or authoritative
+
+
+def split_ids() -> dict[str, set[str]]:
+    """FaQuAD's question ids per split (train.json / dev.json)."""
+    out: dict[str, set[str]] = {}
+    for split in ("train", "dev"):
+        data = json.loads((datasets_dir() / "faquad" / f"{split}.json").read_text("utf-8"))
+        out[split] = {q["id"] for a in data["data"] for p in a["paragraphs"] for q in p["qas"]}
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--min-scores", default="0.25,0.30,0.35,0.40,0.45", help="rag.min_score values")
+    ap.add_argument("--write", action="store_true")
+    args = ap.parse_args()
+    min_scores = [float(x) for x in args.min_scores.split(",")]
+    rag = load_config()["rag"]
+    embedder = offline_embedder(MINILM)
+    url = model_database(MINILM, embedder.dims)
+    fq, qt = load_beir("faquad"), load_beir("quati")
+    splits = split_ids()
+    spans = faquad_answer_spans()
+    with Hipocampo(url) as root:
+        tid = root.tenant_id("bench-answers") or root.create_tenant("Benchmark (answers)", "bench-answers")
+        client = root.as_actor(Actor.service(tid))
+        kb_full = ingest_paragraphs(client, "faquad-paragraphs", fq.corpus, embedder)
+        removed_titles = set(sorted({title for title, _ in fq.corpus.values()})[::5])
+        kept = {k: v for k, v in fq.corpus.items() if v[0] not in removed_titles}
+        kb_held = ingest_paragraphs(client, "faquad-without-removed-documents", kept, embedder)
+        kb_quati = ingest_paragraphs(client, "quati-passages", qt.corpus, embedder, "other", None, "quati")
+        kept_text = [_plain(text) for _, text in kept.values()]
+        orch = Orchestrator(client, embedder)
+
+        def ask(q: str, kb: Any, good: set[str]) -> Asked:
+            a = orch.ask(q, kb_ids=[kb], use_cache=False, rate_limit=False)
+            ev = client.rpc(
+                "answer_evidence",
+                {"query_text": q, "query_embedding": list(embedder.embed_query(q)), "kb_ids": [kb], "tenant_id": tid},
+            )
+            other = a.refused and a.reason not in ("low_confidence", "cross_check_failed")
+            return Asked(other, any(s.source_uri in good for s in a.sources), list(ev["evidence"]))
+
+        by_score: dict[float, dict[str, list[Asked]]] = {}
+        kbs = (kb_full, kb_held, kb_quati)
+        try:
+            for ms in min_scores:
+                for kb in kbs:
+                    client.set_kb_config(kb, "rag", {"min_confidence": FLOOR, "min_score": ms})
+                sets: dict[str, list[Asked]] = {}
+                for split in ("train", "dev"):
+                    ids = [qid for qid in fq.queries if qid in splits[split]]
+                    sets[f"{split}: answerable"] = [
+                        ask(fq.queries[qid], kb_full, {f"faquad:{d}" for d in fq.qrels[qid]}) for qid in ids
+                    ]
+                    gone = [
+                        qid
+                        for qid in ids
+                        if not set(fq.qrels[qid]) & kept.keys()
+                        and not any(_plain(span) in text for span in spans.get(qid, []) for text in kept_text)
+                    ]
+                    sets[f"{split}: unanswerable"] = [ask(fq.queries[qid], kb_held, set()) for qid in gone]
+                sets["Quati over Quati's passages"] = [
+                    ask(q, kb_quati, {f"quati:{d}" for d, g in qt.qrels[qid].items() if g >= 2})
+                    for qid, q in qt.queries.items()
+                ]
+                sets["Quati over FaQuAD"] = [ask(q, kb_full, set()) for q in qt.queries.values()]
+                sets["FaQuAD over Quati"] = [ask(q, kb_quati, set()) for q in list(fq.queries.values())[:100]]
+                by_score[ms] = sets
+                print(f"min_score {ms:.2f}: asked", flush=True)
+        finally:
+            for kb in kbs:
+                client.set_kb_config(kb, "rag", {"min_confidence": None, "min_score": None})
+
+    def rate(sets: dict[str, list[Asked]], name: str, t: float) -> float:
+        xs = sets[name]
+        if name.endswith(": answerable") or name.startswith("Quati over Quati"):
+            return sum(x.answered(t, rag) and x.cited_good for x in xs) / len(xs)
+        return sum(not x.answered(t, rag) for x in xs) / len(xs)
+
+    def j(sets: dict[str, list[Asked]], split: str, t: float) -> float:
+        return rate(sets, f"{split}: answerable", t) + rate(sets, f"{split}: unanswerable", t) - 1
+
+    best_s, best_t = max(
+        ((ms, t) for ms in min_scores for t in STEPS if t >= ms),
+        key=lambda st: (
+            round(j(by_score[st[0]], "train", st[1]), 6),
+            -abs(st[0] - rag["min_score"]),
+            -abs(st[1] - rag["min_confidence"]),
+        ),
+    )
+    summary = [
+        "| rag.min_score | best t on train | J train | J dev at that t |",
+        "|---|---|---|---|",
+    ]
+    for ms in min_scores:
+        sets = by_score[ms]
+        t_ms = max(
+            (t for t in STEPS if t >= ms),
+            key=lambda t, sets=sets: (round(j(sets, "train", t), 6), -abs(t - rag["min_confidence"])),
+        )
+        summary.append(f"| {ms:.2f} | {t_ms:.2f} | {j(sets, 'train', t_ms):.4f} | {j(sets, 'dev', t_ms):.4f} |")
+    sets = by_score[best_s]
+    names = list(sets)
+    header = "| rag.min_confidence | " + " | ".join(f"{n} ({len(sets[n])})" for n in names) + " | J train | J dev |"
+    lines = [header, "|" + "---|" * (len(names) + 3)]
+    for t in STEPS:
+        if t < best_s:
+            continue
+        mark = " (rule)" if t == best_t else (" (config)" if t == rag["min_confidence"] else "")
+        cells = " | ".join(f"{rate(sets, n, t):.3f}" for n in names)
+        lines.append(f"| {t:.2f}{mark} | {cells} | {j(sets, 'train', t):.3f} | {j(sets, 'dev', t):.3f} |")
+    print("\n".join(summary))
+    print("\n".join(lines))
+    print(
+        f"rule: rag.min_score = {best_s:.2f}, rag.min_confidence = {best_t:.2f} "
+        f"(config.toml: {rag['min_score']}, {rag['min_confidence']})"
+    )
+    if args.write:
+        cmd = "python benchmarks/calibrate_answers.py " + shlex.join(sys.argv[1:])
+        text = "\n".join(
+            [
+                BEGIN,
+                "## rag.min_score and rag.min_confidence chosen on FaQuAD's train split (issue 22 §4)",
+                "",
+                f"Command: `{cmd.strip()}` (offline all-MiniLM-L6-v2; the other rag keys as configured). Rates: "
+                "answerable sets and Quati over its own passages = answered citing a gold passage (Quati: graded "
+                ">= 2); the others = refused. Rule: the (min_score, min_confidence) that maximises J = answerable + "
+                "unanswerable - 1 on the train split (a tie keeps the value nearer config.toml's); dev and "
+                "the Quati rows were not looked at to choose it. The best of each min_score:",
+                "",
+                *summary,
+                "",
+                f"Every rate at the rule's min_score {best_s:.2f}:",
+                "",
+                *lines,
+                "",
+                f"The rule's values: min_score {best_s:.2f}, min_confidence {best_t:.2f}; config.toml: "
+                f"{rag['min_score']}, {rag['min_confidence']}.",
+                END,
+            ]
+        )
+        print(f"written to {write_section(BEGIN, END, text)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
