@@ -558,9 +558,11 @@ begin
     order by o.ord;
 
     -- Side effects, as the owner (members may not write access times nor read the log). The
-    -- access times live in chunk_access, a narrow row per chunk (see its table).
+    -- access times live in chunk_access, a narrow row per chunk (see its table); written in chunk
+    -- order, so that two searches touching the same chunks lock them in one order (no deadlock).
     insert into hipocampo_private.chunk_access as a (chunk_id, tenant_id, last_accessed_at)
     select f_ids[x], t, now() from unnest(sel_pos) as x
+    order by 1
     on conflict on constraint chunk_access_pkey do update
     set last_accessed_at = excluded.last_accessed_at
     where a.last_accessed_at < excluded.last_accessed_at - interval '5 minutes';
