@@ -6,7 +6,8 @@ Usage:  .venv/bin/python benchmarks/calibrate_answers.py [--write]
 
 FaQuAD ships its own split (train.json: 837 questions of 26 articles; dev.json: 63 questions of
 14 other articles; together the 900 of dataset.json). The knowledge bases are benchmarks/answers.py's
-(tenant "bench-answers", offline all-MiniLM-L6-v2): FaQuAD's 249 paragraphs (regulation, trust
+(tenant "bench-answers", the offline all-MiniLM-L6-v2, or ``--model multilingual-e5-small`` active in
+a database of its own as there): FaQuAD's 249 paragraphs (regulation, trust
 0.9); the same without every fifth article; Quati's 239 passages (other, its default trust).
 For each ``rag.min_score`` s of ``--min-scores`` (support a chunk needs to be evidence), every
 question is asked once through ``Orchestrator.ask`` with ``rag.min_confidence`` at the bottom of
@@ -45,7 +46,7 @@ from hipocampo.datasets import datasets_dir, load_beir
 from models import MINILM, model_database, offline_embedder
 from report import write_section
 
-BEGIN, END = "<!-- calibrate-answers:begin -->", "<!-- calibrate-answers:end -->"
+BEGIN, END = "<!-- calibrate-answers:begin -->", "<!-- calibrate-answers:end -->"  # MiniLM's; a model's own
 FLOOR = 0.30
 STEPS = [round(0.30 + 0.05 * i, 2) for i in range(14)]
 
@@ -85,12 +86,13 @@ def split_ids() -> dict[str, set[str]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--min-scores", default="0.25,0.30,0.35,0.40,0.45", help="rag.min_score values")
+    ap.add_argument("--model", default=MINILM, help="offline model, active in its own database unless MiniLM")
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     min_scores = [float(x) for x in args.min_scores.split(",")]
     rag = load_config()["rag"]
-    embedder = offline_embedder(MINILM)
-    url = model_database(MINILM, embedder.dims)
+    embedder = offline_embedder(args.model)
+    url = model_database(args.model, embedder.dims)
     fq, qt = load_beir("faquad"), load_beir("quati")
     splits = split_ids()
     spans = faquad_answer_spans()
@@ -190,13 +192,20 @@ def main() -> int:
         f"(config.toml: {rag['min_score']}, {rag['min_confidence']})"
     )
     if args.write:
+        begin, end = (
+            (BEGIN, END)
+            if args.model == MINILM
+            else (f"<!-- calibrate-answers:{args.model}:begin -->", f"<!-- calibrate-answers:{args.model}:end -->")
+        )
         cmd = "python benchmarks/calibrate_answers.py " + shlex.join(sys.argv[1:])
         text = "\n".join(
             [
-                BEGIN,
-                "## rag.min_score and rag.min_confidence chosen on FaQuAD's train split (issue 22 §4)",
+                begin,
+                "## rag.min_score and rag.min_confidence chosen on FaQuAD's train split (issue 22 §4)"
+                if args.model == MINILM
+                else f"### The same rule with {args.model}",
                 "",
-                f"Command: `{cmd.strip()}` (offline all-MiniLM-L6-v2; the other rag keys as configured). Rates: "
+                f"Command: `{cmd.strip()}` (offline {args.model}; the other rag keys as configured). Rates: "
                 "answerable sets and Quati over its own passages = answered citing a gold passage (Quati: graded "
                 ">= 2); the others = refused. Rule: the (min_score, min_confidence) that maximises J = answerable + "
                 "unanswerable - 1 on the train split (a tie keeps the value nearer config.toml's); dev and "
@@ -210,10 +219,10 @@ def main() -> int:
                 "",
                 f"The rule's values: min_score {best_s:.2f}, min_confidence {best_t:.2f}; config.toml: "
                 f"{rag['min_score']}, {rag['min_confidence']}.",
-                END,
+                end,
             ]
         )
-        print(f"written to {write_section(BEGIN, END, text)}")
+        print(f"written to {write_section(begin, end, text)}")
     return 0
 
 
