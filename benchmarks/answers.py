@@ -68,6 +68,16 @@ def ingest_paragraphs(
     return client.kb_id(name)
 
 
+def faquad_kbs(client: Hipocampo, fq: Any, embedder: Any) -> tuple[Any, dict[str, tuple[str, str]], Any]:
+    """FaQuAD's 249 paragraphs as a knowledge base, and the same without every fifth of its 39
+    articles: ``(full knowledge base id, the kept paragraphs, reduced knowledge base id)``."""
+    kb_full = ingest_paragraphs(client, "faquad-paragraphs", fq.corpus, embedder)
+    removed_titles = set(sorted({title for title, _ in fq.corpus.values()})[::5])
+    kept = {k: v for k, v in fq.corpus.items() if v[0] not in removed_titles}
+    kb_held = ingest_paragraphs(client, "faquad-without-removed-documents", kept, embedder)
+    return kb_full, kept, kb_held
+
+
 def quati_own(client: Hipocampo, ask: Any, embedder: Any, qt: Any, fq: Any) -> dict[str, Any]:
     """Quati's 24 questions over Quati's own 239 passages (web text: source type "other", its
     default trust), answerable by Quati's human judgements: answered with a passage graded >= 2
@@ -109,10 +119,7 @@ def main() -> int:
     with Hipocampo(url) as root:
         tid = root.tenant_id("bench-answers") or root.create_tenant("Benchmark (answers)", "bench-answers")
         client = root.as_actor(Actor.service(tid))
-        kb_full = ingest_paragraphs(client, "faquad-paragraphs", fq.corpus, embedder)
-        removed_titles = set(sorted({title for title, _ in fq.corpus.values()})[::5])
-        kept = {k: v for k, v in fq.corpus.items() if v[0] not in removed_titles}
-        kb_held = ingest_paragraphs(client, "faquad-without-removed-documents", kept, embedder)
+        kb_full, kept, kb_held = faquad_kbs(client, fq, embedder)
         kept_text = [_plain(text) for _, text in kept.values()]
         spans = faquad_answer_spans()
         orch = Orchestrator(client, embedder)

@@ -39,7 +39,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from answers import _plain, faquad_answer_spans, ingest_paragraphs
+from answers import _plain, faquad_answer_spans, faquad_kbs, ingest_paragraphs
 from hipocampo import Actor, Hipocampo, Orchestrator
 from hipocampo.config import load_config
 from hipocampo.datasets import datasets_dir, load_beir
@@ -99,10 +99,7 @@ def main() -> int:
     with Hipocampo(url) as root:
         tid = root.tenant_id("bench-answers") or root.create_tenant("Benchmark (answers)", "bench-answers")
         client = root.as_actor(Actor.service(tid))
-        kb_full = ingest_paragraphs(client, "faquad-paragraphs", fq.corpus, embedder)
-        removed_titles = set(sorted({title for title, _ in fq.corpus.values()})[::5])
-        kept = {k: v for k, v in fq.corpus.items() if v[0] not in removed_titles}
-        kb_held = ingest_paragraphs(client, "faquad-without-removed-documents", kept, embedder)
+        kb_full, kept, kb_held = faquad_kbs(client, fq, embedder)
         kb_quati = ingest_paragraphs(client, "quati-passages", qt.corpus, embedder, "other", None, "quati")
         kept_text = [_plain(text) for _, text in kept.values()]
         orch = Orchestrator(client, embedder)

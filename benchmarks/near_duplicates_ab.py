@@ -17,12 +17,10 @@ version and set, the ratio of the medians, and ``answer_evidence`` itself (curre
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import statistics
 import sys
 import time
-import uuid
 from typing import Any
 
 import psycopg
@@ -33,7 +31,7 @@ from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
 from hipocampo.evaluation import index_beir
 from hipocampo.rpc import BinaryVector
-from report import function_at, pct, write_section
+from report import bench_member, function_at, pct, write_section
 
 BEGIN, END = "<!-- near-duplicates-ab:begin -->", "<!-- near-duplicates-ab:end -->"
 LOOKUP = "select of_chunk_id, chunk_id, distance from {fn}(%s::bigint[], array[%s]::uuid[], %s, %s, 3)"
@@ -61,11 +59,8 @@ def main() -> None:
     embedder = CachingEmbedder(LocalMiniLM(), repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
     rows: list[str] = []
     with Hipocampo(url) as root, psycopg.connect(url, autocommit=True) as conn:
-        tid = root.tenant_id("bench") or root.create_tenant("Benchmarks", "bench")
-        member = uuid.uuid5(uuid.NAMESPACE_URL, "hipocampo-bench/search-ab")
-        root.add_member(tid, member, "member")
+        tid, claims = bench_member(root)
         install_reference(conn, args.ref)
-        claims = json.dumps({"sub": str(member), "role": "authenticated", "app_metadata": {"tenant_id": str(tid)}})
         try:
             for name in args.sets.split(","):
                 ds = load_beir(name)

@@ -15,11 +15,9 @@ SQL call as the client sees it. Reports p50 / p95 ms per key and set and the rat
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
-import uuid
 
 import psycopg
 
@@ -28,7 +26,7 @@ from hipocampo.config import repo_root
 from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
 from hipocampo.evaluation import index_beir
-from report import pct, write_section
+from report import bench_member, pct, write_section
 
 BEGIN, END = "<!-- postings-covering:begin -->", "<!-- postings-covering:end -->"
 KEY = "primary key (tenant_id, kb_id, lexeme, chunk_id)"
@@ -58,9 +56,7 @@ def main() -> None:
     embedder = CachingEmbedder(LocalMiniLM(), repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
     work: list[tuple[str, str, list[str], list[str]]] = []
     with Hipocampo(url) as root:
-        tid = root.tenant_id("bench") or root.create_tenant("Benchmarks", "bench")
-        member = uuid.uuid5(uuid.NAMESPACE_URL, "hipocampo-bench/search-ab")
-        root.add_member(tid, member, "member")
+        tid, claims = bench_member(root)
         service = root.as_actor(Actor.service(tid))
         for name in args.sets.split(","):
             ds = load_beir(name)
@@ -68,7 +64,6 @@ def main() -> None:
             texts = list(ds.queries.values())[: args.queries]
             vectors = ["[" + ",".join(map(str, v)) + "]" for v in map(embedder.embed_query, texts)]
             work.append((name, kb, texts, vectors))
-    claims = json.dumps({"sub": str(member), "role": "authenticated", "app_metadata": {"tenant_id": str(tid)}})
     times: dict[tuple[str, bool], list[float]] = {}
     with psycopg.connect(url, autocommit=True) as conn:
         try:

@@ -3,12 +3,15 @@ function's definition at an earlier git revision (the before / after benchmarks)
 
 from __future__ import annotations
 
+import json
 import subprocess
+import uuid
 from pathlib import Path
+from typing import Any
 
 from hipocampo.config import repo_root
 
-__all__ = ["function_at", "pct", "write_section"]
+__all__ = ["bench_member", "function_at", "pct", "write_section"]
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -42,3 +45,14 @@ def function_at(ref: str, schema_file: str, name: str) -> str:
     ).stdout
     at = text.index(f"create or replace function {name}(")
     return text[at : text.index("$$;", text.index("as $$", at)) + 3]
+
+
+def bench_member(root: Any) -> tuple[uuid.UUID, str]:
+    """Tenant ``bench`` (created when missing; benchmarks/retrieval.py's knowledge bases live there)
+    and the JWT claims of its benchmark member (added when missing): ``(tenant_id, claims json)``,
+    for ``set_config('request.jwt.claims', claims, true)`` under ``set local role authenticated``."""
+    tid = root.tenant_id("bench") or root.create_tenant("Benchmarks", "bench")
+    member = uuid.uuid5(uuid.NAMESPACE_URL, "hipocampo-bench/search-ab")
+    root.add_member(tid, member, "member")
+    claims = json.dumps({"sub": str(member), "role": "authenticated", "app_metadata": {"tenant_id": str(tid)}})
+    return tid, claims

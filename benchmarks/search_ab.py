@@ -22,12 +22,10 @@ format (``after``, how ``hipocampo.rpc`` sends it since 2026-11-26); its own sec
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import statistics
 import sys
 import time
-import uuid
 from typing import Any
 
 import psycopg
@@ -38,7 +36,7 @@ from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
 from hipocampo.evaluation import index_beir
 from hipocampo.rpc import BinaryVector
-from report import function_at, pct, write_section
+from report import bench_member, function_at, pct, write_section
 
 BEGIN, END = "<!-- search-ab:begin -->", "<!-- search-ab:end -->"
 T_BEGIN, T_END = "<!-- search-transport:begin -->", "<!-- search-transport:end -->"
@@ -82,12 +80,9 @@ def main() -> None:
     embedder = CachingEmbedder(LocalMiniLM(), repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
     rows: list[str] = []
     with Hipocampo(url) as root, psycopg.connect(url, autocommit=True) as conn:
-        tid = root.tenant_id("bench") or root.create_tenant("Benchmarks", "bench")
-        member = uuid.uuid5(uuid.NAMESPACE_URL, "hipocampo-bench/search-ab")
-        root.add_member(tid, member, "member")
+        tid, claims = bench_member(root)
         if not args.transport:
             install_reference(conn, args.ref)
-        claims = json.dumps({"sub": str(member), "role": "authenticated", "app_metadata": {"tenant_id": str(tid)}})
         try:
             for name in args.sets.split(","):
                 ds = load_beir(name)

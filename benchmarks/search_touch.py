@@ -26,7 +26,6 @@ import statistics
 import subprocess
 import sys
 import time
-import uuid
 from typing import Any
 
 import psycopg
@@ -37,7 +36,7 @@ from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
 from hipocampo.evaluation import index_beir
 from hipocampo.rpc import BinaryVector
-from report import pct, write_section
+from report import bench_member, pct, write_section
 
 BEGIN, END = "<!-- search-touch:begin -->", "<!-- search-touch:end -->"
 CALL = (
@@ -66,10 +65,7 @@ def main() -> None:
     embedder = CachingEmbedder(LocalMiniLM(), repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
     rows: list[list[Any]] = []
     with Hipocampo(url) as root, psycopg.connect(url, autocommit=True) as conn:
-        tid = root.tenant_id("bench") or root.create_tenant("Benchmarks", "bench")
-        member = uuid.uuid5(uuid.NAMESPACE_URL, "hipocampo-bench/search-ab")
-        root.add_member(tid, member, "member")
-        claims = json.dumps({"sub": str(member), "role": "authenticated", "app_metadata": {"tenant_id": str(tid)}})
+        tid, claims = bench_member(root)
         in_chunks = conn.execute(
             "select 1 from pg_attribute where attrelid = 'hipocampo_private.chunks'::regclass"
             " and attname = 'last_accessed_at' and not attisdropped"
