@@ -73,7 +73,14 @@ def main() -> None:
                 vectors = [BinaryVector(embedder.embed_query(t)) for t in texts]
                 evidence_ms: list[float] = []
                 hits: list[list[int]] = []
-                dedupe = 0.0
+                with conn.transaction(), conn.cursor() as cur:
+                    # The threshold answer_evidence passes: the tenant's (the model's calibration).
+                    cur.execute("set local role authenticated")
+                    cur.execute("select set_config('request.jwt.claims', %s, true)", (claims,))
+                    cur.execute("select (hipocampo.effective_config() -> 'retrieval' ->> 'dedupe_threshold')::float")
+                    row = cur.fetchone()
+                assert row is not None
+                dedupe: float = row[0]
                 for q, v in zip(texts, vectors, strict=True):
                     with conn.transaction(), conn.cursor() as cur:
                         cur.execute("set local role authenticated")
@@ -84,12 +91,7 @@ def main() -> None:
                         )
                         got = cur.fetchone()
                         evidence_ms.append((time.perf_counter() - t0) * 1000)
-                        cur.execute(
-                            "select (hipocampo.effective_config() -> 'retrieval' ->> 'dedupe_threshold')::float"
-                        )
-                        row = cur.fetchone()
-                    assert got is not None and row is not None
-                    dedupe = row[0]
+                    assert got is not None
                     hits.append([e["chunk_id"] for e in got[0]["evidence"] if "near_duplicate_of" not in e])
                 times: dict[str, list[float]] = {"before": [], "after": []}
                 answers: dict[str, list[Any]] = {"before": [], "after": []}

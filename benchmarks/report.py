@@ -7,9 +7,12 @@ import json
 import subprocess
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hipocampo.config import repo_root
+
+if TYPE_CHECKING:
+    from hipocampo import Hipocampo
 
 __all__ = ["bench_member", "function_at", "pct", "write_section"]
 
@@ -47,7 +50,7 @@ def function_at(ref: str, schema_file: str, name: str) -> str:
     return text[at : text.index("$$;", text.index("as $$", at)) + 3]
 
 
-def bench_member(root: Any) -> tuple[uuid.UUID, str]:
+def bench_member(root: Hipocampo) -> tuple[uuid.UUID, str]:
     """Tenant ``bench`` (created when missing; benchmarks/retrieval.py's knowledge bases live there)
     and the JWT claims of its benchmark member (added when missing): ``(tenant_id, claims json)``,
     for ``set_config('request.jwt.claims', claims, true)`` under ``set local role authenticated``."""

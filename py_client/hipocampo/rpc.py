@@ -59,7 +59,11 @@ def load_signatures(cur: psycopg.Cursor[dict[str, Any]]) -> Signatures:
 class BinaryVector:
     """A vector argument in pgvector's binary format (``vector_recv``: dims, unused, float32s,
     big-endian), sent with an unspecified type so that the call's ``::<vector type>`` cast types
-    it: no OID lookup, and nothing registered for :class:`pgvector.Vector` itself."""
+    it: no OID lookup, and nothing registered for :class:`pgvector.Vector` itself.
+
+    ``value``: the embedding, ``list[float]`` (or a numpy array) of any width (384 for the
+    offline models); stored as float32. Raises ``ValueError`` when it is not one-dimensional
+    (pgvector's ``Vector``)."""
 
     __slots__ = ("data",)
 
