@@ -116,6 +116,12 @@ Side effects: the returned chunks' access times (chunk_access, at most once ever
 -- per table read, about a fifth of a 250-chunk search; docs/BENCHMARKS.md §Hybrid search on a
 -- small knowledge base): the tenant is resolved once above, by _resolve_tenant from the request,
 -- and every statement below reads only that tenant's rows (tenant_id = t, or ids those returned).
+-- plan_cache_mode force_generic_plan: PL/pgSQL keeps a statement's generic plan only when its
+-- estimated cost is no higher than that of the custom plans; with the array arguments (the scope,
+-- the candidate ids) it was not, so the static statements were planned again on every call (~0.5
+-- ms of a 1.8 ms search on a 250-passage knowledge base; the plans are the same shape either way:
+-- docs/BENCHMARKS.md §Hybrid search: plans kept, vectors read late). The dynamic statement of the
+-- HNSW path is planned per call as before (EXECUTE).
 create or replace function hipocampo.hybrid_search(
     query_text text,
     query_embedding extensions.vector,
@@ -154,6 +160,7 @@ returns table (
 language plpgsql
 security definer
 set search_path = ''
+set plan_cache_mode = force_generic_plan
 as $$
 declare
     started timestamptz := clock_timestamp();
@@ -199,7 +206,6 @@ declare
     sel_pos integer [] := '{}';
     n integer;
     s double precision;
-    i integer;
     pass integer;
     above bigint;
 begin
@@ -451,15 +457,18 @@ begin
     -- both signals, so the fusion compares like with like: the BM25 score of a dense-only hit is
     -- the lexical leg's (every chunk of the scope holding a query term was scored there; 0 when
     -- it holds none), the cosine of a lexical-only hit is computed here and counts as a dense
-    -- signal at or above min_similarity, as in the dense leg. Then rerank; ranked candidates
-    -- into arrays.
+    -- signal at or above min_similarity, as in the dense leg. Score fusion: each leg's z-score
+    -- over the candidates (a candidate without the signal takes the leg's lowest), weighted; the
+    -- means and deviations are summed in rank order. RRF: each leg's rank. Then rerank; ranked
+    -- candidates into arrays. The vectors are not carried through these steps (copying ~70 of
+    -- 1.5 kB through the sorts was half of a 250-passage search): MMR reads them below.
     with legs as (
         select coalesce(dl.id, ll.id) as id, dl.sim, ll.score
         from unnest(d_ids, d_sims) as dl (id, sim)
         full outer join unnest(l_ids, l_scores) as ll (id, score) on ll.id = dl.id
     ),
     cand as (
-        select lg.id, c.embedding, d.trust_score, d.published_at, c.created_at,
+        select lg.id, d.trust_score, d.published_at, c.created_at,
             case
                 when lg.sim is not null then lg.sim
                 when 1 - (c.embedding operator(extensions.<=>) query_embedding) >= min_sim
@@ -471,75 +480,79 @@ begin
         inner join hipocampo_private.documents as d on d.id = c.document_id
         left join unnest(s_ids, s_scores) as sc (id, score) on lg.score is null and sc.id = lg.id
     ),
-    dense as (
-        select cd.id,
-            row_number() over (order by cd.sim desc, cd.id) as rk,
-            (cd.sim - avg(cd.sim) over ()) / nullif(stddev_pop(cd.sim) over (), 0) as z
-        from cand as cd
-        where cd.sim is not null
-    ),
-    lex as (
-        select cd.id,
-            row_number() over (order by cd.score desc, cd.id) as rk,
-            (cd.score - avg(cd.score) over ()) / nullif(stddev_pop(cd.score) over (), 0) as z
+    st as (
+        select
+            avg(cd.sim order by cd.sim desc, cd.id) as avg_d,
+            stddev_pop(cd.sim order by cd.sim desc, cd.id) as sd_d,
+            min(cd.sim) as min_d,
+            avg(cd.score order by cd.score desc, cd.id) as avg_l,
+            stddev_pop(cd.score order by cd.score desc, cd.id) as sd_l,
+            min(cd.score) as min_l
         from cand as cd
     ),
-    joined as (
-        select lex.id,
+    fused as (
+        select cd.*,
             case fuse
                 when 'rrf' then
-                    w_dense * coalesce(1.0 / (rrf_k + dense.rk), 0)
-                    + w_lex * coalesce(1.0 / (rrf_k + lex.rk), 0)
+                    w_dense * coalesce(1.0 / (rrf_k + case when cd.sim is not null then
+                        row_number() over (order by cd.sim desc nulls last, cd.id) end), 0)
+                    + w_lex * coalesce(1.0 / (rrf_k + row_number() over (order by cd.score desc, cd.id)), 0)
                 else
-                    w_dense * coalesce(dense.z, (select min(dz.z) from dense as dz), 0)
-                    + w_lex * coalesce(lex.z, (select min(lz.z) from lex as lz), 0)
+                    w_dense * coalesce(
+                        (cd.sim - st.avg_d) / nullif(st.sd_d, 0), (st.min_d - st.avg_d) / nullif(st.sd_d, 0), 0
+                    )
+                    + w_lex * coalesce(
+                        (cd.score - st.avg_l) / nullif(st.sd_l, 0), (st.min_l - st.avg_l) / nullif(st.sd_l, 0), 0
+                    )
             end as fused
-        from lex left join dense on dense.id = lex.id
-    ),
-    scored as (
-        select j.id, j.fused,
-            (j.fused - min(j.fused) over ()) / nullif(max(j.fused) over () - min(j.fused) over (), 0)
-                as fused_unit
-        from joined as j
+        from cand as cd cross join st
     ),
     ranked as (
-        select cd.*, s2.fused,
+        select fd.*,
             case rr
                 when 'trust_recency' then
-                    coalesce(s2.fused_unit, 1) * 0.6 + cd.trust_score * 0.4
+                    coalesce(
+                        (fd.fused - min(fd.fused) over ())
+                        / nullif(max(fd.fused) over () - min(fd.fused) over (), 0), 1
+                    ) * 0.6
+                    + fd.trust_score * 0.4
                     + 0.2 * exp(
-                        -greatest(extract(epoch from now() - coalesce(cd.published_at, cd.created_at)), 0)
+                        -greatest(extract(epoch from now() - coalesce(fd.published_at, fd.created_at)), 0)
                         / 86400.0 / half_life
                     )
-                else s2.fused
+                else fd.fused
             end as final
-        from scored as s2
-        inner join cand as cd on cd.id = s2.id
-    ),
-    ordered as (
-        select x.*,
-            row_number() over (
-                order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id
-            ) as pos
-        from ranked as x
+        from fused as fd
     )
     select
-        array_agg(o.id order by o.pos), array_agg(o.sim order by o.pos), array_agg(o.score order by o.pos),
-        array_agg(o.fused order by o.pos), array_agg(o.final order by o.pos),
-        array_agg(o.embedding order by o.pos)
-    into f_ids, f_sim, f_score, f_fused, f_final, f_emb
-    from ordered as o;
+        array_agg(x.id order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
+        array_agg(x.sim order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
+        array_agg(x.score order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
+        array_agg(x.fused order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
+        array_agg(x.final order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id)
+    into f_ids, f_sim, f_score, f_fused, f_final
+    from ranked as x;
 
     -- MMR (lambda) with near-duplicate removal (cosine > dedupe_threshold), over positions;
-    -- relevance on a 0..1 scale for the trade-off.
+    -- relevance on a 0..1 scale for the trade-off. With lambda = 1 the picks are the first
+    -- candidates that are not near-duplicates of an earlier pick, so the vectors of the first 2k
+    -- are read, and every candidate's only when those leave fewer than k picks.
     if f_ids is not null then
         n := cardinality(f_ids);
-        c_rel := f_final;
         s := f_final[1] - f_final[n];
-        for i in 1..n loop
-            c_rel[i] := case when s > 0 then (f_final[i] - f_final[n]) / s else 1 end;
+        c_rel := array(
+            select case when s > 0 then (x.v - f_final[n]) / s else 1 end
+            from unnest(f_final) with ordinality as x (v, ord) order by x.ord
+        );
+        lim := case when lambda = 1 then least(n, 2 * k) else n end;
+        loop
+            select array_agg(c.embedding order by u.ord) into f_emb
+            from unnest(f_ids[1:lim]) with ordinality as u (id, ord)
+            inner join hipocampo_private.chunks as c on c.id = u.id;
+            sel_pos := hipocampo_private._mmr(f_emb, c_rel[1:lim], k, lambda, dup);
+            exit when cardinality(sel_pos) >= k or lim >= n;
+            lim := n;
         end loop;
-        sel_pos := hipocampo_private._mmr(f_emb, c_rel, k, lambda, dup);
     end if;
 
     -- The picked candidates, in pick order, as rows (a plan that does not depend on the arrays'

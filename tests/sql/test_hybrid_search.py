@@ -171,6 +171,34 @@ def test_near_duplicates_are_dropped(db: psycopg.Connection[dict[str, Any]], wor
     assert sum("Multa por barulho" in r["content"] for r in rows) == 1
 
 
+def test_k_rows_when_the_first_candidates_are_near_duplicates(
+    db: psycopg.Connection[dict[str, Any]], world: World
+) -> None:
+    # With mmr_lambda 1 the search reads the vectors of its first 2k candidates only; when those
+    # are copies of one another it reads every candidate's and still returns k rows.
+    world.act("service_role")
+    v = unit_vector(98)
+    for i in range(12):
+        doc = {"title": f"copy{i}", "source_uri": f"test://copy{i}", "content_hash": f"copy{i}"}
+        chunk = [
+            {
+                "chunk_index": 0,
+                "content": f"Multa por barulho após as 22h, cópia {i}.",
+                "content_hash": f"copy{i}",
+                "embedding": v,
+            }
+        ]
+        db.execute(
+            "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
+            (world.kb_a, json.dumps(doc), json.dumps(chunk), MODEL),
+        )
+    world.act("authenticated", world.member_a, world.tenant_a)
+    rows = search(db, "multa por barulho", emb=vec_text(v), match_count=3, mmr_lambda=1.0)
+    assert len(rows) == 3 and [r["rank"] for r in rows] == [1, 2, 3]
+    assert sum("Multa por barulho" in r["content"] for r in rows) == 1
+    assert rows[0]["content"].startswith("Multa por barulho")
+
+
 def test_mmr_and_rrf_and_rerank_run(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
     world.act("authenticated", world.member_a, world.tenant_a)
     for named in ({"mmr_lambda": 0.5}, {"fusion": "rrf"}, {"rerank": "trust_recency"}):
