@@ -623,7 +623,6 @@ declare
     exact_max bigint := (hipocampo.effective_config(_near_duplicates.tenant) -> 'retrieval'
                          ->> 'exact_scan_max_rows')::bigint;
     cast_to text;
-    covered text;
 begin
     for c in
         select ch.id, ch.document_id, ch.embedding, ch.embedding_model
@@ -633,25 +632,41 @@ begin
         select e.dims into dims from hipocampo_private.embedding_models as e where e.name = c.embedding_model;
         select coalesce(sum(st.chunk_count), 0) into scope_rows from hipocampo_private.kb_text_stats as st
         where st.kb_id = any(_near_duplicates.kb_ids) and st.embedding_model = c.embedding_model;
+        if scope_rows <= exact_max and dims <= 640 then
+            -- A small scope, a model of at most 640 dimensions: the exact scan from the covering
+            -- index chunks_scope_vectors_idx (index-only; its predicate repeated), as a static
+            -- statement, so its plan is cached (a dynamic one was planned for every hit).
+            return query
+            select c.id, y.id, y.distance from (
+                select c2.id, c2.embedding operator(extensions.<=>) c.embedding as distance
+                from hipocampo_private.chunks as c2
+                where c2.tenant_id = _near_duplicates.tenant and c2.kb_id = any(_near_duplicates.kb_ids)
+                  and c2.embedding_model = c.embedding_model and c2.document_id <> c.document_id
+                  and c2.id <> all(_near_duplicates.chunk_ids) and extensions.vector_dims(c2.embedding) <= 640
+                order by c2.embedding operator(extensions.<=>) c.embedding
+                limit _near_duplicates.per_chunk
+            ) as y
+            where y.distance < 1 - _near_duplicates.min_cosine
+            order by y.distance;
+            continue;
+        end if;
+        -- A large scope: the model's HNSW index through the typed cast (dynamic: the cast names
+        -- the dims). A wider model's small scope: the same statement without the cast, an exact
+        -- scan of the heap.
         cast_to := '';
-        covered := '';
         if scope_rows > exact_max then
             cast_to := format('::extensions.vector(%s)', dims);
             perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
-        elsif dims <= 640 then
-            -- The exact scan reads the covering index chunks_scope_vectors_idx (index-only), as
-            -- hybrid_search's does: its predicate, repeated, lets the planner use it.
-            covered := 'and extensions.vector_dims(c2.embedding) <= 640 ';
         end if;
         return query execute format(
             'select $1, y.id, y.distance from ('
             'select c2.id, c2.embedding%1$s operator(extensions.<=>) $2 as distance '
             'from hipocampo_private.chunks as c2 '
             'where c2.tenant_id = $3 and c2.kb_id = any($4) and c2.embedding_model = $5 '
-            'and c2.document_id <> $6 and c2.id <> all($7) %2$s'
+            'and c2.document_id <> $6 and c2.id <> all($7) '
             'order by c2.embedding%1$s operator(extensions.<=>) $2 limit $8'
             ') as y where y.distance < 1 - $9 order by y.distance',
-            cast_to, covered
+            cast_to
         )
         using c.id, c.embedding, _near_duplicates.tenant, _near_duplicates.kb_ids, c.embedding_model,
               c.document_id, _near_duplicates.chunk_ids, _near_duplicates.per_chunk, _near_duplicates.min_cosine;

@@ -375,6 +375,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set plan_cache_mode = force_generic_plan
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(answer_evidence.tenant_id);
@@ -424,7 +425,14 @@ begin
     -- Near-duplicates of the hits (cosine above retrieval.dedupe_threshold, other active
     -- documents) re-enter as candidates with their twin's scores: retrieval drops them as
     -- duplicates, but two versions of a policy that differ in one number are exactly the
-    -- conflicts to see (and the newer version may be the twin that was dropped).
+    -- conflicts to see (and the newer version may be the twin that was dropped). The lookup runs
+    -- once, materialized: as a function scan inside the join it ran again for every hit.
+    with nd as materialized (
+        select n.of_chunk_id, n.chunk_id, n.distance
+        from hipocampo_private._near_duplicates(
+            array(select (e ->> 'chunk_id')::bigint from jsonb_array_elements(candidates) as e), kbs, t, dedupe, 3
+        ) as n
+    )
     select candidates || coalesce(jsonb_agg(h.e || jsonb_build_object(
                'chunk_id', x.id, 'document_id', x.document_id, 'kb_id', x.kb_id, 'content', x.content,
                'metadata', x.metadata, 'title', d.title, 'source_uri', d.source_uri,
@@ -436,13 +444,17 @@ begin
         select (e ->> 'chunk_id')::bigint as id, (e ->> 'rank')::integer as rank, e
         from jsonb_array_elements(candidates) as e
     ) as h
-    inner join hipocampo_private._near_duplicates(
-        array(select (e ->> 'chunk_id')::bigint from jsonb_array_elements(candidates) as e), kbs, t, dedupe, 3
-    ) as nd on nd.of_chunk_id = h.id
+    inner join nd on nd.of_chunk_id = h.id
     inner join hipocampo_private.chunks as x on x.id = nd.chunk_id
     inner join hipocampo_private.documents as d on d.id = x.document_id and d.status = 'active';
+    -- token_count by primary key per candidate (a scalar subquery): as a join the planner read
+    -- every chunk of the tenant (RLS's tenant index) and hashed them.
     select coalesce(jsonb_agg(e || jsonb_build_object(
-               'support', coalesce(s.support, 0), 'best_window', s.best_window, 'token_count', ch.token_count
+               'support', coalesce(s.support, 0), 'best_window', s.best_window,
+               'token_count', (
+                   select ch.token_count from hipocampo_private.chunks as ch
+                   where ch.id = (e ->> 'chunk_id')::bigint
+               )
            ) order by (e ->> 'rank')::integer, e ->> 'near_duplicate_of' nulls first), '[]'::jsonb)
     into candidates
     from jsonb_array_elements(candidates) as e
@@ -450,8 +462,7 @@ begin
         answer_evidence.query_text,
         array(select (x ->> 'chunk_id')::bigint from jsonb_array_elements(candidates) as x),
         cfg -> 'question_stopwords'
-    ) as s on s.chunk_id = (e ->> 'chunk_id')::bigint
-    left join hipocampo_private.chunks as ch on ch.id = (e ->> 'chunk_id')::bigint;
+    ) as s on s.chunk_id = (e ->> 'chunk_id')::bigint;
 
     n_candidates := jsonb_array_length(candidates);
     select count(*) into n_filtered from jsonb_array_elements(candidates) as e

@@ -198,6 +198,12 @@ def test_answer_evidence_gates(db: Conn, world: World) -> None:
         "answer",
         "Prazo de trancamento de matrícula é de 30 dias.",
     )
+    world.act("service_role")
+    tokens = one(
+        db, "select token_count as v from hipocampo_private.chunks where id = %s", (r["evidence"][0]["chunk_id"],)
+    )
+    assert r["evidence"][0]["token_count"] == tokens > 0
+    world.act("authenticated", world.member_a, world.tenant_a)
     # Tenant B's knowledge base does not exist for A (RLS): never B's 45 days.
     with pytest.raises(psycopg.errors.NoDataFound, match="unknown knowledge base"), db.transaction():
         answer(db, "Qual o prazo de trancamento de matrícula?", world.kb_b)
