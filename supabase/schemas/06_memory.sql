@@ -280,6 +280,40 @@ end;
 $$;
 
 /*
+_plain_words(body text) -> text
+
+Purpose: a text reduced to its words, for comparing texts (the answer cache's key,
+  normalize_question; the memory gate's noise list and copy check): lower case, unaccented,
+  every run of other characters one space, trimmed. Letters and digits of any script are kept:
+  ASCII letters and digits and the Unicode blocks that hold letters (U+00C0-U+1FFF: Latin,
+  Greek, Cyrillic, Hebrew, Arabic, Indic and the other scripts up to Greek extended; U+2C00-
+  U+2DFF; CJK, kana, Hangul; Arabic presentation forms; fullwidth letters and digits; the
+  supplementary planes' scripts and CJK). Punctuation, symbols and emoji are not (U+0080-
+  U+00BF, U+2000-U+2BFF, U+3000-U+303F, U+FE00-U+FE6F, U+1F000 onwards …). The ranges are
+  code points, not [[:alnum:]], so which characters are words does not depend on the
+  database's LC_CTYPE (under C, [[:alnum:]] is ASCII only: two questions in Japanese were one
+  cache key, and a memory in Cyrillic was refused as noise); lower() does (under C only ASCII
+  letters are lowered).
+Returns: the words separated by single spaces; '' for null or a text without a word.
+Errors: none.
+Example: select hipocampo_private._plain_words('  Qual é o PRAZO? 👍'); -- 'qual e o prazo'
+*/
+create or replace function hipocampo_private._plain_words(body text)
+returns text
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select pg_catalog.btrim(pg_catalog.regexp_replace(
+        pg_catalog.lower(extensions.unaccent(coalesce(body, ''))),
+        '[^a-z0-9\u00c0-\u1fff\u2c00-\u2dff\u2e80-\u2fff\u3040-\ud7ff\uf900-\ufdff\ufe70-\ufeff'
+        '\uff10-\uff19\uff21-\uff3a\uff41-\uff5a\uff66-\uffdc\U00010000-\U0001efff\U00020000-\U0003ffff]+',
+        ' ', 'g'
+    ))
+$$;
+
+/*
 _memory_text_problem(description text, token_count integer, cfg jsonb) -> text[]
 
 Purpose: the gate's checks of a memory's description: length (memory.min_chars characters,
@@ -297,10 +331,8 @@ security invoker
 set search_path = ''
 as $$
 declare
-    plain text := lower(extensions.unaccent(coalesce(description, '')));
-    normalized text := btrim(regexp_replace(plain, '[^a-z0-9 ]+', ' ', 'g'));
+    normalized text := hipocampo_private._plain_words(description);
 begin
-    normalized := regexp_replace(normalized, '\s+', ' ', 'g');
     if char_length(btrim(coalesce(description, ''))) < (cfg ->> 'min_chars')::integer then
         return array['too_short', format('memory text must have at least %s characters',
             (cfg ->> 'min_chars')::integer)];

@@ -616,9 +616,10 @@ using (
 /*
 normalize_question(question text) -> text
 
-Purpose: the cache key of a question: lower case, unaccented, punctuation removed, whitespace
-  collapsed ("Qual é o prazo?" and "qual e o  prazo" share one key).
-Returns: the normalised text (null for null).
+Purpose: the cache key of a question: its words (_plain_words: lower case, unaccented,
+  punctuation, symbols and emoji removed, whitespace collapsed; letters of any script kept), so
+  "Qual é o prazo?" and "qual e o  prazo" share one key and two questions in Japanese do not.
+Returns: the normalised text ('' for null).
 Errors: none (a pure function).
 Example: select hipocampo.normalize_question('  Qual é o PRAZO? '); -- 'qual e o prazo'
 */
@@ -629,7 +630,7 @@ stable
 security invoker
 set search_path = ''
 as $$
-    select btrim(regexp_replace(lower(extensions.unaccent(coalesce(question, ''))), '[^[:alnum:]]+', ' ', 'g'))
+    select hipocampo_private._plain_words(question)
 $$;
 
 /*

@@ -202,6 +202,7 @@ grant execute on function hipocampo_private._memory_actor(user_id uuid, tenant_i
 grant execute on function hipocampo_private._memory_config(section_config jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_event(tenant_id uuid, user_id uuid, memory_id uuid, event text, reason text, detail jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_text_problem(description text, token_count integer, cfg jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._plain_words(body text) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_value_problem(value jsonb, cfg jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_write_allowed(tenant_id uuid, user_id uuid, description text, value jsonb, token_count integer) to authenticated, service_role;
 grant execute on function hipocampo_private._mmr(embeddings extensions.vector[], relevance double precision[], k integer, lambda double precision, dup double precision) to authenticated, service_role;

@@ -155,6 +155,23 @@ def answer(db: Conn, question: str, kb: Any, seed: int = 7) -> dict[str, Any]:
     return v
 
 
+def test_cache_keys_keep_words_of_any_script_whatever_the_locale(db: Conn, world: World) -> None:
+    world.act("authenticated", world.member_a, world.tenant_a)
+    key = "select hipocampo.normalize_question(%s) as v"
+    assert one(db, key, ("  Qual é o PRAZO? 👍",)) == "qual e o prazo"
+    assert one(db, key, ("東京の天気は？",)) == "東京の天気は"
+    assert one(db, key, ("東京の天気は？",)) != one(db, key, ("大阪の天気は？",))
+    assert one(db, key, ("Какая погода?",)) == "какая погода"
+    # The same words under the C collation, where [[:alnum:]] is ASCII only (the key it gave
+    # before); only lower() follows the locale there (ASCII letters alone are lowered).
+    world.act("service_role")
+    for text in ("東京の天気は？", "Какая погода?", "Qual é o prazo?"):
+        plain = one(db, 'select hipocampo_private._plain_words(%s collate "C") as v', (text,))
+        assert plain.lower() == one(db, "select hipocampo_private._plain_words(%s) as v", (text,)) != ""
+    ascii_only = "select btrim(regexp_replace(%s collate \"C\", '[^[:alnum:]]+', ' ', 'g')) as v"
+    assert one(db, ascii_only, ("東京の天気は？",)) == ""
+
+
 @pytest.mark.parametrize("exact_scan_max_rows", [None, 0], ids=["exact", "hnsw"])
 def test_answer_evidence_refuses_conflicts_and_answers_once_resolved(
     db: Conn, world: World, exact_scan_max_rows: int | None

@@ -63,6 +63,16 @@ def test_gate_refusals(
     assert [e["reason"] for e in events(db, user_a, "memory.write_rejected")] == [reason]
 
 
+def test_descriptions_in_any_script_are_memories(db: Conn, user_a: World) -> None:
+    """Letters of any script are words (hipocampo_private._plain_words): a description in Japanese,
+    Cyrillic or Arabic is a memory, not noise, and not a copy of another one; emoji alone are noise."""
+    for i, text in enumerate(["私の名前は田中です", "Любит крепкий чай", "يحب القهوة بدون سكر"]):
+        r = remember(db, f"prefs.script_{i}", 1, text, seed=40 + i)
+        assert r["status"] == "created", (text, r)
+    r = remember(db, "prefs.emoji", 1, "👍👍👍", seed=50)
+    assert (r["status"], r["reason"], r["sqlstate"]) == ("rejected", "noise", "22023")
+
+
 def test_quota_of_active_memories(db: Conn, user_a: World) -> None:
     user_a.act("service_role")
     db.execute(
