@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -396,6 +397,25 @@ def test_a_metadata_filter_reaches_past_the_nearest_chunks(
     assert search(db, "consulta", emb=q, dense_weight=1, lexical_weight=0)[0]["content"].startswith("perto")
     rows = search(db, "consulta", emb=q, metadata_filter=json.dumps({"article": "Art. 9º"}))
     assert [r["content"] for r in rows] == ["Art. 9º Longe da consulta."]
+
+
+def test_the_covered_dimensions_are_one_number(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    """The exact scans repeat the covering index's predicate (vector_dims(embedding) <= 640) so a
+    cached plan can use it, and choose that path by the same limit: written in five places, they
+    must agree, or the scans silently fall back to the heap."""
+    world.act("service_role")
+    row = db.execute(
+        "select pg_get_expr(i.indpred, i.indrelid) as pred from pg_index as i"
+        " where i.indexrelid = 'hipocampo_private.chunks_scope_vectors_idx'::regclass"
+    ).fetchone()
+    assert row is not None
+    limit = re.fullmatch(r"\(?extensions\.vector_dims\(embedding\) <= (\d+)\)?", row["pred"])
+    assert limit is not None, row["pred"]
+    for fn in ("hipocampo.hybrid_search", "hipocampo_private._near_duplicates"):
+        src = db.execute("select pg_get_functiondef(%s::regproc) as src", (fn,)).fetchone()
+        assert src is not None
+        numbers = re.findall(r"vector_dims\([a-z0-9_.]+\) <= (\d+)|dims [<>]=? (\d+)", src["src"])
+        assert len(numbers) == 2 and {a or b for a, b in numbers} == {limit.group(1)}, (fn, numbers)
 
 
 def test_a_model_of_more_than_640_dimensions_is_searched_exactly(
