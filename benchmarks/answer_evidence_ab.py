@@ -31,23 +31,10 @@ from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
 from hipocampo.evaluation import index_beir
 from hipocampo.rpc import BinaryVector
-from report import bench_member, function_at, pct, write_section
+from report import as_member, bench_member, install_reference, pct, write_section
 
 BEGIN, END = "<!-- answer-evidence-ab:begin -->", "<!-- answer-evidence-ab:end -->"
 CALL = "select {fn}(%s, %s::extensions.vector, array[%s]::uuid[])"
-
-
-def install_reference(conn: psycopg.Connection[Any], ref: str) -> None:
-    """bench_ref.answer_evidence and bench_ref._near_duplicates: as they were at ``ref``."""
-    lookup = function_at(ref, "05_hybrid_search.sql", "hipocampo_private._near_duplicates")
-    rpc = function_at(ref, "10_answers.sql", "hipocampo.answer_evidence")
-    rpc = rpc.replace("hipocampo.answer_evidence(", "bench_ref.answer_evidence(", 1)
-    conn.execute("drop schema if exists bench_ref cascade")
-    conn.execute("create schema bench_ref")
-    conn.execute(lookup.replace("hipocampo_private._near_duplicates(", "bench_ref._near_duplicates(", 1))
-    conn.execute(rpc.replace("hipocampo_private._near_duplicates(", "bench_ref._near_duplicates("))
-    conn.execute("grant usage on schema bench_ref to authenticated")
-    conn.execute("grant execute on all functions in schema bench_ref to authenticated")
 
 
 def main() -> None:
@@ -63,7 +50,14 @@ def main() -> None:
     rows: list[str] = []
     with Hipocampo(url) as root, psycopg.connect(url, autocommit=True) as conn:
         tid, claims = bench_member(root)
-        install_reference(conn, args.ref)
+        install_reference(
+            conn,
+            args.ref,
+            [
+                ("05_hybrid_search.sql", "hipocampo_private._near_duplicates"),
+                ("10_answers.sql", "hipocampo.answer_evidence"),
+            ],
+        )
         try:
             for name in args.sets.split(","):
                 ds = load_beir(name)
@@ -84,9 +78,7 @@ def main() -> None:
                     for label, fn in versions if n_round % 2 == 0 else versions[::-1]:
                         answers[label] = []
                         for q, v in zip(texts, vectors, strict=True):
-                            with conn.transaction(), conn.cursor() as cur:
-                                cur.execute("set local role authenticated")
-                                cur.execute("select set_config('request.jwt.claims', %s, true)", (claims,))
+                            with as_member(conn, claims) as cur:
                                 t0 = time.perf_counter()
                                 cur.execute(CALL.format(fn=fn), (q, v, kb))  # type: ignore[arg-type]
                                 got = cur.fetchone()

@@ -31,20 +31,10 @@ from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
 from hipocampo.evaluation import index_beir
 from hipocampo.rpc import BinaryVector
-from report import bench_member, function_at, pct, write_section
+from report import as_member, bench_member, install_reference, pct, write_section
 
 BEGIN, END = "<!-- near-duplicates-ab:begin -->", "<!-- near-duplicates-ab:end -->"
 LOOKUP = "select of_chunk_id, chunk_id, distance from {fn}(%s::bigint[], array[%s]::uuid[], %s, %s, 3)"
-
-
-def install_reference(conn: psycopg.Connection[Any], ref: str) -> None:
-    """bench_ref._near_duplicates: the function as it was at ``ref``."""
-    fn = function_at(ref, "05_hybrid_search.sql", "hipocampo_private._near_duplicates")
-    conn.execute("drop schema if exists bench_ref cascade")
-    conn.execute("create schema bench_ref")
-    conn.execute(fn.replace("hipocampo_private._near_duplicates(", "bench_ref._near_duplicates(", 1))
-    conn.execute("grant usage on schema bench_ref to authenticated")
-    conn.execute("grant execute on all functions in schema bench_ref to authenticated")
 
 
 def main() -> None:
@@ -60,7 +50,7 @@ def main() -> None:
     rows: list[str] = []
     with Hipocampo(url) as root, psycopg.connect(url, autocommit=True) as conn:
         tid, claims = bench_member(root)
-        install_reference(conn, args.ref)
+        install_reference(conn, args.ref, [("05_hybrid_search.sql", "hipocampo_private._near_duplicates")])
         try:
             for name in args.sets.split(","):
                 ds = load_beir(name)
@@ -73,18 +63,14 @@ def main() -> None:
                 vectors = [BinaryVector(embedder.embed_query(t)) for t in texts]
                 evidence_ms: list[float] = []
                 hits: list[list[int]] = []
-                with conn.transaction(), conn.cursor() as cur:
+                with as_member(conn, claims) as cur:
                     # The threshold answer_evidence passes: the tenant's (the model's calibration).
-                    cur.execute("set local role authenticated")
-                    cur.execute("select set_config('request.jwt.claims', %s, true)", (claims,))
                     cur.execute("select (hipocampo.effective_config() -> 'retrieval' ->> 'dedupe_threshold')::float")
                     row = cur.fetchone()
                 assert row is not None
                 dedupe: float = row[0]
                 for q, v in zip(texts, vectors, strict=True):
-                    with conn.transaction(), conn.cursor() as cur:
-                        cur.execute("set local role authenticated")
-                        cur.execute("select set_config('request.jwt.claims', %s, true)", (claims,))
+                    with as_member(conn, claims) as cur:
                         t0 = time.perf_counter()
                         cur.execute(
                             "select hipocampo.answer_evidence(%s, %s::extensions.vector, array[%s]::uuid[])", (q, v, kb)
@@ -100,9 +86,7 @@ def main() -> None:
                     for label, fn in versions if n_round % 2 == 0 else versions[::-1]:
                         answers[label] = []
                         for ids in hits:
-                            with conn.transaction(), conn.cursor() as cur:
-                                cur.execute("set local role authenticated")
-                                cur.execute("select set_config('request.jwt.claims', %s, true)", (claims,))
+                            with as_member(conn, claims) as cur:
                                 t0 = time.perf_counter()
                                 cur.execute(LOOKUP.format(fn=fn), (ids, kb, str(tid), dedupe))  # type: ignore[arg-type]
                                 got_rows = cur.fetchall()

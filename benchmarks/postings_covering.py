@@ -26,7 +26,7 @@ from hipocampo.config import repo_root
 from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
 from hipocampo.evaluation import index_beir
-from report import bench_member, pct, write_section
+from report import as_member, bench_member, pct, write_section
 
 BEGIN, END = "<!-- postings-covering:begin -->", "<!-- postings-covering:end -->"
 KEY = "primary key (tenant_id, kb_id, lexeme, chunk_id)"
@@ -72,9 +72,7 @@ def main() -> None:
                     rebuild_key(conn, covering)
                     for name, kb, texts, vectors in work:
                         for q, v in zip(texts, vectors, strict=True):
-                            with conn.transaction(), conn.cursor() as cur:
-                                cur.execute("set local role authenticated")
-                                cur.execute("select set_config('request.jwt.claims', %s, true)", (claims,))
+                            with as_member(conn, claims) as cur:
                                 t0 = time.perf_counter()
                                 cur.execute(CALL, (q, v, kb))  # type: ignore[arg-type]
                                 cur.fetchall()

@@ -1,20 +1,25 @@
-"""Shared by the benchmarks: percentiles, writing a marked section of docs/BENCHMARKS.md, and a
-function's definition at an earlier git revision (the before / after benchmarks)."""
+"""Shared by the benchmarks: percentiles, writing a marked section of docs/BENCHMARKS.md, and for
+the before / after benchmarks functions as they were at an earlier git revision, installed beside
+the current ones, and calls as the benchmark tenant's member."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hipocampo.config import repo_root
 
 if TYPE_CHECKING:
+    import psycopg
+
     from hipocampo import Hipocampo
 
-__all__ = ["bench_member", "function_at", "pct", "write_section"]
+__all__ = ["as_member", "bench_member", "function_at", "install_reference", "pct", "write_section"]
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -59,3 +64,29 @@ def bench_member(root: Hipocampo) -> tuple[uuid.UUID, str]:
     root.add_member(tid, member, "member")
     claims = json.dumps({"sub": str(member), "role": "authenticated", "app_metadata": {"tenant_id": str(tid)}})
     return tid, claims
+
+
+def install_reference(conn: psycopg.Connection[Any], ref: str, functions: list[tuple[str, str]]) -> None:
+    """Schema ``bench_ref`` (dropped first) with ``functions`` as they were at git revision
+    ``ref``: each ``(schema file, qualified name)`` installed as ``bench_ref.<name>``, and the calls
+    among them pointed at those copies (the other functions they call are the current ones);
+    executable by authenticated. Given in dependency order (callees first)."""
+    sources = [function_at(ref, file, name) for file, name in functions]
+    conn.execute("drop schema if exists bench_ref cascade")
+    conn.execute("create schema bench_ref")
+    for src in sources:
+        for _, name in functions:
+            src = src.replace(f"{name}(", f"bench_ref.{name.split('.', 1)[1]}(")
+        conn.execute(src)  # type: ignore[arg-type]
+    conn.execute("grant usage on schema bench_ref to authenticated")
+    conn.execute("grant execute on all functions in schema bench_ref to authenticated")
+
+
+@contextmanager
+def as_member(conn: psycopg.Connection[Any], claims: str) -> Iterator[psycopg.Cursor[Any]]:
+    """A cursor in a transaction of its own as ``authenticated`` with the JWT ``claims`` (RLS and
+    the caller model apply), as bench_member's member calls the RPCs."""
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute("set local role authenticated")
+        cur.execute("select set_config('request.jwt.claims', %s, true)", (claims,))
+        yield cur

@@ -1,11 +1,12 @@
 """hybrid_search latency, this version against an earlier one, in the same run (issue 18 §4).
 
-Usage:  .venv/bin/python benchmarks/search_ab.py [--ref 4dee3c5] [--sets faquad,quati,scifact]
+Usage:  .venv/bin/python benchmarks/search_ab.py [--ref 4bf49f1] [--sets faquad,quati,scifact]
         [--queries 100] [--rounds 3] [--transport] [--write]
 
 The earlier version is ``hipocampo.hybrid_search`` as ``supabase/schemas/05_hybrid_search.sql``
-defined it at git ``--ref``, installed for the run as ``bench_ref.hybrid_search`` (with the
-helper it called, ``_touch_chunks``, when this version has dropped it) and dropped afterwards.
+defined it at git ``--ref``, installed for the run as ``bench_ref.hybrid_search`` and dropped
+afterwards (a version before 6055af9, migration 20261126000500, wrote ``chunks.last_accessed_at``,
+which is gone, and cannot run any more).
 Each set's corpus is a knowledge base of tenant ``bench`` (as benchmarks/retrieval.py builds it,
 analysed); its test questions are asked as a member of the tenant (RLS, JWT claims), the two
 versions in turn (which first alternates per round), one transaction per call; the time is the
@@ -36,7 +37,7 @@ from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
 from hipocampo.evaluation import index_beir
 from hipocampo.rpc import BinaryVector
-from report import bench_member, function_at, pct, write_section
+from report import as_member, bench_member, install_reference, pct, write_section
 
 BEGIN, END = "<!-- search-ab:begin -->", "<!-- search-ab:end -->"
 T_BEGIN, T_END = "<!-- search-transport:begin -->", "<!-- search-transport:end -->"
@@ -46,24 +47,9 @@ CALL = (
 )
 
 
-def install_reference(conn: psycopg.Connection[Any], ref: str) -> None:
-    """bench_ref.hybrid_search: the RPC as it was at ``ref`` (its helpers resolved here)."""
-    rpc = function_at(ref, "05_hybrid_search.sql", "hipocampo.hybrid_search")
-    rpc = rpc.replace("hipocampo.hybrid_search(", "bench_ref.hybrid_search(", 1)
-    conn.execute("drop schema if exists bench_ref cascade")
-    conn.execute("create schema bench_ref")
-    if "hipocampo_private._touch_chunks" in rpc:
-        helper = function_at(ref, "05_hybrid_search.sql", "hipocampo_private._touch_chunks")
-        conn.execute(helper.replace("hipocampo_private._touch_chunks(", "bench_ref._touch_chunks(", 1))
-        rpc = rpc.replace("hipocampo_private._touch_chunks(", "bench_ref._touch_chunks(")
-    conn.execute(rpc)
-    conn.execute("grant usage on schema bench_ref to authenticated")
-    conn.execute("grant execute on all functions in schema bench_ref to authenticated")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--ref", default="4dee3c5", help="git revision of the earlier version")
+    ap.add_argument("--ref", default="4bf49f1", help="git revision of the earlier version")
     ap.add_argument("--sets", default="faquad,quati,scifact")
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=3)
@@ -82,7 +68,7 @@ def main() -> None:
     with Hipocampo(url) as root, psycopg.connect(url, autocommit=True) as conn:
         tid, claims = bench_member(root)
         if not args.transport:
-            install_reference(conn, args.ref)
+            install_reference(conn, args.ref, [("05_hybrid_search.sql", "hipocampo.hybrid_search")])
         try:
             for name in args.sets.split(","):
                 ds = load_beir(name)
@@ -112,9 +98,7 @@ def main() -> None:
                     for label, fn, transport in versions if n_round % 2 == 0 else versions[::-1]:
                         answers[label] = []
                         for q, v in zip(texts, sent[transport], strict=True):
-                            with conn.transaction(), conn.cursor() as cur:
-                                cur.execute("set local role authenticated")
-                                cur.execute("select set_config('request.jwt.claims', %s, true)", (claims,))
+                            with as_member(conn, claims) as cur:
                                 t0 = time.perf_counter()
                                 cur.execute(CALL.format(fn=fn), (q, v, kb))  # type: ignore[arg-type]
                                 got = cur.fetchall()

@@ -36,7 +36,7 @@ from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
 from hipocampo.evaluation import index_beir
 from hipocampo.rpc import BinaryVector
-from report import bench_member, pct, write_section
+from report import as_member, bench_member, pct, write_section
 
 BEGIN, END = "<!-- search-touch:begin -->", "<!-- search-touch:end -->"
 CALL = (
@@ -85,9 +85,7 @@ def main() -> None:
             times: dict[str, list[float]] = {"touch": [], "no touch": []}
 
             def call(q: str, v: BinaryVector, kb: str = kb) -> tuple[list[int], float]:
-                with conn.transaction(), conn.cursor() as cur:
-                    cur.execute("set local role authenticated")
-                    cur.execute("select set_config('request.jwt.claims', %s, true)", (claims,))
+                with as_member(conn, claims) as cur:
                     t0 = time.perf_counter()
                     cur.execute(CALL, (q, v, kb))  # type: ignore[arg-type]
                     got = [r[0] for r in cur.fetchall()]

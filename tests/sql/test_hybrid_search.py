@@ -150,16 +150,16 @@ def test_logs_the_access_and_touches_chunks(db: psycopg.Connection[dict[str, Any
     assert touched is not None and touched["tenant_id"] == world.tenant_a
 
 
-def test_near_duplicates_are_dropped(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+def ingest_copies(db: psycopg.Connection[dict[str, Any]], world: World, v: list[float], n: int, name: str) -> None:
+    """``n`` one-chunk documents of tenant A's knowledge base with the same vector ``v`` (copies)."""
     world.act("service_role")
-    v = unit_vector(99)
-    for i in range(2):
-        doc = {"title": f"dup{i}", "source_uri": f"test://dup{i}", "content_hash": f"dup{i}"}
+    for i in range(n):
+        doc = {"title": f"{name}{i}", "source_uri": f"test://{name}{i}", "content_hash": f"{name}{i}"}
         chunk = [
             {
                 "chunk_index": 0,
-                "content": f"Multa por barulho após as 22h, versão {i}.",
-                "content_hash": f"dup{i}",
+                "content": f"Multa por barulho após as 22h, {name} {i}.",
+                "content_hash": f"{name}{i}",
                 "embedding": v,
             }
         ]
@@ -167,6 +167,11 @@ def test_near_duplicates_are_dropped(db: psycopg.Connection[dict[str, Any]], wor
             "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
             (world.kb_a, json.dumps(doc), json.dumps(chunk), MODEL),
         )
+
+
+def test_near_duplicates_are_dropped(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    v = unit_vector(99)
+    ingest_copies(db, world, v, 2, "versão")
     world.act("authenticated", world.member_a, world.tenant_a)
     rows = search(db, "multa por barulho", emb=vec_text(v), match_count=5)
     assert sum("Multa por barulho" in r["content"] for r in rows) == 1
@@ -177,22 +182,8 @@ def test_k_rows_when_the_first_candidates_are_near_duplicates(
 ) -> None:
     # With mmr_lambda 1 the search reads the vectors of its first 2k candidates only; when those
     # are copies of one another it reads every candidate's and still returns k rows.
-    world.act("service_role")
     v = unit_vector(98)
-    for i in range(12):
-        doc = {"title": f"copy{i}", "source_uri": f"test://copy{i}", "content_hash": f"copy{i}"}
-        chunk = [
-            {
-                "chunk_index": 0,
-                "content": f"Multa por barulho após as 22h, cópia {i}.",
-                "content_hash": f"copy{i}",
-                "embedding": v,
-            }
-        ]
-        db.execute(
-            "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
-            (world.kb_a, json.dumps(doc), json.dumps(chunk), MODEL),
-        )
+    ingest_copies(db, world, v, 12, "cópia")
     world.act("authenticated", world.member_a, world.tenant_a)
     rows = search(db, "multa por barulho", emb=vec_text(v), match_count=3, mmr_lambda=1.0)
     assert len(rows) == 3 and [r["rank"] for r in rows] == [1, 2, 3]
