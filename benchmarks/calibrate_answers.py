@@ -53,13 +53,16 @@ STEPS = [round(0.30 + 0.05 * i, 2) for i in range(14)]
 
 @dataclass
 class Asked:
-    """One question asked at the floor: refused whatever t (another reason), or the evidence."""
+    """One question asked at the floor: refused whatever t (another reason), or the evidence and
+    the rag config answer_evidence used (the cross-check keys as the database has them)."""
 
     refused_always: bool
     cited_good: bool
     items: list[dict[str, Any]]
+    rag: dict[str, Any]
 
-    def answered(self, t: float, rag: dict[str, Any]) -> bool:
+    def answered(self, t: float) -> bool:
+        rag = self.rag
         if self.refused_always:
             return False
         good = [e for e in self.items if float(e["support"]) >= t]
@@ -111,7 +114,7 @@ def main() -> int:
                 {"query_text": q, "query_embedding": list(embedder.embed_query(q)), "kb_ids": [kb], "tenant_id": tid},
             )
             other = a.refused and a.reason not in ("low_confidence", "cross_check_failed")
-            return Asked(other, any(s.source_uri in good for s in a.sources), list(ev["evidence"]))
+            return Asked(other, any(s.source_uri in good for s in a.sources), list(ev["evidence"]), ev["config"])
 
         by_score: dict[float, dict[str, list[Asked]]] = {}
         kbs = (kb_full, kb_held, kb_quati)
@@ -147,8 +150,8 @@ def main() -> int:
     def rate(sets: dict[str, list[Asked]], name: str, t: float) -> float:
         xs = sets[name]
         if name.endswith(": answerable") or name.startswith("Quati over Quati"):
-            return sum(x.answered(t, rag) and x.cited_good for x in xs) / len(xs)
-        return sum(not x.answered(t, rag) for x in xs) / len(xs)
+            return sum(x.answered(t) and x.cited_good for x in xs) / len(xs)
+        return sum(not x.answered(t) for x in xs) / len(xs)
 
     def j(sets: dict[str, list[Asked]], split: str, t: float) -> float:
         return rate(sets, f"{split}: answerable", t) + rate(sets, f"{split}: unanswerable", t) - 1
