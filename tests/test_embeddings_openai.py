@@ -84,3 +84,36 @@ def test_azure_deployment_path(endpoint: tuple[str, LocalOpenAI]) -> None:
     assert vec == [float(3 + j) for j in range(8)]
     assert state.paths[0].startswith("/openai/deployments/emb-prod/embeddings?api-version=2024-10-21")
     assert emb.provider == "azure" and emb.model_name == "emb-prod"
+
+
+def test_without_the_sdk_each_openai_path_names_its_extra() -> None:
+    """``openai`` is the ``openai`` extra, not in the default install: the embedding providers
+    and the LLM generator refuse with the install line, nothing else breaks (a fresh process
+    where ``import openai`` fails)."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+sys.modules["openai"] = None  # import openai -> ImportError, as without the package
+from hipocampo.answers.generation import ChatAnswerer, GenerationError
+from hipocampo.embeddings import AzureOpenAIEmbeddings, LocalMiniLM, OpenAIEmbeddings
+from hipocampo.errors import EmbeddingError
+out = []
+for make in (lambda: OpenAIEmbeddings(), lambda: AzureOpenAIEmbeddings(deployment="d")):
+    try:
+        make()
+    except EmbeddingError as exc:
+        out.append(str(exc))
+try:
+    ChatAnswerer({"provider": "openai", "api_key_secret": "K", "base_url_secret": "U", "chat_model": "m"})
+except GenerationError as exc:
+    out.append(str(exc))
+print(len(LocalMiniLM().embed_query("oi")))
+print("\\n".join(out))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "384" and len(lines) == 4
+    assert all("pip install 'hipocampo[openai]'" in line for line in lines[1:])

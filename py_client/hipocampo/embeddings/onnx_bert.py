@@ -1,57 +1,98 @@
-"""Build an ONNX graph of a BERT encoder from its safetensors weights, without torch.
+"""The ONNX graph of a BERT encoder, from its safetensors weights, without torch.
 
 all-MiniLM-L6-v2 is a 6-layer BERT (hidden 384, 12 heads, FFN 1536, absolute positions, GELU
-with erf, post-LayerNorm). The graph is written with ``onnx.helper`` straight from
-``model.safetensors`` and ``config.json``, using ONNX Runtime's fused CPU kernels
-(``com.microsoft`` ``Attention``, ``SkipLayerNormalization``, ``BiasGelu``), so no exporter and
-no torch are needed. Inputs ``input_ids`` and ``attention_mask`` are ``int64 [batch, seq]``;
-the output ``last_hidden_state`` is ``float32 [batch, seq, hidden]`` (pooling is the caller's:
-mean over the attention mask, then L2, as sentence-transformers does). Token type ids are all
-0 for single texts, so the type-0 embedding is folded into the position table.
+with erf, post-LayerNorm). Its graph uses ONNX Runtime's fused CPU kernels (``com.microsoft``
+``Attention``, ``SkipLayerNormalization``, ``BiasGelu``), so no exporter and no torch are needed.
+Inputs ``input_ids`` and ``attention_mask`` are ``int64 [batch, seq]``; the output
+``last_hidden_state`` is ``float32 [batch, seq, hidden]`` (pooling is the caller's: mean over
+the attention mask, then L2, as sentence-transformers does). Token type ids are all 0 for
+single texts, so the type-0 embedding is folded into the position table.
 
-``hipocampo.embeddings.local`` exports once and caches the file (see ``onnx_path``); the
-vectors match sentence-transformers on torch to cosine >= 0.9999
-(tests/test_embeddings_local.py, reference vectors in tests/data/minilm_reference.json).
+Two halves (docs/design.md §Embeddings):
+
+- ``build_bert`` reads ``config.json`` and ``model.safetensors`` and returns the nodes and the
+  initializer arrays (numpy only);
+- the graph's structure, without its weights, ships with hipocampo for the BERT shapes it knows
+  (``graphs/<key>.onnx``, ~10 kB, every initializer of 128 bytes or more declared external):
+  ``load_session`` hands ONNX Runtime that file and the arrays
+  (``SessionOptions.add_external_initializers``). Nothing is written to disk, and the ``onnx``
+  package is not needed at run time.
+
+``export_bert`` (needs ``onnx``, the ``int8`` extra) writes a whole graph file: the int8
+variant is quantized from it, and ``write_shipped_graph`` regenerates the shipped structure
+(tests/test_embeddings_local.py checks that the shipped file equals it). The vectors match
+sentence-transformers on torch to cosine >= 0.9999 (tests/test_embeddings_local.py, reference
+vectors in tests/data/minilm_reference.json).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXPORT_VERSION", "export_bert", "quantize"]
+__all__ = [
+    "EXPORT_VERSION",
+    "QUANT_VERSION",
+    "BertGraph",
+    "bert_key",
+    "build_bert",
+    "export_bert",
+    "load_session",
+    "quantize",
+    "shipped_graph",
+    "write_shipped_graph",
+]
 
-# Bumped whenever the graph written below changes, so a cached file from an older layout is
-# rebuilt rather than reused (it is part of the cached file's name).
+# Bumped whenever the graph built below changes, so a cached file from an older layout is
+# rebuilt rather than reused (it is part of the cached and shipped files' names).
 EXPORT_VERSION = 1
+# Bumped whenever ``quantize`` changes which weights it quantizes (part of the int8 file's name and
+# of the int8 model version, so vectors of two layouts are never mixed). 2: the FFN output stays
+# fp32 (docs/BENCHMARKS.md §Embedder).
+QUANT_VERSION = 2
 
 _MS = "com.microsoft"
+# Initializers at least this big are left out of the shipped graph (ONNX Runtime's rule for
+# external data: smaller ones, shape constants, stay inline for its shape inference).
+_EXTERNAL_MIN_BYTES = 128
+# onnx.TensorProto's element types used here.
+_FLOAT, _INT32, _INT64 = 1, 6, 7
 
 
-class _Graph:
-    """The nodes and initializers of the graph being written."""
+@dataclass
+class BertGraph:
+    """A BERT encoder as nodes and initializer arrays (numpy), ready to be written or run.
 
-    def __init__(self) -> None:
-        self.inits: list[Any] = []
-        self.nodes: list[Any] = []
+    ``key`` names its structure (layers, hidden size, heads, LayerNorm epsilon, export version):
+    two models with the same key differ only in their weights.
+    """
+
+    key: str
+    hidden: int
+    inits: dict[str, Any] = field(default_factory=dict)
+    nodes: list[tuple[str, list[str], str, str, dict[str, Any]]] = field(default_factory=list)
 
     def init(self, name: str, array: Any) -> str:
         import numpy as np
-        from onnx import numpy_helper
 
-        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        self.inits[name] = np.ascontiguousarray(array)
         return name
 
     def node(self, op: str, inputs: list[str], output: str, domain: str = "", **attrs: Any) -> str:
-        from onnx import helper
-
-        self.nodes.append(helper.make_node(op, inputs, [output], name=output, domain=domain, **attrs))
+        self.nodes.append((op, inputs, output, domain, attrs))
         return output
 
+    def external(self) -> dict[str, Any]:
+        """The initializers the shipped graph leaves out, by name."""
+        return {k: v for k, v in self.inits.items() if v.nbytes >= _EXTERNAL_MIN_BYTES}
 
-def _embeddings(g: _Graph, w: dict[str, Any], eps: float) -> str:
+
+def _embeddings(g: BertGraph, w: dict[str, Any], eps: float) -> str:
     """Word + (position + token type 0) embeddings, then LayerNorm; returns the output's name."""
     import numpy as np
 
@@ -71,7 +112,7 @@ def _embeddings(g: _Graph, w: dict[str, Any], eps: float) -> str:
     return g.node("LayerNormalization", [summed, gamma, beta], "emb_out", axis=-1, epsilon=eps)
 
 
-def _layer(g: _Graph, w: dict[str, Any], i: int, x: str, mask: str, heads: int, eps: float, out: str) -> str:
+def _layer(g: BertGraph, w: dict[str, Any], i: int, x: str, mask: str, heads: int, eps: float, out: str) -> str:
     """Encoder layer ``i``: fused self-attention, residual + LayerNorm, GELU FFN, residual +
     LayerNorm (post-LN BERT); returns ``out``."""
     import numpy as np
@@ -101,51 +142,80 @@ def _layer(g: _Graph, w: dict[str, Any], i: int, x: str, mask: str, heads: int, 
     return g.node("SkipLayerNormalization", [down, x, *ln2], out, domain=_MS, epsilon=eps)
 
 
-def export_bert(model_dir: Path, target: Path) -> Path:
-    """Write ``target`` (an ``.onnx`` file) from the BERT in ``model_dir``.
-
-    Args:
-        model_dir: a folder with ``config.json`` (``model_type`` bert, absolute positions,
-            ``hidden_act`` gelu) and ``model.safetensors``.
-        target: where to write the graph; written to a temporary name first and renamed, so
-            a concurrent reader never sees half a file.
-
-    Returns:
-        ``target``.
+def _config(model_dir: Path) -> dict[str, Any]:
+    """``config.json`` of a BERT this builder supports.
 
     Raises:
-        ValueError: the config is not a BERT this builder supports.
-        ImportError: the ``onnx`` or ``safetensors`` package is missing.
+        ValueError: it is not one (model type, activation, position embeddings).
     """
-    import onnx
-    from onnx import TensorProto, helper
-    from safetensors.numpy import load_file
-
-    cfg = json.loads((model_dir / "config.json").read_text())
+    cfg: dict[str, Any] = json.loads((model_dir / "config.json").read_text())
     if (
         cfg.get("model_type") != "bert"
         or cfg.get("hidden_act") != "gelu"
         or cfg.get("position_embedding_type", "absolute") != "absolute"
     ):
         raise ValueError(f"not a supported BERT config: {model_dir / 'config.json'}")
-    layers = int(cfg["num_hidden_layers"])
+    return cfg
+
+
+def bert_key(model_dir: Path) -> str:
+    """The structure key (``BertGraph.key``) of the BERT in ``model_dir``, from its config alone.
+
+    Raises:
+        ValueError: as ``build_bert``.
+    """
+    cfg = _config(model_dir)
+    layers, heads, hidden = int(cfg["num_hidden_layers"]), int(cfg["num_attention_heads"]), int(cfg["hidden_size"])
+    return f"bert-l{layers}-h{hidden}-a{heads}-eps{float(cfg.get('layer_norm_eps', 1e-12)):g}-v{EXPORT_VERSION}"
+
+
+def build_bert(model_dir: Path) -> BertGraph:
+    """The graph of the BERT in ``model_dir``: its nodes and its initializers as numpy arrays.
+
+    Args:
+        model_dir: a folder with ``config.json`` (``model_type`` bert, absolute positions,
+            ``hidden_act`` gelu) and ``model.safetensors``.
+
+    Raises:
+        ValueError: the config is not a BERT this builder supports.
+        ImportError: the ``safetensors`` package is missing.
+    """
+    from safetensors.numpy import load_file
+
+    cfg = _config(model_dir)
+    layers, heads, hidden = int(cfg["num_hidden_layers"]), int(cfg["num_attention_heads"]), int(cfg["hidden_size"])
     eps = float(cfg.get("layer_norm_eps", 1e-12))
     w: dict[str, Any] = load_file(str(model_dir / "model.safetensors"))
 
-    g = _Graph()
+    g = BertGraph(key=bert_key(model_dir), hidden=hidden)
     x = _embeddings(g, w, eps)
-    mask = g.node("Cast", ["attention_mask"], "mask_i32", to=TensorProto.INT32)
+    mask = g.node("Cast", ["attention_mask"], "mask_i32", to=_INT32)
     for i in range(layers):
         out = f"l{i}_ln2" if i < layers - 1 else "last_hidden_state"
-        x = _layer(g, w, i, x, mask, int(cfg["num_attention_heads"]), eps, out)
+        x = _layer(g, w, i, x, mask, heads, eps, out)
+    return g
 
-    ids_type = [
-        helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "seq"]) for n in ("input_ids", "attention_mask")
-    ]
-    hidden = helper.make_tensor_value_info(
-        "last_hidden_state", TensorProto.FLOAT, ["batch", "seq", int(cfg["hidden_size"])]
-    )
-    graph = helper.make_graph(g.nodes, "bert_encoder", ids_type, [hidden], g.inits)
+
+def _model(g: BertGraph, *, external: bool) -> Any:
+    """``g`` as an ``onnx.ModelProto``; ``external``: the big initializers declared external
+    (name, type and shape only) instead of carrying their data."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = []
+    for name, array in g.inits.items():
+        if external and array.nbytes >= _EXTERNAL_MIN_BYTES:
+            proto = TensorProto(name=name, data_type=helper.np_dtype_to_tensor_dtype(array.dtype), dims=array.shape)
+            proto.data_location = TensorProto.EXTERNAL
+            for k, v in (("location", "weights"), ("offset", "0"), ("length", str(array.nbytes))):
+                entry = proto.external_data.add()
+                entry.key, entry.value = k, v
+            inits.append(proto)
+        else:
+            inits.append(numpy_helper.from_array(array, name))
+    nodes = [helper.make_node(op, ins, [out], name=out, domain=dom, **attrs) for op, ins, out, dom, attrs in g.nodes]
+    ids_type = [helper.make_tensor_value_info(n, _INT64, ["batch", "seq"]) for n in ("input_ids", "attention_mask")]
+    hidden = helper.make_tensor_value_info("last_hidden_state", _FLOAT, ["batch", "seq", g.hidden])
+    graph = helper.make_graph(nodes, "bert_encoder", ids_type, [hidden], inits)
     model = helper.make_model(
         graph,
         opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(_MS, 1)],
@@ -153,38 +223,116 @@ def export_bert(model_dir: Path, target: Path) -> Path:
         producer_version=str(EXPORT_VERSION),
     )
     model.ir_version = 8
+    return model
+
+
+def _write(data: bytes, target: Path) -> Path:
+    """Write ``data`` to a temporary name beside ``target``, then rename it (a concurrent
+    reader never sees half a file)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    onnx.save_model(model, str(tmp))
+    tmp.write_bytes(data)
     tmp.replace(target)
     return target
 
 
-def quantize(source: Path, target: Path) -> Path:
-    """Write the int8 variant of ``source`` to ``target`` (kept if it exists) and return it.
+def export_bert(model_dir: Path, target: Path) -> Path:
+    """Write ``target``, a whole ``.onnx`` file (structure and weights), from ``model_dir``.
 
-    ONNX Runtime's dynamic quantization of the ``MatMul`` weights only, per output channel
-    (signed int8; activations quantized per batch at run time). Attention and the embedding
-    table stay fp32: quantizing them too, or the weights per tensor, moved the vectors to cosine
-    0.90-0.97 of fp32, where per-channel MatMuls alone stay at ~0.99.
+    Returns:
+        ``target``.
 
     Raises:
-        ImportError: ``onnx`` or ONNX Runtime's quantization tools are missing.
+        ValueError: the config is not a BERT this builder supports.
+        ImportError: the ``onnx`` package (the ``int8`` extra) or ``safetensors`` is missing.
+    """
+    return _write(_model(build_bert(model_dir), external=False).SerializeToString(), target)
+
+
+def _graphs_dir() -> Path:
+    return Path(str(resources.files("hipocampo.embeddings") / "graphs"))
+
+
+def shipped_graph(key: str) -> Path | None:
+    """The shipped weight-free graph for the structure ``key`` (``BertGraph.key``), or None."""
+    path = _graphs_dir() / f"{key}.onnx"
+    return path if path.is_file() else None
+
+
+def write_shipped_graph(model_dir: Path, folder: Path | None = None) -> Path:
+    """Regenerate the weight-free graph of ``model_dir``'s structure into ``folder`` (default:
+    the package's ``graphs/``); returns its path. Needs ``onnx``."""
+    g = build_bert(model_dir)
+    data = _model(g, external=True).SerializeToString()
+    return _write(data, (folder or _graphs_dir()) / f"{g.key}.onnx")
+
+
+def load_session(model_dir: Path, options: Any, fallback: Callable[[], Path]) -> Any:
+    """An ``onnxruntime.InferenceSession`` of the BERT in ``model_dir``.
+
+    The shipped structure with the arrays of ``build_bert`` when hipocampo ships one for this
+    model's shape (no file written, no ``onnx`` needed); otherwise the whole graph exported once
+    to the path ``fallback()`` gives (cached there; needs ``onnx``).
+
+    Raises:
+        ValueError, ImportError: as ``build_bert`` / ``export_bert``;
+        onnxruntime's errors: the session cannot be created.
+    """
+    import onnxruntime as ort
+
+    g = build_bert(model_dir)
+    shipped = shipped_graph(g.key)
+    if shipped is None:
+        path = fallback()
+        if not path.exists():
+            export_bert(model_dir, path)
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    external = g.external()
+    values = [ort.OrtValue.ortvalue_from_numpy(a) for a in external.values()]
+    # ONNX Runtime copies the values into the graph as the session loads: they may go after.
+    options.add_external_initializers(list(external), values)
+    return ort.InferenceSession(shipped.read_bytes(), options, providers=["CPUExecutionProvider"])
+
+
+def quantize(model_dir: Path, target: Path) -> Path:
+    """Write the int8 variant of the BERT in ``model_dir`` to ``target`` (kept if it exists)
+    and return it; the whole fp32 graph it is quantized from is a temporary file.
+
+    ONNX Runtime's dynamic quantization (signed int8 weights per output channel, activations
+    quantized per batch at run time) of each layer's attention output projection and FFN input:
+    ~60 % of the multiply-adds. The FFN output stays fp32: its input is the GELU's heavy-tailed
+    output, whose per-tensor activation scale cost most of the accuracy (all three MatMuls: 1.5x
+    fp32 but dense nDCG@10 -0.019 on Quati; these two: 1.24x and no set below fp32, see
+    docs/BENCHMARKS.md §Embedder). Attention's fused Q/K/V and the embedding table stay fp32 too
+    (quantizing them, or the weights per tensor, moved the vectors to cosine 0.90-0.97 of fp32).
+
+    Raises:
+        ImportError: ``onnx`` (the ``int8`` extra) or ONNX Runtime's quantization tools are
+            missing.
     """
     if target.exists():
         return target
+    import tempfile
+
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    quantize_dynamic(
-        str(source),
-        str(tmp),
-        weight_type=QuantType.QInt8,
-        per_channel=True,
-        op_types_to_quantize=["MatMul"],
-        # The fused com.microsoft nodes have no ONNX shape inference: their outputs are float.
-        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-    )
-    tmp.replace(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+        source = export_bert(model_dir, Path(scratch) / "fp32.onnx")
+        ffn_out = [
+            n.name for n in onnx.load(str(source), load_external_data=False).graph.node if n.name.endswith("_ffn_out")
+        ]
+        tmp = Path(scratch) / "int8.onnx"
+        quantize_dynamic(
+            str(source),
+            str(tmp),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            op_types_to_quantize=["MatMul"],
+            nodes_to_exclude=ffn_out,
+            # The fused com.microsoft nodes have no ONNX shape inference: their outputs are float.
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
+        tmp.replace(target)
     return target

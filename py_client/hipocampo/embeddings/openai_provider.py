@@ -17,6 +17,21 @@ from .base import l2_normalize
 __all__ = ["AzureOpenAIEmbeddings", "OpenAIEmbeddings"]
 
 
+def _sdk() -> Any:
+    """The ``openai`` package, imported on use (~0.5 s that a command without OpenAI should not
+    pay); it is the ``openai`` extra, not in the default install.
+
+    Raises:
+        EmbeddingError: the package is not installed (the message says how).
+    """
+    try:
+        import openai
+    except ImportError:
+        hint = "pip install 'hipocampo[openai]'"
+        raise EmbeddingError(f"the openai/azure embedding provider needs the OpenAI SDK: {hint}") from None
+    return openai
+
+
 class OpenAIEmbeddings:
     """``text-embedding-3-small`` (1536-d, or ``dimensions``) via the OpenAI API.
 
@@ -66,8 +81,7 @@ class OpenAIEmbeddings:
         # embedding cache is keyed by it), and absent from it for the plain OpenAI models.
         side = "".join(f"+{k}={v!r}" for k, v in (("input_type", input_type_field), *self._prefix.items()) if v)
         self.model_version = f"{model}@{self.dims}{side}"
-        import openai  # imported on use: ~0.5 s that a CLI command without OpenAI should not pay
-
+        openai = _sdk()
         self._client = client or openai.OpenAI(
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "missing-key",
             base_url=base_url,
@@ -148,8 +162,7 @@ class AzureOpenAIEmbeddings(OpenAIEmbeddings):
         timeout: float = 30.0,
         normalize: bool = True,
     ) -> None:
-        import openai
-
+        openai = _sdk()
         client = openai.AzureOpenAI(
             azure_endpoint=azure_endpoint or os.environ.get("AZURE_OPENAI_ENDPOINT", ""),
             azure_deployment=deployment,
