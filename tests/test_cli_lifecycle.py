@@ -74,6 +74,25 @@ def test_documents_list_update_delete(database_url: str, tmp_path: Path) -> None
     assert res.exit_code == 1 and f"error [P0002]: unknown document: {doc}" in res.output
 
 
+def test_documents_list_a_page_at_a_time(database_url: str, tmp_path: Path) -> None:
+    """``doc list --limit/--after``: keyset pages by source URI; stderr names the next page."""
+    slug = tenant_with_kb(tmp_path)
+    for name in ("salao", "vagas"):
+        (tmp_path / f"{name}.txt").write_text(f"Regra sobre {name}.", encoding="utf-8")
+    ok("ingest", str(tmp_path), "--kb", "regras", "--tenant", slug)
+    every = json.loads(ok("doc", "list", "--kb", "regras", "--tenant", slug, "--json"))
+    uris = [d["source_uri"] for d in every]
+    assert len(uris) == 3 and uris == sorted(uris)
+    res = runner.invoke(app, ["doc", "list", "--kb", "regras", "--tenant", slug, "--json", "--limit", "2"])
+    assert res.exit_code == 0 and "2 documents shown, more follow: --after" in res.stderr
+    assert [d["source_uri"] for d in json.loads(res.stdout)] == uris[:2]
+    res = runner.invoke(app, ["doc", "list", "--kb", "regras", "--tenant", slug, "--json", "--after", uris[1]])
+    assert res.exit_code == 0 and res.stderr == ""
+    assert [d["source_uri"] for d in json.loads(res.stdout)] == uris[2:]
+    res = runner.invoke(app, ["doc", "list", "--kb", "regras", "--tenant", slug, "--limit", "0"])
+    assert res.exit_code == 2
+
+
 def test_kb_delete_asks_and_deletes(database_url: str, tmp_path: Path) -> None:
     slug = tenant_with_kb(tmp_path)
     res = runner.invoke(app, ["kb", "delete", "regras", "--tenant", slug], input="n\n")

@@ -297,6 +297,36 @@ def test_document_metadata_edit_and_delete(page: Any, hub: str, world: dict[str,
     assert page.locator("#doc-list tbody tr").count() == 0
 
 
+def test_documents_come_a_page_at_a_time(
+    page: Any, hub: str, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A knowledge base's page lists its documents a keyset page at a time (by source URI, with
+    a next-page link); a document opened under another knowledge base's URL is not found."""
+    from hipocampo.hub import app as hub_app
+
+    monkeypatch.setattr(hub_app, "DOC_PAGE", 2)
+    sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
+    page.fill("#kb-name", "paginas")
+    page.click("#create-kb button")
+    upload(page, [world["files"] / n for n in ("salao.txt", "piscina.md", "aviso.txt")])
+    page.click("text=Voltar à base")
+    first = page.locator("#doc-list tbody tr td.uri").all_inner_texts()
+    assert len(first) == 2 and first == sorted(first)
+    page.click("#next-page")
+    rest = page.locator("#doc-list tbody tr td.uri").all_inner_texts()
+    assert len(rest) == 1 and rest[0] > first[-1]
+    assert page.locator("#next-page").count() == 0
+    page.click("text=Primeira página")
+    assert page.locator("#doc-list tbody tr td.uri").all_inner_texts() == first
+    doc = page.locator("#doc-list a").first.get_attribute("href").rsplit("/", 1)[1]
+    page.goto(f"{hub}/kbs")
+    page.fill("#kb-name", "outra-base")
+    page.click("#create-kb button")
+    other_kb = page.url.split("/kbs/", 1)[1].split("?", 1)[0]
+    assert page.goto(f"{hub}/kbs/{other_kb}").status == 200
+    assert page.goto(f"{hub}/kbs/{other_kb}/documents/{doc}").status == 404
+
+
 def test_an_upload_that_fails_says_why_in_words(page: Any, hub: str, world: dict[str, Any], tmp_path: Path) -> None:
     sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
     page.fill("#kb-name", "falhas")

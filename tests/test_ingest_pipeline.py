@@ -149,6 +149,23 @@ def test_documents_with_the_same_text_each_keep_their_chunks(
     assert hits and hits[0].content == text
 
 
+def test_the_client_pages_through_documents_and_finds_one_by_id(
+    tmp_path: Path, service_client: Hipocampo, counting: CountingEmbedder
+) -> None:
+    """iter_documents reads every document a keyset page at a time; get_document finds one with
+    its knowledge base, and None for an id the tenant does not hold."""
+    for n in range(5):
+        (tmp_path / f"aviso_{n}.txt").write_text(f"Aviso {n}: a piscina fecha às {18 + n} horas.", encoding="utf-8")
+    ingest_paths(service_client, "avisos", [tmp_path], counting, count_tokens)
+    kb = service_client.kb_id("avisos")
+    every = service_client.list_documents(kb)
+    assert list(service_client.iter_documents(kb, page=2)) == every and len(every) == 5
+    assert service_client.list_documents(kb, after=every[1]["source_uri"], limit=2) == every[2:4]
+    one = service_client.get_document(every[3]["id"])
+    assert one is not None and (one["kb_id"], one["kb_name"], one["title"]) == (kb, "avisos", every[3]["title"])
+    assert service_client.get_document(uuid.uuid4()) is None
+
+
 def test_progress_knows_the_total_before_the_first_document(
     tmp_path: Path, service_client: Hipocampo, counting: CountingEmbedder
 ) -> None:

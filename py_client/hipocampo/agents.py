@@ -130,7 +130,8 @@ class PostgresVectorStore:
             kb = self.client.kb_id(namespace or self.namespace)
         except NotFoundError:
             return 0
-        return sum(self.client.delete_document(d["id"]) for d in self.client.list_documents(kb))
+        # Keyset pages by source URI: deleting the rows already read moves no later page.
+        return sum(self.client.delete_document(d["id"]) for d in self.client.iter_documents(kb))
 
 
 class RagContextProvider:

@@ -400,10 +400,38 @@ class Hipocampo:
         """
         return str(self.rpc("build_model_index", {"embedding_model": embedding_model}))
 
-    def list_documents(self, kb_id: UUID) -> list[dict[str, Any]]:
-        """The KB's documents (``hipocampo.list_documents``): id, title, source_uri, source_type,
-        doc_type, status, trust_score 0..1, chunk_count, content_hash, dates; by source_uri."""
-        return [dict(r) for r in self.rpc("list_documents", {"kb_id": kb_id}, "rows")]
+    def list_documents(
+        self, kb_id: UUID, *, after: str | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The KB's documents by source_uri (``hipocampo.list_documents``), a keyset page: those
+        whose source_uri sorts after ``after`` (None: from the first), at most ``limit``
+        (1..10000; None: all of them). Rows: id, title, source_uri, source_type, doc_type,
+        status, trust_score 0..1, chunk_count, content_hash, dates, pii_replacements.
+
+        Raises:
+            NotFoundError: unknown knowledge base (P0002).
+            InvalidInputError: ``limit`` outside 1..10000 (22023).
+        """
+        args = {"kb_id": kb_id, "after_source_uri": after, "max_rows": limit}
+        return [dict(r) for r in self.rpc("list_documents", args, "rows")]
+
+    def iter_documents(self, kb_id: UUID, *, page: int = 1000) -> Iterator[dict[str, Any]]:
+        """Every document of the KB by source_uri, fetched ``page`` rows per call (keyset pages,
+        each in its own transaction: a call costs its page whatever the KB's size)."""
+        after: str | None = None
+        while True:
+            rows = self.list_documents(kb_id, after=after, limit=page)
+            yield from rows
+            if len(rows) < page:
+                return
+            after = str(rows[-1]["source_uri"])
+
+    def get_document(self, document_id: UUID) -> dict[str, Any] | None:
+        """One document of the tenant by id (``hipocampo.get_document``): the columns of
+        :meth:`list_documents` with kb_id and kb_name; None when the tenant has no document with
+        that id."""
+        row = self.rpc("get_document", {"document_id": document_id, "tenant_id": self._tenant()}, "row")
+        return dict(row) if row else None
 
     def membership_role(self, tenant_id: UUID | str, user_id: UUID | str) -> str | None:
         """``admin`` | ``member`` | None: the user's role in the tenant (service_role names both)."""

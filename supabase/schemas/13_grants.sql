@@ -104,6 +104,7 @@ grant execute on function hipocampo.create_knowledge_base(name text, description
 grant execute on function hipocampo.create_tenant(name text, slug text, admin_user_id uuid) to service_role;
 grant execute on function hipocampo.defer_model_index(embedding_model text) to service_role;
 grant execute on function hipocampo.delete_document(document_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.get_document(document_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.delete_knowledge_base(kb_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.forget_user_memory(memory_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.inspect_user_memory(user_id uuid, key text, history_limit integer, tenant_id uuid) to authenticated, service_role;
@@ -131,7 +132,7 @@ grant execute on function hipocampo.hybrid_search(query_text text, query_embeddi
 grant execute on function hipocampo.ingest_document(kb_id uuid, document jsonb, chunks jsonb, embedding_model text) to authenticated, service_role;
 grant execute on function hipocampo.ingest_documents(kb_id uuid, documents jsonb, embedding_model text) to authenticated, service_role;
 grant execute on function hipocampo.knowledge_base_id(name text, tenant_id uuid) to authenticated, service_role;
-grant execute on function hipocampo.list_documents(kb_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.list_documents(kb_id uuid, after_source_uri text, max_rows integer) to authenticated, service_role;
 grant execute on function hipocampo.list_knowledge_bases(tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.lookup_memories(key text, category text, include_history boolean) to authenticated, service_role;
 grant execute on function hipocampo.memory_consent(user_id uuid, tenant_id uuid) to authenticated, service_role;

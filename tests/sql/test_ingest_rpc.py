@@ -250,3 +250,51 @@ def test_a_chunking_rule_override_gives_the_whole_rule(db: psycopg.Connection[di
         "select hipocampo.set_knowledge_base_config(%s, 'chunking', %s::jsonb)",
         (world.kb_a, json.dumps({"regulation": whole})),
     )
+
+
+def test_documents_come_a_keyset_page_at_a_time(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    """list_documents' pages (after_source_uri, max_rows) by source_uri; without them, all."""
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    row = db.execute("select hipocampo.create_knowledge_base('pages') as kb").fetchone()
+    assert row is not None
+    kb = row["kb"]
+    for n in (3, 1, 4, 2, 5):
+        doc = {**DOC, "title": f"d{n}", "source_uri": f"test://d{n}", "content_hash": f"v{n}"}
+        ingest(db, kb, doc, [chunk(0, f"t{n}")])
+    page = "select title from hipocampo.list_documents(%s, %s, %s)"
+
+    def titles(after: str | None, n: int | None) -> list[str]:
+        return [r["title"] for r in db.execute(page, (kb, after, n)).fetchall()]
+
+    assert titles(None, None) == ["d1", "d2", "d3", "d4", "d5"]
+    assert titles(None, 2) == ["d1", "d2"]
+    assert titles("test://d2", 2) == ["d3", "d4"]
+    assert titles("test://d4", 2) == ["d5"]
+    assert titles("test://d5", 2) == []
+    for bad in (0, 10_001):
+        refused = pytest.raises(psycopg.errors.InvalidParameterValue, match=rf"must lie in \[1, 10000\]: {bad}")
+        with refused, db.transaction():
+            db.execute(page, (kb, None, bad))
+
+
+def test_one_document_by_id_in_the_callers_tenant(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    """get_document: the document with its knowledge base; another tenant's is no row, for a
+    user of that tenant and for service_role naming it; service_role must name a tenant."""
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    doc = ingest(db, world.kb_a, DOC, [chunk(0, "um")])["document_id"]
+    one = "select kb_id, kb_name, title, chunk_count from hipocampo.get_document(%s, %s)"
+    kb_name = db.execute("select name from hipocampo_private.knowledge_bases where id = %s", (world.kb_a,)).fetchone()
+    assert kb_name is not None
+    expected = [{"kb_id": world.kb_a, "kb_name": kb_name["name"], "title": "Regimento", "chunk_count": 1}]
+    world.act("authenticated", world.member_a, world.tenant_a)
+    assert db.execute(one, (doc, None)).fetchall() == expected
+    world.act("authenticated", world.member_b, world.tenant_b)
+    assert db.execute(one, (doc, None)).fetchall() == []
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), db.transaction():
+        db.execute(one, (doc, world.tenant_a))  # naming another tenant
+    world.act("service_role")
+    assert db.execute(one, (doc, world.tenant_a)).fetchall() == expected
+    assert db.execute(one, (doc, world.tenant_b)).fetchall() == []
+    no_tenant = pytest.raises(psycopg.errors.InsufficientPrivilege, match="service_role must pass tenant_id")
+    with no_tenant, db.transaction():
+        db.execute(one, (doc, None))

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -12,7 +13,7 @@ from rich.table import Column, Table
 
 from ..client import Actor, Hipocampo
 from ..errors import HipocampoError, InvalidInputError, NotFoundError
-from .common import JsonOpt, TenantOpt, _client, _fail, console
+from .common import JsonOpt, TenantOpt, _client, _fail, console, err_console
 
 __all__ = ["config_app", "doc_app", "kb_delete", "member_app", "tenant_delete", "tenant_list"]
 
@@ -148,7 +149,7 @@ def kb_delete(
         try:
             kb = client.kb_id(name)
             if not yes:
-                docs = len(client.list_documents(kb))
+                docs = next((k.documents for k in client.list_kbs() if k.id == kb), 0)
                 typer.confirm(f"Delete knowledge base {name!r} and its {docs} documents?", abort=True)
             out = client.delete_kb(kb)
         except HipocampoError as exc:
@@ -158,21 +159,32 @@ def kb_delete(
 
 # -- documents --------------------------------------------------------------------------------
 def _find_document(client: Hipocampo, doc_id: UUID) -> tuple[str, dict[str, Any]]:
-    for kb in client.list_kbs():
-        for d in client.list_documents(kb.id):
-            if d["id"] == doc_id:
-                return kb.name, d
-    raise _fail(NotFoundError(f"unknown document: {doc_id}", "P0002"))
+    d = client.get_document(doc_id)
+    if d is None:
+        raise _fail(NotFoundError(f"unknown document: {doc_id}", "P0002"))
+    return str(d.pop("kb_name")), d
 
 
 @doc_app.command("list")
-def doc_list(kb: KbOpt, tenant: TenantOpt = "default", as_json: JsonOpt = False) -> None:
-    """List a knowledge base's documents: title, type, trust, status, chunks, id."""
+def doc_list(
+    kb: KbOpt,
+    tenant: TenantOpt = "default",
+    as_json: JsonOpt = False,
+    limit: Annotated[int, typer.Option(min=1, max=10_000, help="At most this many documents.")] = 1000,
+    after: Annotated[str | None, typer.Option(help="Only documents whose source URI sorts after this one.")] = None,
+) -> None:
+    """List a knowledge base's documents by source URI, a page at a time: id, trust, type, status,
+    chunks, title. When more follow, stderr says how to ask for the next page (--after)."""
     with _client(tenant) as client:
         try:
-            rows = client.list_documents(client.kb_id(kb))
+            kb_id = client.kb_id(kb)
+            rows = client.list_documents(kb_id, after=after, limit=limit)
+            more = len(rows) == limit and bool(client.list_documents(kb_id, after=rows[-1]["source_uri"], limit=1))
         except HipocampoError as exc:
             raise _fail(exc) from exc
+    if more:
+        nxt = shlex.quote(str(rows[-1]["source_uri"]))
+        err_console.print(f"{limit} documents shown, more follow: --after {nxt}", highlight=False, markup=False)
     if as_json:
         _dump(rows)
         return

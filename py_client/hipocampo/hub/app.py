@@ -317,9 +317,8 @@ def _kb_routes(router: APIRouter, hub: Hub) -> None:
     def kb_page(request: Request, kb_id: str) -> Response:
         who = hub.who(request)
         kb = _kb(who, kb_id)
-        docs = who.client.list_documents(kb.id)
-        ctx = {"kb": kb, "docs": docs, "source_types": SOURCE_TYPES, "model": _model(who)}
-        return hub.render(request, "kb.html", ctx, who=who)
+        ctx = {"kb": kb, "source_types": SOURCE_TYPES, "model": _model(who)}
+        return hub.render(request, "kb.html", ctx | _doc_page(who, kb.id, request.query_params.get("after")), who=who)
 
     @router.get("/kbs/{kb_id}/settings")
     def settings_page(request: Request, kb_id: str) -> Response:
@@ -415,9 +414,8 @@ def _document_routes(router: APIRouter, hub: Hub) -> None:
             if not payload:
                 raise ValueError("choose at least one file")
         except ValueError as exc:
-            docs = who.client.list_documents(kb.id)
-            ctx = {"kb": kb, "docs": docs, "source_types": SOURCE_TYPES, "model": _model(who), "error": f"22023: {exc}"}
-            return hub.render(request, "kb.html", ctx, 422, who)
+            ctx = {"kb": kb, "source_types": SOURCE_TYPES, "model": _model(who), "error": f"22023: {exc}"}
+            return hub.render(request, "kb.html", ctx | _doc_page(who, kb.id, None), 422, who)
         up = hub.uploads.start(who.client, str(kb.id), kb.name, who.user_id, payload, hub.embedder, source_type, trust)
         if "application/json" in request.headers.get("accept", ""):
             return JSONResponse(up.as_json(), 202)
@@ -472,11 +470,23 @@ def _document_routes(router: APIRouter, hub: Hub) -> None:
         return _redirect(f"/hub/kbs/{kb_id}?done=deleted")
 
 
+# Documents per page of a knowledge base's page (keyset pages by source URI, ?after=).
+DOC_PAGE = 200
+
+
+def _doc_page(who: _Who, kb_id: UUID, after: str | None) -> dict[str, Any]:
+    """One page of the knowledge base's documents: ``docs``, and ``next_after`` (the source URI
+    to continue after) when more follow."""
+    rows = who.client.list_documents(kb_id, after=after or None, limit=DOC_PAGE + 1)
+    more = len(rows) > DOC_PAGE
+    docs = rows[:DOC_PAGE]
+    return {"docs": docs, "after": after, "next_after": docs[-1]["source_uri"] if more else None}
+
+
 def _document(hub: Hub, request: Request, who: _Who, kb_id: str, doc_id: str, error: str | None = None) -> Response:
     kb = _kb(who, kb_id)
-    wanted = _uuid(doc_id)
-    doc = next((d for d in who.client.list_documents(kb.id) if UUID(str(d["id"])) == wanted), None)
-    if doc is None:
+    doc = who.client.get_document(_uuid(doc_id))
+    if doc is None or UUID(str(doc["kb_id"])) != kb.id:
         raise NotFoundError(f"unknown document: {doc_id}", "P0002")
     ctx = {"kb": kb, "doc": doc, "source_types": SOURCE_TYPES, "error": error}
     return hub.render(request, "document.html", ctx, 422 if error else 200, who)
