@@ -461,7 +461,9 @@ Purpose: search the caller's own conversation history (one conversation, or all)
   weighted term frequencies, which include each message's date words (_date_words of created_at
   in conversations.time_zone, weight conversations.date_weight; 0 = off); document frequencies
   and lengths over the searched messages' contexts. Dense leg (when query_embedding is given):
-  cosine to the weighted sum of the context's embeddings of the active model, exact. Both legs
+  cosine to the weighted sum of the context's embeddings of the active model, exact, computed from
+  inner products (the query with each message, each message with its next ones) without building
+  the sum (a zero query_embedding gives no dense score). Both legs
   are z-scored over every searched message (BM25 0 without a query term; a missing cosine counts
   as the leg's minimum) and summed with conversations.dense_weight / lexical_weight; messages
   matched by neither leg are left out. Then, given the query's tokens, the top
@@ -532,12 +534,14 @@ declare
     lexemes text [];
     q tsquery;
     side record;
-    -- Context weights by distance (1..5), 0 beyond the configured ones, and as vectors for the
-    -- dense leg (pgvector multiplies element-wise).
+    -- Context weights by distance (1..5), 0 beyond the configured ones; all of them by offset
+    -- -5..5 at wv[offset + 6]; the farthest apart two offsets of a context can be (span); the
+    -- query's norm.
     wb double precision [];
     wa double precision [];
-    vb extensions.vector [];
-    va extensions.vector [];
+    wv double precision [];
+    span integer;
+    q_norm double precision;
 begin
     if k is null or k < 1 or k > 100 then
         raise exception 'match_count must be 1..100 (got %)', k using errcode = '22023';
@@ -582,15 +586,11 @@ begin
     rerank := w_token > 0 and query_embedding is not null and cardinality(query_token_bits) > 0;
     wb := array(select coalesce((w_before ->> d)::double precision, 0) from generate_series(0, 4) as d);
     wa := array(select coalesce((w_after ->> d)::double precision, 0) from generate_series(0, 4) as d);
+    wv := array(select wb[6 - i] from generate_series(1, 5) as i) || array[1.0::double precision] || wa;
+    span := coalesce((select max(i) from generate_series(1, 5) as i where wb[i] > 0), 0)
+        + coalesce((select max(i) from generate_series(1, 5) as i where wa[i] > 0), 0);
     if query_embedding is not null then
-        vb := array(
-            select array_fill(w::real, array[extensions.vector_dims(query_embedding)])::extensions.vector
-            from unnest(wb) as w
-        );
-        va := array(
-            select array_fill(w::real, array[extensions.vector_dims(query_embedding)])::extensions.vector
-            from unnest(wa) as w
-        );
+        q_norm := sqrt(-(query_embedding operator(extensions.<#>) query_embedding));
     end if;
 
     -- Query lexemes in each text-search configuration the searched messages use.
@@ -706,19 +706,27 @@ begin
         cross join corpus as cp
         group by t.id
     ),
-    neighbour_embeddings as (
-        -- The embeddings of each message's neighbours (0-weight ones left out), by lag / lead.
-        select m.id, m.modality, x.e,
-            case when wb[1] > 0 then lag(x.e, 1) over w end as b1,
-            case when wb[2] > 0 then lag(x.e, 2) over w end as b2,
-            case when wb[3] > 0 then lag(x.e, 3) over w end as b3,
-            case when wb[4] > 0 then lag(x.e, 4) over w end as b4,
-            case when wb[5] > 0 then lag(x.e, 5) over w end as b5,
-            case when wa[1] > 0 then lead(x.e, 1) over w end as a1,
-            case when wa[2] > 0 then lead(x.e, 2) over w end as a2,
-            case when wa[3] > 0 then lead(x.e, 3) over w end as a3,
-            case when wa[4] > 0 then lead(x.e, 4) over w end as a4,
-            case when wa[5] > 0 then lead(x.e, 5) over w end as a5
+    own_dots as materialized (
+        -- Each searched message's inner products, 0 without an embedding of the active model: with
+        -- the query (dq), with itself (nn), and with the next 1..10 messages of its conversation
+        -- (g), as far as two offsets of a context lie apart (span). Scalars from here on: the
+        -- context's weighted sum of embeddings is never built.
+        select m.id, m.conversation_id, m.modality, x.e is not null as has_e,
+            row_number() over w as pos,
+            coalesce(-(x.e operator(extensions.<#>) query_embedding), 0) as dq,
+            coalesce(-(x.e operator(extensions.<#>) x.e), 0) as nn,
+            array[
+                case when span >= 1 then coalesce(-(x.e operator(extensions.<#>) lead(x.e, 1) over w), 0) end,
+                case when span >= 2 then coalesce(-(x.e operator(extensions.<#>) lead(x.e, 2) over w), 0) end,
+                case when span >= 3 then coalesce(-(x.e operator(extensions.<#>) lead(x.e, 3) over w), 0) end,
+                case when span >= 4 then coalesce(-(x.e operator(extensions.<#>) lead(x.e, 4) over w), 0) end,
+                case when span >= 5 then coalesce(-(x.e operator(extensions.<#>) lead(x.e, 5) over w), 0) end,
+                case when span >= 6 then coalesce(-(x.e operator(extensions.<#>) lead(x.e, 6) over w), 0) end,
+                case when span >= 7 then coalesce(-(x.e operator(extensions.<#>) lead(x.e, 7) over w), 0) end,
+                case when span >= 8 then coalesce(-(x.e operator(extensions.<#>) lead(x.e, 8) over w), 0) end,
+                case when span >= 9 then coalesce(-(x.e operator(extensions.<#>) lead(x.e, 9) over w), 0) end,
+                case when span >= 10 then coalesce(-(x.e operator(extensions.<#>) lead(x.e, 10) over w), 0) end
+            ] as g
         from hipocampo_private.messages as m
         cross join lateral (select case when m.embedding_model = model then m.embedding end as e) as x
         where query_embedding is not null
@@ -726,23 +734,30 @@ begin
           and (search_history.filter_conversation_id is null or m.conversation_id = search_history.filter_conversation_id)
         window w as (partition by m.conversation_id order by m.created_at, m.id)
     ),
+    dense_parts as materialized (
+        -- S, the context's weighted sum of embeddings, of the message at position p: the message
+        -- at p + o (weight w(o)) adds w(o) q.e to q.S, and w(o)^2 e.e + 2 w(o) sum_d w(o + d) e.e'
+        -- (e' the message d further on) to |S|^2. Grouped by the position they count for.
+        select d.conversation_id, d.pos - o.o as pos, sum(o.w * d.dq) as num,
+            sum(o.w * o.w * d.nn + 2 * o.w * (
+                coalesce(wv[o.o + 7] * d.g[1], 0) + coalesce(wv[o.o + 8] * d.g[2], 0)
+                + coalesce(wv[o.o + 9] * d.g[3], 0) + coalesce(wv[o.o + 10] * d.g[4], 0)
+                + coalesce(wv[o.o + 11] * d.g[5], 0) + coalesce(wv[o.o + 12] * d.g[6], 0)
+                + coalesce(wv[o.o + 13] * d.g[7], 0) + coalesce(wv[o.o + 14] * d.g[8], 0)
+                + coalesce(wv[o.o + 15] * d.g[9], 0) + coalesce(wv[o.o + 16] * d.g[10], 0)
+            )) as den
+        from own_dots as d
+        cross join offsets as o
+        group by d.conversation_id, d.pos - o.o
+    ),
     dense as materialized (
-        -- Cosine to the weighted sum of the context's embeddings (<=> normalises the sum; sum()
-        -- skips the missing neighbours).
-        select x.id, 1 - ((
-            select extensions.sum(v.v) from (values
-                (x.e),
-                (x.b1 operator(extensions.*) vb[1]), (x.b2 operator(extensions.*) vb[2]),
-                (x.b3 operator(extensions.*) vb[3]), (x.b4 operator(extensions.*) vb[4]),
-                (x.b5 operator(extensions.*) vb[5]),
-                (x.a1 operator(extensions.*) va[1]), (x.a2 operator(extensions.*) va[2]),
-                (x.a3 operator(extensions.*) va[3]), (x.a4 operator(extensions.*) va[4]),
-                (x.a5 operator(extensions.*) va[5])
-            ) as v (v)
-        ) operator(extensions.<=>) query_embedding) as s
-        from neighbour_embeddings as x
-        where x.e is not null
-          and (search_history.filter_modality is null or x.modality = search_history.filter_modality)
+        -- Cosine of the query to S: q.S / (|q| |S|), for the messages with an embedding (a
+        -- neighbour without one adds nothing, as a missing one).
+        select d.id, p.num / nullif(sqrt(p.den) * q_norm, 0) as s
+        from own_dots as d
+        inner join dense_parts as p on p.conversation_id = d.conversation_id and p.pos = d.pos
+        where d.has_e and p.den > 0
+          and (search_history.filter_modality is null or d.modality = search_history.filter_modality)
     ),
     scores as materialized (
         -- One row per searched message with both legs' scores: a union grouped by message, not

@@ -82,6 +82,46 @@ def without_context(db: Conn, world: World) -> None:
     world.act("authenticated", world.member_a, world.tenant_a)
 
 
+def test_every_context_cosine_equals_the_weighted_sum_s(db: Conn, user_a: World) -> None:
+    """The dense leg's cosine, computed from inner products (migration 20261126001200), equals the
+    cosine to the weighted sum of each context's embeddings for every message: first and last
+    ones, and a neighbour without an embedding, which adds nothing. A message without one gets no
+    dense score; a zero query vector gives none either (not NaN)."""
+    conv = uuid.uuid4()
+    seeds = [300, 301, None, 303, 304, 305, 306, 307]
+    ids = [
+        add(db, conv, "user", f"mensagem {i}", **({"embedding": vec_text(unit_vector(s))} if s else {}))
+        for i, s in enumerate(seeds)
+    ]
+    q = unit_vector(999)
+    rows = db.execute(
+        "select message_id, dense_score from hipocampo.search_history('mensagem', %s::extensions.vector, "
+        "filter_conversation_id => %s, match_count => 10)",
+        (vec_text(q), conv),
+    ).fetchall()
+    got = {r["message_id"]: r["dense_score"] for r in rows}
+    before, after = (1.0, 0.5, 0.3, 0.2), (0.3, 0.2)  # itself, then config.toml's weights
+    for i, seed in enumerate(seeds):
+        if seed is None:
+            assert got[ids[i]] is None
+            continue
+        parts = [(w, seeds[i - d]) for d, w in enumerate(before) if i - d >= 0]
+        parts += [(w, seeds[i + d]) for d, w in enumerate(after, start=1) if i + d < len(seeds)]
+        context = [0.0] * len(q)
+        for w, s in parts:
+            if s is not None:
+                context = [c + w * x for c, x in zip(context, unit_vector(s), strict=True)]
+        cosine = sum(x * y for x, y in zip(q, context, strict=True)) / sum(x * x for x in context) ** 0.5
+        assert abs(got[ids[i]] - cosine) < 1e-5, i
+    zero = "[" + ",".join(["0"] * len(q)) + "]"
+    rows = db.execute(
+        "select dense_score from hipocampo.search_history('mensagem', %s::extensions.vector, "
+        "filter_conversation_id => %s, match_count => 10)",
+        (zero, conv),
+    ).fetchall()
+    assert rows and all(r["dense_score"] is None for r in rows)
+
+
 def test_history_search_ranks_by_bm25_and_cosine(db: Conn, user_a: World) -> None:
     without_context(db, user_a)
     conv = uuid.uuid4()
