@@ -29,7 +29,7 @@ import psycopg
 
 from hipocampo import Actor, Hipocampo, Memory, db
 from hipocampo.datasets import datasets_dir
-from history_latency import MemoTokens
+from history_latency import MemoTokens, bench_tenant
 from locomo import turns_of
 from report import as_member, install_reference, pct, write_section
 
@@ -54,13 +54,7 @@ def main() -> None:
     questions = list(zip(texts, vectors, embedder.embed_tokens(texts), strict=True))
     url = db.ensure_database()
     with Hipocampo(url) as root:
-        tid = root.tenant_id("bench-history-latency") or root.create_tenant(
-            "Benchmark (history latency)", "bench-history-latency"
-        )
-        with root.transaction() as cur:
-            cur.execute(
-                "select hipocampo.set_tenant_config('conversations', %s::jsonb, %s)", ('{"time_zone": "UTC"}', tid)
-            )
+        tid = bench_tenant(root)
         user = uuid.uuid4()
         root.add_member(tid, user, "member")
         mem = Memory(root.as_actor(Actor.user(user, tid)), embedder)

@@ -54,6 +54,17 @@ class MemoTokens(CachingEmbedder):
         return [self._memo[k] for k in keys]
 
 
+def bench_tenant(root: Hipocampo) -> uuid.UUID:
+    """Tenant ``bench-history-latency`` (created when missing), its conversations in UTC (LoCoMo's
+    dates carry no zone); returns its id."""
+    tid = root.tenant_id("bench-history-latency") or root.create_tenant(
+        "Benchmark (history latency)", "bench-history-latency"
+    )
+    with root.transaction() as cur:
+        cur.execute("select hipocampo.set_tenant_config('conversations', %s::jsonb, %s)", ('{"time_zone": "UTC"}', tid))
+    return tid
+
+
 def timed_searches(
     mem: Memory, conversation: uuid.UUID | None, questions: list[tuple[str, str, TokenVectors]], tokens: bool = True
 ) -> list[float]:
@@ -96,13 +107,7 @@ def main() -> None:
     analysed_plain: list[float] = []
     everything_plain: list[float] = []
     with Hipocampo(db.ensure_database()) as root:
-        tid = root.tenant_id("bench-history-latency") or root.create_tenant(
-            "Benchmark (history latency)", "bench-history-latency"
-        )
-        with root.transaction() as cur:
-            cur.execute(
-                "select hipocampo.set_tenant_config('conversations', %s::jsonb, %s)", ('{"time_zone": "UTC"}', tid)
-            )
+        tid = bench_tenant(root)
         for _ in range(args.runs):
             user, conversation = uuid.uuid4(), uuid.uuid4()
             root.add_member(tid, user, "member")

@@ -161,6 +161,8 @@ def test_the_client_pages_through_documents_and_finds_one_by_id(
     every = service_client.list_documents(kb)
     assert list(service_client.iter_documents(kb, page=2)) == every and len(every) == 5
     assert service_client.list_documents(kb, after=every[1]["source_uri"], limit=2) == every[2:4]
+    assert service_client.document_page(kb, limit=2) == (every[:2], every[1]["source_uri"])
+    assert service_client.document_page(kb, after=every[2]["source_uri"], limit=2) == (every[3:], None)
     one = service_client.get_document(every[3]["id"])
     assert one is not None and (one["kb_id"], one["kb_name"], one["title"]) == (kb, "avisos", every[3]["title"])
     assert service_client.get_document(uuid.uuid4()) is None

@@ -415,6 +415,20 @@ class Hipocampo:
         args = {"kb_id": kb_id, "after_source_uri": after, "max_rows": limit}
         return [dict(r) for r in self.rpc("list_documents", args, "rows")]
 
+    def document_page(
+        self, kb_id: UUID, *, after: str | None = None, limit: int = 1000
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of :meth:`list_documents` (at most ``limit`` rows, 1..10000) and the
+        source_uri to continue after when more documents follow (None on the last page).
+
+        Raises:
+            NotFoundError, InvalidInputError: as :meth:`list_documents`.
+        """
+        rows = self.list_documents(kb_id, after=after, limit=limit)
+        last = str(rows[-1]["source_uri"]) if len(rows) == limit else None
+        more = last is not None and bool(self.list_documents(kb_id, after=last, limit=1))
+        return rows, last if more else None
+
     def iter_documents(self, kb_id: UUID, *, page: int = 1000) -> Iterator[dict[str, Any]]:
         """Every document of the KB by source_uri, fetched ``page`` rows per call (keyset pages,
         each in its own transaction: a call costs its page whatever the KB's size)."""

@@ -177,13 +177,11 @@ def doc_list(
     chunks, title. When more follow, stderr says how to ask for the next page (--after)."""
     with _client(tenant) as client:
         try:
-            kb_id = client.kb_id(kb)
-            rows = client.list_documents(kb_id, after=after, limit=limit)
-            more = len(rows) == limit and bool(client.list_documents(kb_id, after=rows[-1]["source_uri"], limit=1))
+            rows, next_after = client.document_page(client.kb_id(kb), after=after, limit=limit)
         except HipocampoError as exc:
             raise _fail(exc) from exc
-    if more:
-        nxt = shlex.quote(str(rows[-1]["source_uri"]))
+    if next_after is not None:
+        nxt = shlex.quote(next_after)
         err_console.print(f"{limit} documents shown, more follow: --after {nxt}", highlight=False, markup=False)
     if as_json:
         _dump(rows)

@@ -86,11 +86,11 @@ def _drop_stale_graphs(weights: Path) -> None:
     """Remove graphs earlier hipocampo releases cached beside the weights and this one no longer
     reads (the 88 MB fp32 export before its structure shipped, an int8 file of another layout);
     best effort: a read-only folder keeps them."""
-    keep = {onnx_path(weights).name, onnx_path(weights, quantized=True).name}
     from .onnx_bert import bert_key, shipped_graph
 
-    if shipped_graph(bert_key(weights)) is not None:
-        keep.discard(onnx_path(weights).name)  # the fp32 structure ships: its export is stale
+    keep = {onnx_path(weights, quantized=True).name}
+    if shipped_graph(bert_key(weights)) is None:
+        keep.add(onnx_path(weights).name)  # no shipped structure: the fp32 export is in use
     for old in weights.glob("model.hipocampo-v*.onnx"):
         if old.name not in keep:
             with contextlib.suppress(OSError):  # a read-only folder keeps them

@@ -158,15 +158,18 @@ def _config(model_dir: Path) -> dict[str, Any]:
     return cfg
 
 
+def _key(cfg: dict[str, Any]) -> str:
+    layers, heads, hidden = int(cfg["num_hidden_layers"]), int(cfg["num_attention_heads"]), int(cfg["hidden_size"])
+    return f"bert-l{layers}-h{hidden}-a{heads}-eps{float(cfg.get('layer_norm_eps', 1e-12)):g}-v{EXPORT_VERSION}"
+
+
 def bert_key(model_dir: Path) -> str:
     """The structure key (``BertGraph.key``) of the BERT in ``model_dir``, from its config alone.
 
     Raises:
         ValueError: as ``build_bert``.
     """
-    cfg = _config(model_dir)
-    layers, heads, hidden = int(cfg["num_hidden_layers"]), int(cfg["num_attention_heads"]), int(cfg["hidden_size"])
-    return f"bert-l{layers}-h{hidden}-a{heads}-eps{float(cfg.get('layer_norm_eps', 1e-12)):g}-v{EXPORT_VERSION}"
+    return _key(_config(model_dir))
 
 
 def build_bert(model_dir: Path) -> BertGraph:
@@ -183,11 +186,11 @@ def build_bert(model_dir: Path) -> BertGraph:
     from safetensors.numpy import load_file
 
     cfg = _config(model_dir)
-    layers, heads, hidden = int(cfg["num_hidden_layers"]), int(cfg["num_attention_heads"]), int(cfg["hidden_size"])
+    layers, heads = int(cfg["num_hidden_layers"]), int(cfg["num_attention_heads"])
     eps = float(cfg.get("layer_norm_eps", 1e-12))
     w: dict[str, Any] = load_file(str(model_dir / "model.safetensors"))
 
-    g = BertGraph(key=bert_key(model_dir), hidden=hidden)
+    g = BertGraph(key=_key(cfg), hidden=int(cfg["hidden_size"]))
     x = _embeddings(g, w, eps)
     mask = g.node("Cast", ["attention_mask"], "mask_i32", to=_INT32)
     for i in range(layers):
@@ -280,14 +283,13 @@ def load_session(model_dir: Path, options: Any, fallback: Callable[[], Path]) ->
     """
     import onnxruntime as ort
 
-    g = build_bert(model_dir)
-    shipped = shipped_graph(g.key)
+    shipped = shipped_graph(bert_key(model_dir))
     if shipped is None:
         path = fallback()
         if not path.exists():
             export_bert(model_dir, path)
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    external = g.external()
+    external = build_bert(model_dir).external()
     values = [ort.OrtValue.ortvalue_from_numpy(a) for a in external.values()]
     # ONNX Runtime copies the values into the graph as the session loads: they may go after.
     options.add_external_initializers(list(external), values)
@@ -319,10 +321,9 @@ def quantize(model_dir: Path, target: Path) -> Path:
 
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
-        source = export_bert(model_dir, Path(scratch) / "fp32.onnx")
-        ffn_out = [
-            n.name for n in onnx.load(str(source), load_external_data=False).graph.node if n.name.endswith("_ffn_out")
-        ]
+        g = build_bert(model_dir)
+        source = _write(_model(g, external=False).SerializeToString(), Path(scratch) / "fp32.onnx")
+        ffn_out = [out for _op, _inputs, out, _domain, _attrs in g.nodes if out.endswith("_ffn_out")]
         tmp = Path(scratch) / "int8.onnx"
         quantize_dynamic(
             str(source),

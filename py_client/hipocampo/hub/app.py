@@ -477,10 +477,8 @@ DOC_PAGE = 200
 def _doc_page(who: _Who, kb_id: UUID, after: str | None) -> dict[str, Any]:
     """One page of the knowledge base's documents: ``docs``, and ``next_after`` (the source URI
     to continue after) when more follow."""
-    rows = who.client.list_documents(kb_id, after=after or None, limit=DOC_PAGE + 1)
-    more = len(rows) > DOC_PAGE
-    docs = rows[:DOC_PAGE]
-    return {"docs": docs, "after": after, "next_after": docs[-1]["source_uri"] if more else None}
+    docs, next_after = who.client.document_page(kb_id, after=after or None, limit=DOC_PAGE)
+    return {"docs": docs, "after": after, "next_after": next_after}
 
 
 def _document(hub: Hub, request: Request, who: _Who, kb_id: str, doc_id: str, error: str | None = None) -> Response:
