@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from hipocampo import Actor, Hipocampo, Orchestrator
+from hipocampo.backfill import backfill_chunk_sentences
 from hipocampo.datasets import datasets_dir, load_beir
 from hipocampo.embeddings import count_tokens
 from hipocampo.ingest import DocumentInput, ingest_documents, load_path
@@ -65,7 +66,14 @@ def ingest_paragraphs(
         for pid, (title, text) in corpus.items()
     ]
     ingest_documents(client, name, docs, embedder, count_tokens)
+    fill_sentences(client, embedder)
     return client.kb_id(name)
+
+
+def fill_sentences(client: Hipocampo, embedder: Any) -> None:
+    """What `hipocampo db embed-missing` does for the tenant's chunks whose answer gate reads
+    sentences (rag.sentence_weight > 0) and that were ingested before they had any."""
+    backfill_chunk_sentences(client, embedder, tenant_id=client.actor.tenant_id)
 
 
 def faquad_kbs(client: Hipocampo, fq: Any, embedder: Any) -> tuple[Any, dict[str, tuple[str, str]], Any]:
@@ -259,6 +267,7 @@ def conflicts(client: Hipocampo, orch: Orchestrator, embedder: Any) -> list[dict
     files = sorted(p for p in CONFLICTS.glob("*.md"))
     docs = [DocumentInput(d, "policy", trust_score=0.9) for f in files for d in load_path(f)]
     ingest_documents(client, "policies", docs, embedder, count_tokens)
+    fill_sentences(client, embedder)
     kb = client.kb_id("policies")
     with client.transaction() as cur:
         cur.execute("select id, source_uri from hipocampo_private.documents where kb_id = %s", (kb,))

@@ -16,8 +16,12 @@ import pytest
 from typer.testing import CliRunner
 
 from hipocampo import Actor, EmbeddingError, Hipocampo, InvalidInputError, Memory, PermissionDeniedError
-from hipocampo.backfill import backfill_message_tokens, embed_missing_rows
+from hipocampo.backfill import backfill_chunk_sentences, backfill_message_tokens, embed_missing_rows
 from hipocampo.cli import app
+from hipocampo.embeddings import count_tokens
+from hipocampo.ingest import DocumentInput, ingest_documents
+from hipocampo.ingest.chunking import chunk_sentences
+from hipocampo.ingest.loaders import LoadedDocument
 
 from .conftest import MODEL, CountingEmbedder
 
@@ -155,7 +159,7 @@ def test_cli_embed_missing(root: Hipocampo, tenant: Tenant) -> None:
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert (
-        set(out) == {"chunks", "memories", "memory_staging", "messages", "message_tokens"}
+        set(out) == {"chunks", "memories", "memory_staging", "messages", "message_tokens", "chunk_sentences"}
         and out["message_tokens"] >= 4
     )
     assert all(t[0] is not None for t in tenant.tokens(root))
@@ -166,9 +170,87 @@ def test_cli_embed_missing(root: Hipocampo, tenant: Tenant) -> None:
         "memory_staging": 0,
         "messages": 0,
         "message_tokens": 0,
+        "chunk_sentences": 0,
     }
     res = runner.invoke(app, ["db", "embed-missing", "--batch-size", "0"])
     assert res.exit_code == 1 and "error [22023]: batch_size must be 1..1000" in res.output
+
+
+# -- sentence embeddings of chunks (migration 20261126001300) ---------------------------------
+def test_sentences_are_backfilled_where_the_gate_reads_them(root: Hipocampo, embedder: Any) -> None:
+    """Chunks ingested while rag.sentence_weight was 0 get their sentences' embeddings once a
+    knowledge base's weight is above 0, as ingestion would have written them; only there."""
+    tid = root.create_tenant("T", f"bs-{uuid.uuid4().hex[:10]}", uuid.uuid4())
+    service = root.as_actor(Actor.service(tid))
+    service.set_tenant_config("rag", {"sentence_weight": 0.0})  # ingested unweighted, whatever the model
+    texts = [
+        "Art. 1º O portão fecha às 23h. Visitantes se identificam na portaria.",
+        "Art. 2º A piscina abre às 9h. Crianças entram acompanhadas.",
+    ]
+    for kb in ("lido", "sem-frases"):
+        docs = [
+            DocumentInput(LoadedDocument(f"Doc {i}", t, f"test://{kb}/{i}"), "regulation") for i, t in enumerate(texts)
+        ]
+        ingest_documents(service, kb, docs, embedder, count_tokens)
+    kb_id = service.kb_id("lido")
+    assert backfill_chunk_sentences(root, embedder, tenant_id=tid) == 0  # weight 0: nothing listed
+    service.set_kb_config(kb_id, "rag", {"sentence_weight": 0.4})
+    assert backfill_chunk_sentences(root, embedder, tenant_id=tid, batch_size=1, limit=1) == 1
+    assert backfill_chunk_sentences(root, embedder, tenant_id=tid, batch_size=1) == 1
+    assert backfill_chunk_sentences(root, embedder, tenant_id=tid) == 0
+    with root.transaction() as cur:
+        cur.execute(
+            "select k.name, c.content, c.sentence_embeddings::text[] as s from hipocampo_private.chunks c"
+            " join hipocampo_private.knowledge_bases k on k.id = c.kb_id where c.tenant_id = %s"
+            " order by k.name, c.id",
+            (tid,),
+        )
+        rows = cur.fetchall()
+    assert [r["s"] is None for r in rows] == [False, False, True, True]
+    for r in rows[:2]:
+        expected = embedder.embed_documents(chunk_sentences(r["content"]))
+        got = [[float(x) for x in v.strip("[]").split(",")] for v in r["s"]]
+        assert len(got) == 2 and got == [pytest.approx(v, abs=1e-5) for v in expected]
+    with pytest.raises(InvalidInputError, match=r"batch_size must be 1\.\.1000"):
+        backfill_chunk_sentences(root, embedder, batch_size=0)
+    member = root.as_actor(Actor.user(uuid.uuid4(), tid))
+    with pytest.raises(PermissionDeniedError):
+        member.rpc("chunks_without_sentences", {"batch_size": 1})
+
+
+def test_set_chunk_sentences_checks_its_items(root: Hipocampo, embedder: Any) -> None:
+    tid = root.create_tenant("T", f"bs-{uuid.uuid4().hex[:10]}", uuid.uuid4())
+    service = root.as_actor(Actor.service(tid))
+    doc = DocumentInput(LoadedDocument("Doc", "O portão fecha às 23h.", "test://um"), "regulation")
+    ingest_documents(service, "checa", [doc], embedder, count_tokens)
+    with root.transaction() as cur:
+        cur.execute("select id from hipocampo_private.chunks where tenant_id = %s", (tid,))
+        row = cur.fetchone()
+        assert row is not None
+        chunk = str(row["id"])
+    v = embedder.embed_documents(["O portão fecha às 23h."])[0]
+    cases = [
+        (
+            {"id": chunk, "sentence_embeddings": []},
+            f"sentence_embeddings of chunk {chunk} must be a json array of 1 to 64 embeddings",
+        ),
+        ({"id": chunk}, f"sentence_embeddings of chunk {chunk} must be a json array of 1 to 64 embeddings"),
+        (
+            {"id": chunk, "sentence_embeddings": [v, v[:10]]},
+            f"a sentence embedding of chunk {chunk} has 10 dimensions; its model expects {len(v)}",
+        ),
+    ]
+    for item, message in cases:
+        with pytest.raises(InvalidInputError) as exc:
+            root.rpc("set_chunk_sentences", {"items": [item]})
+        assert exc.value.message == message
+    assert (
+        root.rpc(
+            "set_chunk_sentences",
+            {"items": [{"id": chunk, "sentence_embeddings": [v]}, {"id": "0", "sentence_embeddings": [v]}]},
+        )
+        == 1
+    )
 
 
 # -- retries and dead letters (issue 20 §4) ----------------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 
 from hipocampo.config import load_config
 from hipocampo.embeddings.local import count_tokens
-from hipocampo.ingest.chunking import ChunkingRule, chunk_text, split_sentences
+from hipocampo.ingest.chunking import MAX_SENTENCES, ChunkingRule, chunk_sentences, chunk_text, split_sentences
 
 RULES = {k: ChunkingRule.from_config(v) for k, v in load_config()["chunking"].items()}
 
@@ -92,3 +92,20 @@ def test_seed_table_is_in_config() -> None:
     assert RULES["assembly_minutes"].overlap == 50
     assert (RULES["reservation"].min_tokens, RULES["reservation"].max_tokens) == (100, 200)
     assert (RULES["decision"].max_tokens, RULES["penalty"].max_tokens, RULES["metric"].max_tokens) == (400, 400, 300)
+
+
+def test_chunk_sentences_are_its_sentences_at_most_the_limit() -> None:
+    assert chunk_sentences("O prazo é de 30 dias. A multa é de R$ 100.") == [
+        "O prazo é de 30 dias.",
+        "A multa é de R$ 100.",
+    ]
+    assert chunk_sentences("sem ponto final") == ["sem ponto final"]
+    assert chunk_sentences("Art. 2º A piscina abre às 9h. Sim. Crianças entram acompanhadas.") == [
+        "Art. 2º A piscina abre às 9h.",
+        "Sim. Crianças entram acompanhadas.",
+    ]
+    text = " ".join(f"Frase número {i} termina aqui." for i in range(130))
+    parts = chunk_sentences(text)
+    # 130 sentences in runs of 3 (ceil(130 / 64)): 44 items, every sentence kept in order.
+    assert len(parts) == 44 <= MAX_SENTENCES and " ".join(parts) == text
+    assert chunk_sentences(text, limit=1) == [text]

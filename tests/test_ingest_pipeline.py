@@ -11,6 +11,7 @@ import pytest
 from hipocampo import Actor, Hipocampo, PermissionDeniedError
 from hipocampo.embeddings import count_tokens
 from hipocampo.ingest import ingest_paths
+from hipocampo.ingest.chunking import chunk_sentences
 
 from .conftest import CountingEmbedder
 
@@ -147,6 +148,50 @@ def test_documents_with_the_same_text_each_keep_their_chunks(
     assert [d["chunk_count"] for d in docs] == [1, 1]
     hits = service_client.search("quando fecha o portão", counting.embed_query("quando fecha o portão"), kb_ids=[kb])
     assert hits and hits[0].content == text
+
+
+def test_sentence_embeddings_are_written_when_the_model_weighs_them(
+    tmp_path: Path, service_client: Hipocampo, counting: CountingEmbedder
+) -> None:
+    """rag.sentence_weight > 0 (the model's calibration, here a knowledge base's override): each
+    chunk's sentences are embedded in the same model call and stored with the chunk; the answer
+    gate reads them (docs/design.md §answers)."""
+    (tmp_path / "a.txt").write_text(REG, encoding="utf-8")
+    plain_kb = service_client.create_kb("sem-frases")
+    service_client.set_kb_config(plain_kb, "rag", {"sentence_weight": 0.0})  # whatever the model's
+    plain = ingest_paths(service_client, "sem-frases", [tmp_path], counting, count_tokens)
+    kb = service_client.create_kb("frases")
+    service_client.set_kb_config(kb, "rag", {"sentence_weight": 0.4})
+    counting.calls = counting.texts = 0
+    summary = ingest_paths(service_client, "frases", [tmp_path], counting, count_tokens)
+    assert summary.chunks_written == plain.chunks_written >= 1
+    with service_client.transaction() as cur:
+        cur.execute(
+            "select k.name, c.content, c.sentence_embeddings::text[] as s from hipocampo_private.chunks c"
+            " join hipocampo_private.knowledge_bases k on k.id = c.kb_id"
+            " where k.name in ('frases', 'sem-frases') and k.tenant_id = %s order by k.name, c.chunk_index",
+            (service_client.actor.tenant_id,),
+        )
+        rows = cur.fetchall()
+    assert [r["s"] for r in rows if r["name"] == "sem-frases"] == [None] * plain.chunks_written
+    stored = [r for r in rows if r["name"] == "frases"]
+    sentences = [chunk_sentences(r["content"]) for r in stored]
+    assert counting.calls == 1 and counting.texts == len(stored) + sum(map(len, sentences))
+    for r, ss in zip(stored, sentences, strict=True):
+        expected = counting.inner.embed_documents(ss)
+        got = [[float(x) for x in v.strip("[]").split(",")] for v in r["s"]]
+        assert got == [pytest.approx(v, abs=1e-5) for v in expected]
+    q = "Até que horas vai o silêncio?"
+    ev = service_client.rpc(
+        "answer_evidence",
+        {
+            "query_text": q,
+            "query_embedding": counting.embed_query(q),
+            "kb_ids": [kb],
+            "tenant_id": service_client.actor.tenant_id,
+        },
+    )
+    assert ev["candidates"] >= 1 and all(e["sentence_similarity"] is not None for e in ev["evidence"])
 
 
 def test_the_client_pages_through_documents_and_finds_one_by_id(

@@ -8,6 +8,10 @@
   an embedding but no tokens; in a history that mixes them with messages that have tokens they
   rank at the tokens' minimum among the re-rank's candidates (docs/design.md §history search).
   It gives them their tokens, as ``Memory.add_messages`` would have.
+- :func:`backfill_chunk_sentences` (migration 20261126001300): chunks without sentence embeddings
+  in knowledge bases whose answer gate reads them (``rag.sentence_weight`` > 0: ingested before
+  the weight was set, or a new model's rows added by :func:`embed_missing_rows`) get them, as
+  ingestion would have written them.
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from .client import Hipocampo
+from .client import Hipocampo, vector_text
 from .embeddings.base import token_embedder
 from .errors import EmbeddingError
+from .ingest.chunking import chunk_sentences
 
-__all__ = ["KINDS", "backfill_message_tokens", "embed_missing_rows"]
+__all__ = ["KINDS", "backfill_chunk_sentences", "backfill_message_tokens", "embed_missing_rows"]
 
 KINDS = ("chunks", "memories", "memory_staging", "messages")
 
@@ -167,3 +172,63 @@ def embed_missing_rows(
         if failed:
             done[f"{kind}_failed"] = failed
     return done
+
+
+def backfill_chunk_sentences(
+    client: Hipocampo,
+    embedder: Any,
+    *,
+    batch_size: int = 100,
+    tenant_id: UUID | str | None = None,
+    limit: int | None = None,
+) -> int:
+    """Store the sentence embeddings of the chunks whose answer gate reads them and that have none.
+
+    ``hipocampo.chunks_without_sentences`` lists a batch (chunks of the active model in knowledge
+    bases whose ``rag.sentence_weight`` is above 0, by id, locked until the batch commits), each
+    chunk's sentences (:func:`hipocampo.ingest.chunking.chunk_sentences`, as ingestion splits them)
+    are embedded as passages in one ``embedder.embed_documents`` call, and
+    ``hipocampo.set_chunk_sentences`` stores them; one transaction per batch, so an interrupted
+    run keeps what it committed and several workers can run side by side. A batch the embedder
+    fails on is skipped in this run (its chunks are listed again by the next).
+
+    Args:
+        client: a service_role client (``Actor.service()``, the default actor).
+        embedder: the active model's provider (``model_name`` must be the active model's).
+        batch_size: chunks per transaction, 1..1000 (~6 sentences each: with
+            multilingual-e5-small ~40 ms of CPU a sentence).
+        tenant_id: only this tenant's chunks (default: every tenant's).
+        limit: stop after about this many chunks (default: until none is left).
+
+    Returns:
+        The number of chunks whose sentence embeddings were stored.
+
+    Raises:
+        EmbeddingError: ``embedder`` is not the active model.
+        InvalidInputError: batch_size outside 1..1000 (22023).
+        PermissionDeniedError: the client is not service_role (42501).
+    """
+    _check_active(client, embedder)
+    stored, after = 0, 0
+    while limit is None or stored < limit:
+        with client.transaction() as cur:
+            batch = client.rpc_in(
+                cur,
+                "chunks_without_sentences",
+                {"batch_size": batch_size, "filter_tenant_id": tenant_id, "after_chunk_id": after},
+                "rows",
+            )
+            if not batch:
+                break
+            after = int(batch[-1]["chunk_id"])
+            sentences = [chunk_sentences(str(r["content"])) for r in batch]
+            try:
+                vectors = iter(embedder.embed_documents([t for ss in sentences for t in ss]))
+            except EmbeddingError:
+                continue
+            items = [
+                {"id": str(r["chunk_id"]), "sentence_embeddings": [vector_text(next(vectors)) for _ in ss]}
+                for r, ss in zip(batch, sentences, strict=True)
+            ]
+            stored += int(client.rpc_in(cur, "set_chunk_sentences", {"items": items}) or 0)
+    return stored

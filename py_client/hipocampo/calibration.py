@@ -25,7 +25,8 @@ duplicate rules use 0.005 (their values sit near 1 for every model: e5's at 0.98
 
 A model's whole calibration (``[calibration."<model>"]`` in config.toml, stored per model in the
 database: docs/design.md §thresholds) also holds keys these rules do not give (the dense
-weights): :func:`model_calibration` keeps the model's own values of those,
+weights; the answer gate's sentence similarity, benchmarks/calibrate_sentences.py):
+:func:`model_calibration` keeps the model's own values of those,
 or carries the default model's over and says so.
 """
 

@@ -36,6 +36,15 @@ def vector_text(v: Sequence[float]) -> str:
     return "[" + ",".join(map("{:.9g}".format, f32)) + "]"
 
 
+def _chunk_as_text(chunk: dict[str, Any]) -> dict[str, Any]:
+    """A chunk for ``ingest_documents`` with its embedding and sentence embeddings as
+    :func:`vector_text`."""
+    out = {**chunk, "embedding": vector_text(chunk["embedding"])}
+    if chunk.get("sentence_embeddings") is not None:
+        out["sentence_embeddings"] = [vector_text(v) for v in chunk["sentence_embeddings"]]
+    return out
+
+
 @dataclass(frozen=True)
 class Actor:
     """Who a call acts as: a database role plus JWT claims.
@@ -341,7 +350,9 @@ class Hipocampo:
     ) -> dict[str, Any]:
         """Write one document and its chunks atomically (``hipocampo.ingest_document``).
 
-        ``chunks[i]["embedding"]`` is a ``list[float]`` of the model's dims.
+        ``chunks[i]["embedding"]`` is a ``list[float]`` of the model's dims; the optional
+        ``chunks[i]["sentence_embeddings"]`` 1..64 of them (the chunk's sentences by the same model,
+        for the answer gate's sentence similarity, docs/design.md §answers).
         Returns ``{"document_id", "status", "chunks", "skipped"}``.
         """
         args = {"kb_id": kb_id, "document": document, "chunks": list(chunks), "embedding_model": embedding_model}
@@ -356,9 +367,9 @@ class Hipocampo:
         """Write a batch of documents and their chunks in one transaction, set-based
         (``hipocampo.ingest_documents``, the bulk path): ``items`` are ``(document, chunks)`` pairs
         as :meth:`ingest_document` takes them, 1..1,000 with distinct source_uris, at most 10,000
-        chunks in all; each chunk's ``embedding`` (``list[float]`` of the model's dims) is sent as
-        :func:`vector_text`. Returns one ``{"document_id", "status", "chunks", "skipped"}`` per
-        item, in order.
+        chunks in all; each chunk's ``embedding`` (``list[float]`` of the model's dims) and its
+        optional ``sentence_embeddings`` are sent as :func:`vector_text`. Returns one
+        ``{"document_id", "status", "chunks", "skipped"}`` per item, in order.
 
         Raises:
             InvalidInputError: a bad item refuses the whole batch (22023 / 22001 / 22000, the
@@ -368,7 +379,7 @@ class Hipocampo:
         documents = [
             {
                 "document": document,
-                "chunks": [{**c, "embedding": vector_text(c["embedding"])} for c in chunks],
+                "chunks": [_chunk_as_text(c) for c in chunks],
             }
             for document, chunks in items
         ]

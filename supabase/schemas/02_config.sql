@@ -48,8 +48,9 @@ comment on table hipocampo_private.model_calibrations is
 _calibrated_keys() -> jsonb
 
 Purpose: which config keys belong to an embedding model's calibration rather than to the global
-  row: the cosine thresholds and the dense weights of fusion (issue 22 §2). Every calibration
-  holds all of them; the global row holds none of them.
+  row: the cosine thresholds and the dense weights of fusion (issue 22 §2), and the answer gate's
+  sentence similarity (its weight and the cosines it rises between). Every calibration holds all
+  of them; the global row holds none of them.
 Returns: {section: [key, …]}.
 Errors: none.
 Example: select hipocampo_private._calibrated_keys() -> 'memory';
@@ -64,7 +65,8 @@ as $$
     select '{
         "retrieval": ["min_similarity", "dense_weight", "dedupe_threshold"],
         "memory": ["context_threshold", "answer_threshold", "duplicate_cosine"],
-        "conversations": ["dense_weight"]
+        "conversations": ["dense_weight"],
+        "rag": ["sentence_weight", "sentence_cosine_low", "sentence_cosine_high"]
     }'::jsonb
 $$;
 
@@ -178,7 +180,8 @@ Purpose: store an embedding model's calibration (what `hipocampo calibrate --mod
 Parameters: model - the model's name (the registry's name format); calibration - {section: {key:
   number}} with every key of _calibrated_keys(): retrieval.min_similarity, dense_weight,
   dedupe_threshold; memory.context_threshold, answer_threshold, duplicate_cosine;
-  conversations.dense_weight. Thresholds are cosines in [-1, 1], weights in [0, 100].
+  conversations.dense_weight; rag.sentence_weight, sentence_cosine_low, sentence_cosine_high.
+  Thresholds are cosines in [-1, 1], weights in [0, 100].
 Returns: the stored calibration.
 Errors: 42501 for any role but service_role (no EXECUTE); 22023 / 22003 as _check_calibration;
   23514 on a malformed model name.
@@ -568,8 +571,8 @@ $$;
 /*
 rag_config(kb_id uuid default null, agent text default null, tenant_id uuid default null) -> jsonb
 
-Purpose: the effective rag section: global row <- tenant row <- knowledge base overrides <- agent
-  binding overrides, plus "kb_ids" (the agent's knowledge bases, or [kb_id]) and "agent"; checked
+Purpose: the effective rag section: global row <- the active model's calibration (the sentence
+  similarity keys) <- tenant row <- knowledge base overrides <- agent binding overrides, plus "kb_ids" (the agent's knowledge bases, or [kb_id]) and "agent"; checked
   to hold every key of config.toml's [rag] that a reader uses.
 Parameters: kb_id - optional knowledge base; agent - optional binding name; tenant_id only for
   service_role.
@@ -609,7 +612,8 @@ begin
             'embedding_api_version', 'embedding_dimensions', 'embedding_normalize', 'top_k', 'min_score',
             'evidence_token_budget', 'min_confidence', 'question_stopwords', 'cross_check_min_documents',
             'authoritative_trust', 'authoritative_source_types', 'conflict_trust_margin',
-            'conflict_subject_overlap', 'cache_ttl_seconds',
+            'conflict_subject_overlap', 'sentence_weight', 'sentence_cosine_low', 'sentence_cosine_high',
+            'cache_ttl_seconds',
             'rate_limit_per_minute', 'question_min_chars', 'question_max_chars', 'context_prompt',
             'refusal_message'
         ]

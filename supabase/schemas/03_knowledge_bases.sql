@@ -260,12 +260,17 @@ create table hipocampo_private.chunks (
     embedding_model text not null references hipocampo_private.embedding_models (name),
     created_at timestamptz not null default now(),
     expires_at timestamptz,
+    -- The chunk's sentences embedded by the same model (as passages), for the answer gate's
+    -- sentence similarity (rag.sentence_weight, a calibrated key); null when the model's weight
+    -- was 0 at ingestion. Read only by answer_evidence, a few chunks per call.
+    sentence_embeddings extensions.vector[],
     constraint chunks_content_length check (char_length(content) between 1 and 100000),
     constraint chunks_chunk_index_check check (chunk_index >= 0),
     constraint chunks_metadata_is_object check (jsonb_typeof(metadata) = 'object'),
     constraint chunks_tenant_hash_model_key unique (tenant_id, content_hash, embedding_model),
     constraint chunks_document_fkey foreign key (document_id, tenant_id)
-    references hipocampo_private.documents (id, tenant_id) on delete cascade
+    references hipocampo_private.documents (id, tenant_id) on delete cascade,
+    constraint chunks_sentence_embeddings_count check (cardinality(sentence_embeddings) between 1 and 64)
 );
 
 -- Keep embeddings inline (uncompressed floats do not compress): a row over ~2 kB would
@@ -1380,7 +1385,8 @@ Errors: 22023 "document must be an object with title, source_uri and content_has
   "document.title is n characters; the limit is 500", "document.source_uri is n bytes; the limit
   is 2048"; 22023 "chunks must be a non-empty json array"; P0002 "unknown embedding model: …";
   22000 "embedding of chunk i has n dimensions; model … expects d"; 22023 "chunk i needs content
-  and content_hash".
+  and content_hash"; 22023 "sentence_embeddings of chunk i must be a json array of 1 to 64
+  embeddings"; 22000 "a sentence embedding of chunk i has n dimensions; model … expects d".
 Example: select hipocampo_private._ingest_item('{"title":"t","source_uri":"u","content_hash":"h"}',
   '[{"chunk_index":0,"content":"c","content_hash":"x","embedding":"[0.1,…]"}]', 'all-MiniLM-L6-v2', 384);
 */
@@ -1445,6 +1451,37 @@ begin
                 using errcode = '22000';
         end if;
         raise exception 'chunk % needs content and content_hash', bad.i using errcode = '22023';
+    end if;
+    -- Sentence embeddings (optional): 1..64 per chunk, each with the model's dimensions.
+    select x.ordinality - 1 as i into bad
+    from jsonb_array_elements(chunks) with ordinality as x
+    where jsonb_typeof(x.value -> 'sentence_embeddings') <> 'null'
+      and (jsonb_typeof(x.value -> 'sentence_embeddings') <> 'array'
+          or jsonb_array_length(x.value -> 'sentence_embeddings') not between 1 and 64)
+    limit 1;
+    if found then
+        raise exception 'sentence_embeddings of chunk % must be a json array of 1 to 64 embeddings', bad.i
+            using errcode = '22023';
+    end if;
+    select x.ordinality - 1 as i, y.n into bad
+    from jsonb_array_elements(chunks) with ordinality as x
+    cross join lateral (
+        select case jsonb_typeof(v.value)
+                when 'array' then jsonb_array_length(v.value)
+                when 'string' then
+                    pg_catalog.length(v.value #>> '{}')
+                    - pg_catalog.length(pg_catalog.replace(v.value #>> '{}', ',', '')) + 1
+            end as n
+        from jsonb_array_elements(
+            case when jsonb_typeof(x.value -> 'sentence_embeddings') = 'array' then x.value -> 'sentence_embeddings' end
+        ) as v
+    ) as y
+    where y.n is distinct from dims
+    limit 1;
+    if found then
+        raise exception 'a sentence embedding of chunk % has % dimensions; model % expects %',
+            bad.i, coalesce(bad.n, 0), embedding_model, dims
+            using errcode = '22000';
     end if;
     return document;
 end;
@@ -1572,14 +1609,19 @@ begin
     with written as (
         insert into hipocampo_private.chunks (
             tenant_id, kb_id, document_id, chunk_index, content, token_count, metadata,
-            content_hash, ts_config, embedding, embedding_model, expires_at
+            content_hash, ts_config, embedding, embedding_model, expires_at, sentence_embeddings
         )
         select
             k.tenant_id, k.id, s.doc_id, (c.value ->> 'chunk_index')::integer, c.value ->> 'content',
             coalesce((c.value ->> 'token_count')::integer, 0), coalesce(c.value -> 'metadata', '{}'::jsonb),
             c.value ->> 'content_hash', hipocampo_private.text_search_config(k.language),
             (c.value ->> 'embedding')::extensions.vector, _write_documents.embedding_model,
-            (items -> s.i -> 'document' ->> 'expires_at')::timestamptz
+            (items -> s.i -> 'document' ->> 'expires_at')::timestamptz,
+            case when jsonb_typeof(c.value -> 'sentence_embeddings') = 'array' then array(
+                select (x.v #>> '{}')::extensions.vector
+                from jsonb_array_elements(c.value -> 'sentence_embeddings') with ordinality as x (v, n)
+                order by x.n
+            ) end
         from jsonb_to_recordset(state) as s (i integer, doc_id uuid, status text)
         cross join lateral jsonb_array_elements(items -> s.i -> 'chunks') with ordinality as c
         where s.status <> 'unchanged'
@@ -1635,8 +1677,10 @@ Parameters:
     retrieval.default_trust[source_type]),
     data_classification?, expires_at?, status?, pii_replacements? (personal data the client
     replaced while scrubbing the text, >= 0; default 0)}
-  chunks - [{chunk_index, content, token_count, content_hash, metadata?, embedding}], embedding
-    a json array of numbers or pgvector's text form "[0.1,0.2,…]" (cheaper to parse).
+  chunks - [{chunk_index, content, token_count, content_hash, metadata?, embedding,
+    sentence_embeddings?}], embedding a json array of numbers or pgvector's text form
+    "[0.1,0.2,…]" (cheaper to parse); sentence_embeddings - 1..64 of the same (the chunk's
+    sentences by the same model, for answer_evidence's sentence similarity), or absent.
   embedding_model - a registered model; every embedding must have its dims.
 Returns: {"document_id", "status": "inserted" | "replaced" | "embedded" (same text, this
   model's chunks added) | "unchanged", "chunks": n, "skipped": n}.
@@ -1644,8 +1688,10 @@ Errors: 42501 as _caller (before any other work); 42501 "only tenant admins can 
   documents"; P0002 unknown (or null) knowledge base / unknown embedding model; 22023
   "embedding_model must not be null"; 22023 bad document or chunks shape; 22001
   "document.title is n characters; the limit is 500", "document.source_uri is n bytes; the limit
-  is 2048"; 22000 "embedding of chunk i has n dimensions; model … expects d"; 22023 "invalid
-  document field: …" (unparsable date, number or vector); 23514 "invalid document: …".
+  is 2048"; 22000 "embedding of chunk i has n dimensions; model … expects d" (and "a sentence
+  embedding of chunk i …"); 22023 "sentence_embeddings of chunk i must be a json array of 1 to
+  64 embeddings"; 22023 "invalid document field: …" (unparsable date, number or vector); 23514
+  "invalid document: …".
 Example: select hipocampo.ingest_document(kb, '{"title":"Regimento","source_uri":"file:///r.pdf",
   "content_hash":"ab…"}', '[{"chunk_index":0,"content":"…","token_count":12,"content_hash":"cd…",
   "embedding":[0.1, …]}]', 'all-MiniLM-L6-v2');
@@ -2342,6 +2388,125 @@ comment on function hipocampo.rows_to_embed(text, integer, text) is
 
 comment on function hipocampo.set_row_embeddings(text, jsonb) is
 'Store embeddings of the active model for rows rows_to_embed listed (a chunk gets a row of the active model; a message''s tokens are cleared with its old embedding).';
+
+/*
+chunks_without_sentences(batch_size integer default 100, filter_tenant_id uuid default null,
+  after_chunk_id bigint default 0) -> table (chunk_id bigint, tenant_id uuid, content text)
+
+Purpose: the sentence backfill's work list: chunks of the active model without sentence
+  embeddings in knowledge bases whose rag.sentence_weight is above 0 (the active model's
+  calibration <- the tenant's row <- the knowledge base's overrides), e.g. ingested before the
+  weight was set, or given a row of a new model by set_row_embeddings. The listed chunks stay
+  locked (for update skip locked) until the caller's transaction ends: store their sentences
+  with set_chunk_sentences in the same transaction; concurrent workers take other chunks.
+Parameters: batch_size 1..1000 chunks; filter_tenant_id - only that tenant's chunks (null: every
+  tenant's); after_chunk_id - only chunks with a greater id (a caller's cursor).
+Returns: at most batch_size rows by chunk id, with the chunk's content (its sentences are what
+  the client embeds); none when no model is active.
+Errors: 42501 for any role but service_role (no EXECUTE); 22023 "batch_size must be 1..1000".
+Example: select chunk_id, content from hipocampo.chunks_without_sentences(100);
+*/
+create or replace function hipocampo.chunks_without_sentences(
+    batch_size integer default 100, filter_tenant_id uuid default null, after_chunk_id bigint default 0
+)
+returns table (chunk_id bigint, tenant_id uuid, content text)
+language plpgsql
+volatile
+security invoker
+set search_path = ''
+as $$
+declare
+    model text;
+begin
+    if batch_size is null or batch_size not between 1 and 1000 then
+        raise exception 'batch_size must be 1..1000' using errcode = '22023';
+    end if;
+    select e.name into model from hipocampo_private.embedding_models as e where e.active;
+    return query
+    with weighed as materialized (
+        -- The knowledge bases whose gate reads sentences, each with its own config layers.
+        select k.id from hipocampo_private.knowledge_bases as k
+        where (chunks_without_sentences.filter_tenant_id is null or k.tenant_id = chunks_without_sentences.filter_tenant_id)
+          and coalesce((
+              hipocampo.effective_config(k.tenant_id, k.id) -> 'rag' ->> 'sentence_weight'
+          )::double precision, 0) > 0
+    )
+    select c.id, c.tenant_id, c.content
+    from hipocampo_private.chunks as c
+    where c.kb_id in (select w.id from weighed as w)
+      and c.embedding_model = model and c.sentence_embeddings is null
+      and c.id > coalesce(chunks_without_sentences.after_chunk_id, 0)
+    order by c.id
+    limit batch_size
+    for update of c skip locked;
+end;
+$$;
+
+comment on function hipocampo.chunks_without_sentences(integer, uuid, bigint) is
+'Chunks of the active model without sentence embeddings where rag.sentence_weight > 0 (locked for the caller''s transaction): the sentence backfill''s work list.';
+
+/*
+set_chunk_sentences(items jsonb) -> integer
+
+Purpose: store the sentence embeddings of chunks chunks_without_sentences listed (the chunk's
+  sentences embedded by its own model as passages, what ingestion sends as
+  chunks[i].sentence_embeddings); a chunk's earlier ones are replaced.
+Parameters: items - [{"id": "<chunk id>", "sentence_embeddings": [1..64 embeddings, each a json
+  array of numbers or pgvector's text form, with the dimensions of the chunk's model]}].
+Returns: the number of chunks updated (an id of no chunk counts 0).
+Errors: 42501 for any role but service_role (no EXECUTE); 22023 "items must be a json array";
+  22023 "sentence_embeddings of chunk <id> must be a json array of 1 to 64 embeddings"; 22000 "a
+  sentence embedding of chunk <id> has n dimensions; its model expects d".
+Example: select hipocampo.set_chunk_sentences('[{"id": "42", "sentence_embeddings": ["[0.1,…]"]}]');
+*/
+create or replace function hipocampo.set_chunk_sentences(items jsonb)
+returns integer
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    item jsonb;
+    vs extensions.vector [];
+    dims integer;
+    bad integer;
+    n integer := 0;
+    one integer;
+begin
+    if items is null or jsonb_typeof(items) <> 'array' then
+        raise exception 'items must be a json array' using errcode = '22023';
+    end if;
+    for item in select x from jsonb_array_elements(items) as x loop
+        if jsonb_typeof(item -> 'sentence_embeddings') is distinct from 'array'
+            or jsonb_array_length(item -> 'sentence_embeddings') not between 1 and 64 then
+            raise exception 'sentence_embeddings of chunk % must be a json array of 1 to 64 embeddings',
+                item ->> 'id' using errcode = '22023';
+        end if;
+        vs := array(
+            select (v.value #>> '{}')::extensions.vector
+            from jsonb_array_elements(item -> 'sentence_embeddings') with ordinality as v
+            order by v.ordinality
+        );
+        select extensions.vector_dims(c.embedding) into dims
+        from hipocampo_private.chunks as c where c.id = (item ->> 'id')::bigint;
+        select extensions.vector_dims(v) into bad from unnest(vs) as v
+        where extensions.vector_dims(v) is distinct from dims
+        limit 1;
+        if dims is not null and bad is not null then
+            raise exception 'a sentence embedding of chunk % has % dimensions; its model expects %',
+                item ->> 'id', bad, dims using errcode = '22000';
+        end if;
+        update hipocampo_private.chunks as c set sentence_embeddings = vs
+        where c.id = (item ->> 'id')::bigint;
+        get diagnostics one = row_count;
+        n := n + one;
+    end loop;
+    return n;
+end;
+$$;
+
+comment on function hipocampo.set_chunk_sentences(jsonb) is
+'Store chunks'' sentence embeddings (the sentence backfill; service_role).';
 
 -- The retry bookkeeping of the embedding backfill (issue 20 §4): a row whose vector could not be
 -- computed (the provider failed) is retried with exponential backoff and, after

@@ -345,7 +345,11 @@ answer_evidence(query_text text, query_embedding vector, kb_ids uuid[] default n
 Purpose: everything an answer needs from the database in one call, with the rules of the rag
   config (rag_config): hybrid retrieval of rag.top_k chunks, plus up to 3 near-duplicates of each
   from other documents (retrieval drops those; two versions of a policy are such twins);
-  support per chunk (evidence_support);
+  support per chunk = its lexical support (evidence_support) + rag.sentence_weight *
+  clip((c - rag.sentence_cosine_low) / (rag.sentence_cosine_high - rag.sentence_cosine_low), 0, 1),
+  c the best cosine between the question and the chunk's sentences (chunks.sentence_embeddings,
+  stored at ingestion; none: nothing added; the three keys are the embedding model's calibration,
+  weight 0 = lexical support alone);
   evidence = chunks with support >= rag.min_score, in the order of the combined score, under
   rag.evidence_token_budget tokens (near-duplicates: _near_duplicates, HNSW on large scopes); conflicts (detect_conflicts): a resolved one drops the losing
   documents' chunks, an unresolved one refuses; confidence = the best support, refused below
@@ -358,7 +362,8 @@ Returns: {"decision": "answer" | "refuse", "reason": null | "rag_disabled" | "no
   "low_confidence" | "conflicting_sources" | "cross_check_failed", "confidence", "candidates",
   "filtered" (below min_score), "conflicts" (detect_conflicts), "evidence": [{"n", "chunk_id",
   "document_id", "kb_id", "title", "source_uri", "source_type", "trust_score", "published_at",
-  "content", "best_window", "score", "dense_score", "lexical_score", "support", "token_count"}],
+  "content", "best_window", "score", "dense_score", "lexical_score", "support", "lexical_support",
+  "sentence_similarity" (c, null without sentence embeddings or with weight 0), "token_count"}],
   "config": the rag config used}.
 Errors: 22023 "no knowledge base: …" when neither kb_ids nor an agent names one; as hybrid_search
   (22023 query length, 22000 dimensions); 42501 no tenant; P0002 unknown agent binding.
@@ -391,6 +396,12 @@ declare
     min_score double precision := (cfg ->> 'min_score')::double precision;
     min_confidence double precision := (cfg ->> 'min_confidence')::double precision;
     budget integer := (cfg ->> 'evidence_token_budget')::integer;
+    w_sentence double precision := (cfg ->> 'sentence_weight')::double precision;
+    s_low double precision := (cfg ->> 'sentence_cosine_low')::double precision;
+    -- (a step at s_low when the two cosines are equal)
+    s_span double precision := greatest(
+        (cfg ->> 'sentence_cosine_high')::double precision - (cfg ->> 'sentence_cosine_low')::double precision, 1e-6
+    );
     dedupe double precision := (hipocampo.effective_config(t) -> 'retrieval' ->> 'dedupe_threshold')::double precision;
     candidates jsonb;
     evidence jsonb := '[]'::jsonb;
@@ -447,10 +458,14 @@ begin
     inner join nd on nd.of_chunk_id = h.id
     inner join hipocampo_private.chunks as x on x.id = nd.chunk_id
     inner join hipocampo_private.documents as d on d.id = x.document_id and d.status = 'active';
-    -- token_count by primary key per candidate (a scalar subquery): as a join the planner read
-    -- every chunk of the tenant (RLS's tenant index) and hashed them.
+    -- token_count and the sentence cosine by primary key per candidate (scalar subqueries): as a
+    -- join the planner read every chunk of the tenant (RLS's tenant index) and hashed them.
     select coalesce(jsonb_agg(e || jsonb_build_object(
-               'support', coalesce(s.support, 0), 'best_window', s.best_window,
+               'support', coalesce(s.support, 0) + coalesce(
+                   w_sentence * least(1, greatest(0, (x.sim - s_low) / s_span)), 0
+               ),
+               'lexical_support', coalesce(s.support, 0), 'sentence_similarity', x.sim,
+               'best_window', s.best_window,
                'token_count', (
                    select ch.token_count from hipocampo_private.chunks as ch
                    where ch.id = (e ->> 'chunk_id')::bigint
@@ -458,9 +473,17 @@ begin
            ) order by (e ->> 'rank')::integer, e ->> 'near_duplicate_of' nulls first), '[]'::jsonb)
     into candidates
     from jsonb_array_elements(candidates) as e
+    cross join lateral (
+        select case when w_sentence > 0 then (
+            select max(1 - (v operator(extensions.<=>) answer_evidence.query_embedding))
+            from hipocampo_private.chunks as ch
+            cross join lateral unnest(ch.sentence_embeddings) as v
+            where ch.id = (e ->> 'chunk_id')::bigint
+        ) end as sim
+    ) as x
     left join hipocampo.evidence_support(
         answer_evidence.query_text,
-        array(select (x ->> 'chunk_id')::bigint from jsonb_array_elements(candidates) as x),
+        array(select (y ->> 'chunk_id')::bigint from jsonb_array_elements(candidates) as y),
         cfg -> 'question_stopwords'
     ) as s on s.chunk_id = (e ->> 'chunk_id')::bigint;
 
@@ -499,7 +522,9 @@ begin
             'content', case when used > budget then left(item ->> 'content', budget * 4) else item ->> 'content' end,
             'best_window', item -> 'best_window', 'score', item -> 'final_score',
             'dense_score', item -> 'dense_score', 'lexical_score', item -> 'lexical_score',
-            'support', item -> 'support', 'token_count', least((item ->> 'token_count')::integer, budget)
+            'support', item -> 'support', 'lexical_support', item -> 'lexical_support',
+            'sentence_similarity', item -> 'sentence_similarity',
+            'token_count', least((item ->> 'token_count')::integer, budget)
         ));
     end loop;
 

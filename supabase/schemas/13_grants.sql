@@ -157,6 +157,7 @@ grant execute on function hipocampo.register_embedding_model(name text, provider
 grant execute on function hipocampo.remember(key text, value jsonb, description text, category text, embedding extensions.vector, scope text, confidence double precision, source text, source_ref text, conversation_id uuid, tags text[], emotion text, intensity numeric, life_domain text, pinned boolean, token_count integer, expires_at timestamp with time zone, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.resolve_pending_confirmation(session_id uuid, confirmation_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.rows_to_embed(kind text, batch_size integer, after_id text) to service_role;
+grant execute on function hipocampo.chunks_without_sentences(batch_size integer, filter_tenant_id uuid, after_chunk_id bigint) to service_role;
 grant execute on function hipocampo.run_memory_maintenance(now timestamp with time zone) to service_role;
 grant execute on function hipocampo.scrub_pii(texts text[]) to authenticated, service_role;
 grant execute on function hipocampo.search_history(query_text text, query_embedding extensions.vector, filter_conversation_id uuid, match_count integer, filter_modality text, user_id uuid, tenant_id uuid, query_token_ids integer[], query_token_bits bit varying[]) to authenticated, service_role;
@@ -172,6 +173,7 @@ grant execute on function hipocampo.set_memory_embeddings(items jsonb) to authen
 grant execute on function hipocampo.set_message_tokens(message_id bigint, token_ids integer[], token_bits bit varying[]) to authenticated, service_role;
 grant execute on function hipocampo.set_model_calibration(model text, calibration jsonb) to service_role;
 grant execute on function hipocampo.set_row_embeddings(kind text, items jsonb) to service_role;
+grant execute on function hipocampo.set_chunk_sentences(items jsonb) to service_role;
 grant execute on function hipocampo.record_embedding_failure(kind text, row_ids text[], error text) to service_role;
 grant execute on function hipocampo.requeue_embedding_failures(kind text) to service_role;
 grant execute on function hipocampo.set_tenant_config(section text, patch jsonb, tenant_id uuid) to authenticated, service_role;

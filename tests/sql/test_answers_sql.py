@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from ..conftest import World, unit_vector, vec_text
+from ..conftest import MODEL, World, unit_vector, vec_text
 
 Conn = psycopg.Connection[dict[str, Any]]
 
@@ -226,6 +226,71 @@ def test_answer_evidence_gates(db: Conn, world: World) -> None:
         answer(db, "Qual o prazo de trancamento de matrícula?", world.kb_b)
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="no knowledge base"), db.transaction():
         db.execute("select hipocampo.answer_evidence('prazo?', %s::extensions.vector)", (vec_text(unit_vector(1)),))
+
+
+def test_sentence_similarity_adds_to_the_support_by_the_models_calibration(db: Conn, world: World) -> None:
+    # A question in other words than its answer: lexical support 0. The chunk's first sentence
+    # embedding is the question's vector (cosine 1), its second an unrelated one (~0).
+    world.act("service_role")
+    kb = one(db, "select hipocampo.create_knowledge_base('parafrase', tenant_id => %s) as v", (world.tenant_a,))
+    text = "Prazo de trancamento de matrícula é de 30 dias. Depois disso, só no semestre seguinte."
+    doc = {"title": "Regimento", "source_uri": "test://parafrase", "content_hash": "p1", "source_type": "regulation"}
+    chunks = [
+        {
+            "chunk_index": 0,
+            "content": text,
+            "token_count": 14,
+            "content_hash": "p1-0",
+            "embedding": unit_vector(7),
+            "sentence_embeddings": [unit_vector(7), unit_vector(8)],
+        }
+    ]
+    one(
+        db,
+        "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s) as v",
+        (kb, json.dumps(doc), json.dumps(chunks), MODEL),
+    )
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    question = "Até quando posso desistir do curso?"
+    # The keys are the model's calibration (all-MiniLM-L6-v2: weight 0); a knowledge base may
+    # override them. Weight 0: the gate is lexical alone.
+    assert set(one(db, "select hipocampo.rag_config(%s) as v", (kb,))) >= {
+        "sentence_weight",
+        "sentence_cosine_low",
+        "sentence_cosine_high",
+    }
+
+    def evidence(weight: float, low: float = 0.5, high: float = 0.9) -> dict[str, Any]:
+        patch = {"sentence_weight": weight, "sentence_cosine_low": low, "sentence_cosine_high": high}
+        one(db, "select hipocampo.set_knowledge_base_config(%s, 'rag', %s::jsonb) as v", (kb, json.dumps(patch)))
+        return answer(db, question, kb)
+
+    r = evidence(0.0)
+    assert (r["decision"], r["reason"], r["config"]["sentence_weight"]) == ("refuse", "no_evidence", 0.0)
+
+    # Half the weight: 0.5 of support, evidence (>= min_score 0.35) but below min_confidence 0.65.
+    r = evidence(0.5)
+    assert (r["decision"], r["reason"]) == ("refuse", "low_confidence")
+    e = r["evidence"][0]
+    assert (e["lexical_support"], e["sentence_similarity"], e["support"]) == (
+        0.0,
+        pytest.approx(1.0),
+        pytest.approx(0.5),
+    )
+    # The whole weight answers; the cosine rises linearly between low and high.
+    assert answer_decision(evidence(1.0)) == ("answer", pytest.approx(1.0))
+    assert answer_decision(evidence(1.0, -1.0, 3.0)) == ("refuse", pytest.approx(0.5))
+    # A chunk without sentence embeddings adds nothing.
+    evidence(1.0)
+    world.act("service_role")
+    db.execute("update hipocampo_private.chunks set sentence_embeddings = null where kb_id = %s", (kb,))
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    r = answer(db, question, kb)
+    assert (r["reason"], r["confidence"]) == ("no_evidence", 0)
+
+
+def answer_decision(r: dict[str, Any]) -> tuple[str, Any]:
+    return r["decision"], r["confidence"]
 
 
 def test_cache_is_keyed_by_normalised_question_and_invalidated_by_kb_changes(db: Conn, world: World) -> None:

@@ -70,6 +70,59 @@ def test_wrong_dimension_writes_nothing(db: psycopg.Connection[dict[str, Any]], 
     assert exc.value.diag.message_primary == f"embedding of chunk 1 has 10 dimensions; model {MODEL} expects 384"
 
 
+def test_sentence_embeddings_are_stored_in_order_and_checked(
+    db: psycopg.Connection[dict[str, Any]], world: World
+) -> None:
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    sentences = [unit_vector(7), unit_vector(8)]
+    out = ingest(db, world.kb_a, DOC, [{**chunk(0, "um"), "sentence_embeddings": sentences}, chunk(1, "dois")])
+    rows = db.execute(
+        "select content, sentence_embeddings::text[] as s from hipocampo_private.chunks"
+        " where document_id = %s order by chunk_index",
+        (out["document_id"],),
+    ).fetchall()
+    assert [r["content"] for r in rows] == ["um", "dois"] and rows[1]["s"] is None
+    assert [[float(x) for x in v.strip("[]").split(",")] for v in rows[0]["s"]] == [
+        pytest.approx(v, abs=1e-6) for v in sentences
+    ]
+    cases: list[tuple[Any, type[psycopg.Error], str]] = [
+        (
+            [],
+            psycopg.errors.InvalidParameterValue,
+            "sentence_embeddings of chunk 0 must be a json array of 1 to 64 embeddings",
+        ),
+        (
+            "x",
+            psycopg.errors.InvalidParameterValue,
+            "sentence_embeddings of chunk 0 must be a json array of 1 to 64 embeddings",
+        ),
+        (
+            [unit_vector(1)] * 65,
+            psycopg.errors.InvalidParameterValue,
+            "sentence_embeddings of chunk 0 must be a json array of 1 to 64 embeddings",
+        ),
+        (
+            [unit_vector(1), unit_vector(2, 10)],
+            psycopg.errors.DataException,
+            f"a sentence embedding of chunk 0 has 10 dimensions; model {MODEL} expects 384",
+        ),
+    ]
+    for bad, exc, message in cases:
+        db.execute("savepoint s")
+        with pytest.raises(exc) as err:
+            ingest(db, world.kb_a, {**DOC, "content_hash": "v2"}, [{**chunk(0, "três"), "sentence_embeddings": bad}])
+        db.execute("rollback to savepoint s")
+        assert err.value.diag.message_primary == message
+    # Nothing of the refused versions was written.
+    assert [
+        r["content"]
+        for r in db.execute(
+            "select content from hipocampo_private.chunks where document_id = %s order by chunk_index",
+            (out["document_id"],),
+        ).fetchall()
+    ] == ["um", "dois"]
+
+
 def test_a_failing_chunk_leaves_no_half_document(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
     world.act("authenticated", world.admin_a, world.tenant_a)
     db.execute("savepoint s")

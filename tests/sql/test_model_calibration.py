@@ -22,6 +22,7 @@ KEYS = {
     "retrieval": {"min_similarity", "dense_weight", "dedupe_threshold"},
     "memory": {"context_threshold", "answer_threshold", "duplicate_cosine"},
     "conversations": {"dense_weight"},
+    "rag": {"sentence_weight", "sentence_cosine_low", "sentence_cosine_high"},
 }
 
 
@@ -31,6 +32,7 @@ def other_calibration() -> dict[str, dict[str, float]]:
         "retrieval": {**cal["retrieval"], "min_similarity": 0.8, "dense_weight": 1.5},
         "memory": {**cal["memory"], "context_threshold": 0.81, "answer_threshold": 0.85},
         "conversations": {**cal["conversations"], "dense_weight": 0.7},
+        "rag": {**cal["rag"], "sentence_weight": 0.5},
     }
 
 
@@ -159,7 +161,8 @@ def test_hybrid_search_takes_the_calibration_of_the_model_it_searches(db: Conn, 
         (
             lambda c: c["retrieval"].update(match_count=5),
             "22023",
-            "unknown calibration key retrieval.match_count (calibrated keys: memory.context_threshold, "
+            "unknown calibration key retrieval.match_count (calibrated keys: rag.sentence_weight, "
+            "rag.sentence_cosine_low, rag.sentence_cosine_high, memory.context_threshold, "
             "memory.answer_threshold, memory.duplicate_cosine, retrieval.min_similarity, "
             "retrieval.dense_weight, retrieval.dedupe_threshold, conversations.dense_weight)",
         ),

@@ -124,10 +124,11 @@ def db_embed_missing(
 
     Chunks, memories (active and staged) and messages without an embedding of the active model
     (after a model switch; messages stored through the edge functions), then the tokens of
-    messages that have none (history search's re-rank). Re-running `ingest` also re-embeds a
+    messages that have none (history search's re-rank) and the sentence embeddings of chunks whose
+    answer gate reads them (rag.sentence_weight > 0). Re-running `ingest` also re-embeds a
     knowledge base, from the source files.
     """
-    from ..backfill import backfill_message_tokens, embed_missing_rows
+    from ..backfill import backfill_chunk_sentences, backfill_message_tokens, embed_missing_rows
     from ..embeddings import provider_from_config
 
     with _client() as client:
@@ -135,6 +136,7 @@ def db_embed_missing(
         try:
             out = embed_missing_rows(client, embedder, batch_size=batch_size, limit=limit)
             out["message_tokens"] = backfill_message_tokens(client, embedder, batch_size=batch_size, limit=limit)
+            out["chunk_sentences"] = backfill_chunk_sentences(client, embedder, batch_size=batch_size, limit=limit)
         except HipocampoError as exc:
             raise _fail(exc) from exc
     console.print(json.dumps(out))
@@ -421,7 +423,7 @@ def worker(
     """
     import time
 
-    from ..backfill import backfill_message_tokens, embed_missing_rows
+    from ..backfill import backfill_chunk_sentences, backfill_message_tokens, embed_missing_rows
     from ..embeddings import provider_from_config
 
     embedder = provider_from_config() if embed_missing else None
@@ -436,6 +438,7 @@ def worker(
             if embedder is not None:
                 result["embedded"] = embed_missing_rows(client, embedder)
                 result["message_tokens_stored"] = backfill_message_tokens(client, embedder)
+                result["chunk_sentences_stored"] = backfill_chunk_sentences(client, embedder)
             console.print(json.dumps(result))
             if once:
                 return

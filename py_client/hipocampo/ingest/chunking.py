@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Chunk", "ChunkingRule", "chunk_text", "split_sentences"]
+__all__ = ["MAX_SENTENCES", "Chunk", "ChunkingRule", "chunk_sentences", "chunk_text", "split_sentences"]
 
 _ARTICLE = re.compile(r"^\s*(Art(?:igo)?\.?\s*\d+[º°o]?(?:-[A-Z])?)", re.IGNORECASE)
 _HEADING = re.compile(
@@ -75,6 +75,32 @@ def split_sentences(text: str) -> list[str]:
         if para:
             out.extend(s.strip() for s in _SENTENCE_END.split(para) if s.strip())
     return out
+
+
+MAX_SENTENCES = 64
+"""Sentence embeddings a chunk may carry (``ingest_document``'s limit)."""
+
+
+def chunk_sentences(text: str, limit: int = MAX_SENTENCES) -> list[str]:
+    """The sentences of a chunk whose embeddings the answer gate reads (``rag.sentence_weight``,
+    docs/design.md §answers): :func:`split_sentences`, a piece of fewer than 3 words joined to the
+    next (an abbreviation's split: "Art." before "1º …"), at most ``limit`` (>= 1) of them,
+    consecutive sentences joined in equal runs when there are more; ``[text]`` when it has none.
+
+    >>> chunk_sentences("Art. 1º O prazo é de 30 dias. A multa é de R$ 100.")
+    ['Art. 1º O prazo é de 30 dias.', 'A multa é de R$ 100.']
+    """
+    parts: list[str] = []
+    for piece in split_sentences(text):
+        if parts and len(parts[-1].split()) < 3:
+            parts[-1] += " " + piece
+        else:
+            parts.append(piece)
+    parts = parts or [text]
+    if len(parts) <= limit:
+        return parts
+    size = -(-len(parts) // limit)  # ceil: runs of this many sentences
+    return [" ".join(parts[i : i + size]) for i in range(0, len(parts), size)]
 
 
 def _sections(text: str, split: str) -> list[_Section]:

@@ -33,7 +33,7 @@ from ..client import Hipocampo
 from ..embeddings.base import EmbeddingProvider
 from ..errors import ConnectionLostError, HipocampoError, LoaderError, NotFoundError
 from ..models import DocumentResult, IngestSummary
-from .chunking import Chunk, ChunkingRule, chunk_text
+from .chunking import Chunk, ChunkingRule, chunk_sentences, chunk_text
 from .loaders import LoadedDocument, load_path
 
 __all__ = ["DocumentInput", "expand_paths", "ingest_documents", "ingest_paths", "sha256"]
@@ -90,6 +90,8 @@ class _Pending:
     pii: int
     chunks: list[Chunk]
     result: DocumentResult
+    # Per chunk, its sentences' embeddings (rag.sentence_weight > 0), else None.
+    sentence_vectors: list[list[list[float]]] | None = None
 
 
 class _Run:
@@ -122,6 +124,9 @@ class _Run:
         cfg = client.effective_config(self.kb_id)
         self.rules: dict[str, Any] = cfg.get("chunking", {})
         self.default_trust: dict[str, Any] = cfg.get("retrieval", {}).get("default_trust", {})
+        # The answer gate reads the chunks' sentence embeddings when the model's calibration
+        # weighs them (rag.sentence_weight > 0, docs/design.md §answers): embedded with the chunks.
+        self.sentences = float(cfg.get("rag", {}).get("sentence_weight") or 0) > 0
         self.stored = 0
         self.summary = IngestSummary(kb=kb_name, documents_total=total)
         self.errors: list[dict[str, Any]] = []
@@ -222,6 +227,8 @@ class _Run:
         # The title is a contextual header of every chunk, for the embedding as for the tsvector
         # (which indexes metadata.title + content).
         texts = [f"{p.item.doc.title}\n{c.content}" for p in batch for c in p.chunks]
+        if self.sentences:  # then each chunk's sentences, in the same model call
+            texts += [s for p in batch for c in p.chunks for s in chunk_sentences(c.content)]
         self.client.heartbeat_job(self.job)  # the job's lease: alive before a long embedding call
         try:
             vectors = iter(self.embedder.embed_documents(texts))
@@ -237,6 +244,9 @@ class _Run:
             self.later(fail_all)
             return
         ready = [(p, [next(vectors) for _ in p.chunks]) for p in batch]
+        if self.sentences:
+            for p in batch:
+                p.sentence_vectors = [[next(vectors) for _ in chunk_sentences(c.content)] for c in p.chunks]
         self.later(lambda: self.write_batch(ready))
 
     def rows(self, p: _Pending, vectors: list[list[float]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -253,6 +263,7 @@ class _Run:
                 "content_hash": sha256(f"{self.kb_id}:{it.doc.source_uri}:{i}:{c.content}"),
                 "metadata": {**c.metadata, "title": it.doc.title},
                 "embedding": v,
+                **({"sentence_embeddings": p.sentence_vectors[i]} if p.sentence_vectors else {}),
             }
             for i, (c, v) in enumerate(zip(p.chunks, vectors, strict=True))
         ]

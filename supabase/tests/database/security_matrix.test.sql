@@ -74,6 +74,9 @@ begin
         )),
         model
     ) ->> 'document_id')::uuid;
+    -- A's knowledge base weighs sentences (whatever the model's calibration): its chunk, which
+    -- has none, is on the sentence backfill's work list.
+    perform hipocampo.set_knowledge_base_config(kb_a, 'rag', '{"sentence_weight": 0.5}');
     perform hipocampo.start_ingestion_job(kb_a, 1);
     perform hipocampo.set_agent_binding('atendente', array[kb_a], tenant_id => tenant_a);
     perform hipocampo.cache_put('prazo segredoalfa', array[kb_a],
@@ -220,6 +223,8 @@ insert into calls values
 ('hipocampo.set_memory_embeddings', 'select hipocampo.set_memory_embeddings(jsonb_build_array(jsonb_build_object(''memory_id'', {memory_a}, ''embedding'', {v5}::jsonb, ''model'', {model})))'),
 ('hipocampo.set_message_tokens', 'select hipocampo.set_message_tokens({message_a}::bigint, array[1], array[{bits}]::bit varying[])'),
 ('hipocampo.set_row_embeddings', 'select hipocampo.set_row_embeddings(''memories'', ''[]'')'),
+('hipocampo.chunks_without_sentences', 'select * from hipocampo.chunks_without_sentences(10, {tenant_a})'),
+('hipocampo.set_chunk_sentences', 'select hipocampo.set_chunk_sentences(jsonb_build_array(jsonb_build_object(''id'', {chunk_a}, ''sentence_embeddings'', jsonb_build_array(pg_temp.unit_vector(1)::text))))'),
 ('hipocampo.record_embedding_failure', 'select hipocampo.record_embedding_failure(''memories'', array[''x''], ''boom'')'),
 ('hipocampo.requeue_embedding_failures', 'select hipocampo.requeue_embedding_failures()'),
 ('hipocampo.set_tenant_config', 'select hipocampo.set_tenant_config(''rag'', ''{"enabled": false}'', {tenant_a})'),
@@ -477,6 +482,8 @@ insert into expected values
 ('hipocampo.set_memory_embeddings', 'call', '42501 42501 42501 none 42501 none none none none'),
 ('hipocampo.set_message_tokens', 'call', '42501 42501 42501 P0002 42501 write P0002 P0002 write'),
 ('hipocampo.set_row_embeddings', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
+('hipocampo.chunks_without_sentences', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 read'),
+('hipocampo.set_chunk_sentences', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo.record_embedding_failure', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo.requeue_embedding_failures', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
 ('hipocampo.set_tenant_config', 'call', '42501 42501 42501 42501 42501 42501 42501 write write'),

@@ -1,0 +1,210 @@
+"""The answer gate's sentence similarity, per embedding model, by a rule on FaQuAD's train split
+(issue 22 §3-§4): rag.sentence_weight, sentence_cosine_low and sentence_cosine_high.
+
+Usage:  .venv/bin/python benchmarks/calibrate_sentences.py [--model multilingual-e5-small] [--write]
+
+A chunk's support is its lexical support (evidence_support) + sentence_weight * clip((c - low) /
+(high - low), 0, 1), c the best cosine between the question and one of the chunk's sentences
+(chunks.sentence_embeddings, docs/design.md §answers). The knowledge bases are benchmarks/answers.py's
+(FaQuAD's 249 paragraphs as regulations, the same without every fifth article, Quati's 239
+passages as type other), ingested again under names ending in "-sentences" with their sentence
+embeddings (tenant "bench-answers", in the model's database as benchmarks/models.py gives it).
+Every question is asked once through ``answer_evidence`` with every candidate kept (rag.min_score
+0, the token budget 8,000, min_confidence at its floor, a sentence weight > 0 so that c is read);
+the gate is then replayed for each point of the grid with the configured rag.min_score and
+rag.min_confidence: evidence = support >= min_score; answered when the best support reaches
+min_confidence and the cross-check passes (>= cross_check_min_documents documents at it, or an
+authoritative one), citing the first two such chunks in evidence order (the extractive answer's
+two quotes); a question refused for another reason (conflicting_sources) stays refused.
+
+Sets as in benchmarks/calibrate_answers.py: FaQuAD's train and dev answerable questions (answered
+citing the gold paragraph) and unanswerable ones (article removed, its answer span in no remaining
+paragraph: refused); held out, never looked at to choose: Quati over its own passages (answered
+citing a passage graded >= 2), Quati over FaQuAD and 100 FaQuAD questions over Quati (refused).
+
+The rule: the (weight, low, high) with the best J = answerable + unanswerable - 1 on the train
+split; the model's weight stays 0 unless that point raises J by at least 0.02 over weight 0 (two
+questions in a hundred): the sentence embeddings cost an embedding each at ingestion.
+``--write`` puts the tables in docs/BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from answers import _plain, faquad_answer_spans, ingest_paragraphs
+from calibrate_answers import split_ids
+from hipocampo import Actor, Hipocampo
+from hipocampo.config import load_config
+from hipocampo.datasets import load_beir
+from models import MINILM, model_database, offline_embedder
+from report import write_section
+
+MIN_GAIN = 0.02
+WEIGHTS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0]
+LOWS = [round(0.50 + 0.01 * i, 2) for i in range(46)]  # 0.50 .. 0.95
+SPANS = [0.02, 0.04, 0.06, 0.08, 0.10, 0.12, 0.16, 0.20]
+
+
+@dataclass
+class Asked:
+    """One question's candidates as answer_evidence scored them, and what counts as success."""
+
+    other_refusal: bool
+    good: set[str]
+    items: list[dict[str, Any]]
+    rag: dict[str, Any]
+
+    def answered(self, weight: float, low: float, high: float, citing: bool) -> bool:
+        """Answered at this point (and, with ``citing``, citing a good source)."""
+        if self.other_refusal:
+            return False
+        rag, span = self.rag, max(high - low, 1e-6)
+        scored = []
+        for e in self.items:
+            c = e["sentence_similarity"]
+            bonus = weight * min(1.0, max(0.0, (float(c) - low) / span)) if weight and c is not None else 0.0
+            scored.append((float(e["lexical_support"]) + bonus, e))
+        good = [e for s, e in scored if s >= rag["min_score"] and s >= rag["min_confidence"]]
+        if not good:
+            return False
+        authoritative = any(
+            e["source_type"] in rag["authoritative_source_types"]
+            and float(e["trust_score"]) >= rag["authoritative_trust"]
+            for e in good
+        )
+        if len({e["document_id"] for e in good}) < rag["cross_check_min_documents"] and not authoritative:
+            return False
+        return not citing or any(e["source_uri"] in self.good for e in good[:2])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--model", default=MINILM, help="offline model, active in its own database unless MiniLM")
+    ap.add_argument("--write", action="store_true")
+    args = ap.parse_args()
+    rag_defaults = load_config()["rag"]
+    embedder = offline_embedder(args.model)
+    url = model_database(args.model, embedder.dims)
+    fq, qt = load_beir("faquad"), load_beir("quati")
+    splits = split_ids()
+    spans = faquad_answer_spans()
+    # While ingesting and asking: a weight > 0 so that sentences are embedded and c is read.
+    reading = {"sentence_weight": 1.0, "sentence_cosine_low": 0.0, "sentence_cosine_high": 1.0}
+    pass_cfg = {"min_score": 0.0, "min_confidence": 0.30, "evidence_token_budget": 8000, **reading}
+    with Hipocampo(url) as root:
+        tid = root.tenant_id("bench-answers") or root.create_tenant("Benchmark (answers)", "bench-answers")
+        client = root.as_actor(Actor.service(tid))
+        client.set_tenant_config("rag", reading)
+        try:
+            kb_full = ingest_paragraphs(client, "faquad-paragraphs-sentences", fq.corpus, embedder)
+            removed = set(sorted({title for title, _ in fq.corpus.values()})[::5])
+            kept = {k: v for k, v in fq.corpus.items() if v[0] not in removed}
+            kb_held = ingest_paragraphs(client, "faquad-without-removed-documents-sentences", kept, embedder)
+            kb_quati = ingest_paragraphs(
+                client, "quati-passages-sentences", qt.corpus, embedder, "other", None, "quati"
+            )
+            kept_text = [_plain(text) for _, text in kept.values()]
+            for kb in (kb_full, kb_held, kb_quati):
+                client.set_kb_config(kb, "rag", pass_cfg)
+
+            def ask(q: str, kb: Any, good: set[str]) -> Asked:
+                ev = client.rpc(
+                    "answer_evidence",
+                    {"query_text": q, "query_embedding": embedder.embed_query(q), "kb_ids": [kb], "tenant_id": tid},
+                )
+                rag = {**ev["config"], "min_score": rag_defaults["min_score"]}
+                rag["min_confidence"] = rag_defaults["min_confidence"]
+                other = ev["reason"] in ("conflicting_sources", "rag_disabled")
+                return Asked(other, good, list(ev["evidence"]), rag)
+
+            sets: dict[str, list[Asked]] = {}
+            for split in ("train", "dev"):
+                ids = [qid for qid in fq.queries if qid in splits[split]]
+                sets[f"{split}: answerable"] = [
+                    ask(fq.queries[qid], kb_full, {f"faquad:{d}" for d in fq.qrels[qid]}) for qid in ids
+                ]
+                gone = [
+                    qid
+                    for qid in ids
+                    if not set(fq.qrels[qid]) & kept.keys()
+                    and not any(_plain(span) in text for span in spans.get(qid, []) for text in kept_text)
+                ]
+                sets[f"{split}: unanswerable"] = [ask(fq.queries[qid], kb_held, set()) for qid in gone]
+            sets["Quati over Quati's passages"] = [
+                ask(q, kb_quati, {f"quati:{d}" for d, g in qt.qrels[qid].items() if g >= 2})
+                for qid, q in qt.queries.items()
+            ]
+            sets["Quati over FaQuAD"] = [ask(q, kb_full, set()) for q in qt.queries.values()]
+            sets["FaQuAD over Quati"] = [ask(q, kb_quati, set()) for q in list(fq.queries.values())[:100]]
+        finally:
+            client.set_tenant_config("rag", {k: None for k in reading})
+
+    def rate(name: str, p: tuple[float, float, float]) -> float:
+        xs = sets[name]
+        if name.endswith(": answerable") or name.startswith("Quati over Quati"):
+            return sum(x.answered(*p, citing=True) for x in xs) / len(xs)
+        return sum(not x.answered(*p, citing=False) for x in xs) / len(xs)
+
+    def j(split: str, p: tuple[float, float, float]) -> float:
+        return rate(f"{split}: answerable", p) + rate(f"{split}: unanswerable", p) - 1
+
+    off = (0.0, 0.0, 1.0)
+    grid = [(w, lo, round(lo + s, 2)) for w in WEIGHTS for lo in LOWS for s in SPANS if lo + s <= 1.0]
+    scored = sorted(((round(j("train", p), 6), p) for p in grid), key=lambda x: (-x[0], x[1]))
+    best_j, best = scored[0]
+    j_off = j("train", off)
+    chosen = best if best_j - j_off >= MIN_GAIN - 1e-9 else (0.0, best[1], best[2])
+    names = list(sets)
+    header = "| point | " + " | ".join(f"{n} ({len(sets[n])})" for n in names) + " | J train | J dev |"
+    lines = [header, "|" + "---|" * (len(names) + 3)]
+    rows = [("weight 0 (lexical support alone)", off)]
+    rows += [
+        (f"best of weight {w}: low {p[1]:.2f}, high {p[2]:.2f}", p)
+        for w in WEIGHTS
+        for p in [max((q for q in grid if q[0] == w), key=lambda q: (round(j("train", q), 6), -q[1]))]
+    ]
+    for label, p in rows:
+        mark = " (rule)" if p == best else ""
+        cells = " | ".join(f"{rate(n, p):.3f}" for n in names)
+        lines.append(f"| {label}{mark} | {cells} | {j('train', p):.3f} | {j('dev', p):.3f} |")
+    verdict = (
+        f"rule: sentence_weight {chosen[0]}, sentence_cosine_low {chosen[1]:.2f}, sentence_cosine_high "
+        f"{chosen[2]:.2f} (J train {j_off:.3f} at weight 0, {best_j:.3f} at the best point: "
+        f"{'on' if chosen[0] else 'off, the gain is below ' + str(MIN_GAIN)})"
+    )
+    print("\n".join(lines))
+    print(verdict)
+    if args.write:
+        tag = "" if args.model == MINILM else f":{args.model}"
+        begin, end = f"<!-- calibrate-sentences{tag}:begin -->", f"<!-- calibrate-sentences{tag}:end -->"
+        cmd = "python benchmarks/calibrate_sentences.py " + shlex.join(sys.argv[1:])
+        text = "\n".join(
+            [
+                begin,
+                f"### Sentence similarity in the answer gate: {args.model} (issue 22 §3-§4)",
+                "",
+                f"Command: `{cmd.strip()}` (offline {args.model}; rag.min_score {rag_defaults['min_score']} and "
+                f"min_confidence {rag_defaults['min_confidence']} as configured). Support = lexical support + weight "
+                "* clip((c - low) / (high - low), 0, 1), c the best question-sentence cosine of the chunk. Rates: "
+                "answerable sets and Quati over its own passages = answered citing a gold passage (Quati: graded "
+                ">= 2); the others = refused. Rule: the grid point with the best J on the train split, kept "
+                f"only if it raises J by >= {MIN_GAIN} over weight 0; dev and the Quati rows were not looked at "
+                "to choose it. The best point of each weight:",
+                "",
+                *lines,
+                "",
+                verdict[0].upper() + verdict[1:] + ".",
+                end,
+            ]
+        )
+        print(f"written to {write_section(begin, end, text)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
