@@ -36,8 +36,9 @@ import argparse
 import json
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from answers import _plain, faquad_answer_spans, faquad_kbs, ingest_paragraphs
 from hipocampo import Actor, Hipocampo, Orchestrator
@@ -49,6 +50,7 @@ from report import write_section
 BEGIN, END = "<!-- calibrate-answers:begin -->", "<!-- calibrate-answers:end -->"  # MiniLM's; a model's own
 FLOOR = 0.30
 STEPS = [round(0.30 + 0.05 * i, 2) for i in range(14)]
+T = TypeVar("T")
 
 
 @dataclass
@@ -77,6 +79,42 @@ class Asked:
         return len(documents) >= rag["cross_check_min_documents"] or authoritative
 
 
+def question_sets(
+    ask: Callable[[str, Any, set[str]], T],
+    fq: Any,
+    qt: Any,
+    kept: dict[str, tuple[str, str]],
+    kbs: tuple[Any, Any, Any],
+) -> dict[str, list[T]]:
+    """Every question of the rule and of its validation asked once with ``ask(question, kb, good
+    sources)``: FaQuAD's train and dev answerable questions over the full knowledge base, their
+    unanswerable ones (article removed, the answer span in no ``kept`` paragraph) over the reduced
+    one, Quati over its own passages (good: graded >= 2), Quati over FaQuAD, 100 FaQuAD questions
+    over Quati. ``kbs`` = (FaQuAD, FaQuAD without the removed articles, Quati's passages)."""
+    kb_full, kb_held, kb_quati = kbs
+    splits, spans = split_ids(), faquad_answer_spans()
+    kept_text = [_plain(text) for _, text in kept.values()]
+    sets: dict[str, list[T]] = {}
+    for split in ("train", "dev"):
+        ids = [qid for qid in fq.queries if qid in splits[split]]
+        sets[f"{split}: answerable"] = [
+            ask(fq.queries[qid], kb_full, {f"faquad:{d}" for d in fq.qrels[qid]}) for qid in ids
+        ]
+        gone = [
+            qid
+            for qid in ids
+            if not set(fq.qrels[qid]) & kept.keys()
+            and not any(_plain(span) in text for span in spans.get(qid, []) for text in kept_text)
+        ]
+        sets[f"{split}: unanswerable"] = [ask(fq.queries[qid], kb_held, set()) for qid in gone]
+    sets["Quati over Quati's passages"] = [
+        ask(q, kb_quati, {f"quati:{d}" for d, g in qt.qrels[qid].items() if g >= 2}) for qid, q in qt.queries.items()
+    ]
+    sets["Quati over FaQuAD"] = [ask(q, kb_full, set()) for q in qt.queries.values()]
+    sets["FaQuAD over Quati"] = [ask(q, kb_quati, set()) for q in list(fq.queries.values())[:100]]
+    return sets
+
+
 def split_ids() -> dict[str, set[str]]:
     """FaQuAD's question ids per split (train.json / dev.json)."""
     out: dict[str, set[str]] = {}
@@ -97,14 +135,11 @@ def main() -> int:
     embedder = offline_embedder(args.model)
     url = model_database(args.model, embedder.dims)
     fq, qt = load_beir("faquad"), load_beir("quati")
-    splits = split_ids()
-    spans = faquad_answer_spans()
     with Hipocampo(url) as root:
         tid = root.tenant_id("bench-answers") or root.create_tenant("Benchmark (answers)", "bench-answers")
         client = root.as_actor(Actor.service(tid))
         kb_full, kept, kb_held = faquad_kbs(client, fq, embedder)
         kb_quati = ingest_paragraphs(client, "quati-passages", qt.corpus, embedder, "other", None, "quati")
-        kept_text = [_plain(text) for _, text in kept.values()]
         orch = Orchestrator(client, embedder)
 
         def ask(q: str, kb: Any, good: set[str]) -> Asked:
@@ -122,26 +157,7 @@ def main() -> int:
             for ms in min_scores:
                 for kb in kbs:
                     client.set_kb_config(kb, "rag", {"min_confidence": FLOOR, "min_score": ms})
-                sets: dict[str, list[Asked]] = {}
-                for split in ("train", "dev"):
-                    ids = [qid for qid in fq.queries if qid in splits[split]]
-                    sets[f"{split}: answerable"] = [
-                        ask(fq.queries[qid], kb_full, {f"faquad:{d}" for d in fq.qrels[qid]}) for qid in ids
-                    ]
-                    gone = [
-                        qid
-                        for qid in ids
-                        if not set(fq.qrels[qid]) & kept.keys()
-                        and not any(_plain(span) in text for span in spans.get(qid, []) for text in kept_text)
-                    ]
-                    sets[f"{split}: unanswerable"] = [ask(fq.queries[qid], kb_held, set()) for qid in gone]
-                sets["Quati over Quati's passages"] = [
-                    ask(q, kb_quati, {f"quati:{d}" for d, g in qt.qrels[qid].items() if g >= 2})
-                    for qid, q in qt.queries.items()
-                ]
-                sets["Quati over FaQuAD"] = [ask(q, kb_full, set()) for q in qt.queries.values()]
-                sets["FaQuAD over Quati"] = [ask(q, kb_quati, set()) for q in list(fq.queries.values())[:100]]
-                by_score[ms] = sets
+                by_score[ms] = question_sets(ask, fq, qt, kept, kbs)
                 print(f"min_score {ms:.2f}: asked", flush=True)
         finally:
             for kb in kbs:

@@ -36,8 +36,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from answers import _plain, faquad_answer_spans, ingest_paragraphs
-from calibrate_answers import split_ids
+from answers import ingest_paragraphs
+from calibrate_answers import question_sets
 from hipocampo import Actor, Hipocampo
 from hipocampo.config import load_config
 from hipocampo.datasets import load_beir
@@ -91,8 +91,6 @@ def main() -> int:
     embedder = offline_embedder(args.model)
     url = model_database(args.model, embedder.dims)
     fq, qt = load_beir("faquad"), load_beir("quati")
-    splits = split_ids()
-    spans = faquad_answer_spans()
     # While ingesting and asking: a weight > 0 so that sentences are embedded and c is read.
     reading = {"sentence_weight": 1.0, "sentence_cosine_low": 0.0, "sentence_cosine_high": 1.0}
     pass_cfg = {"min_score": 0.0, "min_confidence": 0.30, "evidence_token_budget": 8000, **reading}
@@ -108,7 +106,6 @@ def main() -> int:
             kb_quati = ingest_paragraphs(
                 client, "quati-passages-sentences", qt.corpus, embedder, "other", None, "quati"
             )
-            kept_text = [_plain(text) for _, text in kept.values()]
             for kb in (kb_full, kb_held, kb_quati):
                 client.set_kb_config(kb, "rag", pass_cfg)
 
@@ -122,25 +119,7 @@ def main() -> int:
                 other = ev["reason"] in ("conflicting_sources", "rag_disabled")
                 return Asked(other, good, list(ev["evidence"]), rag)
 
-            sets: dict[str, list[Asked]] = {}
-            for split in ("train", "dev"):
-                ids = [qid for qid in fq.queries if qid in splits[split]]
-                sets[f"{split}: answerable"] = [
-                    ask(fq.queries[qid], kb_full, {f"faquad:{d}" for d in fq.qrels[qid]}) for qid in ids
-                ]
-                gone = [
-                    qid
-                    for qid in ids
-                    if not set(fq.qrels[qid]) & kept.keys()
-                    and not any(_plain(span) in text for span in spans.get(qid, []) for text in kept_text)
-                ]
-                sets[f"{split}: unanswerable"] = [ask(fq.queries[qid], kb_held, set()) for qid in gone]
-            sets["Quati over Quati's passages"] = [
-                ask(q, kb_quati, {f"quati:{d}" for d, g in qt.qrels[qid].items() if g >= 2})
-                for qid, q in qt.queries.items()
-            ]
-            sets["Quati over FaQuAD"] = [ask(q, kb_full, set()) for q in qt.queries.values()]
-            sets["FaQuAD over Quati"] = [ask(q, kb_quati, set()) for q in list(fq.queries.values())[:100]]
+            sets = question_sets(ask, fq, qt, kept, (kb_full, kb_held, kb_quati))
         finally:
             client.set_tenant_config("rag", {k: None for k in reading})
 

@@ -195,8 +195,9 @@ def backfill_chunk_sentences(
     Args:
         client: a service_role client (``Actor.service()``, the default actor).
         embedder: the active model's provider (``model_name`` must be the active model's).
-        batch_size: chunks per transaction, 1..1000 (~6 sentences each: with
-            multilingual-e5-small ~40 ms of CPU a sentence).
+        batch_size: chunks per transaction, 1..1000 (~5 sentences each: with
+            multilingual-e5-small ~18 ms a sentence on 2 cores, docs/BENCHMARKS.md §What the
+            sentences cost at ingestion).
         tenant_id: only this tenant's chunks (default: every tenant's).
         limit: stop after about this many chunks (default: until none is left).
 
