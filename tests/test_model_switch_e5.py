@@ -16,7 +16,7 @@ from psycopg.conninfo import make_conninfo
 
 from hipocampo import Actor, Hipocampo
 from hipocampo import db as hdb
-from hipocampo.backfill import embed_missing_rows
+from hipocampo.backfill import backfill_chunk_sentences, embed_missing_rows
 from hipocampo.embeddings import count_tokens
 from hipocampo.ingest import DocumentInput, ingest_documents
 from hipocampo.ingest.loaders import LoadedDocument
@@ -99,6 +99,11 @@ def test_minilm_to_e5_on_a_populated_database(scratch_url: str, minilm: Any) -> 
         # Memories and messages carried over; then MiniLM can go.
         done = embed_missing_rows(root, e5)
         assert done["memories"] == 1 and done["messages"] == 1 and done["chunks"] == 0
+        # e5's chunks were written while MiniLM's calibration (sentence weight 0) was in force: the
+        # sentence backfill gives them their sentences now that e5's (weight > 0) is.
+        assert model_calibration(E5)["rag"]["sentence_weight"] > 0
+        assert backfill_chunk_sentences(root, e5, tenant_id=tid) == summary.chunks_written > 0
+        assert backfill_chunk_sentences(root, e5, tenant_id=tid) == 0
         recalled = Memory(root.as_actor(Actor.user(user, tid)), e5).recall("como devo falar com ele?")
         assert [h.key for h in recalled.hits] == ["prefs.tom"]
         assert root.rpc("drop_embedding_model", {"name": MINILM}) == len(DOCS)

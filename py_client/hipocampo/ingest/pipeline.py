@@ -124,8 +124,9 @@ class _Run:
         cfg = client.effective_config(self.kb_id)
         self.rules: dict[str, Any] = cfg.get("chunking", {})
         self.default_trust: dict[str, Any] = cfg.get("retrieval", {}).get("default_trust", {})
-        # The answer gate reads the chunks' sentence embeddings when the model's calibration
+        # The answer gate reads the chunks' sentence embeddings when the active model's calibration
         # weighs them (rag.sentence_weight > 0, docs/design.md §answers): embedded with the chunks.
+        # Chunks of a model not yet active get theirs from the sentence backfill once it is.
         self.sentences = float(cfg.get("rag", {}).get("sentence_weight") or 0) > 0
         self.stored = 0
         self.summary = IngestSummary(kb=kb_name, documents_total=total)
