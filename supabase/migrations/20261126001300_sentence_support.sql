@@ -525,9 +525,11 @@ begin
     from jsonb_array_elements(candidates) as e
     cross join lateral (
         select case when w_sentence > 0 then (
-            select max(1 - (v operator(extensions.<=>) answer_evidence.query_embedding))
+            -- (a zero vector's cosine is NaN, which would compare above every number: left out)
+            select max(1 - d.d) filter (where d.d <> 'NaN'::double precision)
             from hipocampo_private.chunks as ch
             cross join lateral unnest(ch.sentence_embeddings) as v
+            cross join lateral (select v operator(extensions.<=>) answer_evidence.query_embedding as d) as d
             where ch.id = (e ->> 'chunk_id')::bigint
         ) end as sim
     ) as x

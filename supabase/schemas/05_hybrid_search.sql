@@ -100,7 +100,7 @@ Errors:
   42501 as _resolve_tenant;
   22023 "query_text must be 1..2000 characters" (empty, blank or too long);
   22023 "query_embedding is required"; 22000 "query_embedding has n dimensions; model m expects d";
-  22023 "match_count must be 1..100 (got n)", and on an out-of-range min_similarity, mmr_lambda,
+  22023 "query_embedding is a zero vector: its cosine similarity is undefined"; 22023 "match_count must be 1..100 (got n)", and on an out-of-range min_similarity, mmr_lambda,
   weight, fusion or rerank; P0002 "unknown knowledge base: …"; P0002 "unknown embedding model: …";
   55000 "embedding model m has no calibration: run hipocampo calibrate --model m --write";
   55000 "retrieval config is incomplete: …" (a config row without a key config.toml seeds).
@@ -232,6 +232,12 @@ begin
     if extensions.vector_dims(query_embedding) <> dims then
         raise exception 'query_embedding has % dimensions; model % expects %',
             extensions.vector_dims(query_embedding), model, dims using errcode = '22000';
+    end if;
+    -- A zero vector's cosine is NaN, which compares above every number: it passed the similarity
+    -- floor for every chunk and put NaN in the fused scores.
+    if (query_embedding operator(extensions.<#>) query_embedding) = 0 then
+        raise exception 'query_embedding is a zero vector: its cosine similarity is undefined'
+            using errcode = '22023';
     end if;
 
     select array_agg(kb.id) into scope from hipocampo_private.knowledge_bases as kb

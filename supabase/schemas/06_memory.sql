@@ -1336,7 +1336,8 @@ Parameters: query_embedding of the active model; mode 'context' | 'answer'; matc
 Returns: memory_id, key, value, description, category, scope, tags, pinned, confidence,
   similarity, score, rank (1-based), fallback, tier ('long_term' | 'staging').
 Errors: 42501 as _resolve_tenant; 22023 on an unknown mode; 22023 "match_count must be 1..100
-  (got n)"; 22000 on wrong dimensions; 55000 "memory config is incomplete: …".
+  (got n)"; 22000 on wrong dimensions; 22023 "query_embedding is a zero vector: its cosine
+  similarity is undefined"; 55000 "memory config is incomplete: …".
 Example: select key, score from hipocampo.search_memories('[…]'::extensions.vector, 'context');
 */
 create or replace function hipocampo.search_memories(
@@ -1389,6 +1390,12 @@ begin
         when 'answer' then (cfg ->> 'answer_threshold')::double precision
         else (cfg ->> 'context_threshold')::double precision end);
     model := hipocampo_private._active_model(query_embedding, 'query_embedding');
+    -- A zero vector's cosine is NaN, which compares above every number (every memory would pass
+    -- the threshold).
+    if (query_embedding operator(extensions.<#>) query_embedding) = 0 then
+        raise exception 'query_embedding is a zero vector: its cosine similarity is undefined'
+            using errcode = '22023';
+    end if;
     if use_tags is not null and cardinality(use_tags) = 0 then
         why := 'empty_tags';
         use_tags := null;

@@ -280,8 +280,17 @@ def test_sentence_similarity_adds_to_the_support_by_the_models_calibration(db: C
     # The whole weight answers; the cosine rises linearly between low and high.
     assert answer_decision(evidence(1.0)) == ("answer", pytest.approx(1.0))
     assert answer_decision(evidence(1.0, -1.0, 3.0)) == ("refuse", pytest.approx(0.5))
-    # A chunk without sentence embeddings adds nothing.
+    # A zero sentence vector (cosine NaN, which compares above every number) adds nothing ...
     evidence(1.0)
+    world.act("service_role")
+    db.execute(
+        "update hipocampo_private.chunks set sentence_embeddings = array[%s::extensions.vector] where kb_id = %s",
+        (vec_text([0.0] * len(unit_vector(7))), kb),
+    )
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    r = answer(db, question, kb)
+    assert (r["reason"], r["confidence"]) == ("no_evidence", 0)
+    # ... nor does a chunk without sentence embeddings.
     world.act("service_role")
     db.execute("update hipocampo_private.chunks set sentence_embeddings = null where kb_id = %s", (kb,))
     world.act("authenticated", world.admin_a, world.tenant_a)

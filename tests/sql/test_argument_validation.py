@@ -15,6 +15,7 @@ from ..conftest import MODEL, World, unit_vector, vec_text
 Conn = psycopg.Connection[dict[str, Any]]
 
 V = vec_text(unit_vector(5))
+ZERO = vec_text([0.0] * len(unit_vector(5)))
 
 
 def doc(**over: Any) -> str:
@@ -93,6 +94,24 @@ CASES: dict[str, tuple[str, tuple[Any, ...], str, str]] = {
         (V,),
         "22023",
         "dense_weight and lexical_weight must be 0 or 1e-6..100",
+    ),
+    "hybrid_search zero query vector": (
+        "select * from hipocampo.hybrid_search('prazo', %s::extensions.vector)",
+        (ZERO,),
+        "22023",
+        "query_embedding is a zero vector: its cosine similarity is undefined",
+    ),
+    "search_memories zero query vector": (
+        "select * from hipocampo.search_memories(%s::extensions.vector)",
+        (ZERO,),
+        "22023",
+        "query_embedding is a zero vector: its cosine similarity is undefined",
+    ),
+    "answer_evidence zero query vector": (
+        "select hipocampo.answer_evidence('prazo', %s::extensions.vector, array[%s]::uuid[])",
+        (ZERO, "kb_a"),
+        "22023",
+        "query_embedding is a zero vector: its cosine similarity is undefined",
     ),
     "add_message null content": (
         "select hipocampo.add_message(%s, 'user', null)",
