@@ -280,6 +280,12 @@ alter table hipocampo_private.chunks alter column embedding set storage main;
 
 alter table hipocampo_private.chunks enable row level security;
 
+-- A zero embedding's cosine is NaN, which PostgreSQL orders above every number: the row would pass
+-- every similarity floor of every search. Checked on new rows (not valid: rows stored before the
+-- check are kept as they are).
+alter table hipocampo_private.chunks add constraint chunks_embedding_not_zero
+check (extensions.vector_norm(embedding) <> 0) not valid;
+
 -- RLS filters on tenant_id; retrieval scopes on (tenant, kb, model).
 create index chunks_scope_idx on hipocampo_private.chunks (tenant_id, kb_id, embedding_model);
 

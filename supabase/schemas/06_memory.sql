@@ -947,6 +947,15 @@ alter table hipocampo_private.memory_staging alter column expires_at set not nul
 
 alter table hipocampo_private.memory_staging enable row level security;
 
+-- A zero embedding's cosine is NaN, which PostgreSQL orders above every number: the row would pass
+-- every similarity floor of every search. Checked on new rows (not valid: rows stored before the
+-- check are kept as they are).
+alter table hipocampo_private.memories add constraint memories_embedding_not_zero
+check (extensions.vector_norm(embedding) <> 0) not valid;
+
+alter table hipocampo_private.memory_staging add constraint memory_staging_embedding_not_zero
+check (extensions.vector_norm(embedding) <> 0) not valid;
+
 create policy "users read their staged memories and their tenant's shared ones"
 on hipocampo_private.memory_staging
 for select

@@ -47,6 +47,12 @@ alter table hipocampo_private.messages alter column embedding set storage main;
 
 alter table hipocampo_private.messages enable row level security;
 
+-- A zero embedding's cosine is NaN, which PostgreSQL orders above every number: the row would pass
+-- every similarity floor of every search. Checked on new rows (not valid: rows stored before the
+-- check are kept as they are).
+alter table hipocampo_private.messages add constraint messages_embedding_not_zero
+check (extensions.vector_norm(embedding) <> 0) not valid;
+
 -- History search re-ranks its best candidates by late interaction over the messages' tokens.
 -- LoCoMo's recall@10 stood at 0.805 with one MiniLM vector per message (plus its neighbours'),
 -- BM25 and date words; what was left are evidence turns ranked 11-50 (recall@20 0.864,

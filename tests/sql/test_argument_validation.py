@@ -34,6 +34,8 @@ CHUNKS = json.dumps(
     ]
 )
 
+ZERO_CHUNKS = json.dumps([{**json.loads(CHUNKS)[0], "embedding": [0.0] * len(unit_vector(5))}])
+
 CASES: dict[str, tuple[str, tuple[Any, ...], str, str]] = {
     "source_uri over 2,048 bytes": (
         "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
@@ -112,6 +114,24 @@ CASES: dict[str, tuple[str, tuple[Any, ...], str, str]] = {
         (ZERO, "kb_a"),
         "22023",
         "query_embedding is a zero vector: its cosine similarity is undefined",
+    ),
+    "ingest_document zero embedding": (
+        "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
+        ("kb_a", doc(), ZERO_CHUNKS, MODEL),
+        "23514",
+        'violates check constraint "chunks_embedding_not_zero"',
+    ),
+    "remember zero embedding": (
+        "select hipocampo.remember('prefs.cafe', '1', 'Gosta de café', 'preference', %s::extensions.vector)",
+        (ZERO,),
+        "23514",
+        'violates check constraint "memories_embedding_not_zero"',
+    ),
+    "add_message zero embedding": (
+        "select hipocampo.add_message(%s, 'user', 'oi', embedding => %s::extensions.vector)",
+        ("conversation", ZERO),
+        "23514",
+        'violates check constraint "messages_embedding_not_zero"',
     ),
     "add_message null content": (
         "select hipocampo.add_message(%s, 'user', null)",
