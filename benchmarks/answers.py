@@ -76,13 +76,16 @@ def fill_sentences(client: Hipocampo, embedder: Any) -> None:
     backfill_chunk_sentences(client, embedder, tenant_id=client.actor.tenant_id)
 
 
-def faquad_kbs(client: Hipocampo, fq: Any, embedder: Any) -> tuple[Any, dict[str, tuple[str, str]], Any]:
+def faquad_kbs(
+    client: Hipocampo, fq: Any, embedder: Any, suffix: str = ""
+) -> tuple[Any, dict[str, tuple[str, str]], Any]:
     """FaQuAD's 249 paragraphs as a knowledge base, and the same without every fifth of its 39
-    articles: ``(full knowledge base id, the kept paragraphs, reduced knowledge base id)``."""
-    kb_full = ingest_paragraphs(client, "faquad-paragraphs", fq.corpus, embedder)
+    articles (their names end in ``suffix``): ``(full knowledge base id, the kept paragraphs,
+    reduced knowledge base id)``."""
+    kb_full = ingest_paragraphs(client, "faquad-paragraphs" + suffix, fq.corpus, embedder)
     removed_titles = set(sorted({title for title, _ in fq.corpus.values()})[::5])
     kept = {k: v for k, v in fq.corpus.items() if v[0] not in removed_titles}
-    kb_held = ingest_paragraphs(client, "faquad-without-removed-documents", kept, embedder)
+    kb_held = ingest_paragraphs(client, "faquad-without-removed-documents" + suffix, kept, embedder)
     return kb_full, kept, kb_held
 
 

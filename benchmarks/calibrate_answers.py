@@ -68,15 +68,18 @@ class Asked:
         if self.refused_always:
             return False
         good = [e for e in self.items if float(e["support"]) >= t]
-        if not good:
-            return False  # low_confidence
-        documents = {e["document_id"] for e in good}
-        authoritative = any(
-            e["source_type"] in rag["authoritative_source_types"]
-            and float(e["trust_score"]) >= rag["authoritative_trust"]
-            for e in good
-        )
-        return len(documents) >= rag["cross_check_min_documents"] or authoritative
+        return bool(good) and cross_checked(good, rag)  # none: low_confidence
+
+
+def cross_checked(good: list[dict[str, Any]], rag: dict[str, Any]) -> bool:
+    """answer_evidence's cross-check over the evidence items at the confidence threshold: at least
+    rag.cross_check_min_documents distinct documents, or one of rag.authoritative_source_types with
+    trust >= rag.authoritative_trust."""
+    authoritative = any(
+        e["source_type"] in rag["authoritative_source_types"] and float(e["trust_score"]) >= rag["authoritative_trust"]
+        for e in good
+    )
+    return len({e["document_id"] for e in good}) >= rag["cross_check_min_documents"] or authoritative
 
 
 def question_sets(

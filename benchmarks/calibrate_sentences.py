@@ -36,8 +36,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from answers import ingest_paragraphs
-from calibrate_answers import question_sets
+from answers import faquad_kbs, ingest_paragraphs
+from calibrate_answers import cross_checked, question_sets
 from hipocampo import Actor, Hipocampo
 from hipocampo.config import load_config
 from hipocampo.datasets import load_beir
@@ -70,14 +70,7 @@ class Asked:
             bonus = weight * min(1.0, max(0.0, (float(c) - low) / span)) if weight and c is not None else 0.0
             scored.append((float(e["lexical_support"]) + bonus, e))
         good = [e for s, e in scored if s >= rag["min_score"] and s >= rag["min_confidence"]]
-        if not good:
-            return False
-        authoritative = any(
-            e["source_type"] in rag["authoritative_source_types"]
-            and float(e["trust_score"]) >= rag["authoritative_trust"]
-            for e in good
-        )
-        if len({e["document_id"] for e in good}) < rag["cross_check_min_documents"] and not authoritative:
+        if not good or not cross_checked(good, rag):
             return False
         return not citing or any(e["source_uri"] in self.good for e in good[:2])
 
@@ -99,10 +92,7 @@ def main() -> int:
         client = root.as_actor(Actor.service(tid))
         client.set_tenant_config("rag", reading)
         try:
-            kb_full = ingest_paragraphs(client, "faquad-paragraphs-sentences", fq.corpus, embedder)
-            removed = set(sorted({title for title, _ in fq.corpus.values()})[::5])
-            kept = {k: v for k, v in fq.corpus.items() if v[0] not in removed}
-            kb_held = ingest_paragraphs(client, "faquad-without-removed-documents-sentences", kept, embedder)
+            kb_full, kept, kb_held = faquad_kbs(client, fq, embedder, "-sentences")
             kb_quati = ingest_paragraphs(
                 client, "quati-passages-sentences", qt.corpus, embedder, "other", None, "quati"
             )

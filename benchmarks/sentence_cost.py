@@ -21,6 +21,7 @@ import uuid
 
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
+from answers import WHOLE
 from hipocampo import Actor, Hipocampo
 from hipocampo.datasets import load_beir
 from hipocampo.embeddings import LocalE5, LocalMiniLM, count_tokens
@@ -71,14 +72,7 @@ def main() -> int:
             model.embed_documents(["aquecimento"])
             for label, w in (("chunks only (weight 0)", 0.0), (f"chunks and sentences (weight {weight})", weight)):
                 name = f"cost-{w}"
-                kb = client.create_kb(
-                    name,
-                    overrides={
-                        "chunking": {
-                            "regulation": {"min_tokens": 1, "max_tokens": 2000, "overlap": 0, "split": "paragraph"}
-                        }
-                    },
-                )
+                kb = client.create_kb(name, overrides={"chunking": {"regulation": WHOLE}})
                 client.set_kb_config(kb, "rag", {"sentence_weight": w})
                 counting = Counting(model)
                 t0 = time.perf_counter()
