@@ -34,7 +34,7 @@ def calibrate(
     answer and duplicate thresholds from FaQuAD, Quati and LoCoMo (../shared/datasets) by the
     rules of hipocampo.calibration (docs/BENCHMARKS.md, "Thresholds per embedding model" and
     "Duplicate thresholds per model") and print them with what each keeps. With --write they
-    become the model's calibration ([calibration."<model>"] in the config file, the other keys of
+    become the model's calibration (`[calibration."<model>"]` in the config file, the other keys of
     a model already calibrated kept, those of a new one carried over from all-MiniLM-L6-v2 and
     listed) and are stored in the database (hipocampo.set_model_calibration), so the model can be
     activated. Passage vectors are cached in the user cache directory; e5 takes a few minutes on
