@@ -6,18 +6,23 @@ from __future__ import annotations
 
 import json
 import tomllib
+import uuid
 from pathlib import Path
+from typing import Any, cast
 
 import psycopg
 import pytest
 from typer.testing import CliRunner
 
+from hipocampo import Hipocampo
 from hipocampo import db as hdb
 from hipocampo.calibration import (
+    FUSION_WEIGHTS,
     answer_threshold,
     context_threshold,
     distinct_neighbours,
     duplicate_threshold,
+    fusion_weight,
     grid,
     grid_step,
     is_copy,
@@ -26,6 +31,7 @@ from hipocampo.calibration import (
 from hipocampo.cli import app
 from hipocampo.config import load_config
 from hipocampo.datasets import BEIR_SETS, datasets_dir, load_locomo
+from hipocampo.errors import HipocampoError
 
 from .conftest import MODEL, model_calibration
 
@@ -81,7 +87,7 @@ def _slice_datasets(target: Path, queries_per_set: int = 12, turns: int = 40) ->
     """A small copy of the shared datasets the calibration reads: the first questions of FaQuAD
     and Quati with their relevant passages, and each LoCoMo conversation cut to its first turns
     with the questions whose evidence lies in them."""
-    for name in ("faquad", "quati"):
+    for name in ("faquad", "quati", "scifact"):
         rel, _ = BEIR_SETS[name]
         src, dst = datasets_dir() / rel, target / rel
         (dst / "qrels").mkdir(parents=True)
@@ -150,3 +156,54 @@ def test_calibrate_write_makes_the_measured_values_the_models_calibration(
         monkeypatch.delenv("HIPOCAMPO_CONFIG")
         with psycopg.connect(database_url) as conn:
             hdb.seed_config(conn)  # config.toml's calibrations again, for the tests after this one
+
+
+def test_calibrate_weights_chooses_the_fusion_weight_in_a_scratch_database(
+    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 22 §2: the command reproduces the dense fusion weight too (--weights), through the real
+    hybrid_search in a database of its own that is dropped afterwards; before, it was carried over."""
+    _slice_datasets(tmp_path / "datasets")
+    monkeypatch.setenv("HIPOCAMPO_DATASETS", str(tmp_path / "datasets"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with psycopg.connect(database_url) as conn:
+        tenants = conn.execute("select count(*) from hipocampo_private.tenants").fetchone()
+    res = CliRunner().invoke(app, ["calibrate", "--model", MODEL, "--weights", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["retrieval.dense_weight"] in FUSION_WEIGHTS
+    assert out["calibration"]["retrieval"]["dense_weight"] == out["retrieval.dense_weight"]
+    assert out["written"] is None
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("select count(*) from pg_database where datname = 'hipocampo_calibration'").fetchone() == (
+            0,
+        )
+        assert conn.execute("select count(*) from hipocampo_private.tenants").fetchone() == tenants
+
+
+def test_fusion_weight_deletes_its_tenant_when_the_search_fails(database_url: str, embedder: Any) -> None:
+    """A model without a calibration: ingestion works, hybrid_search refuses it (55000), and the
+    scratch tenant with its chunks is gone all the same."""
+
+    class Uncalibrated:
+        model_name = f"uncalibrated-{uuid.uuid4().hex[:8]}"
+        provider, dims, model_version = "local", embedder.dims, "test"
+
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return [list(v) for v in embedder.embed_documents(texts)]
+
+        def embed_query(self, text: str) -> list[float]:
+            return list(embedder.embed_query(text))
+
+    model = Uncalibrated()
+    with Hipocampo(database_url) as root:
+        root.rpc("register_embedding_model", {"name": model.model_name, "provider": "local", "dims": model.dims})
+        before = root.list_tenants()
+        with pytest.raises(HipocampoError) as err:
+            fusion_weight(root, cast(Any, model), 0.25, sets=("quati",), weights=(0.5,))
+        assert err.value.sqlstate == "55000"
+        assert root.list_tenants() == before
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute(
+            "select count(*) from hipocampo_private.chunks where embedding_model = %s", (model.model_name,)
+        ).fetchone() == (0,)

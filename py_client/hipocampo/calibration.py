@@ -18,14 +18,21 @@ by the rules behind all-MiniLM-L6-v2's configured values (issue 22 §2; docs/BEN
   rule beside the in-person one). A copy: the shorter text's word 5-grams are >= 90 % inside the
   longer one's (case and spacing ignored), e.g. the same paragraph filed in two documents.
 
+- ``retrieval.dense_weight`` (``fusion_weight``, ``hipocampo calibrate --weights``): of 0.3 / 0.5 /
+  1.0 / 1.5 / 2.0 (the lexical leg's weight 1.0), the one with the best mean nDCG@10 over FaQuAD,
+  Quati and SciFact through the real ``hybrid_search``, the dense leg floored at the model's
+  ``retrieval.min_similarity`` (docs/BENCHMARKS.md, "Retrieval with each offline model"). Needs
+  a database: the passages are ingested into a scratch tenant, deleted afterwards.
+
 The grid step of the first three follows the model's spread: 0.05 when the middle 80 % of
 LoCoMo's evidence cosines spans more than 0.2 (MiniLM: 0.36), else 0.01 (e5: 0.08, its cosines
 crowd into 0.75-0.9). With MiniLM they give 0.25 / 0.35 / 0.55, the configured values. The
 duplicate rules use 0.005 (their values sit near 1 for every model: e5's at 0.985 and 0.995).
 
 A model's whole calibration (``[calibration."<model>"]`` in config.toml, stored per model in the
-database: docs/design.md §thresholds) also holds keys these rules do not give (the dense
-weights; the answer gate's sentence similarity, benchmarks/calibrate_sentences.py):
+database: docs/design.md §thresholds) also holds keys these rules do not give (history search's
+dense weight, benchmarks/locomo.py; the answer gate's sentence similarity,
+benchmarks/calibrate_sentences.py; ``retrieval.dense_weight`` without ``--weights``):
 :func:`model_calibration` keeps the model's own values of those,
 or carries the default model's over and says so.
 """
@@ -33,23 +40,30 @@ or carries the default model's over and says so.
 from __future__ import annotations
 
 import copy
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tomlkit
 
 from .datasets import load_beir, load_locomo, locomo_turns
 from .embeddings import EmbeddingProvider
 
+if TYPE_CHECKING:
+    from .client import Hipocampo
+
 __all__ = [
+    "FUSION_SETS",
+    "FUSION_WEIGHTS",
     "Finding",
     "answer_threshold",
     "calibrate",
     "context_threshold",
     "distinct_neighbours",
     "duplicate_threshold",
+    "fusion_weight",
     "grid",
     "grid_step",
     "is_copy",
@@ -71,6 +85,8 @@ WIDE_SPREAD = 0.2  # p90 - p10 of evidence cosines above this: grid step 0.05, e
 DUPLICATE_STEP = 0.005  # grid step of the duplicate rules (e5 needs 0.995)
 MAX_FACTS_MERGED = 0.001  # memory.duplicate_cosine: share of distinct facts it may call duplicates
 MAX_PASSAGES_HIDDEN = 0.005  # retrieval.dedupe_threshold: share of passages with a distinct neighbour above it
+FUSION_SETS = ("faquad", "quati", "scifact")  # retrieval.dense_weight: the best mean nDCG@10 over these
+FUSION_WEIGHTS = (0.3, 0.5, 1.0, 1.5, 2.0)  # ... of these dense weights (the lexical leg's: 1.0)
 COPY_CONTAINMENT = 0.9  # share of the shorter text's word 5-grams inside the longer: a copy
 SHINGLE = 5  # words per shingle of the copy test
 
@@ -290,6 +306,67 @@ def calibrate(embedder: EmbeddingProvider) -> list[Finding]:
             f"{above(held_facts, duplicate):.2%} held out (at most {MAX_FACTS_MERGED:.1%})",
         ),
     ]
+
+
+def fusion_weight(
+    client: Hipocampo,
+    embedder: EmbeddingProvider,
+    floor: float,
+    sets: Sequence[str] = FUSION_SETS,
+    weights: Sequence[float] = FUSION_WEIGHTS,
+) -> Finding:
+    """``retrieval.dense_weight``: of ``weights`` (the lexical leg's weight 1.0), the one with the
+    best mean nDCG@10 (BEIR's: first 10 distinct documents, gain = the qrels grade) over ``sets``,
+    every question searched through ``hipocampo.hybrid_search`` with the dense leg floored at
+    ``floor`` (the model's ``retrieval.min_similarity``, cosine). A tie keeps the lower weight.
+
+    Each set's passages are ingested with ``embedder`` (as FAQ entries, one chunk each) into a
+    tenant created for the run in ``client``'s database and deleted afterwards, whatever happens.
+    The model must be registered there with a calibration (``hybrid_search`` refuses a model
+    without one: 55000); it need not be active. Minutes: SciFact's 5,183 abstracts take ~25 min
+    with e5 on 2 cores unless ``embedder`` caches them.
+
+    Args:
+        client: the database owner or service_role without a tenant (it creates and deletes one).
+        embedder: the model calibrated (its ``model_name`` is searched).
+        floor: ``retrieval.min_similarity`` in [-1, 1].
+        sets: BEIR sets of ``../shared/datasets`` (default FaQuAD, Quati, SciFact).
+        weights: dense weights to try.
+
+    Returns:
+        The Finding; its evidence lists every weight's mean nDCG@10.
+
+    Raises:
+        FileNotFoundError: the shared datasets are missing.
+        HipocampoError: the database refused a step (e.g. 55000, the model has no calibration).
+    """
+    from .client import Actor
+    from .embeddings import count_tokens
+    from .evaluation import evaluate, index_beir
+
+    data = [load_beir(name) for name in sets]  # missing datasets fail before any write
+    tid = client.create_tenant("Calibration (scratch)", f"calibration-{uuid.uuid4().hex[:12]}")
+    try:
+        scratch = client.as_actor(Actor.service(tid))
+        modes = {f"{w}": {"dense_weight": w, "lexical_weight": 1.0, "min_similarity": floor} for w in weights}
+        by_weight: dict[float, list[float]] = {w: [] for w in weights}
+        for ds in data:
+            kb = index_beir(scratch, ds, embedder, count_tokens)
+            for w, result in zip(
+                weights, evaluate(scratch, ds, embedder, kb, modes, embedding_model=embedder.model_name), strict=True
+            ):
+                by_weight[w].append(result.ndcg10)
+    finally:
+        client.delete_tenant(tid)
+    means = {w: sum(xs) / len(xs) for w, xs in by_weight.items()}
+    best = max(weights, key=lambda w: (means[w], -w))
+    return Finding(
+        "retrieval.dense_weight",
+        best,
+        f"mean nDCG@10 over {', '.join(sets)}: "
+        + ", ".join(f"{w:g} {means[w]:.3f}" for w in weights)
+        + f" (each: {', '.join(f'{v:.3f}' for v in by_weight[best])})",
+    )
 
 
 Calibration = dict[str, dict[str, float]]

@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 from datetime import date
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from .common import JsonOpt, _client, _fail, console, err_console
+
+if TYPE_CHECKING:
+    from ..calibration import Finding
+    from ..embeddings import EmbeddingProvider
 
 __all__ = ["calibrate"]
 
@@ -28,6 +32,15 @@ def calibrate(
             "and store it in the database at once.",
         ),
     ] = False,
+    weights: Annotated[
+        bool,
+        typer.Option(
+            "--weights",
+            help="Also choose retrieval.dense_weight through the real hybrid_search: FaQuAD, Quati and SciFact "
+            "ingested into a scratch database (created on the database server, dropped afterwards; the real "
+            "database is not touched). Minutes with MiniLM, ~25 min with e5 the first time.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Choose the model's retrieval.min_similarity and dedupe_threshold and its memory context,
@@ -38,7 +51,8 @@ def calibrate(
     a model already calibrated kept, those of a new one carried over from all-MiniLM-L6-v2 and
     listed) and are stored in the database (hipocampo.set_model_calibration), so the model can be
     activated. Passage vectors are cached in the user cache directory; e5 takes a few minutes on
-    2 cores the first time.
+    2 cores the first time. With --weights, retrieval.dense_weight is chosen too (the fusion rule,
+    through the real hybrid_search in a scratch database).
     """
     from platformdirs import user_cache_dir
 
@@ -60,13 +74,19 @@ def calibrate(
         raise typer.Exit(code=1) from exc
     cache = Path(user_cache_dir("hipocampo")) / "calibration" / "embeddings.sqlite"
     cache.parent.mkdir(parents=True, exist_ok=True)
+    embedder = CachingEmbedder(inner, cache)
+    name = inner.model_name
+    calibrations = dict(config.get("calibration", {}))
     try:
-        findings = run(CachingEmbedder(inner, cache))
+        findings = run(embedder)
+        if weights:
+            findings.append(_fusion_weight(embedder, findings, calibrations))
     except FileNotFoundError as exc:
         err_console.print(f"error: the datasets are missing ({exc}); set HIPOCAMPO_DATASETS")
         raise typer.Exit(code=1) from exc
-    name = inner.model_name
-    calibration, carried = model_calibration(name, findings, dict(config.get("calibration", {})), MODEL_NAME)
+    except HipocampoError as exc:
+        raise _fail(exc) from exc
+    calibration, carried = model_calibration(name, findings, calibrations, MODEL_NAME)
     target = config_path() or Path.cwd() / "config.toml"
     if write:
         write_calibration(target, name, calibration, f"Written by hipocampo calibrate on {date.today().isoformat()}.")
@@ -98,3 +118,23 @@ def calibrate(
         console.print(f"Written to {target} and stored in the database: {name} can be activated.")
     else:
         console.print(f"Nothing written: --write puts them in {target} and the database.")
+
+
+def _fusion_weight(embedder: EmbeddingProvider, findings: list[Finding], calibrations: dict[str, Any]) -> Finding:
+    """retrieval.dense_weight by the fusion rule (hipocampo.calibration.fusion_weight), in a scratch
+    database where the model is registered with the calibration found so far (hybrid_search needs
+    one), floored at the retrieval.min_similarity just found."""
+    from .. import db
+    from ..calibration import fusion_weight, model_calibration
+    from ..client import Hipocampo
+    from ..embeddings.local import MODEL_NAME
+
+    provisional, _ = model_calibration(embedder.model_name, findings, calibrations, MODEL_NAME)
+    floor = next(f.value for f in findings if f.key == "retrieval.min_similarity")
+    with db.scratch_database("hipocampo_calibration") as url, Hipocampo(url) as root:
+        root.rpc(
+            "register_embedding_model",
+            {"name": embedder.model_name, "provider": embedder.provider, "dims": embedder.dims},
+        )
+        root.set_model_calibration(embedder.model_name, provisional)
+        return fusion_weight(root, embedder, floor)

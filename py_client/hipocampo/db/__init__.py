@@ -15,12 +15,16 @@ import os
 import re
 import shutil
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
 from psycopg.rows import tuple_row
 
 from ..config import load_config
@@ -38,6 +42,7 @@ __all__ = [
     "readiness_problems",
     "reset",
     "schedule_maintenance",
+    "scratch_database",
     "seed_config",
     "start",
     "status",
@@ -417,3 +422,37 @@ def ensure_database(path: Path | None = None) -> str:
     url = start(path)
     apply_migrations(url, shim=True)
     return url
+
+
+@contextmanager
+def scratch_database(name: str = "hipocampo_scratch") -> Iterator[str]:
+    """A database of its own for work that must leave no trace in the real one (``hipocampo
+    calibrate --weights``): created empty on the server hipocampo uses (the embedded one, started
+    if needed, or the configured URL's server, whose role needs CREATEDB), given the local shim of
+    Supabase's roles and ``auth`` functions (a new database has no ``auth`` schema, on Supabase
+    either), migrated and seeded like ``hipocampo db migrate``, and dropped on exit whatever
+    happens (an earlier one of the same name is dropped first). The real database is not touched,
+    nor migrated.
+
+    Yields:
+        ``str``: the scratch database's URL.
+
+    Raises:
+        psycopg.Error: the server refused to create or drop the database.
+        HipocampoError: a migration failed.
+    """
+    url = external_url() or start()
+    target = make_conninfo(url, dbname=name)
+
+    def drop() -> None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
+
+    drop()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+    try:
+        apply_migrations(target, shim=True)
+        yield target
+    finally:
+        drop()
