@@ -30,63 +30,22 @@ import json
 import statistics
 import sys
 import time
-import unicodedata
 import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from hipocampo import Actor, Hipocampo, Orchestrator
+from hipocampo.answer_sets import answer_spans, faquad_kbs, ingest_paragraphs, plain
 from hipocampo.backfill import backfill_chunk_sentences
-from hipocampo.datasets import datasets_dir, load_beir
+from hipocampo.datasets import load_beir
 from hipocampo.embeddings import count_tokens
 from hipocampo.ingest import DocumentInput, ingest_documents, load_path
-from hipocampo.ingest.loaders import LoadedDocument
 from models import MINILM, model_database, offline_embedder
 from report import pct, write_section
 
 BEGIN, END = "<!-- answers:begin -->", "<!-- answers:end -->"
 CONFLICTS = Path(__file__).parent / "data" / "conflicts"
-WHOLE = {"min_tokens": 1, "max_tokens": 2000, "overlap": 0, "split": "paragraph"}
-
-
-def ingest_paragraphs(
-    client: Hipocampo,
-    name: str,
-    corpus: dict[str, tuple[str, str]],
-    embedder: Any,
-    source_type: str = "regulation",
-    trust: float | None = 0.9,
-    prefix: str = "faquad",
-) -> Any:
-    """Each passage as one document of ``source_type`` (``trust`` None: the type's default)."""
-    client.create_kb(name, language="portuguese", overrides={"chunking": {source_type: WHOLE}})
-    docs = [
-        DocumentInput(LoadedDocument(title or pid, text, f"{prefix}:{pid}"), source_type, trust_score=trust)
-        for pid, (title, text) in corpus.items()
-    ]
-    ingest_documents(client, name, docs, embedder, count_tokens)
-    fill_sentences(client, embedder)
-    return client.kb_id(name)
-
-
-def fill_sentences(client: Hipocampo, embedder: Any) -> None:
-    """What `hipocampo db embed-missing` does for the tenant's chunks whose answer gate reads
-    sentences (rag.sentence_weight > 0) and that were ingested before they had any."""
-    backfill_chunk_sentences(client, embedder, tenant_id=client.actor.tenant_id)
-
-
-def faquad_kbs(
-    client: Hipocampo, fq: Any, embedder: Any, suffix: str = ""
-) -> tuple[Any, dict[str, tuple[str, str]], Any]:
-    """FaQuAD's 249 paragraphs as a knowledge base, and the same without every fifth of its 39
-    articles (their names end in ``suffix``): ``(full knowledge base id, the kept paragraphs,
-    reduced knowledge base id)``."""
-    kb_full = ingest_paragraphs(client, "faquad-paragraphs" + suffix, fq.corpus, embedder)
-    removed_titles = set(sorted({title for title, _ in fq.corpus.values()})[::5])
-    kept = {k: v for k, v in fq.corpus.items() if v[0] not in removed_titles}
-    kb_held = ingest_paragraphs(client, "faquad-without-removed-documents" + suffix, kept, embedder)
-    return kb_full, kept, kb_held
 
 
 def quati_own(client: Hipocampo, ask: Any, embedder: Any, qt: Any, fq: Any) -> dict[str, Any]:
@@ -131,8 +90,8 @@ def main() -> int:
         tid = root.tenant_id("bench-answers") or root.create_tenant("Benchmark (answers)", "bench-answers")
         client = root.as_actor(Actor.service(tid))
         kb_full, kept, kb_held = faquad_kbs(client, fq, embedder)
-        kept_text = [_plain(text) for _, text in kept.values()]
-        spans = faquad_answer_spans()
+        kept_text = [plain(text) for _, text in kept.values()]
+        spans = answer_spans()
         orch = Orchestrator(client, embedder)
 
         def ask(q: str, kb: Any) -> Any:
@@ -164,7 +123,7 @@ def main() -> int:
         absent = [
             a
             for (qid, _), a in zip(gone, removed, strict=True)
-            if not any(_plain(span) in text for span in spans.get(qid, []) for text in kept_text)
+            if not any(plain(span) in text for span in spans.get(qid, []) for text in kept_text)
         ]
         absent_refused = sum(a.refused for a in absent) / max(len(absent), 1)
         for a in [*quati, *removed]:
@@ -238,23 +197,6 @@ def main() -> int:
     return 0
 
 
-def faquad_answer_spans() -> dict[str, list[str]]:
-    """FaQuAD's answer spans by question id (dataset.json, SQuAD v1 format)."""
-    data = json.loads((datasets_dir() / "faquad" / "dataset.json").read_text("utf-8"))
-    return {
-        qa["id"]: [a["text"] for a in qa["answers"]]
-        for art in data["data"]
-        for para in art["paragraphs"]
-        for qa in para["qas"]
-    }
-
-
-def _plain(text: str) -> str:
-    """Lowercase, accents dropped, whitespace collapsed: for answer-span containment."""
-    decomposed = unicodedata.normalize("NFKD", text.lower())
-    return " ".join("".join(ch for ch in decomposed if not unicodedata.combining(ch)).split())
-
-
 def _numbers_absent_from_sources(client: Hipocampo, answer: Any) -> list[str]:
     """Numbers of the answer absent from the full content of its cited chunks."""
     ids = [s.chunk_id for s in answer.sources]
@@ -270,7 +212,7 @@ def conflicts(client: Hipocampo, orch: Orchestrator, embedder: Any) -> list[dict
     files = sorted(p for p in CONFLICTS.glob("*.md"))
     docs = [DocumentInput(d, "policy", trust_score=0.9) for f in files for d in load_path(f)]
     ingest_documents(client, "policies", docs, embedder, count_tokens)
-    fill_sentences(client, embedder)
+    backfill_chunk_sentences(client, embedder, tenant_id=client.actor.tenant_id)
     kb = client.kb_id("policies")
     with client.transaction() as cur:
         cur.execute("select id, source_uri from hipocampo_private.documents where kb_id = %s", (kb,))

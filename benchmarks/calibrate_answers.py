@@ -5,7 +5,8 @@ did not tune on ... report both").
 Usage:  .venv/bin/python benchmarks/calibrate_answers.py [--write]
 
 FaQuAD ships its own split (train.json: 837 questions of 26 articles; dev.json: 63 questions of
-14 other articles; together the 900 of dataset.json). The knowledge bases are benchmarks/answers.py's
+14 other articles; together the 900 of dataset.json). The knowledge bases are
+hipocampo.answer_sets' (as benchmarks/answers.py's)
 (tenant "bench-answers", the offline all-MiniLM-L6-v2, or ``--model multilingual-e5-small`` active in
 a database of its own as there): FaQuAD's 249 paragraphs (regulation, trust
 0.9); the same without every fifth article; Quati's 239 passages (other, its default trust).
@@ -37,17 +38,16 @@ conflict keys are not chosen here.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from answers import _plain, faquad_answer_spans, faquad_kbs, ingest_paragraphs
 from hipocampo import Actor, Hipocampo, Orchestrator
+from hipocampo.answer_sets import cross_checked, faquad_kbs, faquad_sets, ingest_paragraphs
 from hipocampo.config import load_config
-from hipocampo.datasets import datasets_dir, load_beir
+from hipocampo.datasets import load_beir
 from models import MINILM, model_database, offline_embedder
 from report import write_section
 
@@ -83,17 +83,6 @@ class Asked:
         return bool(good) and cross_checked(good, rag)  # none: low_confidence
 
 
-def cross_checked(good: list[dict[str, Any]], rag: dict[str, Any]) -> bool:
-    """answer_evidence's cross-check over the evidence items at the confidence threshold: at least
-    rag.cross_check_min_documents distinct documents, or one of rag.authoritative_source_types with
-    trust >= rag.authoritative_trust."""
-    authoritative = any(
-        e["source_type"] in rag["authoritative_source_types"] and float(e["trust_score"]) >= rag["authoritative_trust"]
-        for e in good
-    )
-    return len({e["document_id"] for e in good}) >= rag["cross_check_min_documents"] or authoritative
-
-
 def question_sets(
     ask: Callable[[str, Any, set[str]], T],
     fq: Any,
@@ -102,41 +91,18 @@ def question_sets(
     kbs: tuple[Any, Any, Any],
 ) -> dict[str, list[T]]:
     """Every question of the rule and of its validation asked once with ``ask(question, kb, good
-    sources)``: FaQuAD's train and dev answerable questions over the full knowledge base, their
-    unanswerable ones (article removed, the answer span in no ``kept`` paragraph) over the reduced
-    one, Quati over its own passages (good: graded >= 2), Quati over FaQuAD, 100 FaQuAD questions
-    over Quati. ``kbs`` = (FaQuAD, FaQuAD without the removed articles, Quati's passages)."""
+    sources)``: FaQuAD's train and dev sets (hipocampo.answer_sets.faquad_sets: answerable over the
+    full knowledge base, unanswerable over the reduced one), Quati over its own passages (good:
+    graded >= 2), Quati over FaQuAD, 100 FaQuAD questions over Quati. ``kbs`` = (FaQuAD, FaQuAD
+    without the removed articles, Quati's passages)."""
     kb_full, kb_held, kb_quati = kbs
-    splits, spans = split_ids(), faquad_answer_spans()
-    kept_text = [_plain(text) for _, text in kept.values()]
-    sets: dict[str, list[T]] = {}
-    for split in ("train", "dev"):
-        ids = [qid for qid in fq.queries if qid in splits[split]]
-        sets[f"{split}: answerable"] = [
-            ask(fq.queries[qid], kb_full, {f"faquad:{d}" for d in fq.qrels[qid]}) for qid in ids
-        ]
-        gone = [
-            qid
-            for qid in ids
-            if not set(fq.qrels[qid]) & kept.keys()
-            and not any(_plain(span) in text for span in spans.get(qid, []) for text in kept_text)
-        ]
-        sets[f"{split}: unanswerable"] = [ask(fq.queries[qid], kb_held, set()) for qid in gone]
+    sets = faquad_sets(ask, fq, kept, kb_full, kb_held)
     sets["Quati over Quati's passages"] = [
         ask(q, kb_quati, {f"quati:{d}" for d, g in qt.qrels[qid].items() if g >= 2}) for qid, q in qt.queries.items()
     ]
     sets["Quati over FaQuAD"] = [ask(q, kb_full, set()) for q in qt.queries.values()]
     sets["FaQuAD over Quati"] = [ask(q, kb_quati, set()) for q in list(fq.queries.values())[:100]]
     return sets
-
-
-def split_ids() -> dict[str, set[str]]:
-    """FaQuAD's question ids per split (train.json / dev.json)."""
-    out: dict[str, set[str]] = {}
-    for split in ("train", "dev"):
-        data = json.loads((datasets_dir() / "faquad" / f"{split}.json").read_text("utf-8"))
-        out[split] = {q["id"] for a in data["data"] for p in a["paragraphs"] for q in p["qas"]}
-    return out
 
 
 def main() -> int:

@@ -5,7 +5,8 @@ Usage:  .venv/bin/python benchmarks/calibrate_sentences.py [--model multilingual
 
 A chunk's support is its lexical support (evidence_support) + sentence_weight * clip((c - low) /
 (high - low), 0, 1), c the best cosine between the question and one of the chunk's sentences
-(chunks.sentence_embeddings, docs/design.md §answers). The knowledge bases are benchmarks/answers.py's
+(chunks.sentence_embeddings, docs/design.md §answers). The knowledge bases are
+hipocampo.answer_sets' (as benchmarks/answers.py's)
 (FaQuAD's 249 paragraphs as regulations, the same without every fifth article, Quati's 239
 passages as type other), ingested again under names ending in "-sentences" with their sentence
 embeddings (tenant "bench-answers", in the model's database as benchmarks/models.py gives it).
@@ -33,46 +34,16 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from dataclasses import dataclass
 from typing import Any
 
-from answers import faquad_kbs, ingest_paragraphs
-from calibrate_answers import cross_checked, question_sets
+from calibrate_answers import question_sets
 from hipocampo import Actor, Hipocampo
+from hipocampo.answer_sets import faquad_kbs, ingest_paragraphs
+from hipocampo.calibration import SENTENCE_LOWS, SENTENCE_MIN_GAIN, SENTENCE_SPANS, SENTENCE_WEIGHTS, GateReplay
 from hipocampo.config import load_config
 from hipocampo.datasets import load_beir
 from models import MINILM, model_database, offline_embedder
 from report import write_section
-
-MIN_GAIN = 0.02
-WEIGHTS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0]
-LOWS = [round(0.50 + 0.01 * i, 2) for i in range(46)]  # 0.50 .. 0.95
-SPANS = [0.02, 0.04, 0.06, 0.08, 0.10, 0.12, 0.16, 0.20]
-
-
-@dataclass
-class Asked:
-    """One question's candidates as answer_evidence scored them, and what counts as success."""
-
-    other_refusal: bool
-    good: set[str]
-    items: list[dict[str, Any]]
-    rag: dict[str, Any]
-
-    def answered(self, weight: float, low: float, high: float, citing: bool) -> bool:
-        """Answered at this point (and, with ``citing``, citing a good source)."""
-        if self.other_refusal:
-            return False
-        rag, span = self.rag, max(high - low, 1e-6)
-        scored = []
-        for e in self.items:
-            c = e["sentence_similarity"]
-            bonus = weight * min(1.0, max(0.0, (float(c) - low) / span)) if weight and c is not None else 0.0
-            scored.append((float(e["lexical_support"]) + bonus, e))
-        good = [e for s, e in scored if s >= rag["min_score"] and s >= rag["min_confidence"]]
-        if not good or not cross_checked(good, rag):
-            return False
-        return not citing or any(e["source_uri"] in self.good for e in good[:2])
 
 
 def main() -> int:
@@ -99,7 +70,7 @@ def main() -> int:
             for kb in (kb_full, kb_held, kb_quati):
                 client.set_kb_config(kb, "rag", pass_cfg)
 
-            def ask(q: str, kb: Any, good: set[str]) -> Asked:
+            def ask(q: str, kb: Any, good: set[str]) -> GateReplay:
                 ev = client.rpc(
                     "answer_evidence",
                     {"query_text": q, "query_embedding": embedder.embed_query(q), "kb_ids": [kb], "tenant_id": tid},
@@ -107,7 +78,7 @@ def main() -> int:
                 rag = {**ev["config"], "min_score": rag_defaults["min_score"]}
                 rag["min_confidence"] = rag_defaults["min_confidence"]
                 other = ev["reason"] in ("conflicting_sources", "rag_disabled")
-                return Asked(other, good, list(ev["evidence"]), rag)
+                return GateReplay(other, good, list(ev["evidence"]), rag)
 
             sets = question_sets(ask, fq, qt, kept, (kb_full, kb_held, kb_quati))
         finally:
@@ -123,18 +94,24 @@ def main() -> int:
         return rate(f"{split}: answerable", p) + rate(f"{split}: unanswerable", p) - 1
 
     off = (0.0, 0.0, 1.0)
-    grid = [(w, lo, round(lo + s, 2)) for w in WEIGHTS for lo in LOWS for s in SPANS if lo + s <= 1.0]
+    grid = [
+        (w, lo, round(lo + s, 2))
+        for w in SENTENCE_WEIGHTS
+        for lo in SENTENCE_LOWS
+        for s in SENTENCE_SPANS
+        if lo + s <= 1.0
+    ]
     scored = sorted(((round(j("train", p), 6), p) for p in grid), key=lambda x: (-x[0], x[1]))
     best_j, best = scored[0]
     j_off = j("train", off)
-    chosen = best if best_j - j_off >= MIN_GAIN - 1e-9 else (0.0, best[1], best[2])
+    chosen = best if best_j - j_off >= SENTENCE_MIN_GAIN - 1e-9 else (0.0, best[1], best[2])
     names = list(sets)
     header = "| point | " + " | ".join(f"{n} ({len(sets[n])})" for n in names) + " | J train | J dev |"
     lines = [header, "|" + "---|" * (len(names) + 3)]
     rows = [("weight 0 (lexical support alone)", off)]
     rows += [
         (f"best of weight {w}: low {p[1]:.2f}, high {p[2]:.2f}", p)
-        for w in WEIGHTS
+        for w in SENTENCE_WEIGHTS
         for p in [max((q for q in grid if q[0] == w), key=lambda q: (round(j("train", q), 6), -q[1]))]
     ]
     for label, p in rows:
@@ -144,7 +121,7 @@ def main() -> int:
     verdict = (
         f"rule: sentence_weight {chosen[0]}, sentence_cosine_low {chosen[1]:.2f}, sentence_cosine_high "
         f"{chosen[2]:.2f} (J train {j_off:.3f} at weight 0, {best_j:.3f} at the best point: "
-        f"{'on' if chosen[0] else 'off, the gain is below ' + str(MIN_GAIN)})"
+        f"{'on' if chosen[0] else 'off, the gain is below ' + str(SENTENCE_MIN_GAIN)})"
     )
     print("\n".join(lines))
     print(verdict)
@@ -162,8 +139,8 @@ def main() -> int:
                 "* clip((c - low) / (high - low), 0, 1), c the best question-sentence cosine of the chunk. Rates: "
                 "answerable sets and Quati over its own passages = answered citing a gold passage (Quati: graded "
                 ">= 2); the others = refused. Rule: the grid point with the best J on the train split, kept "
-                f"only if it raises J by >= {MIN_GAIN} over weight 0; dev and the Quati rows were not looked at "
-                "to choose it. The best point of each weight:",
+                f"only if it raises J by >= {SENTENCE_MIN_GAIN} over weight 0; dev and the Quati rows were not "
+                "looked at to choose it. The best point of each weight:",
                 "",
                 *lines,
                 "",

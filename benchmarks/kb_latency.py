@@ -26,8 +26,8 @@ import time
 import uuid
 from typing import Any
 
-from answers import ingest_paragraphs
 from hipocampo import Actor, Hipocampo, db
+from hipocampo.answer_sets import ingest_paragraphs
 from hipocampo.config import repo_root
 from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM

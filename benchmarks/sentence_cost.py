@@ -21,8 +21,8 @@ import uuid
 
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
-from answers import WHOLE
 from hipocampo import Actor, Hipocampo
+from hipocampo.answer_sets import WHOLE
 from hipocampo.datasets import load_beir
 from hipocampo.embeddings import LocalE5, LocalMiniLM, count_tokens
 from hipocampo.ingest import DocumentInput, ingest_documents

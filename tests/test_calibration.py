@@ -18,6 +18,10 @@ from hipocampo import Hipocampo
 from hipocampo import db as hdb
 from hipocampo.calibration import (
     FUSION_WEIGHTS,
+    HISTORY_WEIGHTS,
+    SENTENCE_LOWS,
+    SENTENCE_SPANS,
+    SENTENCE_WEIGHTS,
     answer_threshold,
     context_threshold,
     distinct_neighbours,
@@ -101,6 +105,15 @@ def _slice_datasets(target: Path, queries_per_set: int = 12, turns: int = 40) ->
             with (src / file).open(encoding="utf-8") as fh:
                 out = [line for line in fh if line.strip() and str(json.loads(line)["_id"]) in ids]
             (dst / file).write_text("".join(out), "utf-8")
+        if name == "faquad":  # the SQuAD files (answer spans, FaQuAD's split), those questions only
+            for file in ("dataset.json", "train.json", "dev.json"):
+                squad = json.loads((datasets_dir() / "faquad" / file).read_text("utf-8"))
+                for article in squad["data"]:
+                    for para in article["paragraphs"]:
+                        para["qas"] = [qa for qa in para["qas"] if qa["id"] in keep_q]
+                    article["paragraphs"] = [para for para in article["paragraphs"] if para["qas"]]
+                squad["data"] = [article for article in squad["data"] if article["paragraphs"]]
+                (target / "faquad" / file).write_text(json.dumps(squad), "utf-8")
     conversations = []
     for sample in load_locomo():
         conv = {k: v for k, v in sample["conversation"].items() if not k.startswith("session_")}
@@ -161,8 +174,10 @@ def test_calibrate_write_makes_the_measured_values_the_models_calibration(
 def test_calibrate_weights_chooses_the_fusion_weight_in_a_scratch_database(
     database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 22 §2: the command reproduces the dense fusion weight too (--weights), through the real
-    hybrid_search in a database of its own that is dropped afterwards; before, it was carried over."""
+    """Issue 22 §2: the command reproduces the keys that need the real searches too (--weights): the
+    two dense weights through hybrid_search and search_history, the answer gate's sentence keys
+    through answer_evidence, in a database of its own that is dropped afterwards; before, they
+    were carried over."""
     _slice_datasets(tmp_path / "datasets")
     monkeypatch.setenv("HIPOCAMPO_DATASETS", str(tmp_path / "datasets"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -173,6 +188,15 @@ def test_calibrate_weights_chooses_the_fusion_weight_in_a_scratch_database(
     out = json.loads(res.output)
     assert out["retrieval.dense_weight"] in FUSION_WEIGHTS
     assert out["calibration"]["retrieval"]["dense_weight"] == out["retrieval.dense_weight"]
+    assert out["conversations.dense_weight"] in HISTORY_WEIGHTS
+    assert out["calibration"]["conversations"]["dense_weight"] == out["conversations.dense_weight"]
+    assert out["rag.sentence_weight"] in (0.0, *SENTENCE_WEIGHTS)
+    low, high = out["rag.sentence_cosine_low"], out["rag.sentence_cosine_high"]
+    assert low in SENTENCE_LOWS and round(high - low, 2) in SENTENCE_SPANS
+    assert {k: out["calibration"]["rag"][k] for k in ("sentence_weight", "sentence_cosine_low")} == {
+        "sentence_weight": out["rag.sentence_weight"],
+        "sentence_cosine_low": low,
+    }
     assert out["written"] is None
     with psycopg.connect(database_url) as conn:
         assert conn.execute("select count(*) from pg_database where datname = 'hipocampo_calibration'").fetchone() == (

@@ -18,23 +18,30 @@ by the rules behind all-MiniLM-L6-v2's configured values (issue 22 §2; docs/BEN
   rule beside the in-person one). A copy: the shorter text's word 5-grams are >= 90 % inside the
   longer one's (case and spacing ignored), e.g. the same paragraph filed in two documents.
 
-- ``retrieval.dense_weight`` (``fusion_weight``, ``hipocampo calibrate --weights``): of 0.3 / 0.5 /
-  1.0 / 1.5 / 2.0 (the lexical leg's weight 1.0), the one with the best mean nDCG@10 over FaQuAD,
-  Quati and SciFact through the real ``hybrid_search``, the dense leg floored at the model's
-  ``retrieval.min_similarity`` (docs/BENCHMARKS.md, "Retrieval with each offline model"). Needs
-  a database: the passages are ingested into a scratch tenant, deleted afterwards.
-
 The grid step of the first three follows the model's spread: 0.05 when the middle 80 % of
 LoCoMo's evidence cosines spans more than 0.2 (MiniLM: 0.36), else 0.01 (e5: 0.08, its cosines
 crowd into 0.75-0.9). With MiniLM they give 0.25 / 0.35 / 0.55, the configured values. The
 duplicate rules use 0.005 (their values sit near 1 for every model: e5's at 0.985 and 0.995).
 
+Rules that run the real searches (``hipocampo calibrate --weights``, in a scratch database; the
+five above need only the model's vectors). Each writes its data into a tenant it creates in the
+database it is given and deletes afterwards, whatever happens:
+
+- ``retrieval.dense_weight`` (``fusion_weight``): of 0.3 / 0.5 / 1.0 / 1.5 / 2.0 (the lexical
+  leg's weight 1.0), the one with the best mean nDCG@10 over FaQuAD, Quati and SciFact through
+  ``hybrid_search``, the dense leg floored at the model's ``retrieval.min_similarity``
+  (docs/BENCHMARKS.md, "Retrieval with each offline model").
+- ``conversations.dense_weight`` (``history_weight``): LoCoMo recall@10 of search_history on
+  conversations 1-5 for 0.7 / 1.0 / 1.5 / 2.0; the seed's 1.0 unless another beats it by more
+  than 0.005; 6-10 held out.
+- ``rag.sentence_weight``, ``sentence_cosine_low``, ``sentence_cosine_high`` (``sentence_gate``):
+  the answer gate's grid point with the best J on FaQuAD's train split, switched on only when it
+  raises J by at least 0.02 (benchmarks/calibrate_sentences.py reports it with the held-out sets).
+
 A model's whole calibration (``[calibration."<model>"]`` in config.toml, stored per model in the
-database: docs/design.md §thresholds) also holds keys these rules do not give (history search's
-dense weight, benchmarks/locomo.py; the answer gate's sentence similarity,
-benchmarks/calibrate_sentences.py; ``retrieval.dense_weight`` without ``--weights``):
-:func:`model_calibration` keeps the model's own values of those,
-or carries the default model's over and says so.
+database: docs/design.md §thresholds) holds all ten. Without ``--weights`` the five that need the
+searches are not computed: :func:`model_calibration` keeps the model's own values of those, or
+carries the default model's over and says so.
 """
 
 from __future__ import annotations
@@ -57,7 +64,13 @@ if TYPE_CHECKING:
 __all__ = [
     "FUSION_SETS",
     "FUSION_WEIGHTS",
+    "HISTORY_WEIGHTS",
+    "SENTENCE_LOWS",
+    "SENTENCE_MIN_GAIN",
+    "SENTENCE_SPANS",
+    "SENTENCE_WEIGHTS",
     "Finding",
+    "GateReplay",
     "answer_threshold",
     "calibrate",
     "context_threshold",
@@ -66,6 +79,7 @@ __all__ = [
     "fusion_weight",
     "grid",
     "grid_step",
+    "history_weight",
     "is_copy",
     "locomo_observations",
     "locomo_pairs",
@@ -73,6 +87,7 @@ __all__ = [
     "model_calibration",
     "passage_neighbours",
     "relevant_pairs",
+    "sentence_gate",
     "similarity_floor",
     "write_calibration",
 ]
@@ -85,6 +100,13 @@ WIDE_SPREAD = 0.2  # p90 - p10 of evidence cosines above this: grid step 0.05, e
 DUPLICATE_STEP = 0.005  # grid step of the duplicate rules (e5 needs 0.995)
 MAX_FACTS_MERGED = 0.001  # memory.duplicate_cosine: share of distinct facts it may call duplicates
 MAX_PASSAGES_HIDDEN = 0.005  # retrieval.dedupe_threshold: share of passages with a distinct neighbour above it
+HISTORY_WEIGHTS = (0.7, 1.0, 1.5, 2.0)  # conversations.dense_weight tried (the lexical leg's: 1.0)
+HISTORY_SEED = 1.0  # ... the seed's value, kept unless another beats it by more than HISTORY_MARGIN
+HISTORY_MARGIN = 0.005  # recall@10, the noise between reruns
+SENTENCE_WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0)  # rag.sentence_weight tried
+SENTENCE_LOWS = tuple(round(0.50 + 0.01 * i, 2) for i in range(46))  # rag.sentence_cosine_low: 0.50..0.95
+SENTENCE_SPANS = (0.02, 0.04, 0.06, 0.08, 0.10, 0.12, 0.16, 0.20)  # sentence_cosine_high - low
+SENTENCE_MIN_GAIN = 0.02  # J the sentences must add on FaQuAD's train split to be switched on
 FUSION_SETS = ("faquad", "quati", "scifact")  # retrieval.dense_weight: the best mean nDCG@10 over these
 FUSION_WEIGHTS = (0.3, 0.5, 1.0, 1.5, 2.0)  # ... of these dense weights (the lexical leg's: 1.0)
 COPY_CONTAINMENT = 0.9  # share of the shorter text's word 5-grams inside the longer: a copy
@@ -367,6 +389,223 @@ def fusion_weight(
         + ", ".join(f"{w:g} {means[w]:.3f}" for w in weights)
         + f" (each: {', '.join(f'{v:.3f}' for v in by_weight[best])})",
     )
+
+
+class _DenseOnly:
+    """``embedder`` without token vectors: history search then skips its late-interaction re-rank,
+    whose tokens come from MiniLM whatever the model (the weight rule reads the two legs)."""
+
+    tokens_supported = False
+
+    def __init__(self, embedder: EmbeddingProvider) -> None:
+        self.inner = embedder
+        self.model_name, self.provider = embedder.model_name, embedder.provider
+        self.dims, self.model_version = embedder.dims, embedder.model_version
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+
+def history_weight(
+    client: Hipocampo,
+    embedder: EmbeddingProvider,
+    weights: Sequence[float] = HISTORY_WEIGHTS,
+    chosen_on: int = 5,
+) -> Finding:
+    """``conversations.dense_weight``: LoCoMo recall@10 of ``search_history`` (the share of a
+    question's evidence turns among the 10 messages found in its conversation, averaged over the
+    questions) on conversations 1..``chosen_on``, for each of ``weights``; the seed's 1.0
+    (HISTORY_SEED) is kept unless another weight beats it by more than 0.005 (HISTORY_MARGIN, the
+    noise between reruns). The other conversations are reported as held out. Searched without the
+    late-interaction re-rank (its tokens are MiniLM's whatever the model); the other
+    ``conversations`` keys as configured, time zone UTC (LoCoMo's dates are naive).
+
+    Every turn is stored as a message of one user of a tenant created for the run in
+    ``client``'s database (``locomo_turns``: "Speaker: text", the session's date), deleted
+    afterwards whatever happens. ``search_history`` reads the active model, so ``embedder``'s model
+    must be the active one there (a scratch database: ``hipocampo calibrate --weights``).
+
+    Args:
+        client: the database owner or service_role without a tenant (it creates and deletes one).
+        embedder: the active model (turns embedded as passages, questions as queries).
+        weights: dense weights to try (the lexical leg's weight 1.0).
+        chosen_on: how many of LoCoMo's conversations, from the first, choose the weight.
+
+    Returns:
+        The Finding; its evidence lists every weight's recall@10 on both parts.
+
+    Raises:
+        FileNotFoundError: the shared datasets are missing.
+        HipocampoError: the database refused a step (e.g. 22000, the embedder is not the active model).
+    """
+    from .client import Actor
+    from .memory import Memory
+
+    data = load_locomo()  # missing datasets fail before any write
+    dense = _DenseOnly(embedder)
+    tid = client.create_tenant("Calibration (scratch)", f"calibration-{uuid.uuid4().hex[:12]}")
+    try:
+        user = uuid.uuid4()
+        client.add_member(tid, user, "member")
+        scoped = client.as_actor(Actor.service(tid))
+        mem = Memory(client.as_actor(Actor.user(user, tid)), dense)
+        questions: list[tuple[int, uuid.UUID, str, set[str]]] = []
+        for ci, sample in enumerate(data):
+            conv = uuid.uuid4()
+            turns = locomo_turns(sample["conversation"])
+            for i in range(0, len(turns), 256):
+                mem.add_messages(conv, turns[i : i + 256], language="english")
+            ids = {str(t["metadata"]["dia_id"]) for t in turns}
+            for q in sample["qa"]:
+                gold = {str(e).strip() for e in q.get("evidence") or []} & ids
+                if gold:
+                    questions.append((ci, conv, str(q["question"]), gold))
+        recall: dict[float, tuple[float, float]] = {}
+        for w in weights:
+            scoped.set_tenant_config("conversations", {"dense_weight": w, "time_zone": "UTC"})
+            parts: tuple[list[float], list[float]] = ([], [])
+            for ci, conv, question, gold in questions:
+                hits = mem.search_history(question, conversation_id=conv, k=10)
+                found = {str(h.metadata.get("dia_id")) for h in hits}
+                parts[0 if ci < chosen_on else 1].append(len(gold & found) / len(gold))
+            recall[w] = (sum(parts[0]) / max(len(parts[0]), 1), sum(parts[1]) / max(len(parts[1]), 1))
+    finally:
+        client.delete_tenant(tid)
+    seed = HISTORY_SEED if HISTORY_SEED in recall else weights[0]
+    challenger = max(weights, key=lambda w: (recall[w][0], -abs(w - seed)))
+    best = challenger if recall[challenger][0] > recall[seed][0] + HISTORY_MARGIN else seed
+    return Finding(
+        "conversations.dense_weight",
+        best,
+        f"LoCoMo recall@10, conversations 1-{chosen_on} / held out: "
+        + ", ".join(f"{w:g} {a:.3f} / {b:.3f}" for w, (a, b) in recall.items())
+        + f" (another weight must beat {seed:g} by > {HISTORY_MARGIN})",
+    )
+
+
+@dataclass
+class GateReplay:
+    """One question's candidates as answer_evidence scored them (every candidate kept, the
+    sentence cosine read), for replaying the gate at other sentence keys: ``other_refusal`` (a
+    refusal no threshold changes, e.g. conflicting_sources), the ``good`` source_uris, the
+    evidence ``items`` and the ``rag`` config the replay applies (its min_score, min_confidence
+    and cross-check keys)."""
+
+    other_refusal: bool
+    good: set[str]
+    items: list[dict[str, Any]]
+    rag: dict[str, Any]
+
+    def answered(self, weight: float, low: float, high: float, citing: bool) -> bool:
+        """The gate replayed at this point: support = lexical support + weight * clip((c - low) /
+        (high - low)); answered when a chunk reaches rag.min_score and rag.min_confidence and the
+        cross-check passes (and, with ``citing``, the first two such chunks, the extractive
+        answer's two quotes, include a good source)."""
+        from .answer_sets import cross_checked
+
+        if self.other_refusal:
+            return False
+        span = max(high - low, 1e-6)
+        good = []
+        for e in self.items:
+            c = e["sentence_similarity"]
+            bonus = weight * min(1.0, max(0.0, (float(c) - low) / span)) if weight and c is not None else 0.0
+            support = float(e["lexical_support"]) + bonus
+            if support >= self.rag["min_score"] and support >= self.rag["min_confidence"]:
+                good.append(e)
+        if not good or not cross_checked(good, self.rag):
+            return False
+        return not citing or any(e["source_uri"] in self.good for e in good[:2])
+
+
+def sentence_gate(client: Hipocampo, embedder: EmbeddingProvider) -> list[Finding]:
+    """``rag.sentence_weight``, ``rag.sentence_cosine_low`` and ``rag.sentence_cosine_high``: the
+    answer gate's sentence similarity (docs/design.md §answers). The grid point (weight 0.1-1.0,
+    low 0.50-0.95, high - low 0.02-0.20) with the best J = answered citing the gold paragraph +
+    unanswerable refused - 1 on FaQuAD's train split (``hipocampo.answer_sets``), at the
+    configured ``rag.min_score`` and ``rag.min_confidence``; the weight stays 0 unless that point
+    raises J by at least 0.02 over weight 0 (SENTENCE_MIN_GAIN: each sentence costs an embedding
+    at ingestion). FaQuAD's dev split is reported as held out.
+
+    FaQuAD's two knowledge bases are ingested with their sentence embeddings into a tenant created
+    for the run in ``client``'s database and deleted afterwards whatever happens; every question
+    is asked once through ``answer_evidence`` with every candidate kept (rag.min_score 0, the
+    token budget 8,000, the sentence cosine read), and the gate is replayed for each point.
+    ``embedder``'s model must be the active one there (a scratch database: ``hipocampo calibrate
+    --weights``). Minutes: e5 embeds ~3,000 paragraphs and sentences.
+
+    Args:
+        client: the database owner or service_role without a tenant (it creates and deletes one).
+        embedder: the active model.
+
+    Returns:
+        Three Findings (weight, low, high); the weight's evidence gives J at weight 0 and at the
+        best point, on the train and the dev split.
+
+    Raises:
+        FileNotFoundError: the shared datasets are missing.
+        HipocampoError: the database refused a step.
+    """
+    from .answer_sets import faquad_kbs, faquad_sets
+    from .client import Actor
+
+    fq = load_beir("faquad")
+    tid = client.create_tenant("Calibration (scratch)", f"calibration-{uuid.uuid4().hex[:12]}")
+    try:
+        scoped = client.as_actor(Actor.service(tid))
+        configured = scoped.effective_config()["rag"]
+        # While ingesting and asking: a weight > 0, so that sentences are embedded and c is read.
+        reading = {"sentence_weight": 1.0, "sentence_cosine_low": 0.0, "sentence_cosine_high": 1.0}
+        scoped.set_tenant_config("rag", reading)
+        kb_full, kept, kb_held = faquad_kbs(scoped, fq, embedder)
+        for kb in (kb_full, kb_held):
+            scoped.set_kb_config(kb, "rag", {"min_score": 0.0, "min_confidence": 0.30, "evidence_token_budget": 8000})
+
+        def ask(question: str, kb: uuid.UUID, good: set[str]) -> GateReplay:
+            ev = scoped.rpc(
+                "answer_evidence",
+                {
+                    "query_text": question,
+                    "query_embedding": embedder.embed_query(question),
+                    "kb_ids": [kb],
+                    "tenant_id": tid,
+                },
+            )
+            rag = {**ev["config"], "min_score": configured["min_score"], "min_confidence": configured["min_confidence"]}
+            return GateReplay(ev["reason"] in ("conflicting_sources", "rag_disabled"), good, list(ev["evidence"]), rag)
+
+        sets = faquad_sets(ask, fq, kept, kb_full, kb_held)
+    finally:
+        client.delete_tenant(tid)
+
+    def j(split: str, point: tuple[float, float, float]) -> float:
+        found = sets[f"{split}: answerable"]
+        gone = sets[f"{split}: unanswerable"]
+        answered = sum(x.answered(*point, citing=True) for x in found) / max(len(found), 1)
+        refused = sum(not x.answered(*point, citing=False) for x in gone) / max(len(gone), 1)
+        return answered + refused - 1
+
+    off = (0.0, 0.0, 1.0)
+    points = [(w, lo, round(lo + sp, 2)) for w in SENTENCE_WEIGHTS for lo in SENTENCE_LOWS for sp in SENTENCE_SPANS]
+    points = [p for p in points if p[2] <= 1.0]
+    best_j, best = min((-round(j("train", p), 6), p) for p in points)
+    best_j = -best_j
+    j_off = j("train", off)
+    on = best_j - j_off >= SENTENCE_MIN_GAIN - 1e-9
+    weight = best[0] if on else 0.0
+    verdict = (
+        f"J on FaQuAD train {j_off:.3f} at weight 0, {best_j:.3f} at weight {best[0]:g}, low {best[1]:.2f}, high "
+        f"{best[2]:.2f} ({'on' if on else f'off: the gain is below {SENTENCE_MIN_GAIN}'}); held out (dev) "
+        f"{j('dev', off):.3f} / {j('dev', best):.3f}"
+    )
+    return [
+        Finding("rag.sentence_weight", weight, verdict),
+        Finding("rag.sentence_cosine_low", best[1], "the best point's (read only with a weight above 0)"),
+        Finding("rag.sentence_cosine_high", best[2], "the best point's (read only with a weight above 0)"),
+    ]
 
 
 Calibration = dict[str, dict[str, float]]

@@ -36,9 +36,11 @@ def calibrate(
         bool,
         typer.Option(
             "--weights",
-            help="Also choose retrieval.dense_weight through the real hybrid_search: FaQuAD, Quati and SciFact "
-            "ingested into a scratch database (created on the database server, dropped afterwards; the real "
-            "database is not touched). Minutes with MiniLM, ~25 min with e5 the first time.",
+            help="Also choose the keys that need the real searches: retrieval.dense_weight (hybrid_search over "
+            "FaQuAD, Quati and SciFact), conversations.dense_weight (search_history over LoCoMo) and the answer "
+            "gate's rag.sentence_weight / sentence_cosine_low / sentence_cosine_high (answer_evidence over "
+            "FaQuAD's train split), in a scratch database created on the database server and dropped afterwards "
+            "(the real database is not touched). ~10 min with MiniLM, ~40 min with e5 the first time.",
         ),
     ] = False,
     as_json: JsonOpt = False,
@@ -51,8 +53,8 @@ def calibrate(
     a model already calibrated kept, those of a new one carried over from all-MiniLM-L6-v2 and
     listed) and are stored in the database (hipocampo.set_model_calibration), so the model can be
     activated. Passage vectors are cached in the user cache directory; e5 takes a few minutes on
-    2 cores the first time. With --weights, retrieval.dense_weight is chosen too (the fusion rule,
-    through the real hybrid_search in a scratch database).
+    2 cores the first time. With --weights, the keys that need the real searches are chosen too
+    (the two dense weights and the answer gate's sentence similarity, in a scratch database).
     """
     from platformdirs import user_cache_dir
 
@@ -80,7 +82,7 @@ def calibrate(
     try:
         findings = run(embedder)
         if weights:
-            findings.append(_fusion_weight(embedder, findings, calibrations))
+            findings.extend(_weights(embedder, findings, calibrations))
     except FileNotFoundError as exc:
         err_console.print(f"error: the datasets are missing ({exc}); set HIPOCAMPO_DATASETS")
         raise typer.Exit(code=1) from exc
@@ -120,12 +122,14 @@ def calibrate(
         console.print(f"Nothing written: --write puts them in {target} and the database.")
 
 
-def _fusion_weight(embedder: EmbeddingProvider, findings: list[Finding], calibrations: dict[str, Any]) -> Finding:
-    """retrieval.dense_weight by the fusion rule (hipocampo.calibration.fusion_weight), in a scratch
-    database where the model is registered with the calibration found so far (hybrid_search needs
-    one), floored at the retrieval.min_similarity just found."""
+def _weights(embedder: EmbeddingProvider, findings: list[Finding], calibrations: dict[str, Any]) -> list[Finding]:
+    """retrieval.dense_weight, conversations.dense_weight and the answer gate's sentence keys by
+    their rules (hipocampo.calibration.fusion_weight / history_weight / sentence_gate), in a
+    scratch database where the model is registered and active with the calibration found so far
+    (hybrid_search needs one; search_history and ingestion read the active model), the dense leg
+    floored at the retrieval.min_similarity just found."""
     from .. import db
-    from ..calibration import fusion_weight, model_calibration
+    from ..calibration import fusion_weight, history_weight, model_calibration, sentence_gate
     from ..client import Hipocampo
     from ..embeddings.local import MODEL_NAME
 
@@ -137,4 +141,5 @@ def _fusion_weight(embedder: EmbeddingProvider, findings: list[Finding], calibra
             {"name": embedder.model_name, "provider": embedder.provider, "dims": embedder.dims},
         )
         root.set_model_calibration(embedder.model_name, provisional)
-        return fusion_weight(root, embedder, floor)
+        root.rpc("activate_embedding_model", {"name": embedder.model_name})
+        return [fusion_weight(root, embedder, floor), history_weight(root, embedder), *sentence_gate(root, embedder)]
