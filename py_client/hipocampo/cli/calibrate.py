@@ -97,6 +97,21 @@ def calibrate(
                 client.set_model_calibration(name, calibration)
         except HipocampoError as exc:
             raise _fail(exc) from exc
+    _report(name, findings, calibration, carried, target if write else None, as_json)
+
+
+def _report(
+    name: str,
+    findings: list[Finding],
+    calibration: dict[str, dict[str, float]],
+    carried: list[str],
+    written: Path | None,
+    as_json: bool,
+) -> None:
+    """What calibrate found and did, as JSON or a table."""
+    from ..config import config_path
+    from ..embeddings.local import MODEL_NAME
+
     if as_json:
         console.print_json(
             json.dumps(
@@ -105,7 +120,7 @@ def calibrate(
                     **{f.key: f.value for f in findings},
                     "calibration": calibration,
                     "carried_over": carried,
-                    "written": str(target) if write else None,
+                    "written": str(written) if written else None,
                 }
             )
         )
@@ -116,9 +131,10 @@ def calibrate(
     console.print(table)
     if carried:
         console.print(f"Carried over from {MODEL_NAME} (not computed here): {', '.join(carried)}.")
-    if write:
-        console.print(f"Written to {target} and stored in the database: {name} can be activated.")
+    if written:
+        console.print(f"Written to {written} and stored in the database: {name} can be activated.")
     else:
+        target = config_path() or Path.cwd() / "config.toml"
         console.print(f"Nothing written: --write puts them in {target} and the database.")
 
 
