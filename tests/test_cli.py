@@ -155,9 +155,14 @@ def test_ask_answers_from_one_regulation_and_explains_a_refusal(database_url: st
     )
     for kb, kind in [("regras", "regulation"), ("notas", "other")]:
         res = runner.invoke(
-            app, ["ingest", str(tmp_path), "--kb", kb, "--create-kb", "--tenant", slug, "--source-type", kind]
+            app,
+            ["ingest", str(tmp_path), "--kb", kb, "--create-kb", "--tenant", slug, "--source-type", kind],
+            terminal_width=400,
         )
         assert res.exit_code == 0, res.output
+        # The note names the refusal before `ask` meets it, and the way out (a regulation needs none).
+        note = f"config set rag '{{\"cross_check_min_documents\": 1}}' --kb notas --tenant {slug}"
+        assert ("not authoritative" in res.output and note in res.output) == (kind == "other"), res.output
     res = runner.invoke(app, ["ask", "qual o prazo de recurso contra multa?", "--kb", "regras", "--tenant", slug])
     assert res.exit_code == 0 and "15 dias" in res.output and "Regimento" in res.output, res.output
     res = runner.invoke(app, ["ask", "qual o prazo de recurso contra multa?", "--kb", "notas", "--tenant", slug])

@@ -294,6 +294,8 @@ def ingest(
                         client.build_model_index(embedder.model_name)
             except HipocampoError as exc:
                 raise _fail(exc) from exc
+        written = summary.documents_ingested + summary.documents_updated
+        note = _cross_check_note(client, kb, tenant, source_type, trust) if written and not as_json else None
     if as_json:
         console.print_json(summary.model_dump_json())
     else:
@@ -308,8 +310,35 @@ def ingest(
                 err_console.print(
                     f"[red]failed[/red] {escape(d.source_uri)}: {escape(d.error)}", highlight=False, soft_wrap=True
                 )
+        if note:
+            err_console.print(escape(note), style="yellow", highlight=False)
     if summary.documents_failed:
         raise typer.Exit(code=1)
+
+
+def _cross_check_note(client: Any, kb: str, tenant: str, source_type: str, trust: float | None) -> str | None:
+    """What `ingest` says when the documents it wrote cannot back an answer alone: under the
+    knowledge base's rag config they are not authoritative (a type of rag.authoritative_source_types
+    at trust >= rag.authoritative_trust) and the cross-check asks for more than one document, so
+    ``ask`` refuses what only one of them supports (cross_check_failed; docs/design.md §answers).
+    None when they can."""
+    kb_id = client.kb_id(kb)
+    rag = client.rag_config(kb_id)
+    need = int(rag["cross_check_min_documents"])
+    level = (
+        trust
+        if trust is not None
+        else float(client.effective_config(kb_id)["retrieval"]["default_trust"].get(source_type, 0.5))
+    )
+    if need <= 1 or (source_type in rag["authoritative_source_types"] and level >= float(rag["authoritative_trust"])):
+        return None
+    return (
+        f"note: documents of type {source_type} at trust {level:g} are not authoritative, so `ask` refuses an "
+        f"answer only one of them supports (cross_check_failed: rag.cross_check_min_documents is {need}). "
+        f"For vetted documents: --source-type {' / '.join(rag['authoritative_source_types'])} (trust >= "
+        f"{float(rag['authoritative_trust']):g}), or `hipocampo config set rag "
+        f"'{{\"cross_check_min_documents\": 1}}' --kb {kb}{'' if tenant == 'default' else ' --tenant ' + tenant}`."
+    )
 
 
 def print_hits(hits: list[Any], hidden: int = 0, width: int = 110) -> None:
