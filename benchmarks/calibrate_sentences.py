@@ -39,7 +39,7 @@ from typing import Any
 from calibrate_answers import question_sets
 from hipocampo import Actor, Hipocampo
 from hipocampo.answer_sets import faquad_kbs, ingest_paragraphs
-from hipocampo.calibration import SENTENCE_LOWS, SENTENCE_MIN_GAIN, SENTENCE_SPANS, SENTENCE_WEIGHTS, GateReplay
+from hipocampo.calibration import SENTENCE_MIN_GAIN, SENTENCE_OFF, SENTENCE_WEIGHTS, GateReplay, sentence_point
 from hipocampo.config import load_config
 from hipocampo.datasets import load_beir
 from models import MINILM, model_database, offline_embedder
@@ -93,18 +93,9 @@ def main() -> int:
     def j(split: str, p: tuple[float, float, float]) -> float:
         return rate(f"{split}: answerable", p) + rate(f"{split}: unanswerable", p) - 1
 
-    off = (0.0, 0.0, 1.0)
-    grid = [
-        (w, lo, round(lo + s, 2))
-        for w in SENTENCE_WEIGHTS
-        for lo in SENTENCE_LOWS
-        for s in SENTENCE_SPANS
-        if lo + s <= 1.0
-    ]
-    scored = sorted(((round(j("train", p), 6), p) for p in grid), key=lambda x: (-x[0], x[1]))
-    best_j, best = scored[0]
-    j_off = j("train", off)
-    chosen = best if best_j - j_off >= SENTENCE_MIN_GAIN - 1e-9 else (0.0, best[1], best[2])
+    choice = sentence_point(lambda p: j("train", p))
+    off, grid, best, best_j, j_off = SENTENCE_OFF, choice.points, choice.best, choice.best_j, choice.j_off
+    chosen = best if choice.on else (0.0, best[1], best[2])
     names = list(sets)
     header = "| point | " + " | ".join(f"{n} ({len(sets[n])})" for n in names) + " | J train | J dev |"
     lines = [header, "|" + "---|" * (len(names) + 3)]

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "WHOLE",
     "answer_spans",
+    "authoritative",
     "cross_checked",
     "faquad_kbs",
     "faquad_sets",
@@ -156,12 +157,16 @@ def faquad_sets(
     return sets
 
 
+def authoritative(source_type: str, trust: float, rag: Mapping[str, Any]) -> bool:
+    """Whether a document can back an answer alone under the cross-check: its type is one of
+    rag.authoritative_source_types and its trust (0..1) reaches rag.authoritative_trust (as
+    answer_evidence decides it)."""
+    return source_type in rag["authoritative_source_types"] and float(trust) >= float(rag["authoritative_trust"])
+
+
 def cross_checked(good: list[dict[str, Any]], rag: Mapping[str, Any]) -> bool:
     """answer_evidence's cross-check over the evidence items at the confidence threshold: at least
-    rag.cross_check_min_documents distinct documents, or one of rag.authoritative_source_types with
-    trust >= rag.authoritative_trust."""
-    authoritative = any(
-        e["source_type"] in rag["authoritative_source_types"] and float(e["trust_score"]) >= rag["authoritative_trust"]
-        for e in good
+    rag.cross_check_min_documents distinct documents, or an authoritative one."""
+    return len({e["document_id"] for e in good}) >= rag["cross_check_min_documents"] or any(
+        authoritative(e["source_type"], float(e["trust_score"]), rag) for e in good
     )
-    return len({e["document_id"] for e in good}) >= rag["cross_check_min_documents"] or authoritative

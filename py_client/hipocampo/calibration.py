@@ -48,7 +48,8 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,10 +68,13 @@ __all__ = [
     "HISTORY_WEIGHTS",
     "SENTENCE_LOWS",
     "SENTENCE_MIN_GAIN",
+    "SENTENCE_OFF",
     "SENTENCE_SPANS",
     "SENTENCE_WEIGHTS",
     "Finding",
     "GateReplay",
+    "SentenceChoice",
+    "SentencePoint",
     "answer_threshold",
     "calibrate",
     "context_threshold",
@@ -88,6 +92,7 @@ __all__ = [
     "passage_neighbours",
     "relevant_pairs",
     "sentence_gate",
+    "sentence_point",
     "similarity_floor",
     "write_calibration",
 ]
@@ -330,6 +335,19 @@ def calibrate(embedder: EmbeddingProvider) -> list[Finding]:
     ]
 
 
+@contextmanager
+def _scratch_tenant(client: Hipocampo) -> Iterator[tuple[uuid.UUID, Hipocampo]]:
+    """A tenant created for one rule's run in ``client``'s database, and ``client`` acting as its
+    service_role; deleted on exit whatever happens (its knowledge bases, chunks, messages)."""
+    from .client import Actor
+
+    tid = client.create_tenant("Calibration (scratch)", f"calibration-{uuid.uuid4().hex[:12]}")
+    try:
+        yield tid, client.as_actor(Actor.service(tid))
+    finally:
+        client.delete_tenant(tid)
+
+
 def fusion_weight(
     client: Hipocampo,
     embedder: EmbeddingProvider,
@@ -362,14 +380,11 @@ def fusion_weight(
         FileNotFoundError: the shared datasets are missing.
         HipocampoError: the database refused a step (e.g. 55000, the model has no calibration).
     """
-    from .client import Actor
     from .embeddings import count_tokens
     from .evaluation import evaluate, index_beir
 
     data = [load_beir(name) for name in sets]  # missing datasets fail before any write
-    tid = client.create_tenant("Calibration (scratch)", f"calibration-{uuid.uuid4().hex[:12]}")
-    try:
-        scratch = client.as_actor(Actor.service(tid))
+    with _scratch_tenant(client) as (_, scratch):
         modes = {f"{w}": {"dense_weight": w, "lexical_weight": 1.0, "min_similarity": floor} for w in weights}
         by_weight: dict[float, list[float]] = {w: [] for w in weights}
         for ds in data:
@@ -378,8 +393,6 @@ def fusion_weight(
                 weights, evaluate(scratch, ds, embedder, kb, modes, embedding_model=embedder.model_name), strict=True
             ):
                 by_weight[w].append(result.ndcg10)
-    finally:
-        client.delete_tenant(tid)
     means = {w: sum(xs) / len(xs) for w, xs in by_weight.items()}
     best = max(weights, key=lambda w: (means[w], -w))
     return Finding(
@@ -446,11 +459,9 @@ def history_weight(
 
     data = load_locomo()  # missing datasets fail before any write
     dense = _DenseOnly(embedder)
-    tid = client.create_tenant("Calibration (scratch)", f"calibration-{uuid.uuid4().hex[:12]}")
-    try:
+    with _scratch_tenant(client) as (tid, scoped):
         user = uuid.uuid4()
         client.add_member(tid, user, "member")
-        scoped = client.as_actor(Actor.service(tid))
         mem = Memory(client.as_actor(Actor.user(user, tid)), dense)
         questions: list[tuple[int, uuid.UUID, str, set[str]]] = []
         for ci, sample in enumerate(data):
@@ -472,8 +483,6 @@ def history_weight(
                 found = {str(h.metadata.get("dia_id")) for h in hits}
                 parts[0 if ci < chosen_on else 1].append(len(gold & found) / len(gold))
             recall[w] = (sum(parts[0]) / max(len(parts[0]), 1), sum(parts[1]) / max(len(parts[1]), 1))
-    finally:
-        client.delete_tenant(tid)
     seed = HISTORY_SEED if HISTORY_SEED in recall else weights[0]
     challenger = max(weights, key=lambda w: (recall[w][0], -abs(w - seed)))
     best = challenger if recall[challenger][0] > recall[seed][0] + HISTORY_MARGIN else seed
@@ -521,6 +530,33 @@ class GateReplay:
         return not citing or any(e["source_uri"] in self.good for e in good[:2])
 
 
+SentencePoint = tuple[float, float, float]  # (rag.sentence_weight, sentence_cosine_low, sentence_cosine_high)
+SENTENCE_OFF: SentencePoint = (0.0, 0.0, 1.0)  # weight 0: lexical support alone
+
+
+@dataclass(frozen=True)
+class SentenceChoice:
+    """The sentence rule's outcome: the grid's ``points``, the ``best`` one and its J
+    (``best_j``), J at weight 0 (``j_off``), and whether the gain switches the sentences ``on``."""
+
+    points: list[SentencePoint]
+    best: SentencePoint
+    best_j: float
+    j_off: float
+    on: bool
+
+
+def sentence_point(j_train: Callable[[SentencePoint], float]) -> SentenceChoice:
+    """The sentence rule on a J function of the train split: the grid point (SENTENCE_WEIGHTS x
+    SENTENCE_LOWS x SENTENCE_SPANS, high <= 1) with the best J (rounded to 6 decimals; a tie keeps
+    the smallest point), switched on when it beats weight 0 by at least SENTENCE_MIN_GAIN."""
+    points = [(w, lo, round(lo + sp, 2)) for w in SENTENCE_WEIGHTS for lo in SENTENCE_LOWS for sp in SENTENCE_SPANS]
+    points = [p for p in points if p[2] <= 1.0]
+    neg_j, best = min((-round(j_train(p), 6), p) for p in points)
+    j_off = j_train(SENTENCE_OFF)
+    return SentenceChoice(points, best, -neg_j, j_off, -neg_j - j_off >= SENTENCE_MIN_GAIN - 1e-9)
+
+
 def sentence_gate(client: Hipocampo, embedder: EmbeddingProvider) -> list[Finding]:
     """``rag.sentence_weight``, ``rag.sentence_cosine_low`` and ``rag.sentence_cosine_high``: the
     answer gate's sentence similarity (docs/design.md §answers). The grid point (weight 0.1-1.0,
@@ -550,12 +586,9 @@ def sentence_gate(client: Hipocampo, embedder: EmbeddingProvider) -> list[Findin
         HipocampoError: the database refused a step.
     """
     from .answer_sets import faquad_kbs, faquad_sets
-    from .client import Actor
 
     fq = load_beir("faquad")
-    tid = client.create_tenant("Calibration (scratch)", f"calibration-{uuid.uuid4().hex[:12]}")
-    try:
-        scoped = client.as_actor(Actor.service(tid))
+    with _scratch_tenant(client) as (tid, scoped):
         configured = scoped.effective_config()["rag"]
         # While ingesting and asking: a weight > 0, so that sentences are embedded and c is read.
         reading = {"sentence_weight": 1.0, "sentence_cosine_low": 0.0, "sentence_cosine_high": 1.0}
@@ -578,8 +611,6 @@ def sentence_gate(client: Hipocampo, embedder: EmbeddingProvider) -> list[Findin
             return GateReplay(ev["reason"] in ("conflicting_sources", "rag_disabled"), good, list(ev["evidence"]), rag)
 
         sets = faquad_sets(ask, fq, kept, kb_full, kb_held)
-    finally:
-        client.delete_tenant(tid)
 
     def j(split: str, point: tuple[float, float, float]) -> float:
         found = sets[f"{split}: answerable"]
@@ -588,18 +619,13 @@ def sentence_gate(client: Hipocampo, embedder: EmbeddingProvider) -> list[Findin
         refused = sum(not x.answered(*point, citing=False) for x in gone) / max(len(gone), 1)
         return answered + refused - 1
 
-    off = (0.0, 0.0, 1.0)
-    points = [(w, lo, round(lo + sp, 2)) for w in SENTENCE_WEIGHTS for lo in SENTENCE_LOWS for sp in SENTENCE_SPANS]
-    points = [p for p in points if p[2] <= 1.0]
-    best_j, best = min((-round(j("train", p), 6), p) for p in points)
-    best_j = -best_j
-    j_off = j("train", off)
-    on = best_j - j_off >= SENTENCE_MIN_GAIN - 1e-9
+    choice = sentence_point(lambda point: j("train", point))
+    best, best_j, j_off, on = choice.best, choice.best_j, choice.j_off, choice.on
     weight = best[0] if on else 0.0
     verdict = (
         f"J on FaQuAD train {j_off:.3f} at weight 0, {best_j:.3f} at weight {best[0]:g}, low {best[1]:.2f}, high "
         f"{best[2]:.2f} ({'on' if on else f'off: the gain is below {SENTENCE_MIN_GAIN}'}); held out (dev) "
-        f"{j('dev', off):.3f} / {j('dev', best):.3f}"
+        f"{j('dev', SENTENCE_OFF):.3f} / {j('dev', best):.3f}"
     )
     return [
         Finding("rag.sentence_weight", weight, verdict),

@@ -322,15 +322,18 @@ def _cross_check_note(client: Any, kb: str, tenant: str, source_type: str, trust
     at trust >= rag.authoritative_trust) and the cross-check asks for more than one document, so
     ``ask`` refuses what only one of them supports (cross_check_failed; docs/design.md §answers).
     None when they can."""
+    from ..answer_sets import authoritative
+    from ..ingest.pipeline import default_trust
+
     kb_id = client.kb_id(kb)
     rag = client.rag_config(kb_id)
     need = int(rag["cross_check_min_documents"])
     level = (
         trust
         if trust is not None
-        else float(client.effective_config(kb_id)["retrieval"]["default_trust"].get(source_type, 0.5))
+        else default_trust(client.effective_config(kb_id)["retrieval"]["default_trust"], source_type)
     )
-    if need <= 1 or (source_type in rag["authoritative_source_types"] and level >= float(rag["authoritative_trust"])):
+    if need <= 1 or authoritative(source_type, level, rag):
         return None
     return (
         f"note: documents of type {source_type} at trust {level:g} are not authoritative, so `ask` refuses an "

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -36,7 +36,7 @@ from ..models import DocumentResult, IngestSummary
 from .chunking import Chunk, ChunkingRule, chunk_sentences, chunk_text
 from .loaders import LoadedDocument, load_path
 
-__all__ = ["DocumentInput", "expand_paths", "ingest_documents", "ingest_paths", "sha256"]
+__all__ = ["DocumentInput", "default_trust", "expand_paths", "ingest_documents", "ingest_paths", "sha256"]
 
 SOURCE_TYPES = (
     "regulation",
@@ -50,6 +50,12 @@ SOURCE_TYPES = (
     "manual",
     "other",
 )
+
+
+def default_trust(table: Mapping[str, Any], source_type: str) -> float:
+    """The trust (0..1) a document of ``source_type`` gets without one of its own: ``table`` is the
+    config's retrieval.default_trust; a type it does not name gets 0.5, as ingest_document does."""
+    return float(table.get(source_type, 0.5))
 
 
 def sha256(text: str) -> str:
@@ -201,7 +207,7 @@ class _Run:
             patch["source_type"] = item.source_type
         trust = item.trust_score
         if trust is None and patch:  # a new type without --trust takes the new type's default
-            trust = float(self.default_trust.get(item.source_type, 0.5))
+            trust = default_trust(self.default_trust, item.source_type)
         if trust is not None and abs(float(stored["trust_score"]) - trust) > 1e-6:
             patch["trust_score"] = trust
         if patch:
