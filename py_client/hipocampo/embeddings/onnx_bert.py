@@ -6,7 +6,10 @@ with erf, post-LayerNorm). Its graph uses ONNX Runtime's fused CPU kernels (``co
 Inputs ``input_ids`` and ``attention_mask`` are ``int64 [batch, seq]``; the output
 ``last_hidden_state`` is ``float32 [batch, seq, hidden]`` (pooling is the caller's: mean over
 the attention mask, then L2, as sentence-transformers does). Token type ids are all 0 for
-single texts, so the type-0 embedding is folded into the position table.
+single texts, so the type-0 embedding is folded into the position table. A graph built with
+``embeds_input`` reads ``inputs_embeds`` (``float32 [batch, seq, hidden]``, the word embeddings
+already looked up) instead of ``input_ids``: multilingual-e5-small's 250k-row table stays 4-bit
+outside the graph (``hipocampo.embeddings.e5_q4``).
 
 Two halves (docs/design.md §Embeddings):
 
@@ -39,9 +42,11 @@ __all__ = [
     "EXPORT_VERSION",
     "QUANT_VERSION",
     "BertGraph",
+    "bert_graph",
     "bert_key",
     "build_bert",
     "export_bert",
+    "graph_session",
     "load_session",
     "quantize",
     "shipped_graph",
@@ -74,6 +79,7 @@ class BertGraph:
 
     key: str
     hidden: int
+    embeds_input: bool = False
     inits: dict[str, Any] = field(default_factory=dict)
     nodes: list[tuple[str, list[str], str, str, dict[str, Any]]] = field(default_factory=list)
 
@@ -93,18 +99,20 @@ class BertGraph:
 
 
 def _embeddings(g: BertGraph, w: dict[str, Any], eps: float) -> str:
-    """Word + (position + token type 0) embeddings, then LayerNorm; returns the output's name."""
+    """Word + (position + token type 0) embeddings, then LayerNorm; returns the output's name.
+    With ``g.embeds_input`` the word embeddings are the input ``inputs_embeds``."""
     import numpy as np
 
     e = "embeddings."
-    word = g.init("word_embeddings", w[e + "word_embeddings.weight"])
+    word = None if g.embeds_input else g.init("word_embeddings", w[e + "word_embeddings.weight"])
     pos_table = w[e + "position_embeddings.weight"] + w[e + "token_type_embeddings.weight"][0]
     pos = g.init("position_embeddings", pos_table.astype(np.float32))
     zero = g.init("zero", np.array([0], dtype=np.int64))
     one = g.init("one", np.array([1], dtype=np.int64))
     two = g.init("two", np.array([2], dtype=np.int64))
-    tok = g.node("Gather", [word, "input_ids"], "tok_emb")
-    seq = g.node("Slice", [g.node("Shape", ["input_ids"], "ids_shape"), one, two], "seq_len")
+    tok = "inputs_embeds" if word is None else g.node("Gather", [word, "input_ids"], "tok_emb")
+    shape_of = "attention_mask" if g.embeds_input else "input_ids"
+    seq = g.node("Slice", [g.node("Shape", [shape_of], "ids_shape"), one, two], "seq_len")
     pos_rows = g.node("Slice", [pos, zero, seq, zero], "pos_rows")  # positions 0 .. seq-1
     summed = g.node("Add", [tok, g.node("Unsqueeze", [pos_rows, zero], "pos_emb")], "emb_sum")
     gamma = g.init("emb_ln_gamma", w[e + "LayerNorm.weight"])
@@ -158,9 +166,10 @@ def _config(model_dir: Path) -> dict[str, Any]:
     return cfg
 
 
-def _key(cfg: dict[str, Any]) -> str:
+def _key(cfg: dict[str, Any], *, embeds_input: bool = False) -> str:
     layers, heads, hidden = int(cfg["num_hidden_layers"]), int(cfg["num_attention_heads"]), int(cfg["hidden_size"])
-    return f"bert-l{layers}-h{hidden}-a{heads}-eps{float(cfg.get('layer_norm_eps', 1e-12)):g}-v{EXPORT_VERSION}"
+    eps = float(cfg.get("layer_norm_eps", 1e-12))
+    return f"bert-l{layers}-h{hidden}-a{heads}-eps{eps:g}{'-embeds' if embeds_input else ''}-v{EXPORT_VERSION}"
 
 
 def bert_key(model_dir: Path) -> str:
@@ -186,11 +195,17 @@ def build_bert(model_dir: Path) -> BertGraph:
     from safetensors.numpy import load_file
 
     cfg = _config(model_dir)
+    return bert_graph(cfg, load_file(str(model_dir / "model.safetensors")))
+
+
+def bert_graph(cfg: dict[str, Any], w: dict[str, Any], *, embeds_input: bool = False) -> BertGraph:
+    """The graph of a BERT from its config (``num_hidden_layers``, ``num_attention_heads``,
+    ``hidden_size``, ``layer_norm_eps``) and its weights as float32 numpy arrays under
+    Hugging Face's names (``encoder.layer.<i>.attention.self.query.weight``, …; without
+    ``embeddings.word_embeddings.weight`` when ``embeds_input``)."""
     layers, heads = int(cfg["num_hidden_layers"]), int(cfg["num_attention_heads"])
     eps = float(cfg.get("layer_norm_eps", 1e-12))
-    w: dict[str, Any] = load_file(str(model_dir / "model.safetensors"))
-
-    g = BertGraph(key=_key(cfg), hidden=int(cfg["hidden_size"]))
+    g = BertGraph(key=_key(cfg, embeds_input=embeds_input), hidden=int(cfg["hidden_size"]), embeds_input=embeds_input)
     x = _embeddings(g, w, eps)
     mask = g.node("Cast", ["attention_mask"], "mask_i32", to=_INT32)
     for i in range(layers):
@@ -217,6 +232,8 @@ def _model(g: BertGraph, *, external: bool) -> Any:
             inits.append(numpy_helper.from_array(array, name))
     nodes = [helper.make_node(op, ins, [out], name=out, domain=dom, **attrs) for op, ins, out, dom, attrs in g.nodes]
     ids_type = [helper.make_tensor_value_info(n, _INT64, ["batch", "seq"]) for n in ("input_ids", "attention_mask")]
+    if g.embeds_input:
+        ids_type[0] = helper.make_tensor_value_info("inputs_embeds", _FLOAT, ["batch", "seq", g.hidden])
     hidden = helper.make_tensor_value_info("last_hidden_state", _FLOAT, ["batch", "seq", g.hidden])
     graph = helper.make_graph(nodes, "bert_encoder", ids_type, [hidden], inits)
     model = helper.make_model(
@@ -262,10 +279,11 @@ def shipped_graph(key: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def write_shipped_graph(model_dir: Path, folder: Path | None = None) -> Path:
-    """Regenerate the weight-free graph of ``model_dir``'s structure into ``folder`` (default:
-    the package's ``graphs/``); returns its path. Needs ``onnx``."""
-    g = build_bert(model_dir)
+def write_shipped_graph(model: Path | BertGraph, folder: Path | None = None) -> Path:
+    """Regenerate the weight-free graph of a structure into ``folder`` (default: the package's
+    ``graphs/``); returns its path. ``model``: a BERT's folder (``build_bert``) or a graph.
+    Needs ``onnx``."""
+    g = model if isinstance(model, BertGraph) else build_bert(model)
     data = _model(g, external=True).SerializeToString()
     return _write(data, (folder or _graphs_dir()) / f"{g.key}.onnx")
 
@@ -289,7 +307,22 @@ def load_session(model_dir: Path, options: Any, fallback: Callable[[], Path]) ->
         if not path.exists():
             export_bert(model_dir, path)
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    external = build_bert(model_dir).external()
+    return graph_session(build_bert(model_dir), options)
+
+
+def graph_session(g: BertGraph, options: Any) -> Any:
+    """An ``onnxruntime.InferenceSession`` of ``g``: its shipped structure with its arrays.
+
+    Raises:
+        FileNotFoundError: hipocampo ships no structure for ``g.key``.
+        onnxruntime's errors: the session cannot be created.
+    """
+    import onnxruntime as ort
+
+    shipped = shipped_graph(g.key)
+    if shipped is None:
+        raise FileNotFoundError(f"no shipped graph for {g.key}")
+    external = g.external()
     values = [ort.OrtValue.ortvalue_from_numpy(a) for a in external.values()]
     # ONNX Runtime copies the values into the graph as the session loads: they may go after.
     options.add_external_initializers(list(external), values)
