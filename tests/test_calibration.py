@@ -199,9 +199,8 @@ def test_calibrate_weights_chooses_the_fusion_weight_in_a_scratch_database(
     }
     assert out["written"] is None
     with psycopg.connect(database_url) as conn:
-        assert conn.execute("select count(*) from pg_database where datname = 'hipocampo_calibration'").fetchone() == (
-            0,
-        )
+        left = "select count(*) from pg_database where datname like 'hipocampo\\_calibration\\_%'"
+        assert conn.execute(left).fetchone() == (0,)
         assert conn.execute("select count(*) from hipocampo_private.tenants").fetchone() == tenants
 
 

@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import shutil
+import uuid
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -425,14 +426,18 @@ def ensure_database(path: Path | None = None) -> str:
 
 
 @contextmanager
-def scratch_database(name: str = "hipocampo_scratch") -> Iterator[str]:
+def scratch_database(prefix: str = "hipocampo_scratch") -> Iterator[str]:
     """A database of its own for work that must leave no trace in the real one (``hipocampo
     calibrate --weights``): created empty on the server hipocampo uses (the embedded one, started
     if needed, or the configured URL's server, whose role needs CREATEDB), given the local shim of
     Supabase's roles and ``auth`` functions (a new database has no ``auth`` schema, on Supabase
     either), migrated and seeded like ``hipocampo db migrate``, and dropped on exit whatever
-    happens (an earlier one of the same name is dropped first). The real database is not touched,
-    nor migrated.
+    happens. The real database is not touched, nor migrated.
+
+    Its name is ``<prefix>_<8 hex digits>``, so runs at the same time each get their own. A run
+    holds a session advisory lock on that name (taken in the URL's database) for as long as the
+    scratch database lives; on entry, databases of the prefix whose lock nobody holds are left
+    over from a run that was killed, and are dropped.
 
     Yields:
         ``str``: the scratch database's URL.
@@ -442,17 +447,26 @@ def scratch_database(name: str = "hipocampo_scratch") -> Iterator[str]:
         HipocampoError: a migration failed.
     """
     url = external_url() or start()
-    target = make_conninfo(url, dbname=name)
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    lock = "select pg_advisory_lock(hashtextextended(%s, 0))"
+    with psycopg.connect(url, autocommit=True) as guard:
+        _drop_abandoned_scratch(guard, prefix)
+        guard.execute(lock, (name,))
+        guard.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+        try:
+            target = make_conninfo(url, dbname=name)
+            apply_migrations(target, shim=True)
+            yield target
+        finally:
+            guard.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
 
-    def drop() -> None:
-        with psycopg.connect(url, autocommit=True) as conn:
+
+def _drop_abandoned_scratch(conn: psycopg.Connection[Any], prefix: str) -> None:
+    """Drop ``<prefix>_*`` databases whose run's advisory lock nobody holds (``scratch_database``)."""
+    pattern = re.escape(prefix) + "_[0-9a-f]{8}"
+    names = [r[0] for r in conn.execute("select datname from pg_database where datname ~ %s", (f"^{pattern}$",))]
+    for name in names:
+        row = conn.execute("select pg_try_advisory_lock(hashtextextended(%s, 0))", (name,)).fetchone()
+        if row and row[0]:
             conn.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
-
-    drop()
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
-    try:
-        apply_migrations(target, shim=True)
-        yield target
-    finally:
-        drop()
+            conn.execute("select pg_advisory_unlock(hashtextextended(%s, 0))", (name,))
