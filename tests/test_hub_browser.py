@@ -166,6 +166,7 @@ def test_admin_creates_a_kb_uploads_three_files_searches_and_asks(page: Any, hub
     assert re.search(r"3/3 documentos · 3 trechos · [\d.]+ trechos/s", summary), summary
     pii = page.locator("#upload-files tbody tr").nth(0).locator("td").nth(3).inner_text()
     assert pii == "2"  # the e-mail and the CPF of salao.txt
+    assert page.locator("#upload-cross-check").count() == 0  # regulations at 0.9 answer alone
 
     page.click("text=Voltar à base")
     assert page.inner_text("#kb-status") == "pronta"
@@ -279,6 +280,14 @@ def test_document_metadata_edit_and_delete(page: Any, hub: str, world: dict[str,
     page.fill("#kb-name", "documentos")
     page.click("#create-kb button")
     upload(page, [world["files"] / "piscina.md"], source_type="manual", trust="0.6")
+    # Below rag.authoritative_trust (0.85) one manual cannot back an answer alone: the page says so
+    # and how to change it (as `hipocampo ingest` does).
+    note = page.inner_text("#upload-cross-check")
+    assert note.startswith("Documentos do tipo manual com confiança 0.6 não são autoritativos"), note
+    assert "precisa de 2 documentos" in note and "(cross_check_failed)" in note
+    assert "policy, manual, regulation, faq com confiança de pelo menos 0.85" in note
+    assert '{"cross_check_min_documents": 1}' in note
+    assert re.fullmatch(r"/hub/kbs/[0-9a-f-]{36}/settings", page.get_attribute("#upload-cross-check a", "href") or "")
     page.click("text=Voltar à base")
     page.click("#doc-list a >> text=Regulamento da piscina")
     assert page.input_value("#doc-trust") == "0.60"

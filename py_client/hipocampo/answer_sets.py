@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
+from .answers.cross_check import authoritative
 from .datasets import BeirSet, datasets_dir
 
 if TYPE_CHECKING:
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 __all__ = [
     "WHOLE",
     "answer_spans",
-    "authoritative",
     "cross_checked",
     "faquad_kbs",
     "faquad_sets",
@@ -155,13 +155,6 @@ def faquad_sets(
         ]
         sets[f"{split}: unanswerable"] = [ask(fq.queries[qid], kb_held, set()) for qid in unanswerable(fq, kept, ids)]
     return sets
-
-
-def authoritative(source_type: str, trust: float, rag: Mapping[str, Any]) -> bool:
-    """Whether a document can back an answer alone under the cross-check: its type is one of
-    rag.authoritative_source_types and its trust (0..1) reaches rag.authoritative_trust (as
-    answer_evidence decides it)."""
-    return source_type in rag["authoritative_source_types"] and float(trust) >= float(rag["authoritative_trust"])
 
 
 def cross_checked(good: list[dict[str, Any]], rag: Mapping[str, Any]) -> bool:

@@ -317,29 +317,19 @@ def ingest(
 
 
 def _cross_check_note(client: Any, kb: str, tenant: str, source_type: str, trust: float | None) -> str | None:
-    """What `ingest` says when the documents it wrote cannot back an answer alone: under the
-    knowledge base's rag config they are not authoritative (a type of rag.authoritative_source_types
-    at trust >= rag.authoritative_trust) and the cross-check asks for more than one document, so
-    ``ask`` refuses what only one of them supports (cross_check_failed; docs/design.md §answers).
-    None when they can."""
-    from ..answer_sets import authoritative
-    from ..ingest.pipeline import default_trust
+    """What `ingest` says when the documents it wrote cannot back an answer alone
+    (``answers.cross_check.cross_check_gap``): ``ask`` refuses what only one of them supports
+    (cross_check_failed; docs/design.md §answers). None when they can."""
+    from ..answers.cross_check import cross_check_gap
 
-    kb_id = client.kb_id(kb)
-    rag = client.rag_config(kb_id)
-    need = int(rag["cross_check_min_documents"])
-    level = (
-        trust
-        if trust is not None
-        else default_trust(client.effective_config(kb_id)["retrieval"]["default_trust"], source_type)
-    )
-    if need <= 1 or authoritative(source_type, level, rag):
+    gap = cross_check_gap(client, client.kb_id(kb), source_type, trust)
+    if gap is None:
         return None
     return (
-        f"note: documents of type {source_type} at trust {level:g} are not authoritative, so `ask` refuses an "
-        f"answer only one of them supports (cross_check_failed: rag.cross_check_min_documents is {need}). "
-        f"For vetted documents: --source-type {' / '.join(rag['authoritative_source_types'])} (trust >= "
-        f"{float(rag['authoritative_trust']):g}), or `hipocampo config set rag "
+        f"note: documents of type {source_type} at trust {gap.trust:g} are not authoritative, so `ask` refuses an "
+        f"answer only one of them supports (cross_check_failed: rag.cross_check_min_documents is "
+        f"{gap.min_documents}). For vetted documents: --source-type {' / '.join(gap.authoritative_types)} (trust >= "
+        f"{gap.authoritative_trust:g}), or `hipocampo config set rag "
         f"'{{\"cross_check_min_documents\": 1}}' --kb {kb}{'' if tenant == 'default' else ' --tenant ' + tenant}`."
     )
 

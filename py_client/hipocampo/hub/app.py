@@ -24,7 +24,7 @@ import contextlib
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -36,6 +36,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.datastructures import UploadFile
 
 from ..answers import Orchestrator
+from ..answers.cross_check import cross_check_gap
 from ..client import Actor, Hipocampo
 from ..embeddings import EmbeddingProvider
 from ..errors import HipocampoError, NotFoundError, PermissionDeniedError
@@ -417,6 +418,8 @@ def _document_routes(router: APIRouter, hub: Hub) -> None:
             ctx = {"kb": kb, "source_types": SOURCE_TYPES, "model": _model(who), "error": f"22023: {exc}"}
             return hub.render(request, "kb.html", ctx | _doc_page(who, kb.id, None), 422, who)
         up = hub.uploads.start(who.client, str(kb.id), kb.name, who.user_id, payload, hub.embedder, source_type, trust)
+        gap = cross_check_gap(who.client, str(kb.id), source_type, trust)
+        up.cross_check = asdict(gap) if gap else None
         if "application/json" in request.headers.get("accept", ""):
             return JSONResponse(up.as_json(), 202)
         return _redirect(f"/hub/uploads/{up.id}")

@@ -95,6 +95,10 @@ _PT: dict[str, str] = {
     "state_done": "pronto",
     "state_failed": "falhou",
     "upload_done": "Envio concluído.",
+    "cross_check_note": "Documentos do tipo {type} com confiança {trust} não são autoritativos: uma resposta "
+    "precisa de {n} documentos que a sustentem, então as perguntas que só um deles responde serão recusadas "
+    "(cross_check_failed). Para documentos verificados, envie-os como {types} com confiança de pelo menos "
+    '{min_trust}; ou, nas configurações da base, seção rag: {{"cross_check_min_documents": 1}}.',
     "back_to_kb": "Voltar à base",
     "playground_title": "Consultas",
     "question": "Pergunta",
@@ -267,6 +271,10 @@ _EN: dict[str, str] = {
     "state_done": "done",
     "state_failed": "failed",
     "upload_done": "Upload finished.",
+    "cross_check_note": "Documents of type {type} at trust {trust} are not authoritative: an answer needs {n} "
+    "documents that support it, so questions only one of them answers will be refused (cross_check_failed). "
+    "For vetted documents, upload them as {types} with trust of at least {min_trust}; or, in the knowledge "
+    'base\'s settings, section rag: {{"cross_check_min_documents": 1}}.',
     "back_to_kb": "Back to the knowledge base",
     "playground_title": "Query playground",
     "question": "Question",

@@ -58,7 +58,9 @@ class FileProgress:
 
 @dataclass
 class Upload:
-    """One upload: its files, who started it, and its totals (chunks/s over the elapsed time)."""
+    """One upload: its files, who started it, and its totals (chunks/s over the elapsed time);
+    ``cross_check``: when its documents cannot back an answer alone under the knowledge base's
+    rag config (``answers.cross_check.cross_check_gap`` as a dict), what the page tells the admin."""
 
     id: str
     kb_id: str
@@ -67,6 +69,7 @@ class Upload:
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
     error: str | None = None
+    cross_check: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The progress the page shows: files, chunks, chunks/s, elapsed and remaining (s)."""
@@ -90,6 +93,7 @@ class Upload:
             "documents_done": done,
             "eta_s": eta,
             "files": [vars(f) for f in self.files],
+            "cross_check": self.cross_check,
         }
 
 
