@@ -196,7 +196,7 @@ def backfill_chunk_sentences(
         client: a service_role client (``Actor.service()``, the default actor).
         embedder: the active model's provider (``model_name`` must be the active model's).
         batch_size: chunks per transaction, 1..1000 (~5 sentences each: with
-            multilingual-e5-small ~18 ms a sentence on 2 cores, docs/BENCHMARKS.md §What the
+            multilingual-e5-small ~7 ms a sentence on 2 cores, docs/BENCHMARKS.md §What the
             sentences cost at ingestion).
         tenant_id: only this tenant's chunks (default: every tenant's).
         limit: stop after about this many chunks (default: until none is left).
