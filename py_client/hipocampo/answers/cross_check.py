@@ -1,6 +1,7 @@
 """Whether documents can back an answer alone: answer_evidence's cross-check, read from the
 knowledge base's rag config, for what ingestion tells its user (the CLI's ``ingest`` note, the
-hub's upload page) and for the benchmarks' replays (hipocampo.answer_sets).
+hub's upload page) and for the replays of the gate (hipocampo.calibration's sentence rule,
+benchmarks/calibrate_answers.py).
 
 An answer needs rag.cross_check_min_documents distinct documents among its evidence, or one
 authoritative document: a type of rag.authoritative_source_types at trust >= rag.authoritative_trust
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CrossCheckGap", "authoritative", "cross_check_gap"]
+__all__ = ["CrossCheckGap", "authoritative", "cross_check_gap", "cross_checked"]
 
 
 def authoritative(source_type: str, trust: float, rag: Mapping[str, Any]) -> bool:
@@ -21,6 +22,15 @@ def authoritative(source_type: str, trust: float, rag: Mapping[str, Any]) -> boo
     rag.authoritative_source_types and its trust (0..1) reaches rag.authoritative_trust (as
     answer_evidence decides it)."""
     return source_type in rag["authoritative_source_types"] and float(trust) >= float(rag["authoritative_trust"])
+
+
+def cross_checked(good: list[dict[str, Any]], rag: Mapping[str, Any]) -> bool:
+    """answer_evidence's cross-check over the evidence items at the confidence threshold (each with
+    ``document_id``, ``source_type`` and ``trust_score``): at least rag.cross_check_min_documents
+    distinct documents, or an authoritative one (the benchmarks' and the calibration's replays)."""
+    return len({e["document_id"] for e in good}) >= rag["cross_check_min_documents"] or any(
+        authoritative(e["source_type"], float(e["trust_score"]), rag) for e in good
+    )
 
 
 @dataclass(frozen=True)

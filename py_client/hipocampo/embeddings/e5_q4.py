@@ -176,13 +176,9 @@ class E5Weights:
         tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
         return tok
 
-    @cached_property
-    def _translation(self) -> dict[int, str]:
-        return dict(self.normalization)
-
     def content_ids(self, texts: list[str]) -> list[list[int]]:
         """Each text's piece ids, without ``<s>`` / ``</s>`` and not truncated."""
-        normalized = [_SPACES.sub(" ", t.translate(self._translation)) for t in texts]
+        normalized = [_SPACES.sub(" ", t.translate(self.normalization)) for t in texts]
         return [e.ids for e in self._tokenizer.encode_batch(normalized, add_special_tokens=False)]
 
 

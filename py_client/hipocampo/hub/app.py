@@ -418,8 +418,10 @@ def _document_routes(router: APIRouter, hub: Hub) -> None:
             ctx = {"kb": kb, "source_types": SOURCE_TYPES, "model": _model(who), "error": f"22023: {exc}"}
             return hub.render(request, "kb.html", ctx | _doc_page(who, kb.id, None), 422, who)
         gap = cross_check_gap(who.client, str(kb.id), source_type, trust)  # before any work starts
-        up = hub.uploads.start(who.client, str(kb.id), kb.name, who.user_id, payload, hub.embedder, source_type, trust)
-        up.cross_check = asdict(gap) if gap else None
+        note = asdict(gap) if gap else None
+        up = hub.uploads.start(
+            who.client, str(kb.id), kb.name, who.user_id, payload, hub.embedder, source_type, trust, note
+        )
         if "application/json" in request.headers.get("accept", ""):
             return JSONResponse(up.as_json(), 202)
         return _redirect(f"/hub/uploads/{up.id}")

@@ -120,8 +120,10 @@ class UploadRegistry:
         embedder: Callable[[], EmbeddingProvider],
         source_type: str,
         trust_score: float | None,
+        cross_check: dict[str, Any] | None = None,
     ) -> Upload:
-        """Save ``files`` (name, bytes) and ingest them into ``kb_name`` as ``client``'s actor."""
+        """Save ``files`` (name, bytes) and ingest them into ``kb_name`` as ``client``'s actor;
+        ``cross_check``: what the page says about the documents' cross-check (``Upload``)."""
         folder = Path(tempfile.mkdtemp(prefix="hipocampo-upload-"))
         saved: list[tuple[FileProgress, Path]] = []
         for i, (name, data) in enumerate(files):
@@ -130,7 +132,7 @@ class UploadRegistry:
             path.parent.mkdir()
             path.write_bytes(data)
             saved.append((FileProgress(clean), path))
-        up = Upload(str(uuid.uuid4()), kb_id, user, [p for p, _ in saved])
+        up = Upload(str(uuid.uuid4()), kb_id, user, [p for p, _ in saved], cross_check=cross_check)
         with self._lock:
             self._forget_old()
             self._uploads[up.id] = up
