@@ -12,11 +12,13 @@ passages as type other), ingested again under names ending in "-sentences" with 
 embeddings (tenant "bench-answers", in the model's database as benchmarks/models.py gives it).
 Every question is asked once through ``answer_evidence`` with every candidate kept (rag.min_score
 0, the token budget 8,000, min_confidence at its floor, a sentence weight > 0 so that c is read);
-the gate is then replayed for each point of the grid with the configured rag.min_score and
-rag.min_confidence: evidence = support >= min_score; answered when the best support reaches
-min_confidence and the cross-check passes (>= cross_check_min_documents documents at it, or an
-authoritative one), citing the first two such chunks in evidence order (the extractive answer's
-two quotes); a question refused for another reason (conflicting_sources) stays refused.
+the gate is then replayed for each point of the grid with the configured rag.min_score,
+rag.min_confidence and evidence token budget (``calibration.GateReplay``, held to answer_evidence's
+decisions by tests/test_gate_replay.py): evidence = support >= min_score, in order, under the
+budget; answered when the best support reaches min_confidence and the cross-check passes
+(>= cross_check_min_documents documents at it, or an authoritative one), citing the first two
+such chunks in evidence order (the extractive answer's two quotes); a question whose reading
+found a conflict stays refused.
 
 Sets as in benchmarks/calibrate_answers.py: FaQuAD's train and dev answerable questions (answered
 citing the gold paragraph) and unanswerable ones (article removed, its answer span in no remaining
@@ -39,7 +41,14 @@ from typing import Any
 from calibrate_answers import question_sets
 from hipocampo import Actor, Hipocampo
 from hipocampo.answer_sets import faquad_kbs, ingest_paragraphs
-from hipocampo.calibration import SENTENCE_MIN_GAIN, SENTENCE_OFF, SENTENCE_WEIGHTS, GateReplay, sentence_point
+from hipocampo.calibration import (
+    GATE_READING,
+    SENTENCE_MIN_GAIN,
+    SENTENCE_OFF,
+    SENTENCE_WEIGHTS,
+    GateReplay,
+    sentence_point,
+)
 from hipocampo.config import load_config
 from hipocampo.datasets import load_beir
 from models import MINILM, model_database, offline_embedder
@@ -52,12 +61,12 @@ def main() -> int:
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     rag_defaults = load_config()["rag"]
+    configured = {k: rag_defaults[k] for k in ("min_score", "min_confidence", "evidence_token_budget")}
     embedder = offline_embedder(args.model)
     url = model_database(args.model, embedder.dims)
     fq, qt = load_beir("faquad"), load_beir("quati")
-    # While ingesting and asking: a weight > 0 so that sentences are embedded and c is read.
-    reading = {"sentence_weight": 1.0, "sentence_cosine_low": 0.0, "sentence_cosine_high": 1.0}
-    pass_cfg = {"min_score": 0.0, "min_confidence": 0.30, "evidence_token_budget": 8000, **reading}
+    # While ingesting: a weight > 0 so that sentences are embedded.
+    reading = {k: v for k, v in GATE_READING.items() if k.startswith("sentence_")}
     with Hipocampo(url) as root:
         tid = root.tenant_id("bench-answers") or root.create_tenant("Benchmark (answers)", "bench-answers")
         client = root.as_actor(Actor.service(tid))
@@ -68,17 +77,14 @@ def main() -> int:
                 client, "quati-passages-sentences", qt.corpus, embedder, "other", None, "quati"
             )
             for kb in (kb_full, kb_held, kb_quati):
-                client.set_kb_config(kb, "rag", pass_cfg)
+                client.set_kb_config(kb, "rag", GATE_READING)
 
             def ask(q: str, kb: Any, good: set[str]) -> GateReplay:
                 ev = client.rpc(
                     "answer_evidence",
                     {"query_text": q, "query_embedding": embedder.embed_query(q), "kb_ids": [kb], "tenant_id": tid},
                 )
-                rag = {**ev["config"], "min_score": rag_defaults["min_score"]}
-                rag["min_confidence"] = rag_defaults["min_confidence"]
-                other = ev["reason"] in ("conflicting_sources", "rag_disabled")
-                return GateReplay(other, good, list(ev["evidence"]), rag)
+                return GateReplay.from_reading(ev, good, {**ev["config"], **configured})
 
             sets = question_sets(ask, fq, qt, kept, (kb_full, kb_held, kb_quati))
         finally:

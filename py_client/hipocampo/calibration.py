@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -495,35 +495,66 @@ def history_weight(
     )
 
 
+#: The rag override under which ``answer_evidence`` is read once for GateReplay: every candidate
+#: kept (min_score 0, a token budget of 8,000), the floor of rag.min_confidence, and the sentence
+#: cosine read (a weight > 0, so that sentences are embedded at ingestion and c is returned).
+GATE_READING: dict[str, Any] = {
+    "min_score": 0.0,
+    "min_confidence": 0.30,
+    "evidence_token_budget": 8000,
+    "sentence_weight": 1.0,
+    "sentence_cosine_low": 0.0,
+    "sentence_cosine_high": 1.0,
+}
+
+
 @dataclass
 class GateReplay:
-    """One question's candidates as answer_evidence scored them (every candidate kept, the
-    sentence cosine read), for replaying the gate at other sentence keys: ``other_refusal`` (a
-    refusal no threshold changes, e.g. conflicting_sources), the ``good`` source_uris, the
-    evidence ``items`` and the ``rag`` config the replay applies (its min_score, min_confidence
-    and cross-check keys)."""
+    """One question's candidates as answer_evidence scored them under GATE_READING, for replaying
+    the gate at other points: ``other_refusal`` (a refusal the replay does not redo: a conflict
+    in the reading, or rag disabled), the ``good`` source_uris, the evidence ``items`` (in
+    answer_evidence's order, the combined score) and the ``rag`` config the replay applies (its
+    min_score, min_confidence, evidence_token_budget and cross-check keys). tests/test_gate_replay.py
+    holds it to answer_evidence's decisions."""
 
     other_refusal: bool
     good: set[str]
     items: list[dict[str, Any]]
     rag: dict[str, Any]
 
+    @classmethod
+    def from_reading(cls, reading: Mapping[str, Any], good: set[str], rag: Mapping[str, Any]) -> GateReplay:
+        """The replay of ``reading`` (answer_evidence's result under GATE_READING) at the configured
+        ``rag`` (a rag config: rag_config's, or answer_evidence's ``config``). A conflict in the
+        reading counts as a refusal: detect_conflicts runs over the chunks above min_score, so
+        fewer chunks may hold none, and the replay cannot redo it (it refuses where answer_evidence
+        might answer, never the reverse)."""
+        other = bool(reading["conflicts"]) or reading["reason"] == "rag_disabled"
+        return cls(other, good, list(reading["evidence"]), dict(rag))
+
     def answered(self, weight: float, low: float, high: float, citing: bool) -> bool:
         """The gate replayed at this point: support = lexical support + weight * clip((c - low) /
-        (high - low)); answered when a chunk reaches rag.min_score and rag.min_confidence and the
-        cross-check passes (and, with ``citing``, the first two such chunks, the extractive
-        answer's two quotes, include a good source)."""
+        (high - low)); evidence = the chunks with support >= rag.min_score, in order, while they
+        fit rag.evidence_token_budget (the first always); answered when one reaches
+        rag.min_confidence and the cross-check passes over those (and, with ``citing``, the first
+        two such chunks, the extractive answer's two quotes, include a good source)."""
         from .answers.cross_check import cross_checked
 
         if self.other_refusal:
             return False
         span = max(high - low, 1e-6)
+        budget, used = int(self.rag["evidence_token_budget"]), 0
         good = []
         for e in self.items:
             c = e["sentence_similarity"]
             bonus = weight * min(1.0, max(0.0, (float(c) - low) / span)) if weight and c is not None else 0.0
             support = float(e["lexical_support"]) + bonus
-            if support >= self.rag["min_score"] and support >= self.rag["min_confidence"]:
+            if support < self.rag["min_score"]:
+                continue
+            if used > 0 and used + int(e["token_count"]) > budget:
+                break
+            used += int(e["token_count"])
+            if support >= self.rag["min_confidence"]:
                 good.append(e)
         if not good or not cross_checked(good, self.rag):
             return False
@@ -568,8 +599,9 @@ def sentence_gate(client: Hipocampo, embedder: EmbeddingProvider) -> list[Findin
 
     FaQuAD's two knowledge bases are ingested with their sentence embeddings into a tenant created
     for the run in ``client``'s database and deleted afterwards whatever happens; every question
-    is asked once through ``answer_evidence`` with every candidate kept (rag.min_score 0, the
-    token budget 8,000, the sentence cosine read), and the gate is replayed for each point.
+    is asked once through ``answer_evidence`` with every candidate kept (GATE_READING), and the
+    gate is replayed for each point (GateReplay) at the configured min_score, min_confidence and
+    token budget.
     ``embedder``'s model must be the active one there (a scratch database: ``hipocampo calibrate
     --weights``). Minutes: e5 embeds ~3,000 paragraphs and sentences.
 
@@ -590,12 +622,11 @@ def sentence_gate(client: Hipocampo, embedder: EmbeddingProvider) -> list[Findin
     fq = load_beir("faquad")
     with _scratch_tenant(client) as (tid, scoped):
         configured = scoped.effective_config()["rag"]
-        # While ingesting and asking: a weight > 0, so that sentences are embedded and c is read.
-        reading = {"sentence_weight": 1.0, "sentence_cosine_low": 0.0, "sentence_cosine_high": 1.0}
-        scoped.set_tenant_config("rag", reading)
+        # While ingesting: a weight > 0, so that sentences are embedded.
+        scoped.set_tenant_config("rag", {k: v for k, v in GATE_READING.items() if k.startswith("sentence_")})
         kb_full, kept, kb_held = faquad_kbs(scoped, fq, embedder)
         for kb in (kb_full, kb_held):
-            scoped.set_kb_config(kb, "rag", {"min_score": 0.0, "min_confidence": 0.30, "evidence_token_budget": 8000})
+            scoped.set_kb_config(kb, "rag", GATE_READING)
 
         def ask(question: str, kb: uuid.UUID, good: set[str]) -> GateReplay:
             ev = scoped.rpc(
@@ -607,8 +638,7 @@ def sentence_gate(client: Hipocampo, embedder: EmbeddingProvider) -> list[Findin
                     "tenant_id": tid,
                 },
             )
-            rag = {**ev["config"], "min_score": configured["min_score"], "min_confidence": configured["min_confidence"]}
-            return GateReplay(ev["reason"] in ("conflicting_sources", "rag_disabled"), good, list(ev["evidence"]), rag)
+            return GateReplay.from_reading(ev, good, configured)
 
         sets = faquad_sets(ask, fq, kept, kb_full, kb_held)
 
