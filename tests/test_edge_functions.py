@@ -539,6 +539,90 @@ def test_the_embed_function_drains_the_queue_through_the_model_s_endpoint(
             cur.execute("update hipocampo_private.embedding_models set provider = 'local' where active")
 
 
+SPLIT_EDGE_CASES = [
+    "",
+    "   ",
+    "Art. 1º O prazo é de 30 dias. A multa é de R$ 100.",
+    'Fim.\x1cInício. Depois.\x85Outro; Mais um?\u00a0"Citação." (Nota.) [Ref.] § 2º Texto.',
+    "Sem ponto final\n\nOutro parágrafo. E mais\n  \n",
+    "A.\ufeffB. C. D.",
+    " ".join(f"Frase número {i} termina aqui." for i in range(150)),
+    "Dr. Silva chegou. Ok. Fim de papo. 3 dias depois. ÁGUA! Élan? ÇA; Õ.",
+]
+
+
+def test_the_embed_function_splits_sentences_as_the_python_client(tmp_path: Path) -> None:
+    """The embed function stores the sentence embeddings `hipocampo db embed-missing` would: its
+    port of chunk_sentences (_shared/sentences.ts) gives the same sentences on the shared
+    datasets' passages (FaQuAD, Quati, SciFact's first 1,000) and on whitespace and punctuation
+    edge cases."""
+    from hipocampo.datasets import load_beir
+    from hipocampo.ingest.chunking import chunk_sentences
+
+    texts = list(SPLIT_EDGE_CASES)
+    for name, limit in (("faquad", None), ("quati", None), ("scifact", 1000)):
+        texts += [text for _, text in list(load_beir(name).corpus.values())[:limit]]
+    (tmp_path / "texts.json").write_text(json.dumps(texts), "utf-8")
+    script = tmp_path / "split.ts"
+    script.write_text(
+        f'import {{ chunkSentences }} from "{REPO}/supabase/functions/_shared/sentences.ts";\n'
+        "const texts: string[] = JSON.parse(await Deno.readTextFile(Deno.args[0]));\n"
+        "console.log(JSON.stringify(texts.map((t) => chunkSentences(t))));\n",
+        "utf-8",
+    )
+    out = subprocess.run(
+        [deno_binary(), "run", "--allow-read", str(script), str(tmp_path / "texts.json")],
+        capture_output=True, text=True, check=True, env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    got = json.loads(out.stdout)
+    differ = [(t, g) for t, g in zip(texts, got, strict=True) if g != chunk_sentences(t)]
+    assert not differ
+    assert len(got[6]) == 50  # 150 sentences, more than 64: runs of 3
+
+
+def test_the_embed_function_stores_sentence_embeddings_where_the_gate_reads_them(
+    env: Env, fn: dict[str, EdgeFunction], embeddings: LocalOpenAI
+) -> None:
+    """Chunks of a knowledge base whose rag.sentence_weight is above 0 and that have no sentence
+    embeddings (ingested before the weight was set) get them from the embed function, one
+    embedding per sentence as the Python client splits the chunk, in one request per batch."""
+    from hipocampo.ingest.chunking import chunk_sentences
+
+    service = env.root.as_actor(Actor.service(env.tenant))
+    kb = uuid.UUID(env.kb)
+    with env.root.transaction() as cur:
+        cur.execute("update hipocampo_private.embedding_models set provider = 'openai' where active")
+        cur.execute("update hipocampo_private.chunks set sentence_embeddings = null where kb_id = %s", (kb,))
+    service.set_kb_config(kb, "rag", {"sentence_weight": 0.5})
+    try:
+        r = httpx.post(fn["embed"].url, json={"kinds": ["chunk_sentences"]}, headers=env.user())
+        assert r.status_code == 403
+        r = httpx.post(fn["embed"].url, json={"kinds": ["chunk_sentences"]}, headers=bearer(token("service_role")))
+        assert r.status_code == 200, r.text
+        assert r.json()["embedded"]["chunk_sentences"] >= 1 and r.json()["failed"] == {"chunk_sentences": 0}
+        with env.root.transaction() as cur:
+            cur.execute(
+                "select c.content, array(select v::text from unnest(c.sentence_embeddings) as v) as vs"
+                " from hipocampo_private.chunks as c where c.kb_id = %s",
+                (kb,),
+            )
+            rows = cur.fetchall()
+        assert rows and all(row["vs"] for row in rows)
+        for row in rows:
+            sentences = chunk_sentences(row["content"])
+            assert len(row["vs"]) == len(sentences)
+            for text, stored in zip(sentences, row["vs"], strict=True):
+                got = [float(x) for x in stored.strip("[]").split(",")]
+                assert sum(a * b for a, b in zip(got, env.vec(text), strict=True)) > 0.9999
+        assert any(set(sentences) <= set(b["input"]) for b in embeddings.requests if isinstance(b["input"], list))
+        again = httpx.post(fn["embed"].url, json={"kinds": ["chunk_sentences"]}, headers=bearer(token("service_role")))
+        assert again.json()["embedded"] == {"chunk_sentences": 0}  # nothing left to do
+    finally:
+        service.set_kb_config(kb, "rag", {"sentence_weight": None})
+        with env.root.transaction() as cur:
+            cur.execute("update hipocampo_private.embedding_models set provider = 'local' where active")
+
+
 ASKED = [
     "Qual a carga horária mínima do estágio?",
     "Em quantos dias o relatório final do estágio deve ser entregue?",

@@ -6,23 +6,31 @@
  * (_shared/embed.ts; the key / endpoint / base URL variables the global rag config names) and stored
  * (hipocampo.set_row_embeddings). A batch the endpoint fails on is recorded
  * (hipocampo.record_embedding_failure: retried after a backoff, dead-lettered after
- * maintenance.embedding_max_attempts) and the run goes on. One transaction per call: a call that
- * dies leaves its rows to the next. Schedule it (pg_cron + pg_net) or call it from a worker.
+ * maintenance.embedding_max_attempts) and the run goes on. Then the sentence embeddings of
+ * chunks whose answer gate reads them (hipocampo.chunks_without_sentences: knowledge bases with
+ * rag.sentence_weight above 0), each chunk split as the Python client splits it
+ * (_shared/sentences.ts), stored by hipocampo.set_chunk_sentences; a batch the endpoint fails on
+ * is counted in "failed" and listed again by the next call (what `hipocampo db embed-missing`
+ * does). One transaction per call: a call that dies leaves its rows to the next. Schedule it
+ * (pg_cron + pg_net) or call it from a worker.
  *
- * Body: {"kinds"?: ["chunks" | "memories" | "memory_staging" | "messages"], "batch_size"?: 1..100 (default
- * 50), "max_batches"?: 1..100 per kind (default 10)}. service_role only.
+ * Body: {"kinds"?: ["chunks" | "chunk_sentences" | "memories" | "memory_staging" | "messages"],
+ * "batch_size"?: 1..100 rows or chunks (default 50), "max_batches"?: 1..100 per kind (default 10)}.
+ * service_role only.
  * Returns: {"embedded": {kind: n}, "failed": {kind: n}}.
  * Errors: 401 token; 403 not service_role; 422 bad body, or the active model runs offline
  * (provider local: `hipocampo worker --embed-missing` embeds with it); 503 database down.
  * Example: curl -X POST "$SUPABASE_URL/functions/v1/embed" -H "Authorization: Bearer $SERVICE_ROLE_KEY" -d '{}'
  */
+import type { Tx } from "../_shared/db.ts";
 import type { Rpc } from "../_shared/rpc.ts";
 import { callRpc } from "../_shared/rpc.ts";
 import { embedTexts } from "../_shared/embed.ts";
+import { chunkSentences } from "../_shared/sentences.ts";
 import { HttpError } from "../_shared/http.ts";
 import { type RouteContext, serve } from "../_shared/serve.ts";
 
-const KINDS = ["chunks", "memories", "memory_staging", "messages"];
+const KINDS = ["chunks", "chunk_sentences", "memories", "memory_staging", "messages"];
 
 export const rowsToEmbed: Rpc = {
   name: "rows_to_embed",
@@ -34,6 +42,18 @@ export const setRowEmbeddings: Rpc = {
   name: "set_row_embeddings",
   params: { kind: "text", items: "jsonb" },
   required: ["kind", "items"],
+  returns: "value",
+};
+export const chunksWithoutSentences: Rpc = {
+  name: "chunks_without_sentences",
+  params: { batch_size: "integer", after_chunk_id: "bigint" },
+  required: [],
+  returns: "rows",
+};
+export const setChunkSentences: Rpc = {
+  name: "set_chunk_sentences",
+  params: { items: "jsonb" },
+  required: ["items"],
   returns: "value",
 };
 export const recordEmbeddingFailure: Rpc = {
@@ -49,6 +69,43 @@ function bounded(value: unknown, name: string, fallback: number, max: number): n
     throw new HttpError(422, `${name} must be an integer 1..${max}`);
   }
   return value as number;
+}
+
+/**
+ * The sentence embeddings of up to `maxBatches` batches of chunks (one embedding request per
+ * batch): [chunks stored, chunks of the batches the endpoint failed on].
+ */
+async function drainSentences(tx: Tx, batchSize: number, maxBatches: number): Promise<[number, number]> {
+  let stored = 0;
+  let failed = 0;
+  let after: string | null = null;
+  for (let batch = 0; batch < maxBatches; batch++) {
+    const rows = await callRpc(tx, chunksWithoutSentences, {
+      batch_size: batchSize,
+      after_chunk_id: after,
+    }) as {
+      chunk_id: string;
+      content: string;
+    }[];
+    if (!rows.length) break;
+    after = String(rows.at(-1)?.chunk_id);
+    const sentences = rows.map((r) => chunkSentences(r.content));
+    let vectors: number[][];
+    try {
+      vectors = await embedTexts(tx, sentences.flat(), { global: true });
+    } catch (err) {
+      if (err instanceof HttpError && err.status === 422) throw err;
+      failed += rows.length;
+      continue;
+    }
+    let next = 0;
+    const items = rows.map((r, i) => ({
+      id: String(r.chunk_id),
+      sentence_embeddings: sentences[i].map(() => vectors[next++]),
+    }));
+    stored += Number(await callRpc(tx, setChunkSentences, { items }) ?? 0);
+  }
+  return [stored, failed];
 }
 
 /** Claims, embeds and stores the queued rows of each kind; records the batches that fail. */
@@ -67,6 +124,10 @@ export async function drain({ actor, body, tx }: RouteContext): Promise<unknown>
   for (const kind of kinds as string[]) {
     embedded[kind] = 0;
     failed[kind] = 0;
+    if (kind === "chunk_sentences") {
+      [embedded[kind], failed[kind]] = await drainSentences(tx, batchSize, maxBatches);
+      continue;
+    }
     let after: string | null = null;
     for (let batch = 0; batch < maxBatches; batch++) {
       const rows = await callRpc(tx, rowsToEmbed, { kind, batch_size: batchSize, after_id: after }) as {
