@@ -115,4 +115,6 @@ def test_the_replay_decides_as_answer_evidence(parity: Parity, point: dict[str, 
         if replay.answered(weight, low, high, citing=False) != (real["decision"] == "answer"):
             differ.append((q, real["reason"]))
     assert not differ
-    assert compared >= 60 and 0 < answered < compared  # both decisions occur at every point
+    assert compared >= 60 and answered > 0
+    if not point:  # with the defaults both decisions occur (with e5 a strong sentence bonus answers all)
+        assert answered < compared
