@@ -23,6 +23,7 @@ from ..text import plain_text
 from .answers import ask, serve
 from .calibrate import calibrate
 from .common import JsonOpt, TenantOpt, _client, _database_url, _fail, console, err_console
+from .evaluate import kb_eval
 from .lifecycle import config_app, doc_app, kb_delete, member_app, tenant_delete, tenant_list
 from .memory import memory_app
 from .model import model_app
@@ -492,6 +493,7 @@ app.add_typer(model_app, name="model")
 tenant_app.command("list")(tenant_list)
 tenant_app.command("delete")(tenant_delete)
 kb_app.command("delete")(kb_delete)
+kb_app.command("eval")(kb_eval)
 app.command()(ask)
 app.command()(serve)
 app.command()(calibrate)

@@ -1,0 +1,110 @@
+"""``hipocampo kb eval``: a knowledge base measured on its own judged questions
+(hipocampo.kb_eval)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from ..errors import HipocampoError
+from .common import JsonOpt, TenantOpt, _client, _fail, console
+
+__all__ = ["kb_eval"]
+
+
+def kb_eval(
+    name: Annotated[str, typer.Argument(help="Knowledge base name.")],
+    questions: Annotated[
+        Path,
+        typer.Option(
+            "--questions",
+            "-q",
+            help='JSON Lines: `{"question": "…", "relevant": ["<source_uri>", …]}` per line '
+            "(`relevant` may map each source_uri to a grade; empty = off-topic, to be refused).",
+            exists=True,
+            dir_okay=False,
+        ),
+    ],
+    tenant: TenantOpt = "default",
+    answers: Annotated[bool, typer.Option("--answers", help="Also ask every question (`hipocampo ask`).")] = False,
+    tune: Annotated[
+        bool, typer.Option("--tune", help="Choose the knowledge base's retrieval.dense_weight on half the questions.")
+    ] = False,
+    write: Annotated[
+        bool, typer.Option("--write", help="With --tune: store a confirmed weight as the KB's override.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Measure a knowledge base on its own judged questions: nDCG@10 and recall@10 of dense,
+    lexical and hybrid search (BEIR's: 10 distinct documents, gain = grade); with --answers, how
+    `ask` answers them (citing a relevant document, or refusing, and why); with --tune, the
+    dense weight (0.3-2.0) with the best nDCG@10 on the odd-numbered questions, confirmed when it
+    is not worse than the weight in force on the others; --write stores a confirmed one as the
+    knowledge base's override (docs/design.md §retrieval: the fusion weight per knowledge base)."""
+    from ..embeddings import provider_from_config
+    from ..kb_eval import evaluate_answers, evaluate_retrieval, load_judged, tune_dense_weight
+
+    out: dict[str, Any] = {"kb": name}
+    with _client(tenant) as client:
+        try:
+            judged = load_judged(questions)
+            kb = client.kb_id(name)
+            embedder = provider_from_config()
+            out["questions"] = len(judged)
+            out["retrieval"] = [asdict(r) for r in evaluate_retrieval(client, kb, judged, embedder)]
+            if answers:
+                out["answers"] = asdict(evaluate_answers(client, kb, judged, embedder))
+            if tune:
+                choice = tune_dense_weight(client, kb, judged, embedder)
+                out["dense_weight"] = {**asdict(choice), "by_weight": {str(w): v for w, v in choice.by_weight.items()}}
+                if write and choice.confirmed:
+                    client.set_kb_config(kb, "retrieval", {"dense_weight": choice.weight})
+                out["dense_weight"]["written"] = write and choice.confirmed
+        except HipocampoError as exc:
+            raise _fail(exc) from exc
+    if as_json:
+        console.print_json(json.dumps(out))
+        return
+    _print(out)
+
+
+def _print(out: dict[str, Any]) -> None:
+    table = Table("mode", "nDCG@10", "recall@10", "questions", title=f"{out['kb']}: {out['questions']} questions")
+    for r in out["retrieval"]:
+        table.add_row(r["mode"], f"{r['ndcg10']:.3f}", f"{r['recall10']:.3f}", str(r["questions"]))
+    console.print(table)
+    if "answers" in out:
+        a = out["answers"]
+        n = max(a["answerable"], 1)
+        console.print(
+            f"ask: {a['answered_relevant']}/{a['answerable']} answered citing a relevant document "
+            f"({a['answered_relevant'] / n:.3f}), {a['answered_other']} citing none, {a['refused']} refused; "
+            f"off-topic refused {a['offtopic_refused']}/{a['offtopic']}; reasons {a['reasons']}",
+            highlight=False,
+        )
+    if "dense_weight" in out:
+        d = out["dense_weight"]
+        table = Table(
+            "dense weight", f"nDCG@10, {d['chosen_on']} choosing", f"held out ({d['held_out']})", title="fusion"
+        )
+        for w, (a, b) in d["by_weight"].items():
+            marks = [m for m, v in (("in force", d["current"]), ("chosen", d["weight"])) if float(w) == v]
+            mark = f" ({', '.join(marks)})" if marks else ""
+            table.add_row(f"{float(w):g}{mark}", f"{a:.3f}", f"{b:.3f}")
+        console.print(table)
+        if d["weight"] == d["current"]:
+            verdict = f"retrieval.dense_weight {d['current']:g} in force stays the best"
+        elif not d["confirmed"]:
+            verdict = (
+                f"retrieval.dense_weight {d['weight']:g} is best on the choosing half but worse than "
+                f"{d['current']:g} in force on the held-out half: kept {d['current']:g} (more questions would tell)"
+            )
+        else:
+            done = "stored as the knowledge base's override" if d["written"] else "--write stores it"
+            verdict = f"retrieval.dense_weight {d['weight']:g} (in force {d['current']:g}), confirmed: {done}"
+        console.print(verdict, highlight=False)

@@ -1,0 +1,244 @@
+"""A knowledge base measured on its own judged questions (``hipocampo kb eval``): retrieval
+nDCG@10 / recall@10 per mode, the answers ``Orchestrator.ask`` gives, and the knowledge base's
+own ``retrieval.dense_weight`` chosen on half of the questions.
+
+The questions file is JSON Lines, one question per line::
+
+    {"question": "Qual o prazo de reembolso?", "relevant": ["kb://manual#3"]}
+    {"question": "…", "relevant": {"kb://faq/12": 2, "kb://faq/13": 1}}
+    {"question": "Qual a capital da Austrália?", "relevant": []}
+
+``relevant`` names the documents that answer the question by their ``source_uri`` (what
+``hipocampo ingest`` stores: the file's ``file://`` URI, or a JSON item's ``source_uri``), or by
+its end after a ``/`` (``"regimento.md"`` names ``file:///…/regimento.md`` and its items
+``…/regimento.md#3``), a list (grade 1) or an object of grades (> 0; BEIR's gain). An empty
+list marks an off-topic question: ``ask`` should refuse it. nDCG@10 is BEIR's: the first 10
+distinct documents of 20 hits, gain = grade, discount log2(rank + 1) (docs/design.md §retrieval).
+
+Why the dense weight is per knowledge base (issue 22 §5, docs/BENCHMARKS.md §Fusion rules
+replayed): on some sets the lexical leg's outliers are the answers (FAQs written from their
+passages), on others they are look-alikes (web passages); no per-query signal measured told the
+two apart, a few judged questions of the knowledge base do.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from .client import Hipocampo
+from .embeddings.base import EmbeddingProvider
+from .errors import InvalidInputError
+from .evaluation import MODES, ndcg_at_k, recall_at_k
+
+__all__ = [
+    "TUNE_WEIGHTS",
+    "AnswerRates",
+    "Judged",
+    "ModeScore",
+    "WeightChoice",
+    "evaluate_answers",
+    "evaluate_retrieval",
+    "load_judged",
+    "tune_dense_weight",
+]
+
+#: The dense weights tried for a knowledge base (the lexical leg's weight 1.0), as the model's
+#: calibration tries them (calibration.FUSION_WEIGHTS).
+TUNE_WEIGHTS = (0.3, 0.5, 1.0, 1.5, 2.0)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One judged question: ``relevant`` maps source_uri → grade (> 0); empty = off-topic."""
+
+    question: str
+    relevant: dict[str, int]
+
+
+def load_judged(path: Path) -> list[Judged]:
+    """The questions of a JSON Lines file (format in the module docstring); blank lines skipped.
+
+    Raises:
+        InvalidInputError (22023): a line that is not such an object (its line number named), or
+            a file without questions.
+        OSError: the file cannot be read.
+    """
+    out: list[Judged] = []
+    for n, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            question, rel = row["question"], row.get("relevant", [])
+            grades = {str(u): 1 for u in rel} if isinstance(rel, list) else {str(u): int(g) for u, g in rel.items()}
+            if not isinstance(question, str) or not question.strip() or any(g < 1 for g in grades.values()):
+                raise ValueError
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise InvalidInputError(
+                f'{path}:{n}: expected {{"question": "<text>", "relevant": [<source_uri>, …] or '
+                "{<source_uri>: <grade ≥ 1>}}",
+                "22023",
+            ) from None
+        out.append(Judged(question.strip(), grades))
+    if not out:
+        raise InvalidInputError(f"{path}: no questions", "22023")
+    return out
+
+
+@dataclass(frozen=True)
+class ModeScore:
+    """Mean nDCG@10 / recall@10 of one search mode over ``questions`` answerable questions."""
+
+    mode: str
+    ndcg10: float
+    recall10: float
+    questions: int
+
+
+def _judged_as(uri: str, names: Iterable[str]) -> str:
+    """The name of ``names`` that ``uri`` answers to (itself, or its end after a ``/``, its
+    ``#fragment`` aside), else ``uri``."""
+    base = uri.split("#", 1)[0]
+    return next((n for n in names if n in (uri, base) or base.endswith("/" + n) or uri.endswith("/" + n)), uri)
+
+
+def _ranked(client: Hipocampo, kb: UUID, j: Judged, vector: list[float], opts: dict[str, Any]) -> list[str]:
+    """The distinct documents of 20 hits, in rank order, as ``j`` names them (a document's rank is
+    its best chunk's)."""
+    ranked: list[str] = []
+    for h in client.search(j.question, vector, kb_ids=[kb], match_count=20, **opts):
+        key = _judged_as(h.source_uri, j.relevant)
+        if key not in ranked:
+            ranked.append(key)
+    return ranked
+
+
+def _scores(
+    client: Hipocampo, kb: UUID, judged: Sequence[Judged], vectors: Sequence[list[float]], opts: dict[str, Any]
+) -> list[tuple[float, float]]:
+    """(nDCG@10, recall@10) of each answerable question under the search options ``opts``."""
+    out = []
+    for j, v in zip(judged, vectors, strict=True):
+        if j.relevant:
+            ranked = _ranked(client, kb, j, v, opts)
+            out.append((ndcg_at_k(ranked, j.relevant), recall_at_k(ranked, j.relevant)))
+    return out
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def evaluate_retrieval(
+    client: Hipocampo, kb: UUID, judged: Sequence[Judged], embedder: EmbeddingProvider
+) -> list[ModeScore]:
+    """hybrid_search over ``kb`` in each mode (dense, lexical, hybrid as configured) for the
+    answerable questions (queries embedded as queries by ``embedder``, the active model).
+
+    Raises:
+        HipocampoError: as hybrid_search (e.g. 42501 without access to the knowledge base).
+    """
+    vectors = [embedder.embed_query(j.question) for j in judged]
+    rows = []
+    for mode, opts in MODES.items():
+        s = _scores(client, kb, judged, vectors, opts)
+        rows.append(ModeScore(mode, _mean([a for a, _ in s]), _mean([b for _, b in s]), len(s)))
+    return rows
+
+
+@dataclass(frozen=True)
+class WeightChoice:
+    """The knowledge base's dense weight chosen on the ``chosen_on`` half (the odd-numbered
+    answerable questions: 1st, 3rd, …), with each weight's nDCG@10 on both halves (``by_weight``:
+    weight → (choosing half, held-out half)); ``current`` = the weight in force before;
+    ``confirmed``: the chosen weight differs from it and is at least as good on the held-out half
+    (only then is it worth storing)."""
+
+    weight: float
+    current: float
+    by_weight: dict[float, tuple[float, float]]
+    chosen_on: int
+    held_out: int
+    confirmed: bool
+
+
+def tune_dense_weight(
+    client: Hipocampo,
+    kb: UUID,
+    judged: Sequence[Judged],
+    embedder: EmbeddingProvider,
+    weights: Sequence[float] = TUNE_WEIGHTS,
+) -> WeightChoice:
+    """``retrieval.dense_weight`` for ``kb``: the weight of ``weights`` (and the one in force) with
+    the best mean nDCG@10 on the odd-numbered answerable questions (a tie keeps the one in force,
+    then the lower), confirmed when it is not worse than the one in force on the others.
+
+    Raises:
+        InvalidInputError (22023): fewer than 4 answerable questions (two per half).
+        HipocampoError: as hybrid_search.
+    """
+    answerable = [j for j in judged if j.relevant]
+    if len(answerable) < 4:
+        raise InvalidInputError("choosing a dense weight needs at least 4 answerable questions", "22023")
+    current = float(client.effective_config(kb)["retrieval"]["dense_weight"])
+    vectors = [embedder.embed_query(j.question) for j in answerable]
+    by_weight: dict[float, tuple[float, float]] = {}
+    for w in sorted({*weights, current}):
+        s = [a for a, _ in _scores(client, kb, answerable, vectors, {"dense_weight": w})]
+        by_weight[w] = (_mean(s[0::2]), _mean(s[1::2]))
+    best = max(by_weight, key=lambda w: (round(by_weight[w][0], 6), w == current, -w))
+    confirmed = best != current and by_weight[best][1] >= by_weight[current][1]
+    return WeightChoice(best, current, by_weight, len(answerable[0::2]), len(answerable[1::2]), confirmed)
+
+
+@dataclass(frozen=True)
+class AnswerRates:
+    """``Orchestrator.ask`` on the judged questions: answerable ones answered citing a relevant
+    document (``answered_relevant``), answered citing none (``answered_other``), refused
+    (``refused``); off-topic ones refused (``offtopic_refused``); the refusal reasons counted."""
+
+    answerable: int
+    answered_relevant: int
+    answered_other: int
+    refused: int
+    offtopic: int
+    offtopic_refused: int
+    reasons: dict[str, int] = field(default_factory=dict)
+
+
+def evaluate_answers(client: Hipocampo, kb: UUID, judged: Sequence[Judged], embedder: EmbeddingProvider) -> AnswerRates:
+    """Ask every question of ``judged`` over ``kb`` as ``hipocampo ask`` does (the configured
+    generator: the extractive answer by default), without the answer cache or the rate limit.
+
+    Raises:
+        HipocampoError: as answer_evidence (e.g. 42501 without access to the knowledge base).
+    """
+    from .answers import Orchestrator
+
+    orch = Orchestrator(client, embedder)
+    counts: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    for j in judged:
+        ans = orch.ask(j.question, kb_ids=[kb], use_cache=False, rate_limit=False)
+        if ans.refused:
+            reasons[ans.reason or "refused"] += 1
+            counts["refused" if j.relevant else "offtopic_refused"] += 1
+        elif j.relevant:
+            cited = {_judged_as(s.source_uri, j.relevant) for s in ans.sources}
+            counts["answered_relevant" if cited & j.relevant.keys() else "answered_other"] += 1
+    answerable = sum(1 for j in judged if j.relevant)
+    return AnswerRates(
+        answerable,
+        counts["answered_relevant"],
+        counts["answered_other"],
+        counts["refused"],
+        len(judged) - answerable,
+        counts["offtopic_refused"],
+        dict(reasons),
+    )
