@@ -4,8 +4,13 @@ other's, and one left by a killed run is dropped by the next."""
 
 from __future__ import annotations
 
+import uuid
+from typing import Any
+
 import psycopg
+import pytest
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 from hipocampo import db as hdb
 
@@ -47,3 +52,27 @@ def test_its_name_is_not_taken_for_another_prefix_s(database_url: str) -> None:
                 assert other in _names(database_url)
         finally:
             conn.execute(sql.SQL("drop database {}").format(sql.Identifier(other)))
+
+
+def test_calibrate_weights_names_createdb_when_the_server_refuses_the_scratch_database(
+    database_url: str, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a server whose role may not create databases (a Supabase URL without CREATEDB), --weights
+    says what it needs and the way around it (42501), instead of psycopg's bare refusal."""
+    from hipocampo.calibration import Finding
+    from hipocampo.cli.calibrate import _weights
+    from hipocampo.config import load_config
+    from hipocampo.errors import PermissionDeniedError
+
+    role = f"calib_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("create role {} login nocreatedb").format(sql.Identifier(role)))
+    try:
+        monkeypatch.setenv("HIPOCAMPO_DATABASE_URL", make_conninfo(database_url, user=role))
+        floor = [Finding("retrieval.min_similarity", 0.25, "")]
+        with pytest.raises(PermissionDeniedError, match="give the role CREATEDB") as err:
+            _weights(embedder, floor, load_config()["calibration"])
+        assert err.value.sqlstate == "42501" and "permission denied to create database" in str(err.value)
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
+from ..errors import PermissionDeniedError
 from .common import JsonOpt, _client, _fail, console, err_console
 
 if TYPE_CHECKING:
@@ -143,7 +144,16 @@ def _weights(embedder: EmbeddingProvider, findings: list[Finding], calibrations:
     their rules (hipocampo.calibration.fusion_weight / history_weight / sentence_gate), in a
     scratch database where the model is registered and active with the calibration found so far
     (hybrid_search needs one; search_history and ingestion read the active model), the dense leg
-    floored at the retrieval.min_similarity just found."""
+    floored at the retrieval.min_similarity just found.
+
+    Raises:
+        PermissionDeniedError (42501): the server refused to create the scratch database (the
+            configured URL's role lacks CREATEDB).
+    """
+    from contextlib import ExitStack
+
+    import psycopg
+
     from .. import db
     from ..calibration import fusion_weight, history_weight, model_calibration, sentence_gate
     from ..client import Hipocampo
@@ -151,7 +161,17 @@ def _weights(embedder: EmbeddingProvider, findings: list[Finding], calibrations:
 
     provisional, _ = model_calibration(embedder.model_name, findings, calibrations, MODEL_NAME)
     floor = next(f.value for f in findings if f.key == "retrieval.min_similarity")
-    with db.scratch_database("hipocampo_calibration") as url, Hipocampo(url) as root:
+    with ExitStack() as stack:
+        try:
+            url = stack.enter_context(db.scratch_database("hipocampo_calibration"))
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise PermissionDeniedError(
+                "--weights works in a scratch database it creates and drops, and the server refused to create "
+                f"it ({str(exc).strip()}): give the role CREATEDB, or run it on the embedded server "
+                "(without HIPOCAMPO_DATABASE_URL) with the same model and datasets",
+                "42501",
+            ) from exc
+        root = stack.enter_context(Hipocampo(url))
         root.rpc(
             "register_embedding_model",
             {"name": embedder.model_name, "provider": embedder.provider, "dims": embedder.dims},
