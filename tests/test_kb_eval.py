@@ -56,6 +56,9 @@ def test_kb_eval_measures_retrieval_and_answers_and_tunes_the_dense_weight(
         assert a["answered_relevant"] + a["answered_other"] + a["refused"] == a["answerable"] == 16
         assert (a["offtopic"], a["offtopic_refused"]) == (3, 3) and a["answered_relevant"] >= 10
         assert sum(a["reasons"].values()) == a["refused"] + a["offtopic_refused"]
+        # Every question not handled as judged is listed, with what it got.
+        assert len(a["misses"]) == a["answered_other"] + a["refused"] + a["offtopic"] - a["offtopic_refused"]
+        assert all((m["expected"] == "answer" and m["got"] != "answered") or m["cited"] for m in a["misses"])
         d = out["dense_weight"]
         assert (d["chosen_on"], d["held_out"]) == (8, 8) and d["written"] == d["confirmed"]
         assert d["confirmed"] == (

@@ -201,7 +201,9 @@ def tune_dense_weight(
 class AnswerRates:
     """``Orchestrator.ask`` on the judged questions: answerable ones answered citing a relevant
     document (``answered_relevant``), answered citing none (``answered_other``), refused
-    (``refused``); off-topic ones refused (``offtopic_refused``); the refusal reasons counted."""
+    (``refused``); off-topic ones refused (``offtopic_refused``); the refusal reasons counted;
+    ``misses``: each question not handled as judged (``question``, ``expected`` "answer" |
+    "refuse", ``got``: the refusal reason or "answered", ``cited``: the documents it cited)."""
 
     answerable: int
     answered_relevant: int
@@ -210,6 +212,7 @@ class AnswerRates:
     offtopic: int
     offtopic_refused: int
     reasons: dict[str, int] = field(default_factory=dict)
+    misses: list[dict[str, Any]] = field(default_factory=list)
 
 
 def evaluate_answers(client: Hipocampo, kb: UUID, judged: Sequence[Judged], embedder: EmbeddingProvider) -> AnswerRates:
@@ -224,14 +227,20 @@ def evaluate_answers(client: Hipocampo, kb: UUID, judged: Sequence[Judged], embe
     orch = Orchestrator(client, embedder)
     counts: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
+    misses: list[dict[str, Any]] = []
     for j in judged:
         ans = orch.ask(j.question, kb_ids=[kb], use_cache=False, rate_limit=False)
+        cited = list(dict.fromkeys(_judged_as(s.source_uri, j.relevant) for s in ans.sources))
         if ans.refused:
             reasons[ans.reason or "refused"] += 1
             counts["refused" if j.relevant else "offtopic_refused"] += 1
         elif j.relevant:
-            cited = {_judged_as(s.source_uri, j.relevant) for s in ans.sources}
-            counts["answered_relevant" if cited & j.relevant.keys() else "answered_other"] += 1
+            counts["answered_relevant" if set(cited) & j.relevant.keys() else "answered_other"] += 1
+        if bool(j.relevant) != (not ans.refused and bool(set(cited) & j.relevant.keys())):
+            got = (ans.reason or "refused") if ans.refused else "answered"
+            misses.append(
+                {"question": j.question, "expected": "answer" if j.relevant else "refuse", "got": got, "cited": cited}
+            )
     answerable = sum(1 for j in judged if j.relevant)
     return AnswerRates(
         answerable,
@@ -241,4 +250,5 @@ def evaluate_answers(client: Hipocampo, kb: UUID, judged: Sequence[Judged], embe
         len(judged) - answerable,
         counts["offtopic_refused"],
         dict(reasons),
+        misses,
     )

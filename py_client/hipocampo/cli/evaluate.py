@@ -87,6 +87,11 @@ def _print(out: dict[str, Any]) -> None:
             f"off-topic refused {a['offtopic_refused']}/{a['offtopic']}; reasons {a['reasons']}",
             highlight=False,
         )
+        for m in a["misses"][:20]:
+            cited = f" citing {', '.join(m['cited'])}" if m["cited"] else ""
+            console.print(f"  expected {m['expected']}, got {m['got']}{cited}: {m['question']}", highlight=False)
+        if len(a["misses"]) > 20:
+            console.print(f"  … {len(a['misses']) - 20} more (--json lists them all)", highlight=False)
     if "dense_weight" in out:
         d = out["dense_weight"]
         table = Table(
