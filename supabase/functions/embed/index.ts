@@ -31,6 +31,9 @@ import { HttpError } from "../_shared/http.ts";
 import { type RouteContext, serve } from "../_shared/serve.ts";
 
 const KINDS = ["chunks", "chunk_sentences", "memories", "memory_staging", "messages"];
+// OpenAI's embeddings endpoint takes at most 2,048 inputs a request; a batch of chunks may hold
+// more sentences (up to 64 each).
+const MAX_INPUTS = 2048;
 
 export const rowsToEmbed: Rpc = {
   name: "rows_to_embed",
@@ -73,7 +76,7 @@ function bounded(value: unknown, name: string, fallback: number, max: number): n
 
 /**
  * The sentence embeddings of up to `maxBatches` batches of chunks (one embedding request per
- * batch): [chunks stored, chunks of the batches the endpoint failed on].
+ * batch, per 2,048 sentences): [chunks stored, chunks of the batches the endpoint failed on].
  */
 async function drainSentences(tx: Tx, batchSize: number, maxBatches: number): Promise<[number, number]> {
   let stored = 0;
@@ -90,9 +93,12 @@ async function drainSentences(tx: Tx, batchSize: number, maxBatches: number): Pr
     if (!rows.length) break;
     after = String(rows.at(-1)?.chunk_id);
     const sentences = rows.map((r) => chunkSentences(r.content));
-    let vectors: number[][];
+    const texts = sentences.flat();
+    const vectors: number[][] = [];
     try {
-      vectors = await embedTexts(tx, sentences.flat(), { global: true });
+      for (let i = 0; i < texts.length; i += MAX_INPUTS) {
+        vectors.push(...await embedTexts(tx, texts.slice(i, i + MAX_INPUTS), { global: true }));
+      }
     } catch (err) {
       if (err instanceof HttpError && err.status === 422) throw err;
       failed += rows.length;
