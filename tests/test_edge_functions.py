@@ -483,6 +483,55 @@ def test_vectors_computed_through_the_models_openai_endpoint(
             cur.execute("update hipocampo_private.embedding_models set provider = 'local' where active")
 
 
+def test_the_embed_function_sends_at_most_2048_sentences_a_request(
+    env: Env, fn: dict[str, EdgeFunction], embeddings: LocalOpenAI
+) -> None:
+    """OpenAI's embeddings endpoint takes at most 2,048 inputs a request: 35 chunks of 64 sentences
+    (2,240) in one batch go in two requests, and every sentence is stored."""
+    from hipocampo.answer_sets import WHOLE
+
+    service = env.root.as_actor(Actor.service(env.tenant))
+    # (no sentences at ingestion, whatever the suite's model: the function is to fill them)
+    service.create_kb("long", overrides={"chunking": {"regulation": WHOLE}, "rag": {"sentence_weight": 0.0}})
+    docs = [
+        DocumentInput(
+            LoadedDocument(
+                f"Item {m}", " ".join(f"Frase número {n} do item {m}." for n in range(64)), f"test://long/{m}"
+            ),
+            "regulation",
+            0.9,
+        )
+        for m in range(35)
+    ]
+    ingest_documents(service, "long", docs, env.embedder, count_tokens)
+    kb = service.kb_id("long")
+    dims = len(env.vec("x"))
+    with env.root.transaction() as cur:
+        cur.execute("update hipocampo_private.embedding_models set provider = 'openai' where active")
+        cur.execute("update hipocampo_private.chunks set sentence_embeddings = null where kb_id = %s", (kb,))
+    service.set_kb_config(kb, "rag", {"sentence_weight": 0.5})
+    real, embeddings.vectorize = embeddings.vectorize, lambda text: [1.0] + [0.0] * (dims - 1)
+    since = len(embeddings.requests)
+    try:
+        body = {"kinds": ["chunk_sentences"], "batch_size": 50}
+        r = httpx.post(fn["embed"].url, json=body, headers=bearer(token("service_role")))
+        assert r.status_code == 200, r.text
+        sizes = [len(b["input"]) for b in embeddings.requests[since:] if isinstance(b["input"], list)]
+        assert sizes[:2] == [2048, 192]
+        with env.root.transaction() as cur:
+            cur.execute(
+                "select count(*) as n, sum(cardinality(sentence_embeddings)) as s from hipocampo_private.chunks"
+                " where kb_id = %s",
+                (kb,),
+            )
+            assert cur.fetchone() == {"n": 35, "s": 35 * 64}
+    finally:
+        embeddings.vectorize = real
+        service.delete_kb(kb)
+        with env.root.transaction() as cur:
+            cur.execute("update hipocampo_private.embedding_models set provider = 'local' where active")
+
+
 def test_a_query_passage_model_is_told_each_side(
     env: Env, fn: dict[str, EdgeFunction], embeddings: LocalOpenAI
 ) -> None:
