@@ -224,13 +224,62 @@ def test_a_member_is_refused_on_admin_pages(page: Any, hub: str, world: dict[str
     assert page.locator("nav >> text=Métricas").count() == 0
     kb_link = page.locator("#kb-list a").first
     kb_url = kb_link.get_attribute("href")
-    for path in ("/hub/metrics", f"{kb_url}/settings"):
+    for path in ("/hub/metrics", f"{kb_url}/settings", f"{kb_url}/evaluate"):
         response = page.goto(hub.removesuffix("/hub") + path)
         assert response.status == 403
         assert "só para administradores" in page.inner_text("main")
     page.goto(hub.removesuffix("/hub") + str(kb_url))
     assert page.locator("#upload-form").count() == 0
     assert page.locator("#doc-list tbody tr").count() >= 1  # members read the documents
+
+
+def test_an_admin_evaluates_a_kb_with_judged_questions(
+    page: Any, hub: str, world: dict[str, Any], database_url: str, embedder: Any, tmp_path: Path
+) -> None:
+    """The evaluation page (hipocampo.kb_eval, as `hipocampo kb eval`): a JSON Lines file of
+    questions naming the documents that answer them; the page shows nDCG@10 / recall@10 per mode,
+    how ask answered, and each question that did not go as judged; a malformed line is named."""
+    from hipocampo.embeddings import count_tokens
+    from hipocampo.ingest import DocumentInput, ingest_documents
+    from hipocampo.ingest.loaders import LoadedDocument
+
+    name = f"avaliacao-{uuid.uuid4().hex[:6]}"
+    with Hipocampo(database_url) as root:
+        service = root.as_actor(Actor.service(world["a"]["tenant"]))
+        service.create_kb(name)
+        docs = [
+            DocumentInput(LoadedDocument("Regras do salão", SALAO, "test://regras/salao.txt"), "regulation", 0.9),
+            DocumentInput(
+                LoadedDocument("Regulamento da piscina", PISCINA, "test://regras/piscina.md"), "regulation", 0.9
+            ),
+        ]
+        ingest_documents(service, name, docs, embedder, count_tokens)
+        kb = service.kb_id(name)
+    rows = [
+        {"question": "Com quantos dias de antecedência se reserva o salão de festas?", "relevant": ["salao.txt"]},
+        {"question": "Até que horas funciona a piscina do condomínio?", "relevant": ["piscina.md"]},
+        {"question": "Qual é a capital da Austrália?", "relevant": []},
+    ]
+    good = tmp_path / "perguntas.jsonl"
+    good.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
+    page.goto(f"{hub}/kbs/{kb}")
+    page.click("#evaluate-link")
+    page.set_input_files("#questions", str(good))
+    page.click("#eval-form button")
+    hybrid = page.locator("#eval-hybrid td").all_inner_texts()
+    assert hybrid == ["1.000", "1.000", "2"], hybrid
+    rates = page.inner_text("#eval-answer-rates")
+    assert rates.endswith("fora do assunto: 1 de 1 recusadas."), rates
+    misses = page.locator("#eval-misses tbody tr").count()
+    assert rates.startswith(f"{2 - misses} de 2 respondidas citando um documento relevante"), rates
+
+    bad = tmp_path / "ruim.jsonl"
+    bad.write_text('{"question": "Qual o horário?", "relevant": ["piscina.md"]}\n{"relevant": []}\n', "utf-8")
+    page.set_input_files("#questions", str(bad))
+    page.click("#eval-form button")
+    assert page.inner_text(".error-text").startswith("22023: ruim.jsonl:2: expected")
+    assert page.locator("#eval-retrieval").count() == 0
 
 
 def test_another_tenants_knowledge_base_is_invisible(page: Any, hub: str, world: dict[str, Any]) -> None:

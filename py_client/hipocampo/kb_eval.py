@@ -45,6 +45,7 @@ __all__ = [
     "evaluate_answers",
     "evaluate_retrieval",
     "load_judged",
+    "parse_judged",
     "tune_dense_weight",
 ]
 
@@ -62,15 +63,26 @@ class Judged:
 
 
 def load_judged(path: Path) -> list[Judged]:
-    """The questions of a JSON Lines file (format in the module docstring); blank lines skipped.
+    """The questions of a JSON Lines file (format in the module docstring): ``parse_judged`` of
+    its text.
 
     Raises:
-        InvalidInputError (22023): a line that is not such an object (its line number named), or
-            a file without questions.
+        InvalidInputError (22023): as parse_judged.
         OSError: the file cannot be read.
     """
+    return parse_judged(path.read_text("utf-8"), str(path))
+
+
+def parse_judged(text: str, source: str) -> list[Judged]:
+    """The questions of JSON Lines ``text`` (format in the module docstring) read from ``source``
+    (named in errors); blank lines skipped.
+
+    Raises:
+        InvalidInputError (22023): a line that is not such an object (``<source>:<line>: …``), or
+            no questions.
+    """
     out: list[Judged] = []
-    for n, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -81,13 +93,13 @@ def load_judged(path: Path) -> list[Judged]:
                 raise ValueError
         except (ValueError, KeyError, TypeError, AttributeError):
             raise InvalidInputError(
-                f'{path}:{n}: expected {{"question": "<text>", "relevant": [<source_uri>, …] or '
+                f'{source}:{n}: expected {{"question": "<text>", "relevant": [<source_uri>, …] or '
                 "{<source_uri>: <grade ≥ 1>}}",
                 "22023",
             ) from None
         out.append(Judged(question.strip(), grades))
     if not out:
-        raise InvalidInputError(f"{path}: no questions", "22023")
+        raise InvalidInputError(f"{source}: no questions", "22023")
     return out
 
 

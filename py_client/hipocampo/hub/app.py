@@ -33,15 +33,17 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from ..answers import Orchestrator
 from ..answers.cross_check import cross_check_gap
 from ..client import Actor, Hipocampo
 from ..embeddings import EmbeddingProvider
-from ..errors import HipocampoError, NotFoundError, PermissionDeniedError
+from ..errors import HipocampoError, InvalidInputError, NotFoundError, PermissionDeniedError
 from ..evaluation import MODES
 from ..ingest.pipeline import SOURCE_TYPES
+from ..kb_eval import Judged, evaluate_answers, evaluate_retrieval, parse_judged
 from .i18n import pick_language, text
 from .present import bar_chart, highlight
 from .security import (
@@ -60,6 +62,9 @@ __all__ = ["Hub", "mount_hub"]
 
 HERE = Path(__file__).parent
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024  # per request (all files together)
+#: Judged questions one evaluation page run takes (each is searched three times and asked once
+#: while the page waits: ~0.05 s a question on 2 cores).
+MAX_EVAL_QUESTIONS = 200
 CONFIG_SECTIONS = ("rag", "retrieval")
 
 
@@ -321,6 +326,24 @@ def _kb_routes(router: APIRouter, hub: Hub) -> None:
         ctx = {"kb": kb, "source_types": SOURCE_TYPES, "model": _model(who)}
         return hub.render(request, "kb.html", ctx | _doc_page(who, kb.id, request.query_params.get("after")), who=who)
 
+    @router.get("/kbs/{kb_id}/evaluate")
+    def evaluate_page(request: Request, kb_id: str) -> Response:
+        who = hub.admin(request)
+        return hub.render(request, "evaluate.html", {"kb": _kb(who, kb_id)}, who=who)
+
+    @router.post("/kbs/{kb_id}/evaluate")
+    async def evaluate(request: Request, kb_id: str) -> Response:
+        who = hub.admin(request)
+        form = await hub.form(request)
+        kb = _kb(who, kb_id)
+        ctx: dict[str, Any] = {"kb": kb}
+        try:
+            judged = await _judged_upload(form.get("questions"))
+            ctx |= await run_in_threadpool(_evaluation, hub, who, kb.id, judged, bool(form.get("answers")))
+        except HipocampoError as exc:
+            ctx["error"] = hub.error_text(exc)
+        return hub.render(request, "evaluate.html", ctx, 422 if "error" in ctx else 200, who)
+
     @router.get("/kbs/{kb_id}/settings")
     def settings_page(request: Request, kb_id: str) -> Response:
         who = hub.admin(request)
@@ -381,6 +404,42 @@ def _settings(
         "error_key": key,
     }
     return hub.render(request, "settings.html", ctx, 422 if error or key else 200, who)
+
+
+async def _judged_upload(upload: Any) -> list[Judged]:
+    """The judged questions of the evaluation form's JSON Lines file (kb_eval's format), at most
+    MAX_EVAL_QUESTIONS (the page waits for them; `hipocampo kb eval` has no limit).
+
+    Raises:
+        InvalidInputError (22023): no file, not UTF-8, a malformed line (named), too many questions.
+    """
+    if not isinstance(upload, UploadFile) or not upload.filename:
+        raise InvalidInputError("choose a JSON Lines file of questions", "22023")
+    try:
+        body = (await upload.read()).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInputError(f"{upload.filename}: not UTF-8 text", "22023") from None
+    judged = parse_judged(body, upload.filename)
+    if len(judged) > MAX_EVAL_QUESTIONS:
+        raise InvalidInputError(
+            f"{upload.filename}: {len(judged)} questions; at most {MAX_EVAL_QUESTIONS} here "
+            "(`hipocampo kb eval` takes any number)",
+            "22023",
+        )
+    return judged
+
+
+def _evaluation(hub: Hub, who: _Who, kb_id: UUID, judged: list[Judged], answers: bool) -> dict[str, Any]:
+    """kb_eval's retrieval scores, and with ``answers`` how ``ask`` answers the questions, as the
+    signed-in admin (RLS applies)."""
+    embedder = hub.embedder()
+    out: dict[str, Any] = {
+        "questions": len(judged),
+        "retrieval": evaluate_retrieval(who.client, kb_id, judged, embedder),
+    }
+    if answers:
+        out["answers"] = evaluate_answers(who.client, kb_id, judged, embedder)
+    return out
 
 
 def _kb(who: _Who, kb_id: str) -> Any:

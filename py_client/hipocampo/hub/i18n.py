@@ -100,6 +100,24 @@ _PT: dict[str, str] = {
     "(cross_check_failed). Para documentos verificados, envie-os como {types} com confiança de pelo menos "
     '{min_trust}; ou, nas configurações da base, seção rag: {{"cross_check_min_documents": 1}}.',
     "back_to_kb": "Voltar à base",
+    "evaluate": "Avaliar com perguntas",
+    "eval_title": "Avaliar com perguntas",
+    "eval_hint": "Envie um arquivo JSON Lines com uma pergunta por linha e os documentos que a respondem "
+    "(a origem do documento, ou o nome do arquivo); uma lista vazia marca uma pergunta fora do assunto, que "
+    "deve ser recusada. Até 200 perguntas por vez; `hipocampo kb eval` aceita qualquer número.",
+    "eval_file": "Arquivo de perguntas (.jsonl)",
+    "eval_answers": "Também perguntar cada uma (como em Consultas)",
+    "eval_run": "Avaliar",
+    "eval_retrieval": "Busca (nDCG@10 e recall@10, como no BEIR)",
+    "eval_questions": "Perguntas",
+    "eval_answers_title": "Respostas",
+    "eval_rates": "{ok} de {n} respondidas citando um documento relevante, {other} citando outros, {refused} "
+    "recusadas; fora do assunto: {off_ok} de {off} recusadas.",
+    "eval_misses": "Perguntas que não saíram como o esperado",
+    "eval_expected": "Esperado",
+    "eval_got": "Obtido",
+    "eval_expect_answer": "resposta",
+    "eval_expect_refuse": "recusa",
     "playground_title": "Consultas",
     "question": "Pergunta",
     "kb": "Base",
@@ -276,6 +294,24 @@ _EN: dict[str, str] = {
     "For vetted documents, upload them as {types} with trust of at least {min_trust}; or, in the knowledge "
     'base\'s settings, section rag: {{"cross_check_min_documents": 1}}.',
     "back_to_kb": "Back to the knowledge base",
+    "evaluate": "Evaluate with questions",
+    "eval_title": "Evaluate with questions",
+    "eval_hint": "Upload a JSON Lines file with one question per line and the documents that answer it (the "
+    "document's source, or the file's name); an empty list marks an off-topic question, which should be "
+    "refused. Up to 200 questions a run; `hipocampo kb eval` takes any number.",
+    "eval_file": "Questions file (.jsonl)",
+    "eval_answers": "Also ask each one (as in the playground)",
+    "eval_run": "Evaluate",
+    "eval_retrieval": "Search (nDCG@10 and recall@10, as BEIR computes them)",
+    "eval_questions": "Questions",
+    "eval_answers_title": "Answers",
+    "eval_rates": "{ok} of {n} answered citing a relevant document, {other} citing others, {refused} refused; "
+    "off-topic: {off_ok} of {off} refused.",
+    "eval_misses": "Questions that did not go as expected",
+    "eval_expected": "Expected",
+    "eval_got": "Got",
+    "eval_expect_answer": "an answer",
+    "eval_expect_refuse": "a refusal",
     "playground_title": "Query playground",
     "question": "Question",
     "kb": "Knowledge base",
