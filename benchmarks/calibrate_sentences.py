@@ -46,6 +46,7 @@ from hipocampo.calibration import (
     SENTENCE_MIN_GAIN,
     SENTENCE_OFF,
     SENTENCE_WEIGHTS,
+    SENTENCES_READ,
     GateReplay,
     sentence_point,
 )
@@ -65,12 +66,10 @@ def main() -> int:
     embedder = offline_embedder(args.model)
     url = model_database(args.model, embedder.dims)
     fq, qt = load_beir("faquad"), load_beir("quati")
-    # While ingesting: a weight > 0 so that sentences are embedded.
-    reading = {k: v for k, v in GATE_READING.items() if k.startswith("sentence_")}
     with Hipocampo(url) as root:
         tid = root.tenant_id("bench-answers") or root.create_tenant("Benchmark (answers)", "bench-answers")
         client = root.as_actor(Actor.service(tid))
-        client.set_tenant_config("rag", reading)
+        client.set_tenant_config("rag", SENTENCES_READ)  # while ingesting: sentences embedded
         try:
             kb_full, kept, kb_held = faquad_kbs(client, fq, embedder, "-sentences")
             kb_quati = ingest_paragraphs(
@@ -88,7 +87,7 @@ def main() -> int:
 
             sets = question_sets(ask, fq, qt, kept, (kb_full, kb_held, kb_quati))
         finally:
-            client.set_tenant_config("rag", {k: None for k in reading})
+            client.set_tenant_config("rag", dict.fromkeys(SENTENCES_READ))
 
     def rate(name: str, p: tuple[float, float, float]) -> float:
         xs = sets[name]

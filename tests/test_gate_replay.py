@@ -14,7 +14,7 @@ import pytest
 
 from hipocampo import Actor, Hipocampo
 from hipocampo.answer_sets import ingest_paragraphs
-from hipocampo.calibration import GATE_READING, GateReplay
+from hipocampo.calibration import GATE_READING, SENTENCES_READ, GateReplay
 from hipocampo.datasets import load_beir
 
 #: Configured points (rag keys) the SQL gate and the replay must agree on: the defaults, a tight
@@ -55,12 +55,12 @@ class Parity:
         fq = load_beir("faquad")
         titles = sorted({t for t, _ in fq.corpus.values()})
         chosen = titles[:6]
-        self.client.set_tenant_config("rag", {k: v for k, v in GATE_READING.items() if k.startswith("sentence_")})
+        self.client.set_tenant_config("rag", SENTENCES_READ)
         for i, title in enumerate(chosen):
             part = {k: v for k, v in fq.corpus.items() if v[0] == title}
             kind, trust = ("regulation", 0.9) if i % 2 == 0 else ("other", 0.5)
             self.kb = ingest_paragraphs(self.client, "faquad-part", part, embedder, kind, trust)
-        self.client.set_tenant_config("rag", {k: None for k in GATE_READING if k.startswith("sentence_")})
+        self.client.set_tenant_config("rag", dict.fromkeys(SENTENCES_READ))
         mine = {k for k, v in fq.corpus.items() if v[0] in chosen}
         inside = [q for q, docs in fq.qrels.items() if set(docs) & mine]
         outside = [q for q, docs in fq.qrels.items() if not set(docs) & mine]

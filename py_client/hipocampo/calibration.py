@@ -65,7 +65,9 @@ if TYPE_CHECKING:
 __all__ = [
     "FUSION_SETS",
     "FUSION_WEIGHTS",
+    "GATE_READING",
     "HISTORY_WEIGHTS",
+    "SENTENCES_READ",
     "SENTENCE_LOWS",
     "SENTENCE_MIN_GAIN",
     "SENTENCE_OFF",
@@ -495,16 +497,17 @@ def history_weight(
     )
 
 
+#: The sentence keys of GATE_READING: a weight > 0, so that ingestion embeds the sentences and
+#: answer_evidence returns their cosine c.
+SENTENCES_READ: dict[str, Any] = {"sentence_weight": 1.0, "sentence_cosine_low": 0.0, "sentence_cosine_high": 1.0}
 #: The rag override under which ``answer_evidence`` is read once for GateReplay: every candidate
 #: kept (min_score 0, a token budget of 8,000), the floor of rag.min_confidence, and the sentence
-#: cosine read (a weight > 0, so that sentences are embedded at ingestion and c is returned).
+#: cosine read (SENTENCES_READ).
 GATE_READING: dict[str, Any] = {
     "min_score": 0.0,
     "min_confidence": 0.30,
     "evidence_token_budget": 8000,
-    "sentence_weight": 1.0,
-    "sentence_cosine_low": 0.0,
-    "sentence_cosine_high": 1.0,
+    **SENTENCES_READ,
 }
 
 
@@ -623,7 +626,7 @@ def sentence_gate(client: Hipocampo, embedder: EmbeddingProvider) -> list[Findin
     with _scratch_tenant(client) as (tid, scoped):
         configured = scoped.effective_config()["rag"]
         # While ingesting: a weight > 0, so that sentences are embedded.
-        scoped.set_tenant_config("rag", {k: v for k, v in GATE_READING.items() if k.startswith("sentence_")})
+        scoped.set_tenant_config("rag", SENTENCES_READ)
         kb_full, kept, kb_held = faquad_kbs(scoped, fq, embedder)
         for kb in (kb_full, kb_held):
             scoped.set_kb_config(kb, "rag", GATE_READING)

@@ -31,27 +31,22 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from .calibration import FUSION_WEIGHTS
 from .client import Hipocampo
 from .embeddings.base import EmbeddingProvider
 from .errors import InvalidInputError
 from .evaluation import MODES, ndcg_at_k, recall_at_k
 
 __all__ = [
-    "TUNE_WEIGHTS",
     "AnswerRates",
     "Judged",
+    "KbEvaluation",
     "ModeScore",
     "WeightChoice",
-    "evaluate_answers",
-    "evaluate_retrieval",
+    "evaluate_kb",
     "load_judged",
     "parse_judged",
-    "tune_dense_weight",
 ]
-
-#: The dense weights tried for a knowledge base (the lexical leg's weight 1.0), as the model's
-#: calibration tries them (calibration.FUSION_WEIGHTS).
-TUNE_WEIGHTS = (0.3, 0.5, 1.0, 1.5, 2.0)
 
 
 @dataclass(frozen=True)
@@ -132,14 +127,14 @@ def _ranked(client: Hipocampo, kb: UUID, j: Judged, vector: list[float], opts: d
 
 
 def _scores(
-    client: Hipocampo, kb: UUID, judged: Sequence[Judged], vectors: Sequence[list[float]], opts: dict[str, Any]
+    client: Hipocampo, kb: UUID, answerable: Sequence[Judged], vectors: Sequence[list[float]], opts: dict[str, Any]
 ) -> list[tuple[float, float]]:
-    """(nDCG@10, recall@10) of each answerable question under the search options ``opts``."""
+    """(nDCG@10, recall@10) of each answerable question (its query vector beside it) under the
+    search options ``opts``."""
     out = []
-    for j, v in zip(judged, vectors, strict=True):
-        if j.relevant:
-            ranked = _ranked(client, kb, j, v, opts)
-            out.append((ndcg_at_k(ranked, j.relevant), recall_at_k(ranked, j.relevant)))
+    for j, v in zip(answerable, vectors, strict=True):
+        ranked = _ranked(client, kb, j, v, opts)
+        out.append((ndcg_at_k(ranked, j.relevant), recall_at_k(ranked, j.relevant)))
     return out
 
 
@@ -147,19 +142,13 @@ def _mean(xs: Sequence[float]) -> float:
     return sum(xs) / len(xs) if xs else 0.0
 
 
-def evaluate_retrieval(
-    client: Hipocampo, kb: UUID, judged: Sequence[Judged], embedder: EmbeddingProvider
+def _retrieval(
+    client: Hipocampo, kb: UUID, answerable: Sequence[Judged], vectors: Sequence[list[float]]
 ) -> list[ModeScore]:
-    """hybrid_search over ``kb`` in each mode (dense, lexical, hybrid as configured) for the
-    answerable questions (queries embedded as queries by ``embedder``, the active model).
-
-    Raises:
-        HipocampoError: as hybrid_search (e.g. 42501 without access to the knowledge base).
-    """
-    vectors = [embedder.embed_query(j.question) for j in judged]
+    """hybrid_search over ``kb`` in each mode (dense, lexical, hybrid as configured)."""
     rows = []
     for mode, opts in MODES.items():
-        s = _scores(client, kb, judged, vectors, opts)
+        s = _scores(client, kb, answerable, vectors, opts)
         rows.append(ModeScore(mode, _mean([a for a, _ in s]), _mean([b for _, b in s]), len(s)))
     return rows
 
@@ -180,28 +169,14 @@ class WeightChoice:
     confirmed: bool
 
 
-def tune_dense_weight(
-    client: Hipocampo,
-    kb: UUID,
-    judged: Sequence[Judged],
-    embedder: EmbeddingProvider,
-    weights: Sequence[float] = TUNE_WEIGHTS,
-) -> WeightChoice:
-    """``retrieval.dense_weight`` for ``kb``: the weight of ``weights`` (and the one in force) with
-    the best mean nDCG@10 on the odd-numbered answerable questions (a tie keeps the one in force,
-    then the lower), confirmed when it is not worse than the one in force on the others.
-
-    Raises:
-        InvalidInputError (22023): fewer than 4 answerable questions (two per half).
-        HipocampoError: as hybrid_search.
-    """
-    answerable = [j for j in judged if j.relevant]
-    if len(answerable) < 4:
-        raise InvalidInputError("choosing a dense weight needs at least 4 answerable questions", "22023")
+def _tune(client: Hipocampo, kb: UUID, answerable: Sequence[Judged], vectors: Sequence[list[float]]) -> WeightChoice:
+    """``retrieval.dense_weight`` for ``kb``: the weight of calibration.FUSION_WEIGHTS (and the one
+    in force) with the best mean nDCG@10 on the odd-numbered answerable questions (a tie keeps the
+    one in force, then the lower), confirmed when it is not worse than the one in force on the
+    others."""
     current = float(client.effective_config(kb)["retrieval"]["dense_weight"])
-    vectors = [embedder.embed_query(j.question) for j in answerable]
     by_weight: dict[float, tuple[float, float]] = {}
-    for w in sorted({*weights, current}):
+    for w in sorted({*FUSION_WEIGHTS, current}):
         s = [a for a, _ in _scores(client, kb, answerable, vectors, {"dense_weight": w})]
         by_weight[w] = (_mean(s[0::2]), _mean(s[1::2]))
     best = max(by_weight, key=lambda w: (round(by_weight[w][0], 6), w == current, -w))
@@ -227,13 +202,9 @@ class AnswerRates:
     misses: list[dict[str, Any]] = field(default_factory=list)
 
 
-def evaluate_answers(client: Hipocampo, kb: UUID, judged: Sequence[Judged], embedder: EmbeddingProvider) -> AnswerRates:
+def _answers(client: Hipocampo, kb: UUID, judged: Sequence[Judged], embedder: EmbeddingProvider) -> AnswerRates:
     """Ask every question of ``judged`` over ``kb`` as ``hipocampo ask`` does (the configured
-    generator: the extractive answer by default), without the answer cache or the rate limit.
-
-    Raises:
-        HipocampoError: as answer_evidence (e.g. 42501 without access to the knowledge base).
-    """
+    generator: the extractive answer by default), without the answer cache or the rate limit."""
     from .answers import Orchestrator
 
     orch = Orchestrator(client, embedder)
@@ -263,4 +234,48 @@ def evaluate_answers(client: Hipocampo, kb: UUID, judged: Sequence[Judged], embe
         counts["offtopic_refused"],
         dict(reasons),
         misses,
+    )
+
+
+@dataclass(frozen=True)
+class KbEvaluation:
+    """What ``evaluate_kb`` measured: the ``questions`` read, ``retrieval`` per mode, and when asked
+    for, ``answers`` and the ``dense_weight`` choice (None otherwise)."""
+
+    questions: int
+    retrieval: list[ModeScore]
+    answers: AnswerRates | None = None
+    dense_weight: WeightChoice | None = None
+
+
+def evaluate_kb(
+    client: Hipocampo,
+    kb: UUID,
+    judged: Sequence[Judged],
+    embedder: EmbeddingProvider,
+    *,
+    answers: bool = False,
+    tune: bool = False,
+) -> KbEvaluation:
+    """``kb`` measured on ``judged`` as ``client`` sees it (RLS applies): hybrid_search in each mode
+    (dense, lexical, hybrid as configured) for the answerable questions, embedded once as queries
+    by ``embedder`` (the active model); with ``answers`` every question asked (AnswerRates); with
+    ``tune`` the knowledge base's dense weight chosen and confirmed (WeightChoice). Nothing is
+    written: storing a confirmed weight is the caller's (``set_kb_config``).
+
+    Raises:
+        InvalidInputError (22023): ``tune`` with fewer than 4 answerable questions (two per
+            half), before any search.
+        HipocampoError: as hybrid_search / answer_evidence (e.g. 42501 without access to the
+            knowledge base).
+    """
+    answerable = [j for j in judged if j.relevant]
+    if tune and len(answerable) < 4:
+        raise InvalidInputError("choosing a dense weight needs at least 4 answerable questions", "22023")
+    vectors = [embedder.embed_query(j.question) for j in answerable]
+    return KbEvaluation(
+        len(judged),
+        _retrieval(client, kb, answerable, vectors),
+        _answers(client, kb, judged, embedder) if answers else None,
+        _tune(client, kb, answerable, vectors) if tune else None,
     )

@@ -47,26 +47,22 @@ def kb_eval(
     is not worse than the weight in force on the others; --write stores a confirmed one as the
     knowledge base's override (docs/design.md §retrieval: the fusion weight per knowledge base)."""
     from ..embeddings import provider_from_config
-    from ..kb_eval import evaluate_answers, evaluate_retrieval, load_judged, tune_dense_weight
+    from ..kb_eval import evaluate_kb, load_judged
 
-    out: dict[str, Any] = {"kb": name}
     with _client(tenant) as client:
         try:
             judged = load_judged(questions)
             kb = client.kb_id(name)
-            embedder = provider_from_config()
-            out["questions"] = len(judged)
-            out["retrieval"] = [asdict(r) for r in evaluate_retrieval(client, kb, judged, embedder)]
-            if answers:
-                out["answers"] = asdict(evaluate_answers(client, kb, judged, embedder))
-            if tune:
-                choice = tune_dense_weight(client, kb, judged, embedder)
-                out["dense_weight"] = {**asdict(choice), "by_weight": {str(w): v for w, v in choice.by_weight.items()}}
-                if write and choice.confirmed:
-                    client.set_kb_config(kb, "retrieval", {"dense_weight": choice.weight})
-                out["dense_weight"]["written"] = write and choice.confirmed
+            result = evaluate_kb(client, kb, judged, provider_from_config(), answers=answers, tune=tune)
+            choice = result.dense_weight
+            written = bool(write and choice and choice.confirmed)
+            if choice and written:
+                client.set_kb_config(kb, "retrieval", {"dense_weight": choice.weight})
         except HipocampoError as exc:
             raise _fail(exc) from exc
+    out: dict[str, Any] = {"kb": name, **{k: v for k, v in asdict(result).items() if v is not None}}
+    if choice:
+        out["dense_weight"] |= {"by_weight": {str(w): v for w, v in choice.by_weight.items()}, "written": written}
     if as_json:
         console.print_json(json.dumps(out))
         return

@@ -43,7 +43,7 @@ from ..embeddings import EmbeddingProvider
 from ..errors import HipocampoError, InvalidInputError, NotFoundError, PermissionDeniedError
 from ..evaluation import MODES
 from ..ingest.pipeline import SOURCE_TYPES
-from ..kb_eval import Judged, evaluate_answers, evaluate_retrieval, parse_judged
+from ..kb_eval import Judged, evaluate_kb, parse_judged
 from .i18n import pick_language, text
 from .present import bar_chart, highlight
 from .security import (
@@ -339,7 +339,10 @@ def _kb_routes(router: APIRouter, hub: Hub) -> None:
         ctx: dict[str, Any] = {"kb": kb}
         try:
             judged = await _judged_upload(form.get("questions"))
-            ctx |= await run_in_threadpool(_evaluation, hub, who, kb.id, judged, bool(form.get("answers")))
+            result = await run_in_threadpool(
+                evaluate_kb, who.client, kb.id, judged, hub.embedder(), answers=bool(form.get("answers"))
+            )
+            ctx |= {"retrieval": result.retrieval, "answers": result.answers}
         except HipocampoError as exc:
             ctx["error"] = hub.error_text(exc)
         return hub.render(request, "evaluate.html", ctx, 422 if "error" in ctx else 200, who)
@@ -427,19 +430,6 @@ async def _judged_upload(upload: Any) -> list[Judged]:
             "22023",
         )
     return judged
-
-
-def _evaluation(hub: Hub, who: _Who, kb_id: UUID, judged: list[Judged], answers: bool) -> dict[str, Any]:
-    """kb_eval's retrieval scores, and with ``answers`` how ``ask`` answers the questions, as the
-    signed-in admin (RLS applies)."""
-    embedder = hub.embedder()
-    out: dict[str, Any] = {
-        "questions": len(judged),
-        "retrieval": evaluate_retrieval(who.client, kb_id, judged, embedder),
-    }
-    if answers:
-        out["answers"] = evaluate_answers(who.client, kb_id, judged, embedder)
-    return out
 
 
 def _kb(who: _Who, kb_id: str) -> Any:

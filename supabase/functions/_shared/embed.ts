@@ -37,18 +37,14 @@ interface ActiveModel {
 }
 
 /**
- * A `dims`-long vector for `text` (L2-normalised when rag.embedding_normalize).
+ * A `dims`-long vector for the search input `text`, as a query (L2-normalised when
+ * rag.embedding_normalize).
  *
  * Errors: HttpError 422 (provider local: send the embedding), 502 (the embedding endpoint
  * failed or returned other dimensions than the model's).
  */
-export async function embedQuery(
-  tx: Tx,
-  text: string,
-  scope: EmbedScope = {},
-  side: Side = "query",
-): Promise<number[]> {
-  return (await embedTexts(tx, [text], scope, side))[0];
+export async function embedQuery(tx: Tx, text: string, scope: EmbedScope = {}): Promise<number[]> {
+  return (await embedTexts(tx, [text], scope, "query"))[0];
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import { HttpError, InvalidArgument } from "./http.ts";
 import type { Tx } from "./db.ts";
-import { embedQuery, type Side } from "./embed.ts";
+import { embedTexts, type Side } from "./embed.ts";
 
 /** SQL types an argument may have. `vector` is `extensions.vector` (a JSON array of numbers). */
 export type SqlType =
@@ -120,7 +120,8 @@ export async function callRpc(tx: Tx, rpc: Rpc, request: Record<string, unknown>
         tenant_id: body.tenant_id as string | null,
       };
       try {
-        body = { ...body, [embed.into]: await embedQuery(tx, text, scope, embed.side ?? "query") };
+        const [vector] = await embedTexts(tx, [text], scope, embed.side ?? "query");
+        body = { ...body, [embed.into]: vector };
       } catch (err) {
         if (embed.required || !(err instanceof HttpError && err.status === 422)) throw err;
       }
