@@ -8,12 +8,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from hipocampo import Actor, Hipocampo
 from hipocampo.answer_sets import ingest_paragraphs
 from hipocampo.cli import app
 from hipocampo.datasets import load_beir
+from hipocampo.errors import PermissionDeniedError
+from hipocampo.kb_eval import GATE_CONFIDENCES, evaluate_kb, load_judged
 
 runner = CliRunner()
 
@@ -66,6 +69,61 @@ def test_kb_eval_measures_retrieval_and_answers_and_tunes_the_dense_weight(
         )
         stored = root.as_actor(Actor.service(tid)).effective_config(kb)["retrieval"]["dense_weight"]
         assert stored == (d["weight"] if d["written"] else d["current"])
+        # Three off-topic questions are too few to choose the gate's confidence on.
+        assert out["min_confidence"] is None
+        root.delete_tenant(tid)
+
+
+def test_kb_eval_tunes_the_answer_gate_when_off_topic_questions_are_judged(
+    database_url: str, embedder: Any, tmp_path: Path
+) -> None:
+    """Three FaQuAD articles as FAQ entries; 12 of their questions judged and 8 of Quati's
+    off-topic: --tune reads answer_evidence once per question and replays the gate at each
+    min_confidence. At the value in force (0.85 here, stricter than these questions need) the
+    replay gives what ask gave in the same run; a lower value is chosen, confirmed and stored by
+    --write; the reading's override is rolled back; a member, who may not change the knowledge
+    base's settings, gets 42501."""
+    fq, qt = load_beir("faquad"), load_beir("quati")
+    titles = sorted({t for t, _ in fq.corpus.values()})[3:6]
+    part = {k: v for k, v in fq.corpus.items() if v[0] in titles}
+    slug, member = f"kb-eval-{uuid.uuid4().hex[:8]}", uuid.uuid4()
+    with Hipocampo(database_url) as root:
+        tid = root.create_tenant("KB eval", slug, uuid.uuid4())
+        service = root.as_actor(Actor.service(tid))
+        kb = ingest_paragraphs(service, "faq", part, embedder, "faq", None)
+        # A stricter gate than the default, which these questions do not need.
+        service.set_kb_config(kb, "rag", {"min_confidence": 0.85})
+        before = service.rag_config(kb)
+        asked = [q for q, docs in fq.qrels.items() if set(docs) & part.keys()][:12]
+        rows: list[Any] = [{"question": fq.queries[q], "relevant": [f"faquad:{d}" for d in fq.qrels[q]]} for q in asked]
+        rows += [{"question": text, "relevant": []} for text in list(qt.queries.values())[:8]]
+        file = _write(tmp_path / "q.jsonl", rows)
+        res = runner.invoke(
+            app, ["kb", "eval", "faq", "-t", slug, "-q", str(file), "--answers", "--tune", "--write", "--json"]
+        )
+        assert res.exit_code == 0, res.output
+        out = json.loads(res.output)
+        g, a = out["min_confidence"], out["answers"]
+        assert (g["chosen_on"], g["held_out"]) == (10, 10) and g["current"] == before["min_confidence"]
+        assert [float(v) for v in g["by_value"]] == sorted(
+            {*(v for v in GATE_CONFIDENCES if v >= before["min_score"]), before["min_confidence"]}
+        )
+        answered, refused = g["by_value"][str(g["current"])][2:]
+        assert answered == a["answered_relevant"] / a["answerable"]
+        assert refused == a["offtopic_refused"] / a["offtopic"]
+        assert g["confirmed"] == (
+            g["value"] != g["current"] and g["by_value"][str(g["value"])][1] >= g["by_value"][str(g["current"])][1]
+        )
+        assert g["value"] < 0.85 and g["confirmed"] and g["written"]
+        after = service.rag_config(kb)
+        assert after["min_confidence"] == g["value"]
+        assert {k: after[k] for k in ("min_score", "evidence_token_budget", "sentence_weight")} == {
+            k: before[k] for k in ("min_score", "evidence_token_budget", "sentence_weight")
+        }
+        root.add_member(tid, member, "member")
+        judged = load_judged(file)
+        with pytest.raises(PermissionDeniedError):
+            evaluate_kb(root.as_actor(Actor.user(member, tid)), kb, judged, embedder, tune=True)
         root.delete_tenant(tid)
 
 

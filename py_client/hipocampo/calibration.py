@@ -50,7 +50,7 @@ import copy
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -534,6 +534,17 @@ class GateReplay:
         might answer, never the reverse)."""
         other = bool(reading["conflicts"]) or reading["reason"] == "rag_disabled"
         return cls(other, good, list(reading["evidence"]), dict(rag))
+
+    def at(self, **rag: Any) -> GateReplay:
+        """The same reading replayed with these rag keys changed (e.g. ``min_confidence=0.5``)."""
+        return replace(self, rag={**self.rag, **rag})
+
+    def decides(self, citing: bool) -> bool:
+        """``answered`` at the sentence point of the replay's own rag config (its sentence_weight,
+        sentence_cosine_low and sentence_cosine_high)."""
+        r = self.rag
+        low, high = float(r["sentence_cosine_low"]), float(r["sentence_cosine_high"])
+        return self.answered(float(r["sentence_weight"]), low, high, citing)
 
     def answered(self, weight: float, low: float, high: float, citing: bool) -> bool:
         """The gate replayed at this point: support = lexical support + weight * clip((c - low) /

@@ -1,6 +1,7 @@
 """A knowledge base measured on its own judged questions (``hipocampo kb eval``): retrieval
 nDCG@10 / recall@10 per mode, the answers ``Orchestrator.ask`` gives, and the knowledge base's
-own ``retrieval.dense_weight`` chosen on half of the questions.
+own ``retrieval.dense_weight`` and answer gate (``rag.min_confidence``) chosen on half of the
+questions.
 
 The questions file is JSON Lines, one question per line::
 
@@ -19,6 +20,11 @@ Why the dense weight is per knowledge base (issue 22 §5, docs/BENCHMARKS.md §F
 replayed): on some sets the lexical leg's outliers are the answers (FAQs written from their
 passages), on others they are look-alikes (web passages); no per-query signal measured told the
 two apart, a few judged questions of the knowledge base do.
+
+Why the gate's confidence is per knowledge base too (issue 22 §4, docs/BENCHMARKS.md §Answers):
+rag.min_confidence was chosen on FaQuAD's train split, and a question's best support (how much
+of it the evidence covers) runs lower on other text: open questions over web passages (Quati)
+are covered 0.5-0.6 where FaQuAD's are covered 0.65 or more, so the default refuses them.
 """
 
 from __future__ import annotations
@@ -31,14 +37,16 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from .calibration import FUSION_WEIGHTS
+from .calibration import FUSION_WEIGHTS, GATE_READING, GateReplay
 from .client import Hipocampo
 from .embeddings.base import EmbeddingProvider
 from .errors import InvalidInputError
 from .evaluation import MODES, ndcg_at_k, recall_at_k
 
 __all__ = [
+    "GATE_CONFIDENCES",
     "AnswerRates",
+    "GateChoice",
     "Judged",
     "KbEvaluation",
     "ModeScore",
@@ -237,15 +245,103 @@ def _answers(client: Hipocampo, kb: UUID, judged: Sequence[Judged], embedder: Em
     )
 
 
+#: rag.min_confidence values a knowledge base's gate is tried at: 0.30-0.90 by 0.05 (within
+#: config.toml's min_confidence_range; GATE_READING reads every candidate down to 0.30).
+GATE_CONFIDENCES: tuple[float, ...] = tuple(round(0.30 + 0.05 * i, 2) for i in range(13))
+
+
+@dataclass(frozen=True)
+class GateChoice:
+    """The knowledge base's ``rag.min_confidence`` chosen on the odd-numbered answerable and the
+    odd-numbered off-topic questions by J = answerable answered citing a relevant document +
+    off-topic refused − 1 (Youden's J, the rule the default was chosen by on FaQuAD's train split:
+    docs/design.md §answers). ``by_value``: value → (J choosing half, J held-out half, answered
+    citing a relevant document over all answerable, off-topic refused over all); ``current`` = the
+    value in force; ``confirmed``: the chosen value differs from it and its held-out J is not
+    lower. The decisions are calibration.GateReplay's over one reading of answer_evidence per
+    question, which tests/test_gate_replay.py holds to the SQL gate's."""
+
+    value: float
+    current: float
+    by_value: dict[float, tuple[float, float, float, float]]
+    chosen_on: int
+    held_out: int
+    confirmed: bool
+
+
+class _Rollback(Exception):
+    """Leaves the gate reading's transaction, which undoes its temporary override."""
+
+
+def _gate_readings(
+    client: Hipocampo, kb: UUID, judged: Sequence[Judged], vectors: Sequence[list[float]]
+) -> list[GateReplay]:
+    """answer_evidence of every question (its query vector beside it) read once with every
+    candidate kept (GATE_READING set as the knowledge base's override in a transaction that is
+    rolled back, so nothing changes for anyone else), to replay at the configured rag keys."""
+    rag = client.rag_config(kb)
+    out: list[GateReplay] = []
+    try:
+        with client.transaction() as cur:
+            patch = {"kb_id": kb, "section": "rag", "patch": GATE_READING}
+            client.rpc_in(cur, "set_knowledge_base_config", patch)
+            for j, v in zip(judged, vectors, strict=True):
+                args = {"query_text": j.question, "query_embedding": v, "kb_ids": [kb], "tenant_id": client._tenant()}
+                ev = client.rpc_in(cur, "answer_evidence", args)
+                good = {
+                    e["source_uri"] for e in ev["evidence"] if _judged_as(e["source_uri"], j.relevant) in j.relevant
+                }
+                out.append(GateReplay.from_reading(ev, good, rag))
+            raise _Rollback
+    except _Rollback:
+        pass
+    return out
+
+
+def _tune_gate(
+    client: Hipocampo, kb: UUID, judged: Sequence[Judged], vectors: Sequence[list[float]]
+) -> GateChoice | None:
+    """``rag.min_confidence`` for ``kb`` (GateChoice): the value of GATE_CONFIDENCES (and the one in
+    force) with the best J on the odd-numbered questions of each kind (a tie keeps the one in
+    force, then the higher: fewer answers), confirmed when its J on the others is not lower than
+    the one in force. None when either kind has fewer than 4 questions (two per half)."""
+    answerable = [i for i, j in enumerate(judged) if j.relevant]
+    offtopic = [i for i, j in enumerate(judged) if not j.relevant]
+    if len(answerable) < 4 or len(offtopic) < 4:
+        return None
+    readings = _gate_readings(client, kb, judged, vectors)
+    current = float(readings[0].rag["min_confidence"])
+    floor = float(readings[0].rag["min_score"])
+
+    def rates(value: float, a: Sequence[int], o: Sequence[int]) -> tuple[float, float]:
+        at = [r.at(min_confidence=value) for r in readings]
+        return (
+            _mean([float(at[i].decides(citing=True)) for i in a]),
+            _mean([float(not at[i].decides(citing=False)) for i in o]),
+        )
+
+    by_value: dict[float, tuple[float, float, float, float]] = {}
+    for value in sorted({*(v for v in GATE_CONFIDENCES if v >= floor), current}):
+        choose, held = rates(value, answerable[0::2], offtopic[0::2]), rates(value, answerable[1::2], offtopic[1::2])
+        overall = rates(value, answerable, offtopic)
+        by_value[value] = (sum(choose) - 1, sum(held) - 1, *overall)
+    best = max(by_value, key=lambda v: (round(by_value[v][0], 6), v == current, v))
+    confirmed = best != current and by_value[best][1] >= by_value[current][1]
+    halves = len(answerable[0::2]) + len(offtopic[0::2]), len(answerable[1::2]) + len(offtopic[1::2])
+    return GateChoice(best, current, by_value, *halves, confirmed)
+
+
 @dataclass(frozen=True)
 class KbEvaluation:
     """What ``evaluate_kb`` measured: the ``questions`` read, ``retrieval`` per mode, and when asked
-    for, ``answers`` and the ``dense_weight`` choice (None otherwise)."""
+    for, ``answers``, the ``dense_weight`` choice and the ``min_confidence`` choice (None otherwise;
+    ``min_confidence`` also when the questions have fewer than 4 answerable or 4 off-topic ones)."""
 
     questions: int
     retrieval: list[ModeScore]
     answers: AnswerRates | None = None
     dense_weight: WeightChoice | None = None
+    min_confidence: GateChoice | None = None
 
 
 def evaluate_kb(
@@ -258,24 +354,31 @@ def evaluate_kb(
     tune: bool = False,
 ) -> KbEvaluation:
     """``kb`` measured on ``judged`` as ``client`` sees it (RLS applies): hybrid_search in each mode
-    (dense, lexical, hybrid as configured) for the answerable questions, embedded once as queries
-    by ``embedder`` (the active model); with ``answers`` every question asked (AnswerRates); with
-    ``tune`` the knowledge base's dense weight chosen and confirmed (WeightChoice). Nothing is
-    written: storing a confirmed weight is the caller's (``set_kb_config``).
+    (dense, lexical, hybrid as configured) for the answerable questions, every question embedded
+    once as a query by ``embedder`` (the active model); with ``answers`` every question asked
+    (AnswerRates); with ``tune`` the knowledge base's dense weight chosen and confirmed
+    (WeightChoice), and its answer gate's rag.min_confidence when there are at least 4 answerable
+    and 4 off-topic questions (GateChoice). Nothing is written: storing a confirmed value is the
+    caller's (``set_kb_config``).
 
     Raises:
         InvalidInputError (22023): ``tune`` with fewer than 4 answerable questions (two per
             half), before any search.
+        PermissionDeniedError (42501): ``tune`` with off-topic questions by a caller who may not
+            change the knowledge base's settings (the gate is read under a temporary override,
+            rolled back).
         HipocampoError: as hybrid_search / answer_evidence (e.g. 42501 without access to the
             knowledge base).
     """
-    answerable = [j for j in judged if j.relevant]
+    answerable = [i for i, j in enumerate(judged) if j.relevant]
     if tune and len(answerable) < 4:
         raise InvalidInputError("choosing a dense weight needs at least 4 answerable questions", "22023")
-    vectors = [embedder.embed_query(j.question) for j in answerable]
+    vectors = [embedder.embed_query(j.question) for j in judged]
+    questions, qvectors = [judged[i] for i in answerable], [vectors[i] for i in answerable]
     return KbEvaluation(
         len(judged),
-        _retrieval(client, kb, answerable, vectors),
+        _retrieval(client, kb, questions, qvectors),
         _answers(client, kb, judged, embedder) if answers else None,
-        _tune(client, kb, answerable, vectors) if tune else None,
+        _tune(client, kb, questions, qvectors) if tune else None,
+        _tune_gate(client, kb, judged, vectors) if tune else None,
     )

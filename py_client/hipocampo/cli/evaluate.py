@@ -33,10 +33,15 @@ def kb_eval(
     tenant: TenantOpt = "default",
     answers: Annotated[bool, typer.Option("--answers", help="Also ask every question (`hipocampo ask`).")] = False,
     tune: Annotated[
-        bool, typer.Option("--tune", help="Choose the knowledge base's retrieval.dense_weight on half the questions.")
+        bool,
+        typer.Option(
+            "--tune",
+            help="Choose the knowledge base's retrieval.dense_weight, and with off-topic questions its "
+            "rag.min_confidence, on half the questions.",
+        ),
     ] = False,
     write: Annotated[
-        bool, typer.Option("--write", help="With --tune: store a confirmed weight as the KB's override.")
+        bool, typer.Option("--write", help="With --tune: store confirmed values as the KB's overrides.")
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -44,8 +49,11 @@ def kb_eval(
     lexical and hybrid search (BEIR's: 10 distinct documents, gain = grade); with --answers, how
     `ask` answers them (citing a relevant document, or refusing, and why); with --tune, the
     dense weight (0.3-2.0) with the best nDCG@10 on the odd-numbered questions, confirmed when it
-    is not worse than the weight in force on the others; --write stores a confirmed one as the
-    knowledge base's override (docs/design.md §retrieval: the fusion weight per knowledge base)."""
+    is not worse than the weight in force on the others, and given 4 or more off-topic questions
+    the answer gate's min_confidence (0.30-0.90) with the best J (answered citing a relevant
+    document + off-topic refused - 1) chosen and confirmed the same way; --write stores what is
+    confirmed as the knowledge base's overrides (docs/design.md §retrieval and §answers: per
+    knowledge base)."""
     from ..embeddings import provider_from_config
     from ..kb_eval import evaluate_kb, load_judged
 
@@ -54,15 +62,22 @@ def kb_eval(
             judged = load_judged(questions)
             kb = client.kb_id(name)
             result = evaluate_kb(client, kb, judged, provider_from_config(), answers=answers, tune=tune)
-            choice = result.dense_weight
+            choice, gate = result.dense_weight, result.min_confidence
             written = bool(write and choice and choice.confirmed)
             if choice and written:
                 client.set_kb_config(kb, "retrieval", {"dense_weight": choice.weight})
+            gate_written = bool(write and gate and gate.confirmed)
+            if gate and gate_written:
+                client.set_kb_config(kb, "rag", {"min_confidence": gate.value})
         except HipocampoError as exc:
             raise _fail(exc) from exc
     out: dict[str, Any] = {"kb": name, **{k: v for k, v in asdict(result).items() if v is not None}}
     if choice:
         out["dense_weight"] |= {"by_weight": {str(w): v for w, v in choice.by_weight.items()}, "written": written}
+    if gate:
+        out["min_confidence"] |= {"by_value": {str(v): r for v, r in gate.by_value.items()}, "written": gate_written}
+    elif tune:
+        out["min_confidence"] = None  # fewer than 4 answerable or 4 off-topic questions
     if as_json:
         console.print_json(json.dumps(out))
         return
@@ -94,18 +109,48 @@ def _print(out: dict[str, Any]) -> None:
             "dense weight", f"nDCG@10, {d['chosen_on']} choosing", f"held out ({d['held_out']})", title="fusion"
         )
         for w, (a, b) in d["by_weight"].items():
-            marks = [m for m, v in (("in force", d["current"]), ("chosen", d["weight"])) if float(w) == v]
-            mark = f" ({', '.join(marks)})" if marks else ""
-            table.add_row(f"{float(w):g}{mark}", f"{a:.3f}", f"{b:.3f}")
+            table.add_row(f"{float(w):g}{_marks(float(w), d['current'], d['weight'])}", f"{a:.3f}", f"{b:.3f}")
         console.print(table)
-        if d["weight"] == d["current"]:
-            verdict = f"retrieval.dense_weight {d['current']:g} in force stays the best"
-        elif not d["confirmed"]:
-            verdict = (
-                f"retrieval.dense_weight {d['weight']:g} is best on the choosing half but worse than "
-                f"{d['current']:g} in force on the held-out half: kept {d['current']:g} (more questions would tell)"
-            )
-        else:
-            done = "stored as the knowledge base's override" if d["written"] else "--write stores it"
-            verdict = f"retrieval.dense_weight {d['weight']:g} (in force {d['current']:g}), confirmed: {done}"
-        console.print(verdict, highlight=False)
+        _verdict("retrieval.dense_weight", d["weight"], d)
+    if "min_confidence" in out:
+        _print_gate(out["min_confidence"])
+
+
+def _print_gate(g: dict[str, Any] | None) -> None:
+    if g is None:
+        console.print("rag.min_confidence: not tuned (it needs 4 answerable and 4 off-topic questions)")
+        return
+    table = Table(
+        "min_confidence",
+        f"J, {g['chosen_on']} choosing",
+        f"held out ({g['held_out']})",
+        "answered citing relevant",
+        "off-topic refused",
+        title="answer gate (J = answered citing relevant + off-topic refused - 1)",
+    )
+    for v, (a, b, answered, refused) in g["by_value"].items():
+        mark = _marks(float(v), g["current"], g["value"])
+        table.add_row(f"{float(v):.2f}{mark}", f"{a:.3f}", f"{b:.3f}", f"{answered:.3f}", f"{refused:.3f}")
+    console.print(table)
+    _verdict("rag.min_confidence", g["value"], g)
+
+
+def _marks(value: float, current: float, chosen: float) -> str:
+    marks = [m for m, v in (("in force", current), ("chosen", chosen)) if value == v]
+    return f" ({', '.join(marks)})" if marks else ""
+
+
+def _verdict(key: str, chosen: float, d: dict[str, Any]) -> None:
+    """What became of a value chosen on half the questions (``d``: its choice's JSON)."""
+    current = d["current"]
+    if chosen == current:
+        verdict = f"{key} {current:g} in force stays the best"
+    elif not d["confirmed"]:
+        verdict = (
+            f"{key} {chosen:g} is best on the choosing half but worse than {current:g} in force on the "
+            f"held-out half: kept {current:g} (more questions would tell)"
+        )
+    else:
+        done = "stored as the knowledge base's override" if d["written"] else "--write stores it"
+        verdict = f"{key} {chosen:g} (in force {current:g}), confirmed: {done}"
+    console.print(verdict, highlight=False)
