@@ -233,12 +233,9 @@ def test_a_member_is_refused_on_admin_pages(page: Any, hub: str, world: dict[str
     assert page.locator("#doc-list tbody tr").count() >= 1  # members read the documents
 
 
-def test_an_admin_evaluates_a_kb_with_judged_questions(
-    page: Any, hub: str, world: dict[str, Any], database_url: str, embedder: Any, tmp_path: Path
-) -> None:
-    """The evaluation page (hipocampo.kb_eval, as `hipocampo kb eval`): a JSON Lines file of
-    questions naming the documents that answer them; the page shows nDCG@10 / recall@10 per mode,
-    how ask answered, and each question that did not go as judged; a malformed line is named."""
+def _rules_kb(database_url: str, world: dict[str, Any], embedder: Any) -> uuid.UUID:
+    """A new knowledge base of tenant a with the two house rules (salao.txt, piscina.md) as
+    regulations at trust 0.9."""
     from hipocampo.embeddings import count_tokens
     from hipocampo.ingest import DocumentInput, ingest_documents
     from hipocampo.ingest.loaders import LoadedDocument
@@ -254,7 +251,16 @@ def test_an_admin_evaluates_a_kb_with_judged_questions(
             ),
         ]
         ingest_documents(service, name, docs, embedder, count_tokens)
-        kb = service.kb_id(name)
+        return service.kb_id(name)
+
+
+def test_an_admin_evaluates_a_kb_with_judged_questions(
+    page: Any, hub: str, world: dict[str, Any], database_url: str, embedder: Any, tmp_path: Path
+) -> None:
+    """The evaluation page (hipocampo.kb_eval, as `hipocampo kb eval`): a JSON Lines file of
+    questions naming the documents that answer them; the page shows nDCG@10 / recall@10 per mode,
+    how ask answered, and each question that did not go as judged; a malformed line is named."""
+    kb = _rules_kb(database_url, world, embedder)
     rows = [
         {"question": "Com quantos dias de antecedência se reserva o salão de festas?", "relevant": ["salao.txt"]},
         {"question": "Até que horas funciona a piscina do condomínio?", "relevant": ["piscina.md"]},
@@ -280,6 +286,59 @@ def test_an_admin_evaluates_a_kb_with_judged_questions(
     page.click("#eval-form button")
     assert page.inner_text(".error-text").startswith("22023: ruim.jsonl:2: expected")
     assert page.locator("#eval-retrieval").count() == 0
+
+
+def test_an_admin_tunes_a_kb_on_its_judged_questions(
+    page: Any, hub: str, world: dict[str, Any], database_url: str, embedder: Any, tmp_path: Path
+) -> None:
+    """Ticking the tuning box (kb_eval.evaluate_kb with tune, then store_confirmed): a table of the
+    dense weights and one of the confidence thresholds, each with its verdict, and the knowledge
+    base's settings afterwards are what the verdicts say; without 4 off-topic questions the page
+    says the threshold needs them."""
+    kb = _rules_kb(database_url, world, embedder)
+    answerable = [
+        ("Com quantos dias de antecedência se reserva o salão de festas?", "salao.txt"),
+        ("Qual é a taxa de reserva do salão de festas?", "salao.txt"),
+        ("Até que horas funciona a piscina do condomínio?", "piscina.md"),
+        ("Crianças de que idade precisam de um responsável na piscina?", "piscina.md"),
+    ]
+    offtopic = [
+        "Qual é a capital da Austrália?",
+        "Quem escreveu Dom Casmurro?",
+        "Qual a velocidade da luz no vácuo?",
+        "Quantos jogadores tem um time de vôlei?",
+    ]
+    rows = [{"question": q, "relevant": [doc]} for q, doc in answerable]
+    rows += [{"question": q, "relevant": []} for q in offtopic]
+    file = tmp_path / "ajuste.jsonl"
+    file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    with Hipocampo(database_url) as root:
+        service = root.as_actor(Actor.service(world["a"]["tenant"]))
+        before = service.effective_config(kb)
+        sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
+        page.goto(f"{hub}/kbs/{kb}/evaluate")
+        page.set_input_files("#questions", str(file))
+        page.check("#eval-tune")
+        page.click("#eval-form button")
+        assert page.locator("#eval-weight tbody tr").count() >= 5
+        assert page.locator("#eval-gate tbody tr").count() >= 12
+        assert "(em vigor)" in page.inner_text("#eval-gate")
+        after = service.effective_config(kb)
+        for section, key, verdict in (
+            ("retrieval", "dense_weight", page.inner_text("#eval-weight-verdict")),
+            ("rag", "min_confidence", page.inner_text("#eval-gate-verdict")),
+        ):
+            if "gravado" in verdict:
+                assert verdict.startswith(f"{section}.{key} {after[section][key]:g} (era {before[section][key]:g})")
+            else:
+                assert after[section][key] == before[section][key], verdict
+
+        file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows[:6]), "utf-8")
+        page.set_input_files("#questions", str(file))
+        page.check("#eval-tune")
+        page.click("#eval-form button")
+        assert page.inner_text("#eval-gate-verdict").startswith("O limiar de confiança não foi ajustado")
+        assert page.locator("#eval-weight tbody tr").count() >= 5
 
 
 def test_another_tenants_knowledge_base_is_invisible(page: Any, hub: str, world: dict[str, Any]) -> None:

@@ -54,6 +54,7 @@ __all__ = [
     "evaluate_kb",
     "load_judged",
     "parse_judged",
+    "store_confirmed",
 ]
 
 
@@ -382,3 +383,21 @@ def evaluate_kb(
         _tune(client, kb, questions, qvectors) if tune else None,
         _tune_gate(client, kb, judged, vectors) if tune else None,
     )
+
+
+def store_confirmed(client: Hipocampo, kb: UUID, result: KbEvaluation) -> dict[str, float]:
+    """Store the confirmed choices of ``result`` as ``kb``'s overrides (``set_kb_config``):
+    retrieval.dense_weight and rag.min_confidence, each only when its held-out half confirmed it.
+    Returns ``{"<section>.<key>": value}`` for what was written (empty when nothing was).
+
+    Raises:
+        PermissionDeniedError (42501): the caller may not change the knowledge base's settings.
+    """
+    written: dict[str, float] = {}
+    if result.dense_weight and result.dense_weight.confirmed:
+        client.set_kb_config(kb, "retrieval", {"dense_weight": result.dense_weight.weight})
+        written["retrieval.dense_weight"] = result.dense_weight.weight
+    if result.min_confidence and result.min_confidence.confirmed:
+        client.set_kb_config(kb, "rag", {"min_confidence": result.min_confidence.value})
+        written["rag.min_confidence"] = result.min_confidence.value
+    return written

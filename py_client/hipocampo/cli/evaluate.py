@@ -55,27 +55,24 @@ def kb_eval(
     confirmed as the knowledge base's overrides (docs/design.md §retrieval and §answers: per
     knowledge base)."""
     from ..embeddings import provider_from_config
-    from ..kb_eval import evaluate_kb, load_judged
+    from ..kb_eval import evaluate_kb, load_judged, store_confirmed
 
     with _client(tenant) as client:
         try:
             judged = load_judged(questions)
             kb = client.kb_id(name)
             result = evaluate_kb(client, kb, judged, provider_from_config(), answers=answers, tune=tune)
-            choice, gate = result.dense_weight, result.min_confidence
-            written = bool(write and choice and choice.confirmed)
-            if choice and written:
-                client.set_kb_config(kb, "retrieval", {"dense_weight": choice.weight})
-            gate_written = bool(write and gate and gate.confirmed)
-            if gate and gate_written:
-                client.set_kb_config(kb, "rag", {"min_confidence": gate.value})
+            stored = store_confirmed(client, kb, result) if write else {}
         except HipocampoError as exc:
             raise _fail(exc) from exc
+    choice, gate = result.dense_weight, result.min_confidence
     out: dict[str, Any] = {"kb": name, **{k: v for k, v in asdict(result).items() if v is not None}}
     if choice:
-        out["dense_weight"] |= {"by_weight": {str(w): v for w, v in choice.by_weight.items()}, "written": written}
+        by_weight = {str(w): v for w, v in choice.by_weight.items()}
+        out["dense_weight"] |= {"by_weight": by_weight, "written": "retrieval.dense_weight" in stored}
     if gate:
-        out["min_confidence"] |= {"by_value": {str(v): r for v, r in gate.by_value.items()}, "written": gate_written}
+        by_value = {str(v): r for v, r in gate.by_value.items()}
+        out["min_confidence"] |= {"by_value": by_value, "written": "rag.min_confidence" in stored}
     elif tune:
         out["min_confidence"] = None  # fewer than 4 answerable or 4 off-topic questions
     if as_json:

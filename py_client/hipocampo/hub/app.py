@@ -43,7 +43,7 @@ from ..embeddings import EmbeddingProvider
 from ..errors import HipocampoError, InvalidInputError, NotFoundError, PermissionDeniedError
 from ..evaluation import MODES
 from ..ingest.pipeline import SOURCE_TYPES
-from ..kb_eval import Judged, evaluate_kb, parse_judged
+from ..kb_eval import Judged, KbEvaluation, evaluate_kb, parse_judged, store_confirmed
 from .i18n import pick_language, text
 from .present import bar_chart, highlight
 from .security import (
@@ -337,12 +337,19 @@ def _kb_routes(router: APIRouter, hub: Hub) -> None:
         form = await hub.form(request)
         kb = _kb(who, kb_id)
         ctx: dict[str, Any] = {"kb": kb}
+        tune = bool(form.get("tune"))
         try:
             judged = await _judged_upload(form.get("questions"))
-            result = await run_in_threadpool(
-                evaluate_kb, who.client, kb.id, judged, hub.embedder(), answers=bool(form.get("answers"))
-            )
-            ctx |= {"retrieval": result.retrieval, "answers": result.answers}
+
+            def run() -> tuple[KbEvaluation, dict[str, float]]:
+                result = evaluate_kb(
+                    who.client, kb.id, judged, hub.embedder(), answers=bool(form.get("answers")), tune=tune
+                )
+                return result, store_confirmed(who.client, kb.id, result) if tune else {}
+
+            result, stored = await run_in_threadpool(run)
+            ctx |= {"retrieval": result.retrieval, "answers": result.answers, "tuned": tune, "stored": stored}
+            ctx |= {"weight": result.dense_weight, "gate": result.min_confidence}
         except HipocampoError as exc:
             ctx["error"] = hub.error_text(exc)
         return hub.render(request, "evaluate.html", ctx, 422 if "error" in ctx else 200, who)

@@ -118,6 +118,24 @@ _PT: dict[str, str] = {
     "eval_got": "Obtido",
     "eval_expect_answer": "resposta",
     "eval_expect_refuse": "recusa",
+    "eval_tune": "Escolher, com metade das perguntas, o peso da busca densa e o limiar de confiança das respostas "
+    "desta base, e gravar o que a outra metade confirmar (o limiar pede 4 perguntas respondíveis e 4 fora do assunto)",
+    "eval_tune_title": "Ajuste desta base",
+    "eval_weight_caption": "Peso da busca densa: nDCG@10 em cada metade",
+    "eval_gate_caption": "Limiar de confiança: J = respondidas citando um documento relevante + recusadas fora do "
+    "assunto − 1, em cada metade; e as duas taxas em todas as perguntas",
+    "eval_choosing": "escolha ({n})",
+    "eval_held_out": "confirmação ({n})",
+    "eval_answered_relevant": "respondidas citando um relevante",
+    "eval_offtopic_refused": "fora do assunto recusadas",
+    "eval_in_force": "em vigor",
+    "eval_chosen": "escolhido",
+    "eval_stays": "{key} {current}, em vigor, continua o melhor.",
+    "eval_not_confirmed": "{key} {chosen} foi o melhor na metade de escolha, mas pior que {current} (em vigor) na "
+    "outra metade: mantido {current}. Mais perguntas diriam.",
+    "eval_stored": "{key} {chosen} (era {current}), confirmado pela outra metade, gravado nesta base.",
+    "eval_gate_needs": "O limiar de confiança não foi ajustado: ele pede pelo menos 4 perguntas respondíveis e 4 "
+    "fora do assunto (lista vazia).",
     "playground_title": "Consultas",
     "question": "Pergunta",
     "kb": "Base",
@@ -312,6 +330,25 @@ _EN: dict[str, str] = {
     "eval_got": "Got",
     "eval_expect_answer": "an answer",
     "eval_expect_refuse": "a refusal",
+    "eval_tune": "Choose, on half of the questions, this knowledge base's dense search weight and answer "
+    "confidence threshold, and store what the other half confirms (the threshold needs 4 answerable and 4 "
+    "off-topic questions)",
+    "eval_tune_title": "Tuning this knowledge base",
+    "eval_weight_caption": "Dense search weight: nDCG@10 on each half",
+    "eval_gate_caption": "Confidence threshold: J = answered citing a relevant document + off-topic refused − 1, "
+    "on each half; and both rates over all questions",
+    "eval_choosing": "choosing ({n})",
+    "eval_held_out": "confirming ({n})",
+    "eval_answered_relevant": "answered citing a relevant one",
+    "eval_offtopic_refused": "off-topic refused",
+    "eval_in_force": "in force",
+    "eval_chosen": "chosen",
+    "eval_stays": "{key} {current}, in force, stays the best.",
+    "eval_not_confirmed": "{key} {chosen} was best on the choosing half but worse than {current} (in force) on the "
+    "other half: kept {current}. More questions would tell.",
+    "eval_stored": "{key} {chosen} (was {current}), confirmed by the other half, stored for this knowledge base.",
+    "eval_gate_needs": "The confidence threshold was not tuned: it needs at least 4 answerable and 4 off-topic "
+    "questions (an empty list).",
     "playground_title": "Query playground",
     "question": "Question",
     "kb": "Knowledge base",
