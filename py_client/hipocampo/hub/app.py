@@ -337,19 +337,8 @@ def _kb_routes(router: APIRouter, hub: Hub) -> None:
         form = await hub.form(request)
         kb = _kb(who, kb_id)
         ctx: dict[str, Any] = {"kb": kb}
-        tune = bool(form.get("tune"))
         try:
-            judged = await _judged_upload(form.get("questions"))
-
-            def run() -> tuple[KbEvaluation, dict[str, float]]:
-                result = evaluate_kb(
-                    who.client, kb.id, judged, hub.embedder(), answers=bool(form.get("answers")), tune=tune
-                )
-                return result, store_confirmed(who.client, kb.id, result) if tune else {}
-
-            result, stored = await run_in_threadpool(run)
-            ctx |= {"retrieval": result.retrieval, "answers": result.answers, "tuned": tune, "stored": stored}
-            ctx |= {"weight": result.dense_weight, "gate": result.min_confidence}
+            ctx |= await _evaluation(hub, who, kb.id, form)
         except HipocampoError as exc:
             ctx["error"] = hub.error_text(exc)
         return hub.render(request, "evaluate.html", ctx, 422 if "error" in ctx else 200, who)
@@ -414,6 +403,32 @@ def _settings(
         "error_key": key,
     }
     return hub.render(request, "settings.html", ctx, 422 if error or key else 200, who)
+
+
+async def _evaluation(hub: Hub, who: _Who, kb: UUID, form: Any) -> dict[str, Any]:
+    """The evaluation form's run: kb_eval.evaluate_kb over the uploaded questions (with the
+    answers when ticked; with the tuning box, the choices, and store_confirmed storing what the
+    held-out half confirms), in a worker thread; the template's context.
+
+    Raises:
+        HipocampoError: as _judged_upload, evaluate_kb and store_confirmed.
+    """
+    judged = await _judged_upload(form.get("questions"))
+    tune = bool(form.get("tune"))
+
+    def run() -> tuple[KbEvaluation, dict[str, float]]:
+        result = evaluate_kb(who.client, kb, judged, hub.embedder(), answers=bool(form.get("answers")), tune=tune)
+        return result, store_confirmed(who.client, kb, result) if tune else {}
+
+    result, stored = await run_in_threadpool(run)
+    return {
+        "retrieval": result.retrieval,
+        "answers": result.answers,
+        "tuned": tune,
+        "stored": stored,
+        "weight": result.dense_weight,
+        "gate": result.min_confidence,
+    }
 
 
 async def _judged_upload(upload: Any) -> list[Judged]:
