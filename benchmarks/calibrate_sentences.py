@@ -11,7 +11,8 @@ hipocampo.answer_sets' (as benchmarks/answers.py's)
 passages as type other), ingested again under names ending in "-sentences" with their sentence
 embeddings (tenant "bench-answers", in the model's database as benchmarks/models.py gives it).
 Every question is asked once through ``answer_evidence`` with every candidate kept (rag.min_score
-0, the token budget 8,000, min_confidence at its floor, a sentence weight > 0 so that c is read);
+0, the token budget 8,000, min_confidence at its floor, a sentence weight > 0 so that c is read:
+``calibration.gate_reading``, whose overrides are rolled back afterwards);
 the gate is then replayed for each point of the grid with the configured rag.min_score,
 rag.min_confidence and evidence token budget (``calibration.GateReplay``, held to answer_evidence's
 decisions by tests/test_gate_replay.py): evidence = support >= min_score, in order, under the
@@ -42,12 +43,12 @@ from calibrate_answers import question_sets
 from hipocampo import Actor, Hipocampo
 from hipocampo.answer_sets import faquad_kbs, ingest_paragraphs
 from hipocampo.calibration import (
-    GATE_READING,
     SENTENCE_MIN_GAIN,
     SENTENCE_OFF,
     SENTENCE_WEIGHTS,
     SENTENCES_READ,
     GateReplay,
+    gate_reading,
     sentence_point,
 )
 from hipocampo.config import load_config
@@ -75,17 +76,13 @@ def main() -> int:
             kb_quati = ingest_paragraphs(
                 client, "quati-passages-sentences", qt.corpus, embedder, "other", None, "quati"
             )
-            for kb in (kb_full, kb_held, kb_quati):
-                client.set_kb_config(kb, "rag", GATE_READING)
+            with gate_reading(client, [kb_full, kb_held, kb_quati]) as read:
 
-            def ask(q: str, kb: Any, good: set[str]) -> GateReplay:
-                ev = client.rpc(
-                    "answer_evidence",
-                    {"query_text": q, "query_embedding": embedder.embed_query(q), "kb_ids": [kb], "tenant_id": tid},
-                )
-                return GateReplay.from_reading(ev, good, {**ev["config"], **configured})
+                def ask(q: str, kb: Any, good: set[str]) -> GateReplay:
+                    ev = read(q, embedder.embed_query(q), kb)
+                    return GateReplay.from_reading(ev, good, {**ev["config"], **configured})
 
-            sets = question_sets(ask, fq, qt, kept, (kb_full, kb_held, kb_quati))
+                sets = question_sets(ask, fq, qt, kept, (kb_full, kb_held, kb_quati))
         finally:
             client.set_tenant_config("rag", dict.fromkeys(SENTENCES_READ))
 

@@ -74,6 +74,7 @@ __all__ = [
     "SENTENCE_SPANS",
     "SENTENCE_WEIGHTS",
     "Finding",
+    "GateReading",
     "GateReplay",
     "SentenceChoice",
     "SentencePoint",
@@ -83,6 +84,7 @@ __all__ = [
     "distinct_neighbours",
     "duplicate_threshold",
     "fusion_weight",
+    "gate_reading",
     "grid",
     "grid_step",
     "history_weight",
@@ -511,6 +513,40 @@ GATE_READING: dict[str, Any] = {
 }
 
 
+#: ``read(question, query vector, knowledge base id)`` → answer_evidence's result under GATE_READING.
+GateReading = Callable[[str, Sequence[float], uuid.UUID], dict[str, Any]]
+
+
+class _Rollback(Exception):
+    """Leaves gate_reading's transaction, which undoes its temporary overrides."""
+
+
+@contextmanager
+def gate_reading(client: Hipocampo, kbs: Sequence[uuid.UUID]) -> Iterator[GateReading]:
+    """answer_evidence read under GATE_READING in the knowledge bases ``kbs``: yields ``read``,
+    whose calls all run in one transaction in which GATE_READING is each knowledge base's rag
+    override; the transaction is rolled back on leaving, so the overrides are never seen by anyone
+    else nor left behind.
+
+    Raises:
+        PermissionDeniedError (42501): the caller may not change the knowledge bases' settings.
+        HipocampoError: as answer_evidence.
+    """
+    try:
+        with client.transaction() as cur:
+            for kb in kbs:
+                client.rpc_in(cur, "set_knowledge_base_config", {"kb_id": kb, "section": "rag", "patch": GATE_READING})
+
+            def read(question: str, vector: Sequence[float], kb: uuid.UUID) -> dict[str, Any]:
+                args = {"query_text": question, "query_embedding": list(vector), "kb_ids": [kb]}
+                return dict(client.rpc_in(cur, "answer_evidence", args | {"tenant_id": client._tenant()}))
+
+            yield read
+            raise _Rollback
+    except _Rollback:
+        pass
+
+
 @dataclass
 class GateReplay:
     """One question's candidates as answer_evidence scored them under GATE_READING, for replaying
@@ -634,27 +670,17 @@ def sentence_gate(client: Hipocampo, embedder: EmbeddingProvider) -> list[Findin
     from .answer_sets import faquad_kbs, faquad_sets
 
     fq = load_beir("faquad")
-    with _scratch_tenant(client) as (tid, scoped):
+    with _scratch_tenant(client) as (_, scoped):
         configured = scoped.effective_config()["rag"]
         # While ingesting: a weight > 0, so that sentences are embedded.
         scoped.set_tenant_config("rag", SENTENCES_READ)
         kb_full, kept, kb_held = faquad_kbs(scoped, fq, embedder)
-        for kb in (kb_full, kb_held):
-            scoped.set_kb_config(kb, "rag", GATE_READING)
+        with gate_reading(scoped, [kb_full, kb_held]) as read:
 
-        def ask(question: str, kb: uuid.UUID, good: set[str]) -> GateReplay:
-            ev = scoped.rpc(
-                "answer_evidence",
-                {
-                    "query_text": question,
-                    "query_embedding": embedder.embed_query(question),
-                    "kb_ids": [kb],
-                    "tenant_id": tid,
-                },
-            )
-            return GateReplay.from_reading(ev, good, configured)
+            def ask(question: str, kb: uuid.UUID, good: set[str]) -> GateReplay:
+                return GateReplay.from_reading(read(question, embedder.embed_query(question), kb), good, configured)
 
-        sets = faquad_sets(ask, fq, kept, kb_full, kb_held)
+            sets = faquad_sets(ask, fq, kept, kb_full, kb_held)
 
     def j(split: str, point: tuple[float, float, float]) -> float:
         found = sets[f"{split}: answerable"]

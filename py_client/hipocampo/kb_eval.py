@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from .calibration import FUSION_WEIGHTS, GATE_READING, GateReplay
+from .calibration import FUSION_WEIGHTS, GateReplay, gate_reading
 from .client import Hipocampo
 from .embeddings.base import EmbeddingProvider
 from .errors import InvalidInputError
@@ -270,32 +270,20 @@ class GateChoice:
     confirmed: bool
 
 
-class _Rollback(Exception):
-    """Leaves the gate reading's transaction, which undoes its temporary override."""
-
-
 def _gate_readings(
     client: Hipocampo, kb: UUID, judged: Sequence[Judged], vectors: Sequence[list[float]]
 ) -> list[GateReplay]:
     """answer_evidence of every question (its query vector beside it) read once with every
-    candidate kept (GATE_READING set as the knowledge base's override in a transaction that is
-    rolled back, so nothing changes for anyone else), to replay at the configured rag keys."""
+    candidate kept (calibration.gate_reading: GATE_READING as the knowledge base's override in a
+    transaction that is rolled back, so nothing changes for anyone else), to replay at the
+    configured rag keys."""
     rag = client.rag_config(kb)
     out: list[GateReplay] = []
-    try:
-        with client.transaction() as cur:
-            patch = {"kb_id": kb, "section": "rag", "patch": GATE_READING}
-            client.rpc_in(cur, "set_knowledge_base_config", patch)
-            for j, v in zip(judged, vectors, strict=True):
-                args = {"query_text": j.question, "query_embedding": v, "kb_ids": [kb], "tenant_id": client._tenant()}
-                ev = client.rpc_in(cur, "answer_evidence", args)
-                good = {
-                    e["source_uri"] for e in ev["evidence"] if _judged_as(e["source_uri"], j.relevant) in j.relevant
-                }
-                out.append(GateReplay.from_reading(ev, good, rag))
-            raise _Rollback
-    except _Rollback:
-        pass
+    with gate_reading(client, [kb]) as read:
+        for j, v in zip(judged, vectors, strict=True):
+            ev = read(j.question, v, kb)
+            good = {e["source_uri"] for e in ev["evidence"] if _judged_as(e["source_uri"], j.relevant) in j.relevant}
+            out.append(GateReplay.from_reading(ev, good, rag))
     return out
 
 
