@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from .calibration import FUSION_WEIGHTS, GateReplay, gate_reading
@@ -50,9 +50,11 @@ __all__ = [
     "Judged",
     "KbEvaluation",
     "ModeScore",
+    "Outcome",
     "WeightChoice",
     "evaluate_kb",
     "load_judged",
+    "outcome",
     "parse_judged",
     "store_confirmed",
 ]
@@ -162,6 +164,16 @@ def _retrieval(
     return rows
 
 
+Outcome = Literal["stays", "not_confirmed", "confirmed"]
+
+
+def outcome(chosen: float, current: float, confirmed: bool) -> Outcome:
+    """What becomes of a value chosen on half the questions: the one in force ``stays`` the best,
+    the chosen one is ``not_confirmed`` by the held-out half (the one in force is kept), or it is
+    ``confirmed`` (worth storing)."""
+    return "stays" if chosen == current else "confirmed" if confirmed else "not_confirmed"
+
+
 @dataclass(frozen=True)
 class WeightChoice:
     """The knowledge base's dense weight chosen on the ``chosen_on`` half (the odd-numbered
@@ -177,6 +189,20 @@ class WeightChoice:
     held_out: int
     confirmed: bool
 
+    @property
+    def outcome(self) -> Outcome:
+        """kb_eval.outcome of this choice."""
+        return outcome(self.weight, self.current, self.confirmed)
+
+
+def _choose(halves: Mapping[float, Sequence[float]], current: float, ties_to_higher: bool) -> tuple[float, bool]:
+    """The value of ``halves`` (value → (score on the choosing half, on the held-out half, …))
+    with the best choosing score (rounded to 6 decimals; a tie keeps ``current``, then the higher
+    or the lower value), and whether the held-out half confirms it: another value than ``current``
+    whose held-out score is not lower."""
+    best = max(halves, key=lambda v: (round(halves[v][0], 6), v == current, v if ties_to_higher else -v))
+    return best, best != current and halves[best][1] >= halves[current][1]
+
 
 def _tune(client: Hipocampo, kb: UUID, answerable: Sequence[Judged], vectors: Sequence[list[float]]) -> WeightChoice:
     """``retrieval.dense_weight`` for ``kb``: the weight of calibration.FUSION_WEIGHTS (and the one
@@ -188,8 +214,7 @@ def _tune(client: Hipocampo, kb: UUID, answerable: Sequence[Judged], vectors: Se
     for w in sorted({*FUSION_WEIGHTS, current}):
         s = [a for a, _ in _scores(client, kb, answerable, vectors, {"dense_weight": w})]
         by_weight[w] = (_mean(s[0::2]), _mean(s[1::2]))
-    best = max(by_weight, key=lambda w: (round(by_weight[w][0], 6), w == current, -w))
-    confirmed = best != current and by_weight[best][1] >= by_weight[current][1]
+    best, confirmed = _choose(by_weight, current, ties_to_higher=False)
     return WeightChoice(best, current, by_weight, len(answerable[0::2]), len(answerable[1::2]), confirmed)
 
 
@@ -269,6 +294,11 @@ class GateChoice:
     held_out: int
     confirmed: bool
 
+    @property
+    def outcome(self) -> Outcome:
+        """kb_eval.outcome of this choice."""
+        return outcome(self.value, self.current, self.confirmed)
+
 
 def _gate_readings(
     client: Hipocampo, kb: UUID, judged: Sequence[Judged], vectors: Sequence[list[float]]
@@ -302,20 +332,24 @@ def _tune_gate(
     current = float(readings[0].rag["min_confidence"])
     floor = float(readings[0].rag["min_score"])
 
-    def rates(value: float, a: Sequence[int], o: Sequence[int]) -> tuple[float, float]:
-        at = [r.at(min_confidence=value) for r in readings]
-        return (
-            _mean([float(at[i].decides(citing=True)) for i in a]),
-            _mean([float(not at[i].decides(citing=False)) for i in o]),
-        )
+    def rate(ok: Sequence[bool], idx: Sequence[int]) -> float:
+        return _mean([float(ok[i]) for i in idx])
 
     by_value: dict[float, tuple[float, float, float, float]] = {}
     for value in sorted({*(v for v in GATE_CONFIDENCES if v >= floor), current}):
-        choose, held = rates(value, answerable[0::2], offtopic[0::2]), rates(value, answerable[1::2], offtopic[1::2])
-        overall = rates(value, answerable, offtopic)
-        by_value[value] = (sum(choose) - 1, sum(held) - 1, *overall)
-    best = max(by_value, key=lambda v: (round(by_value[v][0], 6), v == current, v))
-    confirmed = best != current and by_value[best][1] >= by_value[current][1]
+        # Each question as judged: answerable ones answered citing a relevant document, off-topic
+        # ones refused.
+        ok = [
+            r.at(min_confidence=value).decides(citing=bool(q.relevant)) == bool(q.relevant)
+            for r, q in zip(readings, judged, strict=True)
+        ]
+        by_value[value] = (
+            rate(ok, answerable[0::2]) + rate(ok, offtopic[0::2]) - 1,
+            rate(ok, answerable[1::2]) + rate(ok, offtopic[1::2]) - 1,
+            rate(ok, answerable),
+            rate(ok, offtopic),
+        )
+    best, confirmed = _choose(by_value, current, ties_to_higher=True)
     halves = len(answerable[0::2]) + len(offtopic[0::2]), len(answerable[1::2]) + len(offtopic[1::2])
     return GateChoice(best, current, by_value, *halves, confirmed)
 

@@ -139,10 +139,13 @@ def _marks(value: float, current: float, chosen: float) -> str:
 
 def _verdict(key: str, chosen: float, d: dict[str, Any]) -> None:
     """What became of a value chosen on half the questions (``d``: its choice's JSON)."""
+    from ..kb_eval import outcome
+
     current = d["current"]
-    if chosen == current:
+    kind = outcome(chosen, current, d["confirmed"])
+    if kind == "stays":
         verdict = f"{key} {current:g} in force stays the best"
-    elif not d["confirmed"]:
+    elif kind == "not_confirmed":
         verdict = (
             f"{key} {chosen:g} is best on the choosing half but worse than {current:g} in force on the "
             f"held-out half: kept {current:g} (more questions would tell)"

@@ -416,16 +416,17 @@ async def _evaluation(hub: Hub, who: _Who, kb: UUID, form: Any) -> dict[str, Any
     judged = await _judged_upload(form.get("questions"))
     tune = bool(form.get("tune"))
 
-    def run() -> tuple[KbEvaluation, dict[str, float]]:
+    def run() -> KbEvaluation:
         result = evaluate_kb(who.client, kb, judged, hub.embedder(), answers=bool(form.get("answers")), tune=tune)
-        return result, store_confirmed(who.client, kb, result) if tune else {}
+        if tune:
+            store_confirmed(who.client, kb, result)
+        return result
 
-    result, stored = await run_in_threadpool(run)
+    result = await run_in_threadpool(run)
     return {
         "retrieval": result.retrieval,
         "answers": result.answers,
         "tuned": tune,
-        "stored": stored,
         "weight": result.dense_weight,
         "gate": result.min_confidence,
     }
