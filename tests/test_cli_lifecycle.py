@@ -20,6 +20,8 @@ from typer.testing import CliRunner
 from hipocampo.cli import app
 from hipocampo.cli.memory import LOCAL_USER
 
+from .conftest import MODEL
+
 runner = CliRunner()
 HIPOCAMPO = str(Path(sys.executable).with_name("hipocampo"))
 
@@ -132,6 +134,30 @@ def test_config_show_and_set(database_url: str) -> None:
         assert res.exit_code == 1 and said in res.output, res.output
     res = runner.invoke(app, ["config", "show", "nope", "--tenant", slug])
     assert res.exit_code == 1 and "error [22023]: unknown section 'nope'" in res.output
+
+
+def test_config_set_for_one_model_of_a_knowledge_base(database_url: str, tmp_path: Path) -> None:
+    """--kb with --model stores the knowledge base's tuning for that embedding model: in force
+    while it is the active model (shown by config show --kb), refused for keys that do not
+    depend on the model, and only with --kb."""
+    slug = tenant_with_kb(tmp_path)
+
+    out = ok(
+        "config", "set", "retrieval", '{"dense_weight": 1.3}', "--tenant", slug, "--kb", "regras", "--model", MODEL
+    )
+    assert json.loads(out) == {"dense_weight": 1.3}
+    assert json.loads(ok("config", "show", "retrieval", "--tenant", slug, "--kb", "regras"))["dense_weight"] == 1.3
+    assert json.loads(ok("config", "show", "retrieval", "--tenant", slug))["dense_weight"] != 1.3
+    for args, said in [
+        (
+            ["rag", '{"top_k": 3}', "--kb", "regras", "--model", MODEL],
+            "error [22023]: rag.top_k is not tuned per model",
+        ),
+        (["rag", '{"min_confidence": 0.5}', "--model", MODEL], "error [22023]: --model needs --kb"),
+        (["rag", "{}", "--kb", "regras", "--model", "nope"], "error [P0002]: unknown embedding model: nope"),
+    ]:
+        res = runner.invoke(app, ["config", "set", *args, "--tenant", slug])
+        assert res.exit_code == 1 and said in " ".join(res.output.split()), res.output
 
 
 def test_memory_user_is_checked_and_said(database_url: str) -> None:

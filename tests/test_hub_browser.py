@@ -330,6 +330,7 @@ def test_an_admin_tunes_a_kb_on_its_judged_questions(
         ):
             if "gravado" in verdict:
                 assert verdict.startswith(f"{section}.{key} {after[section][key]:g} (era {before[section][key]:g})")
+                assert verdict.endswith(f"para o modelo {embedder.model_name}.")
             else:
                 assert after[section][key] == before[section][key], verdict
 

@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from typer.testing import CliRunner
 
@@ -117,6 +118,15 @@ def test_kb_eval_tunes_the_answer_gate_when_off_topic_questions_are_judged(
         assert g["value"] < 0.85 and g["confirmed"] and g["written"]
         after = service.rag_config(kb)
         assert after["min_confidence"] == g["value"]
+        # Stored as the tuning of the model it was chosen under, the plain override (0.85) removed.
+        assert out["model"] == embedder.model_name
+        with psycopg.connect(database_url) as conn:
+            row = conn.execute(
+                "select overrides, tuning from hipocampo_private.knowledge_bases where id = %s", (kb,)
+            ).fetchone()
+        assert row is not None and "min_confidence" not in row[0].get("rag", {})
+        assert list(row[1]) == [embedder.model_name]
+        assert row[1][embedder.model_name]["rag"] == {"min_confidence": g["value"]}
         assert {k: after[k] for k in ("min_score", "evidence_token_budget", "sentence_weight")} == {
             k: before[k] for k in ("min_score", "evidence_token_budget", "sentence_weight")
         }

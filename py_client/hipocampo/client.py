@@ -244,6 +244,20 @@ class Hipocampo:
         validated like the tenant's); returns the KB's overrides of that section."""
         return dict(self.rpc("set_knowledge_base_config", {"kb_id": kb_id, "section": section, "patch": patch}))
 
+    def set_kb_tuning(self, kb_id: UUID, model: str, section: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """Store a knowledge base's values for one embedding model (``hipocampo.set_knowledge_base_tuning``:
+        retrieval.min_similarity / dense_weight / dedupe_threshold, rag.min_score / min_confidence /
+        sentence_*), in force only while ``model`` is the one searched (docs/design.md §calibration);
+        a null value removes one. Returns the KB's tuning of that section for ``model``.
+
+        Raises:
+            InvalidInputError: a key not tuned per model, unknown or of the wrong type (22023), out
+                of its range (22003). NotFoundError: unknown knowledge base or embedding model
+                (P0002). PermissionDeniedError: not a tenant admin (42501).
+        """
+        args = {"kb_id": kb_id, "model": model, "section": section, "patch": patch}
+        return dict(self.rpc("set_knowledge_base_tuning", args))
+
     # -- knowledge bases ---------------------------------------------------------------------
     def create_kb(
         self,

@@ -356,11 +356,13 @@ def _tune_gate(
 
 @dataclass(frozen=True)
 class KbEvaluation:
-    """What ``evaluate_kb`` measured: the ``questions`` read, ``retrieval`` per mode, and when asked
-    for, ``answers``, the ``dense_weight`` choice and the ``min_confidence`` choice (None otherwise;
+    """What ``evaluate_kb`` measured: the ``questions`` read, the embedding ``model`` they were
+    searched with (a choice belongs to it), ``retrieval`` per mode, and when asked for,
+    ``answers``, the ``dense_weight`` choice and the ``min_confidence`` choice (None otherwise;
     ``min_confidence`` also when the questions have fewer than 4 answerable or 4 off-topic ones)."""
 
     questions: int
+    model: str
     retrieval: list[ModeScore]
     answers: AnswerRates | None = None
     dense_weight: WeightChoice | None = None
@@ -382,7 +384,7 @@ def evaluate_kb(
     (AnswerRates); with ``tune`` the knowledge base's dense weight chosen and confirmed
     (WeightChoice), and its answer gate's rag.min_confidence when there are at least 4 answerable
     and 4 off-topic questions (GateChoice). Nothing is written: storing a confirmed value is the
-    caller's (``set_kb_config``).
+    caller's (``store_confirmed``).
 
     Raises:
         InvalidInputError (22023): ``tune`` with fewer than 4 answerable questions (two per
@@ -400,6 +402,7 @@ def evaluate_kb(
     questions, qvectors = [judged[i] for i in answerable], [vectors[i] for i in answerable]
     return KbEvaluation(
         len(judged),
+        embedder.model_name,
         _retrieval(client, kb, questions, qvectors),
         _answers(client, kb, judged, embedder) if answers else None,
         _tune(client, kb, questions, qvectors) if tune else None,
@@ -408,18 +411,26 @@ def evaluate_kb(
 
 
 def store_confirmed(client: Hipocampo, kb: UUID, result: KbEvaluation) -> dict[str, float]:
-    """Store the confirmed choices of ``result`` as ``kb``'s overrides (``set_kb_config``):
-    retrieval.dense_weight and rag.min_confidence, each only when its held-out half confirmed it.
-    Returns ``{"<section>.<key>": value}`` for what was written (empty when nothing was).
+    """Store the confirmed choices of ``result`` as ``kb``'s tuning for ``result.model``
+    (``set_kb_tuning``): retrieval.dense_weight and rag.min_confidence, each only when its
+    held-out half confirmed it, in force while that model is searched (a model switch falls back
+    to the new model's calibration; docs/design.md §calibration). The knowledge base's plain
+    override of the same key, which would hide the tuned value, is removed. Returns
+    ``{"<section>.<key>": value}`` for what was written (empty when nothing was).
 
     Raises:
         PermissionDeniedError (42501): the caller may not change the knowledge base's settings.
+        NotFoundError (P0002): ``result.model`` is not a registered embedding model.
     """
     written: dict[str, float] = {}
     if result.dense_weight and result.dense_weight.confirmed:
-        client.set_kb_config(kb, "retrieval", {"dense_weight": result.dense_weight.weight})
         written["retrieval.dense_weight"] = result.dense_weight.weight
     if result.min_confidence and result.min_confidence.confirmed:
-        client.set_kb_config(kb, "rag", {"min_confidence": result.min_confidence.value})
         written["rag.min_confidence"] = result.min_confidence.value
+    with client.transaction() as cur:  # all or nothing
+        for name, value in written.items():
+            section, key = name.split(".")
+            args = {"kb_id": kb, "section": section}
+            client.rpc_in(cur, "set_knowledge_base_tuning", args | {"model": result.model, "patch": {key: value}})
+            client.rpc_in(cur, "set_knowledge_base_config", args | {"patch": {key: None}})
     return written

@@ -467,6 +467,76 @@ begin
 end;
 $$;
 
+/*
+set_knowledge_base_tuning(kb_id uuid, model text, section text, patch jsonb) -> jsonb
+
+Purpose: a knowledge base's values chosen for one embedding model (issue 22 §2), e.g. the dense
+  weight and answer threshold `hipocampo kb eval --tune --write` confirms on the knowledge base's
+  own judged questions. They are in force only while that model is the one searched
+  (effective_config, _config_section: after the tenant's row, before the knowledge base's
+  overrides), so switching the active model switches them with its calibration. Only keys whose
+  value depends on the model's scores: retrieval.min_similarity, dense_weight, dedupe_threshold;
+  rag.min_score, min_confidence, sentence_weight, sentence_cosine_low, sentence_cosine_high. A
+  null value removes one; values are validated like the tenant's (types, ranges).
+Parameters: kb_id of the caller's tenant; model - a registered embedding model's name; section
+  'retrieval' | 'rag'; patch a json object.
+Returns: the knowledge base's tuning of that section for that model after the change.
+Errors: 42501 as _caller (before any other work); 42501 not an admin; P0002 "unknown knowledge
+  base: <id>"; P0002 "unknown embedding model: <m>"; 22023 "<section>.<key> is not tuned per model
+  (keys: …)"; 22023 / 22003 as _check_config_patch.
+Example: select hipocampo.set_knowledge_base_tuning(kb, 'all-MiniLM-L6-v2', 'rag', '{"min_confidence": 0.5}');
+*/
+create or replace function hipocampo.set_knowledge_base_tuning(kb_id uuid, model text, section text, patch jsonb)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    gate record := hipocampo_private._caller();  -- 42501 before any other work
+    k hipocampo_private.knowledge_bases := hipocampo_private._kb(set_knowledge_base_tuning.kb_id);
+    tunable jsonb := hipocampo_private._calibrated_keys() - 'memory' - 'conversations'
+        || jsonb_build_object(
+            'rag', '["min_score", "min_confidence"]'::jsonb || (hipocampo_private._calibrated_keys() -> 'rag')
+        );
+    bad text;
+    current jsonb;
+begin
+    perform hipocampo_private._require_admin();
+    if not exists (
+        select 1 from hipocampo_private.embedding_models as e where e.name = set_knowledge_base_tuning.model
+    ) then
+        raise exception 'unknown embedding model: %', model using errcode = 'P0002';
+    end if;
+    perform hipocampo_private._check_config_patch(set_knowledge_base_tuning.section, patch);
+    select p.key into bad from jsonb_object_keys(patch) as p (key)
+    where not coalesce(tunable -> set_knowledge_base_tuning.section, '[]'::jsonb) ? p.key
+    order by p.key
+    limit 1;
+    if bad is not null then
+        raise exception '%.% is not tuned per model (keys: %)', section, bad, coalesce((
+            select string_agg(x.key, ', ' order by x.n)
+            from jsonb_array_elements_text(tunable -> set_knowledge_base_tuning.section) with ordinality as x (key, n)
+        ), 'none') using errcode = '22023';
+    end if;
+    current := jsonb_strip_nulls(coalesce(k.tuning #> array[model, section], '{}'::jsonb) || patch);
+    update hipocampo_private.knowledge_bases as b
+    set tuning = case
+            when current = '{}'::jsonb and (b.tuning -> model) - section = '{}'::jsonb then b.tuning - model
+            when current = '{}'::jsonb then jsonb_set(b.tuning, array[model], (b.tuning -> model) - section)
+            else jsonb_set(
+                b.tuning, array[model], coalesce(b.tuning -> model, '{}'::jsonb) || jsonb_build_object(section, current)
+            )
+        end,
+        updated_at = now()
+    where b.id = k.id;
+    return current;
+end;
+$$;
+
+comment on function hipocampo.set_knowledge_base_tuning(uuid, text, text, jsonb) is
+'Tenant admins store a knowledge base''s model-dependent values for one embedding model (in force while it is searched).';
+
 -- Agent bindings: an assistant ("agent") of a tenant, the knowledge bases it answers from and its
 -- overrides of the rag section.
 create table hipocampo_private.agent_bindings (

@@ -51,6 +51,10 @@ create table hipocampo_private.knowledge_bases (
     overrides jsonb not null default '{}'::jsonb,
     created_at timestamptz not null default now(),
     updated_at timestamptz not null default now(),
+    -- Values chosen for one embedding model (issue 22 §2), e.g. by `hipocampo kb eval --tune
+    -- --write`: {"<model>": {"retrieval": {"dense_weight": 1.0}, "rag": {"min_confidence": 0.55}}}.
+    -- In force only while that model is the one searched; see set_knowledge_base_tuning.
+    tuning jsonb not null default '{}'::jsonb,
     constraint knowledge_bases_name_length check (char_length(name) between 1 and 200),
     constraint knowledge_bases_status_check check (
         status in ('draft', 'indexing', 'ready', 'error')
@@ -59,6 +63,7 @@ create table hipocampo_private.knowledge_bases (
         language in ('portuguese', 'english', 'simple')
     ),
     constraint knowledge_bases_overrides_is_object check (jsonb_typeof(overrides) = 'object'),
+    constraint knowledge_bases_tuning_is_object check (jsonb_typeof(tuning) = 'object'),
     constraint knowledge_bases_tenant_name_key unique (tenant_id, name),
     -- Target of the (kb_id, tenant_id) foreign keys: a row never points into another tenant.
     constraint knowledge_bases_id_tenant_key unique (id, tenant_id)
@@ -184,6 +189,9 @@ using (
 
 comment on table hipocampo_private.knowledge_bases is
 'Knowledge bases of a tenant: status draft|indexing|ready|error, language, per-KB overrides.';
+
+comment on column hipocampo_private.knowledge_bases.tuning is
+'Per embedding model: values chosen for this knowledge base (set_knowledge_base_tuning), in force while that model is searched.';
 
 comment on table hipocampo_private.documents is
 'Source documents; deleting one deletes its chunks and their embeddings (on delete cascade).';
@@ -973,7 +981,8 @@ effective_config(tenant_id uuid default null, kb_id uuid default null) -> jsonb
 
 Purpose: the configuration in force: the global row, overridden per section by the active
   embedding model's calibration (model_calibrations: its cosine thresholds and dense weights),
-  then by the tenant's row, then by the knowledge base's overrides.
+  then by the tenant's row, then by the knowledge base's tuning for the active model
+  (set_knowledge_base_tuning), then by the knowledge base's overrides.
 Parameters: tenant_id - null = the caller's tenant; kb_id - optional knowledge base.
 Returns: a jsonb object with sections retrieval, chunking, embedding, memory, ….
 Errors: 42501 as _resolve_tenant.
@@ -1000,7 +1009,13 @@ begin
             union all
             select 2, s.config from hipocampo_private.settings as s where s.tenant_id = t
             union all
-            select 3, k.overrides from hipocampo_private.knowledge_bases as k
+            select 3, coalesce(
+                k.tuning -> (select e.name from hipocampo_private.embedding_models as e where e.active), '{}'
+            )
+            from hipocampo_private.knowledge_bases as k
+            where k.id = effective_config.kb_id and k.tenant_id = t
+            union all
+            select 4, k.overrides from hipocampo_private.knowledge_bases as k
             where k.id = effective_config.kb_id and k.tenant_id = t
         ) as x
         order by x.ord
@@ -1025,7 +1040,8 @@ _config_section(tenant_id uuid, kb_id uuid, section text, model text) -> jsonb
 
 Purpose: one section of effective_config for a tenant already resolved by the caller and a given
   embedding model: the global row's keys, overridden by the model's calibration, by the tenant
-  row's, by the knowledge base's overrides (when kb_id is given and belongs to the tenant) -
+  row's, by the knowledge base's tuning for that model and then its overrides (when kb_id is
+  given and belongs to the tenant) -
   effective_config's precedence, without resolving the caller again nor merging the other
   sections, and with the calibration of the model searched rather than the active one (a
   knowledge base searched by name with another model takes that model's thresholds). Granted to
@@ -1048,6 +1064,10 @@ as $$
         || coalesce((
             select s.config -> section from hipocampo_private.settings as s
             where s.tenant_id = _config_section.tenant_id
+        ), '{}')
+        || coalesce((
+            select k.tuning -> _config_section.model -> section from hipocampo_private.knowledge_bases as k
+            where k.id = _config_section.kb_id and k.tenant_id = _config_section.tenant_id
         ), '{}')
         || coalesce((
             select k.overrides -> section from hipocampo_private.knowledge_bases as k
@@ -2133,7 +2153,7 @@ end;
 $$;
 
 comment on function hipocampo.effective_config(uuid, uuid) is
-'Config in force for a tenant (and KB): global row <- tenant row <- KB overrides.';
+'Config in force for a tenant (and KB): global row <- model calibration <- tenant row <- KB tuning for the model <- KB overrides.';
 
 comment on function hipocampo.register_embedding_model(text, text, integer, boolean) is
 'Register an embedding model beside the others and create its partial HNSW index.';

@@ -167,6 +167,7 @@ grant execute on function hipocampo.session_add_message(session_id uuid, role te
 grant execute on function hipocampo.set_agent_binding(name text, kb_ids uuid[], rag_overrides jsonb, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.set_document_status(document_id uuid, status text, trust_score real) to authenticated, service_role;
 grant execute on function hipocampo.set_knowledge_base_config(kb_id uuid, section text, patch jsonb) to authenticated, service_role;
+grant execute on function hipocampo.set_knowledge_base_tuning(kb_id uuid, model text, section text, patch jsonb) to authenticated, service_role;
 grant execute on function hipocampo.set_knowledge_base_status(kb_id uuid, status text) to authenticated, service_role;
 grant execute on function hipocampo.set_memory_consent(granted boolean, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.set_memory_embeddings(items jsonb) to authenticated, service_role;
@@ -214,7 +215,7 @@ grant execute on function hipocampo_private._pack_tokens(t text) to authenticate
 grant execute on function hipocampo_private._pii_kind(digits text, groups integer[], span text) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_problem(content text, cfg jsonb, what text) to authenticated, service_role;
 grant execute on function hipocampo_private._embedding_kind(kind text) to service_role;
-grant execute on function hipocampo_private._calibrated_keys() to service_role;
+grant execute on function hipocampo_private._calibrated_keys() to authenticated, service_role;
 grant execute on function hipocampo_private._calibration(model text, required boolean) to authenticated, service_role;
 grant execute on function hipocampo_private._check_calibration(model text, calibration jsonb) to service_role;
 grant execute on function hipocampo_private._numbers(content text) to authenticated, service_role;

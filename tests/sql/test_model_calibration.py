@@ -102,6 +102,92 @@ def test_a_tenant_override_of_a_calibrated_key_wins_over_the_models(db: Conn, wo
     assert effective(db)["retrieval"]["min_similarity"] == model_calibration(MODEL)["retrieval"]["min_similarity"]
 
 
+def kb_effective(db: Conn, kb: Any) -> dict[str, Any]:
+    row = db.execute("select hipocampo.effective_config(null, %s) as v", (kb,)).fetchone()
+    assert row is not None
+    return dict(row["v"])
+
+
+def test_a_knowledge_bases_tuning_is_in_force_only_under_its_model(db: Conn, world: World) -> None:
+    """`kb eval --tune --write` stores what it chose under the model it ran with: switching the
+    active model switches to that model's calibration (and the knowledge base's tuning for it),
+    and back again; a plain override stays above both, whatever the model."""
+    world.act("service_role")
+    db.execute("select hipocampo.register_embedding_model(%s, 'local', 384)", (OTHER,))
+    db.execute("select hipocampo.set_model_calibration(%s, %s::jsonb)", (OTHER, json.dumps(other_calibration())))
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    set_tuning = "select hipocampo.set_knowledge_base_tuning(%s, %s, %s, %s::jsonb) as v"
+    tuned = db.execute(set_tuning, (world.kb_a, MODEL, "retrieval", '{"dense_weight": 1.7}')).fetchone()
+    assert tuned is not None and tuned["v"] == {"dense_weight": 1.7}
+    db.execute(set_tuning, (world.kb_a, MODEL, "rag", '{"min_confidence": 0.45}'))
+    cfg = kb_effective(db, world.kb_a)
+    assert (cfg["retrieval"]["dense_weight"], cfg["rag"]["min_confidence"]) == (1.7, 0.45)
+    rag = db.execute("select hipocampo.rag_config(%s) as v", (world.kb_a,)).fetchone()
+    assert rag is not None and rag["v"]["min_confidence"] == 0.45
+    # Another knowledge base and the tenant-wide config keep the model's values.
+    assert effective(db)["retrieval"]["dense_weight"] == model_calibration(MODEL)["retrieval"]["dense_weight"]
+    world.act("service_role")
+    db.execute("select hipocampo.activate_embedding_model(%s)", (OTHER,))
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    cfg = kb_effective(db, world.kb_a)
+    assert cfg["retrieval"]["dense_weight"] == other_calibration()["retrieval"]["dense_weight"]
+    assert cfg["rag"]["min_confidence"] == load_config()["rag"]["min_confidence"]
+    # hybrid_search reads the tuning of the model it searches (_config_section), not the active one's.
+    section = "select hipocampo_private._config_section(%s, %s, 'retrieval', %s) -> 'dense_weight' as v"
+    db.execute("reset role")  # _config_section is granted to nobody: for definer functions
+    for model, weight in ((MODEL, 1.7), (OTHER, other_calibration()["retrieval"]["dense_weight"])):
+        row = db.execute(section, (world.tenant_a, world.kb_a, model)).fetchone()
+        assert row is not None and row["v"] == weight
+    world.act("service_role")
+    db.execute("select hipocampo.activate_embedding_model(%s)", (MODEL,))
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    assert kb_effective(db, world.kb_a)["retrieval"]["dense_weight"] == 1.7
+    db.execute(
+        """select hipocampo.set_knowledge_base_config(%s, 'retrieval', '{"dense_weight": 0.9}')""", (world.kb_a,)
+    )
+    assert kb_effective(db, world.kb_a)["retrieval"]["dense_weight"] == 0.9
+    # null removes a tuned key; the last key of a model removes the model's entry.
+    db.execute(set_tuning, (world.kb_a, MODEL, "retrieval", '{"dense_weight": null}'))
+    db.execute(set_tuning, (world.kb_a, MODEL, "rag", '{"min_confidence": null}'))
+    row = db.execute("select tuning from hipocampo_private.knowledge_bases where id = %s", (world.kb_a,)).fetchone()
+    assert row is not None and row["tuning"] == {}
+
+
+def test_a_tuning_takes_only_the_model_dependent_keys_of_a_registered_model(db: Conn, world: World) -> None:
+    set_tuning = "select hipocampo.set_knowledge_base_tuning(%s, %s, %s, %s::jsonb)"
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    raises(
+        db,
+        set_tuning,
+        (world.kb_a, MODEL, "rag", '{"top_k": 3}'),
+        "22023",
+        "rag.top_k is not tuned per model (keys: min_score, min_confidence, sentence_weight, "
+        "sentence_cosine_low, sentence_cosine_high)",
+    )
+    raises(
+        db, set_tuning, (world.kb_a, MODEL, "chunking", '{"max_tokens": 3}'), "22023", "unknown key chunking.max_tokens"
+    )
+    raises(
+        db, set_tuning, (world.kb_a, "no-such-model", "rag", "{}"), "P0002", "unknown embedding model: no-such-model"
+    )
+    raises(
+        db,
+        set_tuning,
+        (world.kb_a, MODEL, "rag", '{"min_confidence": 2}'),
+        "22003",
+        "rag.min_confidence must lie in [0.3, 0.95] (got 2)",
+    )
+    raises(db, set_tuning, (world.kb_b, MODEL, "rag", "{}"), "P0002", f"unknown knowledge base: {world.kb_b}")
+    world.act("authenticated", world.member_a, world.tenant_a)
+    raises(
+        db,
+        set_tuning,
+        (world.kb_a, MODEL, "rag", '{"min_confidence": 0.5}'),
+        "42501",
+        "only tenant admins can change the tenant's configuration",
+    )
+
+
 def _dense_scores(db: Conn, world: World, model: str, query: list[float]) -> list[float | None]:
     rows = db.execute(
         "select dense_score from hipocampo.hybrid_search('biblioteca', %s::extensions.vector, "

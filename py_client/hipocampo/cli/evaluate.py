@@ -41,7 +41,7 @@ def kb_eval(
         ),
     ] = False,
     write: Annotated[
-        bool, typer.Option("--write", help="With --tune: store confirmed values as the KB's overrides.")
+        bool, typer.Option("--write", help="With --tune: store confirmed values as the KB's tuning for the model.")
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -52,8 +52,8 @@ def kb_eval(
     is not worse than the weight in force on the others, and given 4 or more off-topic questions
     the answer gate's min_confidence (0.30-0.90) with the best J (answered citing a relevant
     document + off-topic refused - 1) chosen and confirmed the same way; --write stores what is
-    confirmed as the knowledge base's overrides (docs/design.md §retrieval and §answers: per
-    knowledge base)."""
+    confirmed as the knowledge base's tuning for the active embedding model, in force while that
+    model is searched (docs/design.md §retrieval, §answers and §calibration)."""
     from ..embeddings import provider_from_config
     from ..kb_eval import evaluate_kb, load_judged, store_confirmed
 
@@ -108,12 +108,12 @@ def _print(out: dict[str, Any]) -> None:
         for w, (a, b) in d["by_weight"].items():
             table.add_row(f"{float(w):g}{_marks(float(w), d['current'], d['weight'])}", f"{a:.3f}", f"{b:.3f}")
         console.print(table)
-        _verdict("retrieval.dense_weight", d["weight"], d)
+        _verdict("retrieval.dense_weight", d["weight"], d, out["model"])
     if "min_confidence" in out:
-        _print_gate(out["min_confidence"])
+        _print_gate(out["min_confidence"], out["model"])
 
 
-def _print_gate(g: dict[str, Any] | None) -> None:
+def _print_gate(g: dict[str, Any] | None, model: str) -> None:
     if g is None:
         console.print("rag.min_confidence: not tuned (it needs 4 answerable and 4 off-topic questions)")
         return
@@ -129,7 +129,7 @@ def _print_gate(g: dict[str, Any] | None) -> None:
         mark = _marks(float(v), g["current"], g["value"])
         table.add_row(f"{float(v):.2f}{mark}", f"{a:.3f}", f"{b:.3f}", f"{answered:.3f}", f"{refused:.3f}")
     console.print(table)
-    _verdict("rag.min_confidence", g["value"], g)
+    _verdict("rag.min_confidence", g["value"], g, model)
 
 
 def _marks(value: float, current: float, chosen: float) -> str:
@@ -137,8 +137,8 @@ def _marks(value: float, current: float, chosen: float) -> str:
     return f" ({', '.join(marks)})" if marks else ""
 
 
-def _verdict(key: str, chosen: float, d: dict[str, Any]) -> None:
-    """What became of a value chosen on half the questions (``d``: its choice's JSON)."""
+def _verdict(key: str, chosen: float, d: dict[str, Any], model: str) -> None:
+    """What became of a value chosen on half the questions (``d``: its choice's JSON) under ``model``."""
     from ..kb_eval import outcome
 
     current = d["current"]
@@ -151,6 +151,6 @@ def _verdict(key: str, chosen: float, d: dict[str, Any]) -> None:
             f"held-out half: kept {current:g} (more questions would tell)"
         )
     else:
-        done = "stored as the knowledge base's override" if d["written"] else "--write stores it"
+        done = f"stored for {model}" if d["written"] else f"--write stores it for {model}"
         verdict = f"{key} {chosen:g} (in force {current:g}), confirmed: {done}"
     console.print(verdict, highlight=False)

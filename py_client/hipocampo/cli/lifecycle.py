@@ -298,21 +298,32 @@ def config_set(
     ],
     tenant: TenantOpt = "default",
     kb: Annotated[str | None, typer.Option("--kb", help="Override for this knowledge base only.")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", help="With --kb: the KB's tuning for this embedding model (in force while it is searched)."
+        ),
+    ] = None,
 ) -> None:
-    """Override config keys for the tenant (or one KB), within the bounds config.toml declares."""
+    """Override config keys for the tenant (or one KB), within the bounds config.toml declares;
+    with --kb and --model, the knowledge base's values for one embedding model (model-dependent
+    keys only: docs/design.md §calibration)."""
     try:
         values = json.loads(patch)
     except json.JSONDecodeError as exc:
         raise _fail(InvalidInputError(f"patch is not JSON: {exc.msg}", "22023")) from None
     if not isinstance(values, dict):
         raise _fail(InvalidInputError("patch must be a JSON object", "22023"))
+    if model and not kb:
+        raise _fail(InvalidInputError("--model needs --kb: a tuning belongs to one knowledge base", "22023"))
     with _client(tenant) as client:
         try:
-            out = (
-                client.set_kb_config(client.kb_id(kb), section, values)
-                if kb
-                else client.set_tenant_config(section, values)
-            )
+            if kb and model:
+                out = client.set_kb_tuning(client.kb_id(kb), model, section, values)
+            elif kb:
+                out = client.set_kb_config(client.kb_id(kb), section, values)
+            else:
+                out = client.set_tenant_config(section, values)
         except HipocampoError as exc:
             raise _fail(exc) from exc
     _dump(out)

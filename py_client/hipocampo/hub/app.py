@@ -429,6 +429,7 @@ async def _evaluation(hub: Hub, who: _Who, kb: UUID, form: Any) -> dict[str, Any
         "tuned": tune,
         "weight": result.dense_weight,
         "gate": result.min_confidence,
+        "model": result.model,
     }
 
 

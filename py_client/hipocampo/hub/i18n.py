@@ -133,7 +133,8 @@ _PT: dict[str, str] = {
     "eval_stays": "{key} {current}, em vigor, continua o melhor.",
     "eval_not_confirmed": "{key} {chosen} foi o melhor na metade de escolha, mas pior que {current} (em vigor) na "
     "outra metade: mantido {current}. Mais perguntas diriam.",
-    "eval_stored": "{key} {chosen} (era {current}), confirmado pela outra metade, gravado nesta base.",
+    "eval_stored": "{key} {chosen} (era {current}), confirmado pela outra metade, gravado nesta base para o "
+    "modelo {model}.",
     "eval_gate_needs": "O limiar de confiança não foi ajustado: ele pede pelo menos 4 perguntas respondíveis e 4 "
     "fora do assunto (lista vazia).",
     "playground_title": "Consultas",
@@ -346,7 +347,8 @@ _EN: dict[str, str] = {
     "eval_stays": "{key} {current}, in force, stays the best.",
     "eval_not_confirmed": "{key} {chosen} was best on the choosing half but worse than {current} (in force) on the "
     "other half: kept {current}. More questions would tell.",
-    "eval_stored": "{key} {chosen} (was {current}), confirmed by the other half, stored for this knowledge base.",
+    "eval_stored": "{key} {chosen} (was {current}), confirmed by the other half, stored for this knowledge base "
+    "and the model {model}.",
     "eval_gate_needs": "The confidence threshold was not tuned: it needs at least 4 answerable and 4 off-topic "
     "questions (an empty list).",
     "playground_title": "Query playground",
