@@ -104,11 +104,10 @@ as $$
             where s.tenant_id = _config_section.tenant_id
         ), '{}')
         || coalesce((
-            select k.tuning -> _config_section.model -> section from hipocampo_private.knowledge_bases as k
-            where k.id = _config_section.kb_id and k.tenant_id = _config_section.tenant_id
-        ), '{}')
-        || coalesce((
-            select k.overrides -> section from hipocampo_private.knowledge_bases as k
+            -- The knowledge base's tuning for the model, then its overrides: one row read.
+            select coalesce(k.tuning -> _config_section.model -> section, '{}')
+                || coalesce(k.overrides -> section, '{}')
+            from hipocampo_private.knowledge_bases as k
             where k.id = _config_section.kb_id and k.tenant_id = _config_section.tenant_id
         ), '{}')
 $$;

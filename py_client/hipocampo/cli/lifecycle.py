@@ -269,9 +269,12 @@ def doc_delete(
 def config_show(
     section: Annotated[str | None, typer.Argument(help="retrieval, chunking, rag, memory, … (default: all).")] = None,
     tenant: TenantOpt = "default",
-    kb: Annotated[str | None, typer.Option("--kb", help="With this knowledge base's overrides.")] = None,
+    kb: Annotated[
+        str | None, typer.Option("--kb", help="With this knowledge base's tuning for the active model and overrides.")
+    ] = None,
 ) -> None:
-    """The configuration in force for the tenant (global ← tenant ← KB), as JSON."""
+    """The configuration in force for the tenant (global ← the active model's calibration ← tenant
+    ← KB tuning for that model ← KB overrides), as JSON."""
     with _client(tenant) as client:
         try:
             cfg = client.effective_config(client.kb_id(kb) if kb else None)
