@@ -1,7 +1,8 @@
 """The switch from all-MiniLM-L6-v2 to multilingual-e5-small on a populated database, end to end
 (issue 22 §2 and §6): a knowledge base, a memory and a message written with MiniLM; e5's chunks
 added beside MiniLM's while MiniLM serves (search never empty); e5 activated, its calibration in
-force; the memories and messages carried over by the backfill; MiniLM dropped. On a database of
+force, a knowledge base's tuning for MiniLM set aside; the memories and messages carried over by
+the backfill; MiniLM dropped. On a database of
 its own in the session's server, since the switch changes what is active for every tenant."""
 
 from __future__ import annotations
@@ -79,6 +80,9 @@ def test_minilm_to_e5_on_a_populated_database(scratch_url: str, minilm: Any) -> 
             service.effective_config()["retrieval"]["min_similarity"]
             == model_calibration(MINILM)["retrieval"]["min_similarity"]
         )
+        # The knowledge base tuned under MiniLM (what `kb eval --tune --write` stores).
+        service.set_kb_tuning(kb, MINILM, "retrieval", {"dense_weight": 1.7})
+        assert service.effective_config(kb)["retrieval"]["dense_weight"] == 1.7
 
         # e5 beside MiniLM: its chunks are added from the source while MiniLM keeps serving.
         root.rpc("register_embedding_model", {"name": E5, "provider": "local", "dims": 384})
@@ -95,6 +99,11 @@ def test_minilm_to_e5_on_a_populated_database(scratch_url: str, minilm: Any) -> 
             model_calibration(E5)["memory"]["context_threshold"],
         )
         assert found(e5)
+        # MiniLM's tuning of the knowledge base is not e5's: e5's calibration holds there.
+        assert (
+            service.effective_config(kb)["retrieval"]["dense_weight"]
+            == model_calibration(E5)["retrieval"]["dense_weight"]
+        )
 
         # Memories and messages carried over; then MiniLM can go.
         done = embed_missing_rows(root, e5)
