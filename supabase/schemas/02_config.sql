@@ -501,6 +501,7 @@ declare
         );
     bad text;
     current jsonb;
+    entry jsonb;
 begin
     perform hipocampo_private._require_admin();
     if not exists (
@@ -520,14 +521,13 @@ begin
         ), 'none') using errcode = '22023';
     end if;
     current := jsonb_strip_nulls(coalesce(k.tuning #> array[model, section], '{}'::jsonb) || patch);
+    -- The model's entry after the change; an empty section, then an empty entry, is removed.
+    entry := coalesce(k.tuning -> model, '{}'::jsonb) - section;
+    if current <> '{}'::jsonb then
+        entry := entry || jsonb_build_object(section, current);
+    end if;
     update hipocampo_private.knowledge_bases as b
-    set tuning = case
-            when current = '{}'::jsonb and (b.tuning -> model) - section = '{}'::jsonb then b.tuning - model
-            when current = '{}'::jsonb then jsonb_set(b.tuning, array[model], (b.tuning -> model) - section)
-            else jsonb_set(
-                b.tuning, array[model], coalesce(b.tuning -> model, '{}'::jsonb) || jsonb_build_object(section, current)
-            )
-        end,
+    set tuning = case when entry = '{}'::jsonb then b.tuning - model else jsonb_set(b.tuning, array[model], entry) end,
         updated_at = now()
     where b.id = k.id;
     return current;

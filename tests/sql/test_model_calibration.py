@@ -151,6 +151,9 @@ def test_a_knowledge_bases_tuning_is_in_force_only_under_its_model(db: Conn, wor
     db.execute(set_tuning, (world.kb_a, MODEL, "rag", '{"min_confidence": null}'))
     row = db.execute("select tuning from hipocampo_private.knowledge_bases where id = %s", (world.kb_a,)).fetchone()
     assert row is not None and row["tuning"] == {}
+    # An empty patch for a model without an entry changes nothing (the fuzzer's 23502, fixed).
+    empty = db.execute(set_tuning, (world.kb_a, OTHER, "rag", "{}")).fetchone()
+    assert empty is not None and empty["v"] == {}
 
 
 def test_a_tuning_takes_only_the_model_dependent_keys_of_a_registered_model(db: Conn, world: World) -> None:
