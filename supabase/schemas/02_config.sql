@@ -597,8 +597,9 @@ Purpose: create or replace an agent binding: its knowledge bases and its overrid
 Parameters: name ^[a-z0-9][a-z0-9_.-]{0,62}$; kb_ids of the tenant (at least one);
   tenant_id only for service_role.
 Returns: the binding id.
-Errors: 42501 not an admin; 22023 "an agent binding needs at least one knowledge base" /
-  as _check_config_patch; P0002 "unknown knowledge base: …".
+Errors: 42501 not an admin; 22023 "an agent binding's name must match
+  ^[a-z0-9][a-z0-9_.-]{0,62}$ (got …)" / "an agent binding needs at least one knowledge base" /
+  22023 / 22003 as _check_config_patch; P0002 "unknown knowledge base: …".
 Example: select hipocampo.set_agent_binding('portaria', array[kb], '{"top_k": 3}');
 */
 create or replace function hipocampo.set_agent_binding(
@@ -616,6 +617,10 @@ declare
     result uuid;
 begin
     perform hipocampo_private._require_admin();
+    if set_agent_binding.name is null or set_agent_binding.name !~ '^[a-z0-9][a-z0-9_.-]{0,62}$' then
+        raise exception 'an agent binding''s name must match ^[a-z0-9][a-z0-9_.-]{0,62}$ (got %)',
+            coalesce(left(set_agent_binding.name, 80), 'null') using errcode = '22023';
+    end if;
     if coalesce(cardinality(kb_ids), 0) = 0 then
         raise exception 'an agent binding needs at least one knowledge base' using errcode = '22023';
     end if;

@@ -1210,10 +1210,13 @@ create_knowledge_base(name text, description text default null, tags text[] defa
   language text default 'portuguese', overrides jsonb default '{}', tenant_id uuid default null) -> uuid
 
 Purpose: create a knowledge base (status draft) in the caller's tenant; idempotent by name.
-Parameters: name 1..200 chars, unique per tenant; language 'portuguese' | 'english' | 'simple';
-  overrides - per-KB config sections; tenant_id - service_role only.
+Parameters: name 1..200 chars, unique per tenant; language 'portuguese' | 'english' | 'simple'
+  (null = 'portuguese'); overrides - per-KB config sections, {section: {key: value}}, each
+  validated as set_knowledge_base_config validates it (null = none); tenant_id - service_role only.
 Returns: the knowledge-base id (the existing one when the name exists).
-Errors: 42501 no tenant / not an admin; 23514 on a bad name or language.
+Errors: 42501 no tenant / not an admin; 23514 on a bad name (null included: "a knowledge base
+  needs a name of 1..200 characters") or language; 22023 "overrides must be a json object of
+  config sections" / 22023 / 22003 as _check_config_patch.
 Example: select hipocampo.create_knowledge_base('regulamentos');
 */
 create or replace function hipocampo.create_knowledge_base(
@@ -1232,11 +1235,21 @@ as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(create_knowledge_base.tenant_id);
     kb uuid;
+    section record;
 begin
+    if create_knowledge_base.name is null then
+        raise exception 'a knowledge base needs a name of 1..200 characters' using errcode = '23514';
+    end if;
+    if jsonb_typeof(coalesce(overrides, '{}')) <> 'object' then
+        raise exception 'overrides must be a json object of config sections' using errcode = '22023';
+    end if;
+    for section in select e.key, e.value from jsonb_each(coalesce(overrides, '{}')) as e loop
+        perform hipocampo_private._check_config_patch(section.key, section.value);
+    end loop;
     insert into hipocampo_private.knowledge_bases (tenant_id, name, description, tags, language, overrides)
     values (t, create_knowledge_base.name, create_knowledge_base.description,
-            coalesce(create_knowledge_base.tags, '{}'), create_knowledge_base.language,
-            coalesce(create_knowledge_base.overrides, '{}'))
+            coalesce(create_knowledge_base.tags, '{}'), coalesce(create_knowledge_base.language, 'portuguese'),
+            jsonb_strip_nulls(coalesce(create_knowledge_base.overrides, '{}')))
     on conflict on constraint knowledge_bases_tenant_name_key do nothing
     returning id into kb;
     if kb is null then
@@ -2050,7 +2063,8 @@ exception
         raise exception 'only tenant admins can change documents' using errcode = '42501';
     when check_violation then
         raise exception 'invalid document: %', sqlerrm using errcode = '23514';
-    when invalid_text_representation or invalid_datetime_format or datetime_field_overflow then
+    when invalid_text_representation or invalid_datetime_format or datetime_field_overflow
+        or invalid_time_zone_displacement_value then
         raise exception 'invalid document field: %', sqlerrm using errcode = '22023';
 end;
 $$;

@@ -1512,8 +1512,9 @@ Purpose: the offline answer (rag.provider = extractive): the best window of each
   whose support reaches min_support (at least the first item), at most max_quotes, in evidence
   order, each as plain text (plain_text, whitespace collapsed) followed by its citation marker
   [n]; a window already quoted is not repeated. Deterministic.
-Parameters: evidence - answer_evidence's evidence array (n, best_window, content, support);
-  min_support - rag.min_confidence (0..1); max_quotes >= 1.
+Parameters: evidence - answer_evidence's evidence array (n, best_window, content, support); an
+  item's support that is not a number counts as 0, and evidence that is not an array quotes
+  nothing; min_support - rag.min_confidence (0..1); max_quotes >= 1.
 Returns: the answer text, or null when there is nothing to quote (the caller refuses:
   generation_failed).
 Errors: none.
@@ -1533,11 +1534,14 @@ set search_path = ''
 as $$
     with items as (
         select e.item, e.pos
-        from jsonb_array_elements(coalesce(evidence, '[]')) with ordinality as e (item, pos)
+        from jsonb_array_elements(
+            case when jsonb_typeof(evidence) = 'array' then evidence else '[]' end
+        ) with ordinality as e (item, pos)
     ),
     chosen as (
         select i.item, i.pos from items as i
-        where coalesce((i.item ->> 'support')::double precision, 0) >= min_support
+        where case when jsonb_typeof(i.item -> 'support') = 'number' then (i.item ->> 'support')::double precision
+            else 0 end >= min_support
         order by i.pos
         limit greatest(max_quotes, 1)
     ),

@@ -1,5 +1,6 @@
 """Bad arguments get a documented SQLSTATE naming them, not a raw engine error (migration 004500,
-issue 16 §1.9). Each case below raised 54000, 2201W, 22003 or 23502 before 004500."""
+issue 16 §1.9). Each case below raised 54000, 2201W, 22003 or 23502 before 004500, or (the last
+ones, found when the fuzzer took in the admin RPCs) 23502 before 20261126001700."""
 
 from __future__ import annotations
 
@@ -159,6 +160,37 @@ CASES: dict[str, tuple[str, tuple[Any, ...], str, str]] = {
         "22023",
         "confidence must be 0..1",
     ),
+    # Found by the fuzzer over the admin RPCs (migration 20261126001700); 23502 / 22P02 before it.
+    "knowledge base without a name": (
+        "select hipocampo.create_knowledge_base(%s)",
+        (None,),
+        "23514",
+        "a knowledge base needs a name of 1..200 characters",
+    ),
+    "knowledge base with an out-of-range override": (
+        "select hipocampo.create_knowledge_base('kb-x', overrides => %s::jsonb)",
+        ('{"rag": {"top_k": 999}}',),
+        "22003",
+        "rag.top_k must lie in [1, 20] (got 999)",
+    ),
+    "knowledge base overrides not of sections": (
+        "select hipocampo.create_knowledge_base('kb-x', overrides => %s::jsonb)",
+        ("[1]",),
+        "22023",
+        "overrides must be a json object of config sections",
+    ),
+    "document expiry as a huge number": (
+        "select hipocampo.set_document_metadata(%s, %s::jsonb)",
+        ("doc_a", '{"expires_at": -2.87e16}'),
+        "22023",
+        "invalid document field",
+    ),
+    "agent binding without a name": (
+        "select hipocampo.set_agent_binding(%s, array[%s]::uuid[])",
+        (None, "kb_a"),
+        "22023",
+        "an agent binding's name must match ^[a-z0-9][a-z0-9_.-]{0,62}$ (got null)",
+    ),
 }
 
 
@@ -167,10 +199,21 @@ def test_bad_arguments_are_named(db: Conn, world: World, case: str) -> None:
     world.act("authenticated", world.admin_a, world.tenant_a)
     db.execute("select hipocampo.set_memory_consent(true)")
     sql, params, sqlstate, message = CASES[case]
-    values = tuple(str(world.kb_a) if p == "kb_a" else str(uuid.uuid4()) if p == "conversation" else p for p in params)
+    named = {"kb_a": world.kb_a, "doc_a": world.doc_a, "conversation": uuid.uuid4()}
+    values = tuple(str(named[p]) if isinstance(p, str) and p in named else p for p in params)
     with pytest.raises(psycopg.Error) as err, db.transaction():
         db.execute(sql, values)
     assert (err.value.sqlstate, message in str(err.value)) == (sqlstate, True), str(err.value)
+
+
+def test_extractive_answer_reads_only_numbers_as_support(db: Conn, world: World) -> None:
+    """extractive_answer documents no errors: a support that is not a number counts as 0 (it was
+    22P02), evidence that is not an array quotes nothing (it was 22023)."""
+    items = [{"n": 1, "content": "Prazo de 30 dias.", "support": "alta"}, {"n": 2, "content": "Multa.", "support": 0.9}]
+    row = db.execute("select hipocampo.extractive_answer(%s::jsonb, 0.5) as v", (json.dumps(items),)).fetchone()
+    assert row == {"v": "Multa. [2]"}
+    row = db.execute("""select hipocampo.extractive_answer('{"n": 1}', 0.5) as v""").fetchone()
+    assert row == {"v": None}
 
 
 def test_history_search_reads_its_query_limit_from_config(db: Conn, world: World) -> None:

@@ -1,13 +1,17 @@
-"""Property-based fuzzing of the user-facing RPCs (issue 16 §1.9, §2 "Validation").
+"""Property-based fuzzing of the RPCs (issue 16 §1.9, §2 "Validation").
 
-hypothesis draws every argument of hybrid_search, remember, search_memories, search_history,
-context_pack, ingest_document, ingest_documents, add_message, session_add_message and the
-knowledge-base config setters (set_knowledge_base_config, set_knowledge_base_tuning) from
-edge-heavy strategies (nulls, empty and huge texts, match counts of -1 and 2^31-1, NaN and
-infinite floats, vectors of the wrong dimensions or in a malformed text form, odd json shapes,
-batches naming one source_uri twice, another tenant's ids) and calls the RPC as a signed-in
-member, as PostgREST does. Every outcome must be a result or one of the documented SQLSTATEs
-(ALLOWED): never an engine error such as 2201W, 22003, 23502, 54000 or XX000.
+hypothesis draws every argument of the user-facing RPCs (hybrid_search, remember,
+search_memories, search_history, context_pack, ingest_document, ingest_documents, add_message,
+session_add_message, answer_evidence, correct_memory, seed_profile), the admin ones
+(create_knowledge_base, update_knowledge_base, set_knowledge_base_config,
+set_knowledge_base_tuning, set_tenant_config, set_agent_binding, set_document_metadata,
+set_document_status, list_documents, tenant_metrics) and the answer helpers (extractive_answer,
+numbers_absent) from edge-heavy strategies (nulls, empty and huge texts, match counts of -1 and
+2^31-1, NaN and infinite floats, vectors of the wrong dimensions or in a malformed text form, odd
+json shapes, config patches with out-of-range and mistyped values, batches naming one source_uri
+twice, another tenant's ids) and calls the RPC as a signed-in admin, as PostgREST does. Every
+outcome must be a result or one of the documented SQLSTATEs (ALLOWED, and ALSO_ALLOWED per RPC):
+never an engine error such as 2201W, 22003, 22P02, 23502, 54000 or XX000.
 
 Examples per RPC: HIPOCAMPO_FUZZ_EXAMPLES (300 in `make test`, 3,000 in `make fuzz`).
 """
@@ -320,6 +324,147 @@ def _kb_tuning(world: World) -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
+def _tenant_config(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries({"section": SECTION, "patch": PATCH})
+
+
+def _agent_binding(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "name": mostly(st.sampled_from(["portaria", "sac.v2"]), TEXT),
+            "kb_ids": mostly(st.just(["kb_a"]), st.one_of(st.none(), st.lists(UUID, max_size=3))).map(
+                lambda ks: None if ks is None else [an_id(world, k) for k in ks]
+            ),
+            "rag_overrides": mostly(st.just("{}"), PATCH),
+        }
+    )
+
+
+def _create_kb(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "name": mostly(st.builds(lambda n: f"kb-{n}", st.integers(0, 10**6)), TEXT),
+            "description": mostly(st.none(), TEXT),
+            "tags": mostly(st.none(), TEXTS),
+            "language": mostly(st.sampled_from(["portuguese", "english", "simple"]), TEXT),
+            "overrides": mostly(
+                st.just("{}"),
+                st.one_of(PATCH, PATCH.map(lambda p: json.dumps({"rag": None if p is None else json.loads(p)}))),
+            ),
+        }
+    )
+
+
+def _update_kb(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {"kb_id": mostly(st.just("kb_a"), UUID).map(lambda k: an_id(world, k)), "name": TEXT, "description": TEXT}
+    )
+
+
+DOC = mostly(st.just("doc_a"), st.sampled_from(["none", "random", "doc_b", "kb_a"]))
+DOC_FIELDS = ["source_type", "doc_type", "author", "trust_score", "effective_date", "expires_at", "tags", "nope"]
+
+
+def _document_metadata(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "document_id": DOC.map(lambda k: an_id(world, k)),
+            "metadata": st.one_of(
+                st.dictionaries(st.sampled_from(DOC_FIELDS), st.one_of(PATCH_VALUE, TIMESTAMP), max_size=3).map(
+                    json.dumps
+                ),
+                JSON.map(json.dumps),
+                st.none(),
+            ),
+        }
+    )
+
+
+def _document_status(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "document_id": DOC.map(lambda k: an_id(world, k)),
+            "status": mostly(st.sampled_from([None, "active", "superseded", "archived"]), TEXT),
+            # Within real's range: the argument's own cast (as PostgREST's) would fail before the call.
+            "trust_score": mostly(
+                st.one_of(st.none(), st.sampled_from([0.0, 0.5, 1.0])),
+                st.sampled_from([None, -1.0, 1.5, 1e30, -1e30, float("nan"), float("inf"), float("-inf")]),
+            ),
+        }
+    )
+
+
+def _answer_evidence(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "query_text": mostly(Q, TEXT),
+            "query_embedding": mostly(UNIT, VECTOR).map(vector),
+            "kb_ids": mostly(st.none(), st.lists(UUID.map(lambda k: an_id(world, k)), max_size=3)),
+            "agent": mostly(st.none(), st.one_of(SMALL_TEXT, st.just("portaria"))),
+        }
+    )
+
+
+def _seed_profile(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    keys = st.sampled_from(["user.name", "user.city", "user.language", "prefs.tom", "nope", ""])
+    return st.fixed_dictionaries(
+        {
+            "profile": st.one_of(st.dictionaries(keys, PATCH_VALUE, max_size=3).map(json.dumps), JSON.map(json.dumps)),
+            "source_ref": mostly(st.sampled_from([None, "onboarding", "profile"]), TEXT),
+        }
+    )
+
+
+def _correct_memory(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "memory_id": UUID.map(lambda k: an_id(world, k)),
+            "value": mostly(JSON.map(json.dumps), st.none()),
+            "description": TEXT,
+            "embedding": mostly(UNIT, VECTOR).map(vector),
+        }
+    )
+
+
+EVIDENCE_ITEM = st.fixed_dictionaries(
+    {},
+    optional={
+        "n": PATCH_VALUE,
+        "best_window": st.one_of(PATCH_VALUE, TEXT),
+        "content": st.one_of(PATCH_VALUE, TEXT, st.just("Multa de R$ 1.200,50 em 30 dias.")),
+        "title": st.one_of(PATCH_VALUE, SMALL_TEXT),
+        "support": PATCH_VALUE,
+    },
+)
+EVIDENCE = st.one_of(st.lists(EVIDENCE_ITEM, max_size=4).map(json.dumps), JSON.map(json.dumps), st.none())
+
+
+def _extractive_answer(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {"evidence": EVIDENCE, "min_support": mostly(UNIT_FLOAT, FLOAT), "max_quotes": mostly(st.integers(1, 4), INT)}
+    )
+
+
+def _numbers_absent(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {"answer": mostly(st.just("A multa é R$ 900 [1], em 30 dias."), TEXT), "evidence": EVIDENCE}
+    )
+
+
+def _tenant_metrics(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries({"days": mostly(st.integers(1, 366), INT)})
+
+
+def _list_documents(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "kb_id": mostly(st.just("kb_a"), UUID).map(lambda k: an_id(world, k)),
+            "after_source_uri": mostly(st.none(), TEXT),
+            "max_rows": mostly(st.one_of(st.none(), st.integers(1, 1000)), INT),
+        }
+    )
+
+
 CASTS = {
     "query_embedding": "::extensions.vector",
     "embedding": "::extensions.vector",
@@ -333,6 +478,17 @@ CASTS = {
     "chunks": "::jsonb",
     "documents": "::jsonb",
     "patch": "::jsonb",
+    "rag_overrides": "::jsonb",
+    "overrides": "::jsonb",
+    "profile": "::jsonb",
+    "evidence": "::jsonb",
+    "trust_score": "::real",
+    "days": "::integer",
+    "max_rows": "::integer",
+    "max_quotes": "::integer",
+    "min_support": "::double precision",
+    "memory_id": "::uuid",
+    "document_id": "::uuid",
     "attachments": "::jsonb",
     "metadata": "::jsonb",
     "intensity": "::numeric",
@@ -366,10 +522,34 @@ SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] = {
     "session_add_message": _session_add_message,
     "set_knowledge_base_config": _kb_config,
     "set_knowledge_base_tuning": _kb_tuning,
+    "set_tenant_config": _tenant_config,
+    "set_agent_binding": _agent_binding,
+    "create_knowledge_base": _create_kb,
+    "update_knowledge_base": _update_kb,
+    "set_document_metadata": _document_metadata,
+    "set_document_status": _document_status,
+    "answer_evidence": _answer_evidence,
+    "seed_profile": _seed_profile,
+    "correct_memory": _correct_memory,
+    "extractive_answer": _extractive_answer,
+    "numbers_absent": _numbers_absent,
+    "tenant_metrics": _tenant_metrics,
+    "list_documents": _list_documents,
 }
 
-# Documented beyond ALLOWED: a config value out of its declared range (_check_config_patch).
-ALSO_ALLOWED = {"set_knowledge_base_config": {"22003"}, "set_knowledge_base_tuning": {"22003"}}
+# Documented beyond ALLOWED: a config value out of its declared range (_check_config_patch), a
+# document's trust_score outside [0, 1].
+ALSO_ALLOWED = {
+    rpc: {"22003"}
+    for rpc in (
+        "set_knowledge_base_config",
+        "set_knowledge_base_tuning",
+        "set_tenant_config",
+        "set_agent_binding",
+        "create_knowledge_base",
+        "set_document_metadata",
+    )
+}
 
 
 def call(db: Conn, rpc: str, args: dict[str, Any]) -> str:
