@@ -11,6 +11,12 @@
 -- - extractive_answer: a support that is not a number was 22P02, evidence that is not an array
 --   22023 from jsonb_array_elements; it documents no errors, so such support counts as 0 and
 --   such evidence quotes nothing.
+-- - answer_sources: an item's n, chunk_id, score or support that was not a number was 22P02, a
+--   marker of over 9 digits 22003; they now read as missing, as its docblock promises no errors.
+-- - cache_put: no knowledge base, or a question without words, was 23502; now 22023.
+-- - record_answer: a null trace_id or answer_source was 23502; now 22023.
+-- - take_rate_limit: a cost of 1e308 overflowed the bucket's arithmetic (22003); a cost now lies
+--   in (0, 1000000] (22023).
 -- Restated from supabase/schemas/02_config.sql, 03_knowledge_bases.sql and 10_answers.sql;
 -- re-runnable.
 
@@ -283,5 +289,247 @@ exception
     when invalid_text_representation or invalid_datetime_format or datetime_field_overflow
         or invalid_time_zone_displacement_value then
         raise exception 'invalid document field: %', sqlerrm using errcode = '22023';
+end;
+$$;
+
+/*
+answer_sources(answer text, evidence jsonb) -> jsonb
+
+Purpose: the sources an answer cites: the evidence items whose n it marks ([n] or [n, m]), all of
+  them when it marks none, in evidence order; each with its excerpt as plain text (the best
+  window, else the content; at most 600 characters).
+Parameters: answer - the answer text; evidence - answer_evidence's evidence array (an item's n
+  or chunk_id that is not an integer, or score or support that is not a number, reads as
+  missing; evidence that is not an array has no items).
+Returns: [{"n", "document", "document_id", "source_uri", "chunk_id", "excerpt", "score",
+  "support"}] (document: the title; score, support: numbers, 0 when missing).
+Errors: none.
+Example: select hipocampo.answer_sources('A carga é de 400 horas [1].', e -> 'evidence') from …;
+*/
+create or replace function hipocampo.answer_sources(answer text, evidence jsonb)
+returns jsonb
+language sql
+immutable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+    with marked as (
+        -- A marker of more than 9 digits names no item (n is an integer).
+        select distinct btrim(x)::integer as n
+        from regexp_matches(coalesce(answer, ''), '\[(\d+(?:\s*,\s*\d+)*)\]', 'g') as m
+        cross join lateral unnest(string_to_array(m[1], ',')) as x
+        where btrim(x) ~ '^\d{1,9}$'
+    ),
+    items as (
+        -- Numbers read only where they are numbers: anything else is missing.
+        select e.item, e.pos,
+            case when (e.item ->> 'n') ~ '^-?\d{1,9}$' then (e.item ->> 'n')::integer end as n,
+            case when (e.item ->> 'chunk_id') ~ '^-?\d{1,18}$' then (e.item ->> 'chunk_id')::bigint end as chunk_id,
+            case when jsonb_typeof(e.item -> 'score') = 'number' then (e.item ->> 'score')::double precision end
+                as score,
+            case when jsonb_typeof(e.item -> 'support') = 'number' then (e.item ->> 'support')::double precision end
+                as support
+        from jsonb_array_elements(
+            case when jsonb_typeof(evidence) = 'array' then evidence else '[]' end
+        ) with ordinality as e (item, pos)
+    ),
+    cited as (
+        select i.* from items as i
+        where i.n in (select m.n from marked as m)
+           or not exists (select 1 from items as j where j.n in (select m.n from marked as m))
+    )
+    select coalesce(jsonb_agg(jsonb_build_object(
+        'n', c.n,
+        'document', coalesce(c.item ->> 'title', ''),
+        'document_id', c.item ->> 'document_id',
+        'source_uri', coalesce(c.item ->> 'source_uri', ''),
+        'chunk_id', c.chunk_id,
+        'excerpt', left(hipocampo.plain_text(coalesce(
+            nullif(c.item ->> 'best_window', ''), c.item ->> 'content', ''
+        )), 600),
+        'score', coalesce(c.score, 0),
+        'support', coalesce(c.support, 0)
+    ) order by c.pos), '[]')
+    from cited as c
+$$;
+
+/*
+cache_put(question text, kb_ids uuid[], answer jsonb, agent text default null, tenant_id uuid default null)
+  -> boolean
+
+Purpose: cache an answer for rag.cache_ttl_seconds of the effective rag config of the call
+  (rag_config(kb, agent): the knowledge base's override when kb_ids names exactly one, the agent
+  binding's when agent is given, else the tenant's; 0 = never cache). Only answers whose cited
+  chunks all belong to these knowledge bases of the tenant are accepted (a client cannot plant
+  answers citing anything else).
+Parameters: answer - {"answer", "confidence", "sources": [{"chunk_id", …}], …}.
+Returns: true when cached.
+Errors: 22023 "answer must be a json object with sources"; 22023 "cited chunk … is not in these
+  knowledge bases"; 22023 "kb_ids must name at least one knowledge base" / "question has no words
+  to cache it by"; 42501 as _resolve_tenant; P0002 unknown agent binding.
+Example: select hipocampo.cache_put('Qual o prazo?', array[kb], '{"answer": "…", "sources": []}');
+*/
+-- definer because the cache is written for the whole tenant and no client role may write it directly.
+create or replace function hipocampo.cache_put(
+    question text, kb_ids uuid[], answer jsonb, agent text default null, tenant_id uuid default null
+)
+returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(cache_put.tenant_id);
+    ttl integer := (hipocampo.rag_config(
+        case when cardinality(cache_put.kb_ids) = 1 then cache_put.kb_ids[1] end, cache_put.agent, t
+    ) ->> 'cache_ttl_seconds')::integer;
+    bad text;
+begin
+    if answer is null or jsonb_typeof(answer) <> 'object' or jsonb_typeof(answer -> 'sources') <> 'array' then
+        raise exception 'answer must be a json object with sources' using errcode = '22023';
+    end if;
+    if coalesce(cardinality(cache_put.kb_ids), 0) = 0 then
+        raise exception 'kb_ids must name at least one knowledge base' using errcode = '22023';
+    end if;
+    if coalesce(hipocampo.normalize_question(cache_put.question), '') = '' then
+        raise exception 'question has no words to cache it by' using errcode = '22023';
+    end if;
+    -- A source whose chunk_id is not an integer cites no chunk of these knowledge bases.
+    select s ->> 'chunk_id' into bad
+    from jsonb_array_elements(answer -> 'sources') as s
+    where not exists (
+        select 1 from hipocampo_private.chunks as c
+        where c.id = case when (s ->> 'chunk_id') ~ '^\d{1,18}$' then (s ->> 'chunk_id')::bigint end
+          and c.tenant_id = t and c.kb_id = any(cache_put.kb_ids)
+    )
+    limit 1;
+    if found then
+        raise exception 'cited chunk % is not in these knowledge bases', bad using errcode = '22023';
+    end if;
+    if coalesce(ttl, 0) <= 0 then
+        return false;
+    end if;
+    insert into hipocampo_private.answer_cache as c (
+        tenant_id, kb_key, kb_ids, agent, question_key, answer, expires_at
+    ) values (
+        t, hipocampo_private._cache_scope(cache_put.kb_ids), cache_put.kb_ids, coalesce(cache_put.agent, ''),
+        hipocampo.normalize_question(cache_put.question), answer, now() + make_interval(secs => ttl)
+    )
+    on conflict on constraint answer_cache_pkey do update
+    set answer = excluded.answer, created_at = now(), expires_at = excluded.expires_at;
+    return true;
+end;
+$$;
+
+/*
+record_answer(trace_id uuid, question text, answer_source text, reason text, confidence real,
+  candidates integer, filtered integer, evidence_chunk_ids bigint[], timings_ms jsonb,
+  latency_ms real, kb_ids uuid[], agent text default null, user_id uuid default null,
+  tenant_id uuid default null) -> uuid
+
+Purpose: the audit row of one answer call (also refusals and cache hits). The question is kept
+  only as its sha256 and the user as the pseudonymous user_ref.
+Returns: the trace id.
+Errors: 22023 "trace_id, answer_source and latency_ms are required"; 23514 unknown answer_source
+  or timings_ms not an object; 23505
+  duplicate trace id; 42501 as _resolve_tenant.
+Example: select hipocampo.record_answer(gen_random_uuid(), 'q', 'REFUSAL', 'low_confidence', 0.2,
+  4, 3, '{}', '{}', 12.5, array[kb]);
+*/
+-- definer because audit rows are append-only for clients: no client role may write the table.
+create or replace function hipocampo.record_answer(
+    trace_id uuid, question text, answer_source text, reason text, confidence real,
+    candidates integer, filtered integer, evidence_chunk_ids bigint[], timings_ms jsonb,
+    latency_ms real, kb_ids uuid[], agent text default null, user_id uuid default null,
+    tenant_id uuid default null
+)
+returns uuid
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(record_answer.tenant_id);
+    u uuid := coalesce((select auth.uid()), record_answer.user_id);
+begin
+    if record_answer.trace_id is null or record_answer.answer_source is null or record_answer.latency_ms is null then
+        raise exception 'trace_id, answer_source and latency_ms are required' using errcode = '22023';
+    end if;
+    insert into hipocampo_private.answer_audit (
+        trace_id, tenant_id, user_ref, agent, kb_ids, question_sha256, answer_source, reason, confidence,
+        candidates, filtered, evidence_chunk_ids, timings_ms, latency_ms
+    ) values (
+        record_answer.trace_id, t,
+        case when u is not null then hipocampo_private._user_ref(t, u) end,
+        record_answer.agent, coalesce(record_answer.kb_ids, '{}'),
+        encode(sha256(convert_to(coalesce(question, ''), 'UTF8')), 'hex'),
+        record_answer.answer_source, record_answer.reason, record_answer.confidence,
+        coalesce(record_answer.candidates, 0), coalesce(record_answer.filtered, 0),
+        coalesce(record_answer.evidence_chunk_ids, '{}'), coalesce(record_answer.timings_ms, '{}'::jsonb),
+        record_answer.latency_ms
+    );
+    return record_answer.trace_id;
+end;
+$$;
+
+/*
+take_rate_limit(cost double precision default 1, user_id uuid default null, tenant_id uuid default null)
+  -> jsonb
+
+Purpose: the answer API's token buckets: one per tenant and user (rag.rate_limit_per_minute of
+  the tenant), keyed by the user's pseudonym (_user_ref), and one per tenant
+  (rag.tenant_rate_limit_per_minute, locked for tenants) that all its users and its service
+  calls share. Both must allow; a call the tenant bucket refuses gives the user's tokens back.
+  The user bucket's key comes from the JWT (a user cannot spend another's); service_role names
+  the user, or without one spends the tenant's service bucket.
+Parameters: cost - tokens this call spends, (0, 1,000,000]; user_id / tenant_id only for service_role.
+Returns: {"allowed", "remaining", "limit", "retry_after_ms", "scope": "user" | "tenant"} (the
+  scope of the refusal, or of the smaller remainder when allowed).
+Errors: 22023 "cost must lie in (0, 1000000] (got …)"; 42501 as _resolve_tenant; 55000 "rag config is
+  incomplete: tenant_rate_limit_per_minute …".
+Example: select hipocampo.take_rate_limit();
+*/
+-- definer because the buckets table is not writable by client roles.
+create or replace function hipocampo.take_rate_limit(
+    cost double precision default 1, user_id uuid default null, tenant_id uuid default null
+)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(take_rate_limit.tenant_id);
+    u uuid := coalesce((select auth.uid()), take_rate_limit.user_id);
+    cfg jsonb;
+    user_bucket text;
+    per_user jsonb;
+    per_tenant jsonb;
+begin
+    -- At most a million tokens a call: larger costs overflowed the bucket's arithmetic (22003).
+    if cost is null or cost <= 0 or cost > 1e6 or cost = 'nan'::double precision then
+        raise exception 'cost must lie in (0, 1000000] (got %)', cost using errcode = '22023';
+    end if;
+    cfg := hipocampo.rag_config(null, null, t);
+    if cfg ->> 'tenant_rate_limit_per_minute' is null then
+        raise exception 'rag config is incomplete: tenant_rate_limit_per_minute (seed it from config.toml: hipocampo db migrate)'
+            using errcode = '55000';
+    end if;
+    user_bucket := 'user:' || t || ':' || coalesce(hipocampo_private._user_ref(t, u), 'service');
+    per_user := hipocampo_private._take_token(user_bucket, (cfg ->> 'rate_limit_per_minute')::double precision, cost)
+        || '{"scope": "user"}'::jsonb;
+    if not (per_user ->> 'allowed')::boolean then
+        return per_user;
+    end if;
+    per_tenant := hipocampo_private._take_token('tenant:' || t,
+        (cfg ->> 'tenant_rate_limit_per_minute')::double precision, cost) || '{"scope": "tenant"}'::jsonb;
+    if not (per_tenant ->> 'allowed')::boolean then
+        update hipocampo_private.rate_limit_buckets as r set tokens = least(r.capacity, r.tokens + cost)
+        where r.bucket = user_bucket;
+        return per_tenant;
+    end if;
+    return case when (per_tenant ->> 'remaining')::double precision < (per_user ->> 'remaining')::double precision
+        then per_tenant else per_user end;
 end;
 $$;

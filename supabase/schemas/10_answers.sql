@@ -725,7 +725,8 @@ Purpose: cache an answer for rag.cache_ttl_seconds of the effective rag config o
 Parameters: answer - {"answer", "confidence", "sources": [{"chunk_id", …}], …}.
 Returns: true when cached.
 Errors: 22023 "answer must be a json object with sources"; 22023 "cited chunk … is not in these
-  knowledge bases"; 42501 as _resolve_tenant; P0002 unknown agent binding.
+  knowledge bases"; 22023 "kb_ids must name at least one knowledge base" / "question has no words
+  to cache it by"; 42501 as _resolve_tenant; P0002 unknown agent binding.
 Example: select hipocampo.cache_put('Qual o prazo?', array[kb], '{"answer": "…", "sources": []}');
 */
 -- definer because the cache is written for the whole tenant and no client role may write it directly.
@@ -742,16 +743,24 @@ declare
     ttl integer := (hipocampo.rag_config(
         case when cardinality(cache_put.kb_ids) = 1 then cache_put.kb_ids[1] end, cache_put.agent, t
     ) ->> 'cache_ttl_seconds')::integer;
-    bad bigint;
+    bad text;
 begin
     if answer is null or jsonb_typeof(answer) <> 'object' or jsonb_typeof(answer -> 'sources') <> 'array' then
         raise exception 'answer must be a json object with sources' using errcode = '22023';
     end if;
-    select (s ->> 'chunk_id')::bigint into bad
+    if coalesce(cardinality(cache_put.kb_ids), 0) = 0 then
+        raise exception 'kb_ids must name at least one knowledge base' using errcode = '22023';
+    end if;
+    if coalesce(hipocampo.normalize_question(cache_put.question), '') = '' then
+        raise exception 'question has no words to cache it by' using errcode = '22023';
+    end if;
+    -- A source whose chunk_id is not an integer cites no chunk of these knowledge bases.
+    select s ->> 'chunk_id' into bad
     from jsonb_array_elements(answer -> 'sources') as s
     where not exists (
         select 1 from hipocampo_private.chunks as c
-        where c.id = (s ->> 'chunk_id')::bigint and c.tenant_id = t and c.kb_id = any(cache_put.kb_ids)
+        where c.id = case when (s ->> 'chunk_id') ~ '^\d{1,18}$' then (s ->> 'chunk_id')::bigint end
+          and c.tenant_id = t and c.kb_id = any(cache_put.kb_ids)
     )
     limit 1;
     if found then
@@ -913,10 +922,10 @@ Purpose: the answer API's token buckets: one per tenant and user (rag.rate_limit
   calls share. Both must allow; a call the tenant bucket refuses gives the user's tokens back.
   The user bucket's key comes from the JWT (a user cannot spend another's); service_role names
   the user, or without one spends the tenant's service bucket.
-Parameters: cost - tokens this call spends (> 0); user_id / tenant_id only for service_role.
+Parameters: cost - tokens this call spends, (0, 1,000,000]; user_id / tenant_id only for service_role.
 Returns: {"allowed", "remaining", "limit", "retry_after_ms", "scope": "user" | "tenant"} (the
   scope of the refusal, or of the smaller remainder when allowed).
-Errors: 22023 "cost must be positive"; 42501 as _resolve_tenant; 55000 "rag config is
+Errors: 22023 "cost must lie in (0, 1000000] (got …)"; 42501 as _resolve_tenant; 55000 "rag config is
   incomplete: tenant_rate_limit_per_minute …".
 Example: select hipocampo.take_rate_limit();
 */
@@ -937,8 +946,9 @@ declare
     per_user jsonb;
     per_tenant jsonb;
 begin
-    if cost is null or cost <= 0 or cost = 'infinity'::double precision or cost = 'nan'::double precision then
-        raise exception 'cost must be positive and finite' using errcode = '22023';
+    -- At most a million tokens a call: larger costs overflowed the bucket's arithmetic (22003).
+    if cost is null or cost <= 0 or cost > 1e6 or cost = 'nan'::double precision then
+        raise exception 'cost must lie in (0, 1000000] (got %)', cost using errcode = '22023';
     end if;
     cfg := hipocampo.rag_config(null, null, t);
     if cfg ->> 'tenant_rate_limit_per_minute' is null then
@@ -1001,7 +1011,9 @@ record_answer(trace_id uuid, question text, answer_source text, reason text, con
 Purpose: the audit row of one answer call (also refusals and cache hits). The question is kept
   only as its sha256 and the user as the pseudonymous user_ref.
 Returns: the trace id.
-Errors: 23514 unknown answer_source; 23505 duplicate trace id; 42501 as _resolve_tenant.
+Errors: 22023 "trace_id, answer_source and latency_ms are required"; 23514 unknown answer_source
+  or timings_ms not an object; 23505
+  duplicate trace id; 42501 as _resolve_tenant.
 Example: select hipocampo.record_answer(gen_random_uuid(), 'q', 'REFUSAL', 'low_confidence', 0.2,
   4, 3, '{}', '{}', 12.5, array[kb]);
 */
@@ -1021,6 +1033,9 @@ declare
     t uuid := hipocampo_private._resolve_tenant(record_answer.tenant_id);
     u uuid := coalesce((select auth.uid()), record_answer.user_id);
 begin
+    if record_answer.trace_id is null or record_answer.answer_source is null or record_answer.latency_ms is null then
+        raise exception 'trace_id, answer_source and latency_ms are required' using errcode = '22023';
+    end if;
     insert into hipocampo_private.answer_audit (
         trace_id, tenant_id, user_ref, agent, kb_ids, question_sha256, answer_source, reason, confidence,
         candidates, filtered, evidence_chunk_ids, timings_ms, latency_ms
@@ -1572,7 +1587,9 @@ answer_sources(answer text, evidence jsonb) -> jsonb
 Purpose: the sources an answer cites: the evidence items whose n it marks ([n] or [n, m]), all of
   them when it marks none, in evidence order; each with its excerpt as plain text (the best
   window, else the content; at most 600 characters).
-Parameters: answer - the answer text; evidence - answer_evidence's evidence array.
+Parameters: answer - the answer text; evidence - answer_evidence's evidence array (an item's n
+  or chunk_id that is not an integer, or score or support that is not a number, reads as
+  missing; evidence that is not an array has no items).
 Returns: [{"n", "document", "document_id", "source_uri", "chunk_id", "excerpt", "score",
   "support"}] (document: the title; score, support: numbers, 0 when missing).
 Errors: none.
@@ -1587,32 +1604,41 @@ security invoker
 set search_path = ''
 as $$
     with marked as (
+        -- A marker of more than 9 digits names no item (n is an integer).
         select distinct btrim(x)::integer as n
         from regexp_matches(coalesce(answer, ''), '\[(\d+(?:\s*,\s*\d+)*)\]', 'g') as m
         cross join lateral unnest(string_to_array(m[1], ',')) as x
+        where btrim(x) ~ '^\d{1,9}$'
     ),
     items as (
-        select e.item, e.pos
-        from jsonb_array_elements(coalesce(evidence, '[]')) with ordinality as e (item, pos)
+        -- Numbers read only where they are numbers: anything else is missing.
+        select e.item, e.pos,
+            case when (e.item ->> 'n') ~ '^-?\d{1,9}$' then (e.item ->> 'n')::integer end as n,
+            case when (e.item ->> 'chunk_id') ~ '^-?\d{1,18}$' then (e.item ->> 'chunk_id')::bigint end as chunk_id,
+            case when jsonb_typeof(e.item -> 'score') = 'number' then (e.item ->> 'score')::double precision end
+                as score,
+            case when jsonb_typeof(e.item -> 'support') = 'number' then (e.item ->> 'support')::double precision end
+                as support
+        from jsonb_array_elements(
+            case when jsonb_typeof(evidence) = 'array' then evidence else '[]' end
+        ) with ordinality as e (item, pos)
     ),
     cited as (
-        select i.item, i.pos from items as i
-        where (i.item ->> 'n')::integer in (select m.n from marked as m)
-           or not exists (
-               select 1 from items as j where (j.item ->> 'n')::integer in (select m.n from marked as m)
-           )
+        select i.* from items as i
+        where i.n in (select m.n from marked as m)
+           or not exists (select 1 from items as j where j.n in (select m.n from marked as m))
     )
     select coalesce(jsonb_agg(jsonb_build_object(
-        'n', (c.item ->> 'n')::integer,
+        'n', c.n,
         'document', coalesce(c.item ->> 'title', ''),
         'document_id', c.item ->> 'document_id',
         'source_uri', coalesce(c.item ->> 'source_uri', ''),
-        'chunk_id', (c.item ->> 'chunk_id')::bigint,
+        'chunk_id', c.chunk_id,
         'excerpt', left(hipocampo.plain_text(coalesce(
             nullif(c.item ->> 'best_window', ''), c.item ->> 'content', ''
         )), 600),
-        'score', coalesce((c.item ->> 'score')::double precision, 0),
-        'support', coalesce((c.item ->> 'support')::double precision, 0)
+        'score', coalesce(c.score, 0),
+        'support', coalesce(c.support, 0)
     ) order by c.pos), '[]')
     from cited as c
 $$;

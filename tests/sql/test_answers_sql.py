@@ -396,8 +396,10 @@ def test_token_bucket_per_user_and_ip(db: Conn, world: World) -> None:
     # Another user of the tenant has a bucket of their own.
     world.act("authenticated", world.admin_a, world.tenant_a)
     assert one(db, "select hipocampo.take_rate_limit() as v")["allowed"]
-    with pytest.raises(psycopg.errors.InvalidParameterValue, match="cost must be positive"), db.transaction():
-        db.execute("select hipocampo.take_rate_limit(0)")
+    for cost in ("0", "'nan'", "1e308"):  # 1e308 overflowed the bucket's arithmetic (22003) before 001700
+        refused = pytest.raises(psycopg.errors.InvalidParameterValue, match=r"cost must lie in \(0, 1000000\]")
+        with refused, db.transaction():
+            db.execute(f"select hipocampo.take_rate_limit({cost})")  # type: ignore[arg-type]
     with pytest.raises(psycopg.errors.InsufficientPrivilege), db.transaction():
         db.execute("select hipocampo.take_ip_rate_limit('203.0.113.9')")
     world.act("service_role")

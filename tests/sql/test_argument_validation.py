@@ -185,6 +185,24 @@ CASES: dict[str, tuple[str, tuple[Any, ...], str, str]] = {
         "22023",
         "invalid document field",
     ),
+    "answer cached for no knowledge base": (
+        "select hipocampo.cache_put('Qual o prazo?', '{}'::uuid[], %s::jsonb)",
+        ('{"answer": "30 dias", "sources": []}',),
+        "22023",
+        "kb_ids must name at least one knowledge base",
+    ),
+    "answer cached citing a chunk id that is not a number": (
+        "select hipocampo.cache_put('Qual o prazo?', array[%s]::uuid[], %s::jsonb)",
+        ("kb_a", '{"answer": "30 dias", "sources": [{"chunk_id": "abc"}]}'),
+        "22023",
+        "cited chunk abc is not in these knowledge bases",
+    ),
+    "answer audit without a trace id": (
+        "select hipocampo.record_answer(null, 'q', 'LLM', null, 0.5, 1, 1, '{}', '{}', null, array[%s]::uuid[])",
+        ("kb_a",),
+        "22023",
+        "trace_id, answer_source and latency_ms are required",
+    ),
     "agent binding without a name": (
         "select hipocampo.set_agent_binding(%s, array[%s]::uuid[])",
         (None, "kb_a"),
@@ -206,14 +224,23 @@ def test_bad_arguments_are_named(db: Conn, world: World, case: str) -> None:
     assert (err.value.sqlstate, message in str(err.value)) == (sqlstate, True), str(err.value)
 
 
-def test_extractive_answer_reads_only_numbers_as_support(db: Conn, world: World) -> None:
-    """extractive_answer documents no errors: a support that is not a number counts as 0 (it was
-    22P02), evidence that is not an array quotes nothing (it was 22023)."""
+def test_the_answer_helpers_read_only_numbers_as_numbers(db: Conn, world: World) -> None:
+    """extractive_answer and answer_sources document no errors: in extractive_answer a support that
+    is not a number counts as 0 (it was 22P02), evidence that is not an array quotes nothing (it
+    was 22023)."""
     items = [{"n": 1, "content": "Prazo de 30 dias.", "support": "alta"}, {"n": 2, "content": "Multa.", "support": 0.9}]
     row = db.execute("select hipocampo.extractive_answer(%s::jsonb, 0.5) as v", (json.dumps(items),)).fetchone()
     assert row == {"v": "Multa. [2]"}
     row = db.execute("""select hipocampo.extractive_answer('{"n": 1}', 0.5) as v""").fetchone()
     assert row == {"v": None}
+    # answer_sources likewise: n, chunk_id, score and support are read only where they are numbers
+    # (22P02 before), and a marker of more than 9 digits names no item (22003 before).
+    items = [{"n": "um", "content": "Prazo.", "support": "alta"}, {"n": 1, "content": "Multa.", "chunk_id": 1.5}]
+    row = db.execute(
+        "select hipocampo.answer_sources('Veja [99999999999] e [1].', %s::jsonb) as v", (json.dumps(items),)
+    ).fetchone()
+    assert row is not None
+    assert [(x["n"], x["chunk_id"], x["support"], x["excerpt"]) for x in row["v"]] == [(1, None, 0, "Multa.")]
 
 
 def test_history_search_reads_its_query_limit_from_config(db: Conn, world: World) -> None:

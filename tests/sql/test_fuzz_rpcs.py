@@ -1,17 +1,13 @@
 """Property-based fuzzing of the RPCs (issue 16 §1.9, §2 "Validation").
 
-hypothesis draws every argument of the user-facing RPCs (hybrid_search, remember,
-search_memories, search_history, context_pack, ingest_document, ingest_documents, add_message,
-session_add_message, answer_evidence, correct_memory, seed_profile), the admin ones
-(create_knowledge_base, update_knowledge_base, set_knowledge_base_config,
-set_knowledge_base_tuning, set_tenant_config, set_agent_binding, set_document_metadata,
-set_document_status, list_documents, tenant_metrics) and the answer helpers (extractive_answer,
-numbers_absent) from edge-heavy strategies (nulls, empty and huge texts, match counts of -1 and
-2^31-1, NaN and infinite floats, vectors of the wrong dimensions or in a malformed text form, odd
-json shapes, config patches with out-of-range and mistyped values, batches naming one source_uri
-twice, another tenant's ids) and calls the RPC as a signed-in admin, as PostgREST does. Every
-outcome must be a result or one of the documented SQLSTATEs (ALLOWED, and ALSO_ALLOWED per RPC):
-never an engine error such as 2201W, 22003, 22P02, 23502, 54000 or XX000.
+hypothesis draws every argument of 45 RPCs (SPECS: the user-facing ones, the admin ones and the
+answer helpers; docs/SECURITY.md §Validation lists them) from edge-heavy strategies (nulls, empty
+and huge texts, match counts of -1 and 2^31-1, NaN and infinite floats, vectors of the wrong
+dimensions or in a malformed text form, odd json shapes, config patches with out-of-range and
+mistyped values, batches naming one source_uri twice, another tenant's ids) and calls the RPC as
+a signed-in admin, as PostgREST does. Every outcome must be a result or one of the documented
+SQLSTATEs (ALLOWED, and ALSO_ALLOWED per RPC): never an engine error such as 2201W, 22003, 22009,
+22P02, 23502, 54000 or XX000.
 
 Examples per RPC: HIPOCAMPO_FUZZ_EXAMPLES (300 in `make test`, 3,000 in `make fuzz`).
 """
@@ -465,6 +461,196 @@ def _list_documents(world: World) -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
+SESSION = mostly(st.just("session"), UUID)
+BIGINTS = st.one_of(
+    st.none(), st.lists(st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1), st.sampled_from([0, 1, -1])), max_size=4)
+)
+# Within real's range (no underflow either): the argument's own cast would fail before the call.
+REAL = st.one_of(
+    st.none(),
+    st.floats(-1e30, 1e30).filter(lambda x: x == 0 or abs(x) > 1e-30),
+    st.sampled_from([float("nan"), float("inf"), -1.0, 0.0, 0.5]),
+)
+JSONS = st.one_of(st.none(), JSON.map(json.dumps))
+
+
+def _get_session(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {"session_id": SESSION.map(lambda k: an_id(world, k)), "renew": st.one_of(st.none(), st.booleans())}
+    )
+
+
+def _update_session(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {"session_id": SESSION.map(lambda k: an_id(world, k)), "summary": TEXT, "tool": mostly(st.none(), TEXT)}
+    )
+
+
+def _add_pending(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "session_id": SESSION.map(lambda k: an_id(world, k)),
+            "action": mostly(st.sampled_from(["forget_memory", "erase_user"]), TEXT),
+            "payload": mostly(st.just('{"memory_id": "x"}'), JSONS),
+        }
+    )
+
+
+def _resolve_pending(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {"session_id": SESSION.map(lambda k: an_id(world, k)), "confirmation_id": UUID.map(lambda k: an_id(world, k))}
+    )
+
+
+def _cache_get(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "question": mostly(Q, TEXT),
+            "kb_ids": mostly(st.none(), st.lists(UUID.map(lambda k: an_id(world, k)), max_size=3)),
+            "agent": mostly(st.none(), SMALL_TEXT),
+        }
+    )
+
+
+def _cache_put(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    answer = st.fixed_dictionaries({"answer": TEXT, "sources": st.lists(JSON, max_size=2)}).map(json.dumps)
+    return st.fixed_dictionaries(
+        {
+            "question": mostly(Q, TEXT),
+            "kb_ids": mostly(st.just([str(world.kb_a)]), st.lists(UUID.map(lambda k: an_id(world, k)), max_size=3)),
+            "answer": mostly(answer, JSONS),
+            "agent": mostly(st.none(), SMALL_TEXT),
+        }
+    )
+
+
+def _record_answer(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "trace_id": UUID.map(lambda k: an_id(world, k)),
+            "question": mostly(Q, TEXT),
+            "answer_source": mostly(st.sampled_from(["LLM", "extractive", "cache", "refused"]), TEXT),
+            "reason": mostly(st.sampled_from([None, "low_confidence"]), TEXT),
+            "confidence": REAL,
+            "candidates": INT,
+            "filtered": INT,
+            "evidence_chunk_ids": BIGINTS,
+            "timings_ms": mostly(st.just('{"retrieval": 3.2}'), JSONS),
+            "latency_ms": REAL,
+            "kb_ids": mostly(st.none(), st.lists(UUID.map(lambda k: an_id(world, k)), max_size=3)),
+            "agent": mostly(st.none(), SMALL_TEXT),
+        }
+    )
+
+
+def _take_rate_limit(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries({"cost": mostly(st.floats(0, 5), FLOAT)})
+
+
+def _lookup_memories(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "key": mostly(st.sampled_from(["prefs.cafe", "prefs.*"]), TEXT),
+            "category": mostly(st.none(), TEXT),
+            "include_history": st.one_of(st.none(), st.booleans()),
+        }
+    )
+
+
+def _promote_memory(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "staging_id": UUID.map(lambda k: an_id(world, k)),
+            "intensity": mostly(
+                st.one_of(st.none(), st.integers(0, 10)), st.decimals(allow_nan=False, allow_infinity=False, places=2)
+            ),
+            "override": st.one_of(st.none(), st.booleans()),
+        }
+    )
+
+
+def _conversation_summary(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "conversation_id": UUID.map(lambda k: an_id(world, k)),
+            "summary": TEXT,
+            "through_message_id": st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)),
+        }
+    )
+
+
+def _conversation_context(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries({"conversation_id": UUID.map(lambda k: an_id(world, k)), "last_n": INT})
+
+
+def _evidence_support(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "query_text": mostly(Q, TEXT),
+            "chunk_ids": BIGINTS,
+            "stopwords": mostly(st.none(), st.one_of(st.lists(SMALL_TEXT, max_size=3).map(json.dumps), JSONS)),
+        }
+    )
+
+
+def _answer_sources(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries({"answer": mostly(st.just("O prazo é de 30 dias [1]."), TEXT), "evidence": EVIDENCE})
+
+
+def _refusal_text(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "reason": mostly(st.sampled_from(["low_confidence", "conflicting_sources", "no_evidence"]), TEXT),
+            "conflicts": JSONS,
+            "refusal_message": mostly(st.none(), TEXT),
+        }
+    )
+
+
+def _question_refusal(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries({"question": TEXT, "min_chars": INT, "max_chars": INT})
+
+
+def _scrub_pii(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries({"texts": TEXTS})
+
+
+def _start_job(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {"kb_id": mostly(st.just("kb_a"), UUID).map(lambda k: an_id(world, k)), "documents_total": INT}
+    )
+
+
+def _finish_job(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "job_id": UUID.map(lambda k: an_id(world, k)),
+            "status": mostly(st.sampled_from(["succeeded", "failed", "partial"]), TEXT),
+            "counts": JSONS,
+            "errors": JSONS,
+        }
+    )
+
+
+def _inspect_user_memory(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "user_id": mostly(st.just("member_a"), UUID).map(lambda k: an_id(world, k)),
+            "key": mostly(st.none(), TEXT),
+            "history_limit": mostly(st.none(), INT),
+        }
+    )
+
+
+def _document_hashes(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "kb_id": mostly(st.just("kb_a"), UUID).map(lambda k: an_id(world, k)),
+            "embedding_model": mostly(st.sampled_from([None, MODEL]), TEXT),
+        }
+    )
+
+
 CASTS = {
     "query_embedding": "::extensions.vector",
     "embedding": "::extensions.vector",
@@ -478,6 +664,32 @@ CASTS = {
     "chunks": "::jsonb",
     "documents": "::jsonb",
     "patch": "::jsonb",
+    "renew": "::boolean",
+    "include_history": "::boolean",
+    "override": "::boolean",
+    "payload": "::jsonb",
+    "timings_ms": "::jsonb",
+    "stopwords": "::jsonb",
+    "conflicts": "::jsonb",
+    "counts": "::jsonb",
+    "errors": "::jsonb",
+    "confirmation_id": "::uuid",
+    "trace_id": "::uuid",
+    "staging_id": "::uuid",
+    "job_id": "::uuid",
+    "user_id": "::uuid",
+    "evidence_chunk_ids": "::bigint[]",
+    "chunk_ids": "::bigint[]",
+    "through_message_id": "::bigint",
+    "candidates": "::integer",
+    "filtered": "::integer",
+    "last_n": "::integer",
+    "min_chars": "::integer",
+    "max_chars": "::integer",
+    "documents_total": "::integer",
+    "history_limit": "::integer",
+    "cost": "::double precision",
+    "texts": "::text[]",
     "rag_overrides": "::jsonb",
     "overrides": "::jsonb",
     "profile": "::jsonb",
@@ -535,10 +747,37 @@ SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] = {
     "numbers_absent": _numbers_absent,
     "tenant_metrics": _tenant_metrics,
     "list_documents": _list_documents,
+    "get_session": _get_session,
+    "update_session": _update_session,
+    "add_pending_confirmation": _add_pending,
+    "resolve_pending_confirmation": _resolve_pending,
+    "cache_get": _cache_get,
+    "cache_put": _cache_put,
+    "record_answer": _record_answer,
+    "take_rate_limit": _take_rate_limit,
+    "lookup_memories": _lookup_memories,
+    "promote_memory": _promote_memory,
+    "update_conversation_summary": _conversation_summary,
+    "conversation_context": _conversation_context,
+    "evidence_support": _evidence_support,
+    "answer_sources": _answer_sources,
+    "refusal_text": _refusal_text,
+    "question_refusal": _question_refusal,
+    "scrub_pii": _scrub_pii,
+    "start_ingestion_job": _start_job,
+    "finish_ingestion_job": _finish_job,
+    "inspect_user_memory": _inspect_user_memory,
+    "document_hashes": _document_hashes,
+}
+
+# A parameter whose type differs between RPCs of the same name.
+RPC_CASTS = {
+    "cache_put": {"answer": "::jsonb"},
+    "record_answer": {"confidence": "::real", "latency_ms": "::real"},
 }
 
 # Documented beyond ALLOWED: a config value out of its declared range (_check_config_patch), a
-# document's trust_score outside [0, 1].
+# document's trust_score outside [0, 1]; promote_memory's null intensity (22004).
 ALSO_ALLOWED = {
     rpc: {"22003"}
     for rpc in (
@@ -549,12 +788,13 @@ ALSO_ALLOWED = {
         "create_knowledge_base",
         "set_document_metadata",
     )
-}
+} | {"promote_memory": {"22004"}}
 
 
 def call(db: Conn, rpc: str, args: dict[str, Any]) -> str:
     """Run the RPC with named arguments in a savepoint; the outcome: 'ok' or the SQLSTATE."""
-    named = ", ".join(f"{k} => %({k})s{CASTS.get(k, '')}" for k in args)
+    casts = CASTS | RPC_CASTS.get(rpc, {})
+    named = ", ".join(f"{k} => %({k})s{casts.get(k, '')}" for k in args)
     sql = f"select * from hipocampo.{rpc}({named})"
     try:
         with db.transaction():
