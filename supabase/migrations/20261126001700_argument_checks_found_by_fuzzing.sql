@@ -13,7 +13,8 @@
 --   such evidence quotes nothing.
 -- - answer_sources: an item's n, chunk_id, score or support that was not a number was 22P02, a
 --   marker of over 9 digits 22003; they now read as missing, as its docblock promises no errors.
--- - cache_put: no knowledge base, or a question without words, was 23502; now 22023.
+-- - cache_put: no knowledge base (or a null one), or a question without words, was 23502; an
+--   answer without sources passed its check (a null comparison); now 22023.
 -- - record_answer: a null trace_id or answer_source was 23502; now 22023.
 -- - take_rate_limit: a cost of 1e308 overflowed the bucket's arithmetic (22003); a cost now lies
 --   in (0, 1000000] (22023).
@@ -366,7 +367,7 @@ Purpose: cache an answer for rag.cache_ttl_seconds of the effective rag config o
 Parameters: answer - {"answer", "confidence", "sources": [{"chunk_id", …}], …}.
 Returns: true when cached.
 Errors: 22023 "answer must be a json object with sources"; 22023 "cited chunk … is not in these
-  knowledge bases"; 22023 "kb_ids must name at least one knowledge base" / "question has no words
+  knowledge bases"; 22023 "kb_ids must name at least one knowledge base (and no null)" / "question has no words
   to cache it by"; 42501 as _resolve_tenant; P0002 unknown agent binding.
 Example: select hipocampo.cache_put('Qual o prazo?', array[kb], '{"answer": "…", "sources": []}');
 */
@@ -386,11 +387,11 @@ declare
     ) ->> 'cache_ttl_seconds')::integer;
     bad text;
 begin
-    if answer is null or jsonb_typeof(answer) <> 'object' or jsonb_typeof(answer -> 'sources') <> 'array' then
+    if coalesce(jsonb_typeof(answer -> 'sources'), '') <> 'array' then  -- null, not an object, no sources
         raise exception 'answer must be a json object with sources' using errcode = '22023';
     end if;
-    if coalesce(cardinality(cache_put.kb_ids), 0) = 0 then
-        raise exception 'kb_ids must name at least one knowledge base' using errcode = '22023';
+    if coalesce(cardinality(cache_put.kb_ids), 0) = 0 or array_position(cache_put.kb_ids, null) is not null then
+        raise exception 'kb_ids must name at least one knowledge base (and no null)' using errcode = '22023';
     end if;
     if coalesce(hipocampo.normalize_question(cache_put.question), '') = '' then
         raise exception 'question has no words to cache it by' using errcode = '22023';

@@ -189,7 +189,13 @@ CASES: dict[str, tuple[str, tuple[Any, ...], str, str]] = {
         "select hipocampo.cache_put('Qual o prazo?', '{}'::uuid[], %s::jsonb)",
         ('{"answer": "30 dias", "sources": []}',),
         "22023",
-        "kb_ids must name at least one knowledge base",
+        "kb_ids must name at least one knowledge base (and no null)",
+    ),
+    "answer cached without sources": (
+        "select hipocampo.cache_put('Qual o prazo?', array[%s]::uuid[], %s::jsonb)",
+        ("kb_a", '{"answer": "30 dias"}'),
+        "22023",
+        "answer must be a json object with sources",
     ),
     "answer cached citing a chunk id that is not a number": (
         "select hipocampo.cache_put('Qual o prazo?', array[%s]::uuid[], %s::jsonb)",
