@@ -18,7 +18,9 @@
 -- - record_answer: a null trace_id or answer_source was 23502; now 22023.
 -- - take_rate_limit: a cost of 1e308 overflowed the bucket's arithmetic (22003); a cost now lies
 --   in (0, 1000000] (22023).
--- Restated from supabase/schemas/02_config.sql, 03_knowledge_bases.sql and 10_answers.sql;
+-- - set_knowledge_base_status: a null status was 23502; now 23514, as an unknown one.
+-- - set_memory_consent: a null granted was 23502; now 22023.
+-- Restated from supabase/schemas/02_config.sql, 03_knowledge_bases.sql, 06_memory.sql and 10_answers.sql;
 -- re-runnable.
 
 /*
@@ -532,5 +534,63 @@ begin
     end if;
     return case when (per_tenant ->> 'remaining')::double precision < (per_user ->> 'remaining')::double precision
         then per_tenant else per_user end;
+end;
+$$;
+
+/*
+set_knowledge_base_status(kb_id uuid, status text) -> void
+
+Purpose: move a knowledge base through draft -> indexing -> ready | error.
+Errors: 42501 as _caller (before any other work); P0002 unknown knowledge base; 23514 on an unknown status
+  (null included: "a knowledge base's status is one of draft, indexing, ready, error").
+Returns: nothing.
+Example: select hipocampo.set_knowledge_base_status(kb, 'indexing');
+*/
+create or replace function hipocampo.set_knowledge_base_status(kb_id uuid, status text)
+returns void
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    perform hipocampo_private._caller();
+    perform hipocampo_private._kb(set_knowledge_base_status.kb_id);
+    if set_knowledge_base_status.status is null then
+        raise exception 'a knowledge base''s status is one of draft, indexing, ready, error' using errcode = '23514';
+    end if;
+    update hipocampo_private.knowledge_bases as k
+    set status = set_knowledge_base_status.status, updated_at = now()
+    where k.id = set_knowledge_base_status.kb_id;
+end;
+$$;
+
+/*
+set_memory_consent(granted boolean, user_id uuid default null, tenant_id uuid default null) -> void
+
+Purpose: record (or revoke) the user's consent to long-term memory (LGPD art. 7 I).
+Parameters: granted; user_id / tenant_id only for service_role (users act for themselves).
+Errors: 42501 no tenant / no user; 22023 "granted must be true or false".
+Returns: nothing.
+Example: select hipocampo.set_memory_consent(true);
+*/
+create or replace function hipocampo.set_memory_consent(
+    granted boolean, user_id uuid default null, tenant_id uuid default null
+)
+returns void
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    a record := hipocampo_private._memory_actor(set_memory_consent.user_id, set_memory_consent.tenant_id);
+begin
+    if set_memory_consent.granted is null then
+        raise exception 'granted must be true or false' using errcode = '22023';
+    end if;
+    insert into hipocampo_private.memory_consents as mc (tenant_id, user_id, granted)
+    values (a.actor_tenant, a.actor_user, set_memory_consent.granted)
+    on conflict on constraint memory_consents_pkey do update set granted = excluded.granted, updated_at = now();
+    perform hipocampo_private._memory_event(a.actor_tenant, a.actor_user, null, 'memory.consent',
+        case when granted then 'granted' else 'revoked' end, '{}'::jsonb);
 end;
 $$;

@@ -1347,7 +1347,8 @@ $$;
 set_knowledge_base_status(kb_id uuid, status text) -> void
 
 Purpose: move a knowledge base through draft -> indexing -> ready | error.
-Errors: 42501 as _caller (before any other work); P0002 unknown knowledge base; 23514 on an unknown status.
+Errors: 42501 as _caller (before any other work); P0002 unknown knowledge base; 23514 on an unknown status
+  (null included: "a knowledge base's status is one of draft, indexing, ready, error").
 Returns: nothing.
 Example: select hipocampo.set_knowledge_base_status(kb, 'indexing');
 */
@@ -1360,6 +1361,9 @@ as $$
 begin
     perform hipocampo_private._caller();
     perform hipocampo_private._kb(set_knowledge_base_status.kb_id);
+    if set_knowledge_base_status.status is null then
+        raise exception 'a knowledge base''s status is one of draft, indexing, ready, error' using errcode = '23514';
+    end if;
     update hipocampo_private.knowledge_bases as k
     set status = set_knowledge_base_status.status, updated_at = now()
     where k.id = set_knowledge_base_status.kb_id;

@@ -381,7 +381,7 @@ set_memory_consent(granted boolean, user_id uuid default null, tenant_id uuid de
 
 Purpose: record (or revoke) the user's consent to long-term memory (LGPD art. 7 I).
 Parameters: granted; user_id / tenant_id only for service_role (users act for themselves).
-Errors: 42501 no tenant / no user.
+Errors: 42501 no tenant / no user; 22023 "granted must be true or false".
 Returns: nothing.
 Example: select hipocampo.set_memory_consent(true);
 */
@@ -396,6 +396,9 @@ as $$
 declare
     a record := hipocampo_private._memory_actor(set_memory_consent.user_id, set_memory_consent.tenant_id);
 begin
+    if set_memory_consent.granted is null then
+        raise exception 'granted must be true or false' using errcode = '22023';
+    end if;
     insert into hipocampo_private.memory_consents as mc (tenant_id, user_id, granted)
     values (a.actor_tenant, a.actor_user, set_memory_consent.granted)
     on conflict on constraint memory_consents_pkey do update set granted = excluded.granted, updated_at = now();

@@ -209,6 +209,18 @@ CASES: dict[str, tuple[str, tuple[Any, ...], str, str]] = {
         "22023",
         "trace_id, answer_source and latency_ms are required",
     ),
+    "knowledge base status null": (
+        "select hipocampo.set_knowledge_base_status(%s, null)",
+        ("kb_a",),
+        "23514",
+        "a knowledge base's status is one of draft, indexing, ready, error",
+    ),
+    "memory consent neither given nor refused": (
+        "select hipocampo.set_memory_consent(null)",
+        (),
+        "22023",
+        "granted must be true or false",
+    ),
     "agent binding without a name": (
         "select hipocampo.set_agent_binding(%s, array[%s]::uuid[])",
         (None, "kb_a"),

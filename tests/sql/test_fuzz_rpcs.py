@@ -1,6 +1,6 @@
 """Property-based fuzzing of the RPCs (issue 16 §1.9, §2 "Validation").
 
-hypothesis draws every argument of 45 RPCs (SPECS: the user-facing ones, the admin ones and the
+hypothesis draws every argument of 70 RPCs (SPECS: the user-facing ones, the admin ones and the
 answer helpers; docs/SECURITY.md §Validation lists them) from edge-heavy strategies (nulls, empty
 and huge texts, match counts of -1 and 2^31-1, NaN and infinite floats, vectors of the wrong
 dimensions or in a malformed text form, odd json shapes, config patches with out-of-range and
@@ -651,6 +651,43 @@ def _document_hashes(world: World) -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
+def _ids(*names: str, default: str = "random") -> Callable[[World], st.SearchStrategy[dict[str, Any]]]:
+    """A spec whose arguments are ids: each ``default`` nine times in ten, else any UUID kind."""
+
+    def spec(world: World) -> st.SearchStrategy[dict[str, Any]]:
+        kind = mostly(st.just(default), UUID)
+        return st.fixed_dictionaries({n: kind.map(lambda k: an_id(world, k)) for n in names})
+
+    return spec
+
+
+def _texts(**fields: st.SearchStrategy[Any]) -> Callable[[World], st.SearchStrategy[dict[str, Any]]]:
+    return lambda world: st.fixed_dictionaries(fields)
+
+
+def _correct_user_memory(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return _correct_memory(world)
+
+
+def _promote_user_memory(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return _promote_memory(world)
+
+
+def _recover_jobs(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {"now": TIMESTAMP, "kb_id": mostly(st.just("kb_a"), UUID).map(lambda k: an_id(world, k))}
+    )
+
+
+def _kb_status(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "kb_id": mostly(st.just("kb_a"), UUID).map(lambda k: an_id(world, k)),
+            "status": mostly(st.sampled_from(["draft", "indexing", "ready", "error"]), TEXT),
+        }
+    )
+
+
 CASTS = {
     "query_embedding": "::extensions.vector",
     "embedding": "::extensions.vector",
@@ -690,6 +727,10 @@ CASTS = {
     "history_limit": "::integer",
     "cost": "::double precision",
     "texts": "::text[]",
+    "keys": "::text[]",
+    "tenant_id": "::uuid",
+    "granted": "::boolean",
+    "now": "::timestamptz",
     "rag_overrides": "::jsonb",
     "overrides": "::jsonb",
     "profile": "::jsonb",
@@ -768,6 +809,31 @@ SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] = {
     "finish_ingestion_job": _finish_job,
     "inspect_user_memory": _inspect_user_memory,
     "document_hashes": _document_hashes,
+    "close_session": _ids("session_id", default="session"),
+    "open_session": _ids("conversation_id"),
+    "delete_document": _ids("document_id", default="doc_a"),
+    "get_document": _ids("document_id", default="doc_a"),
+    "delete_knowledge_base": _ids("kb_id", default="kb_a"),
+    "set_knowledge_base_status": _kb_status,
+    "forget_memory": _ids("memory_id"),
+    "forget_user_memory": _ids("memory_id"),
+    "hard_delete_memory": _ids("memory_id"),
+    "correct_user_memory": _correct_user_memory,
+    "promote_user_memory": _promote_user_memory,
+    "erase_user": _ids("user_id", default="member_a"),
+    "export_user_data": _ids("user_id", default="member_a"),
+    "membership_role": _ids("user_id", default="member_a"),
+    "list_members": _ids("tenant_id", default="tenant_a"),
+    "staged_memories": lambda world: st.just({}),
+    "heartbeat_ingestion_job": _ids("job_id"),
+    "recover_ingestion_jobs": _recover_jobs,
+    "knowledge_base_id": _texts(name=mostly(st.just("kb"), TEXT)),
+    "tenant_by_slug": _texts(slug=TEXT),
+    "normalize_question": _texts(question=TEXT),
+    "plain_text": _texts(content=TEXT),
+    "memories_without_embedding": _texts(keys=TEXTS),
+    "memory_consent": lambda world: st.just({}),
+    "set_memory_consent": _texts(granted=st.one_of(st.none(), st.booleans())),
 }
 
 # A parameter whose type differs between RPCs of the same name.
@@ -788,7 +854,7 @@ ALSO_ALLOWED = {
         "create_knowledge_base",
         "set_document_metadata",
     )
-} | {"promote_memory": {"22004"}}
+} | {"promote_memory": {"22004"}, "promote_user_memory": {"22004"}}
 
 
 def call(db: Conn, rpc: str, args: dict[str, Any]) -> str:
