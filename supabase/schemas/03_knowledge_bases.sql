@@ -1009,13 +1009,14 @@ begin
             union all
             select 2, s.config from hipocampo_private.settings as s where s.tenant_id = t
             union all
-            select 3, coalesce(
-                k.tuning -> (select e.name from hipocampo_private.embedding_models as e where e.active), '{}'
-            )
+            -- The knowledge base's tuning for the active model, then its overrides: one row read.
+            select l.ord, l.config
             from hipocampo_private.knowledge_bases as k
-            where k.id = effective_config.kb_id and k.tenant_id = t
-            union all
-            select 4, k.overrides from hipocampo_private.knowledge_bases as k
+            cross join lateral (
+                values (3, coalesce(
+                    k.tuning -> (select e.name from hipocampo_private.embedding_models as e where e.active), '{}'
+                )), (4, k.overrides)
+            ) as l (ord, config)
             where k.id = effective_config.kb_id and k.tenant_id = t
         ) as x
         order by x.ord

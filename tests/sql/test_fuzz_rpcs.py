@@ -665,14 +665,6 @@ def _texts(**fields: st.SearchStrategy[Any]) -> Callable[[World], st.SearchStrat
     return lambda world: st.fixed_dictionaries(fields)
 
 
-def _correct_user_memory(world: World) -> st.SearchStrategy[dict[str, Any]]:
-    return _correct_memory(world)
-
-
-def _promote_user_memory(world: World) -> st.SearchStrategy[dict[str, Any]]:
-    return _promote_memory(world)
-
-
 def _recover_jobs(world: World) -> st.SearchStrategy[dict[str, Any]]:
     return st.fixed_dictionaries(
         {"now": TIMESTAMP, "kb_id": mostly(st.just("kb_a"), UUID).map(lambda k: an_id(world, k))}
@@ -818,8 +810,8 @@ SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] = {
     "forget_memory": _ids("memory_id"),
     "forget_user_memory": _ids("memory_id"),
     "hard_delete_memory": _ids("memory_id"),
-    "correct_user_memory": _correct_user_memory,
-    "promote_user_memory": _promote_user_memory,
+    "correct_user_memory": _correct_memory,
+    "promote_user_memory": _promote_memory,
     "erase_user": _ids("user_id", default="member_a"),
     "export_user_data": _ids("user_id", default="member_a"),
     "membership_role": _ids("user_id", default="member_a"),
