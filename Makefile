@@ -115,7 +115,7 @@ wheel-test: $(STAMP)
 	HIPOCAMPO_WHEEL_FULL=1 $(BIN)/python -m pytest -q tests/test_wheel.py
 
 # The RPC fuzzer (tests/sql/test_fuzz_rpcs.py) at 3,000 examples per RPC instead of make test's
-# 300 (70 RPCs, about fifteen minutes on 2 cores).
+# 300 (100 RPCs, about twenty minutes on 2 cores).
 fuzz: $(STAMP) $(DENO) $(PGTAP)
 	HIPOCAMPO_FUZZ_EXAMPLES=3000 $(BIN)/python -m pytest -q tests/sql/test_fuzz_rpcs.py
 

@@ -107,7 +107,8 @@ Purpose: create a tenant, its (empty) config row and optionally its first admin.
 Parameters: name - 1..200 characters; slug - ^[a-z0-9][a-z0-9_-]{0,62}$, unique;
   admin_user_id - auth user made admin of the new tenant (optional).
 Returns: the new tenant id.
-Errors: 23505 "tenant slug already exists"; 23514 on a bad name or slug.
+Errors: 23505 "tenant slug already exists"; 23514 on a bad name or slug (null included: "a tenant
+  needs a name of 1..200 characters and a slug matching ^[a-z0-9][a-z0-9_-]{0,62}$").
 Example: select hipocampo.create_tenant('Condomínio Sol', 'sol', '…uuid…');
 */
 create or replace function hipocampo.create_tenant(name text, slug text, admin_user_id uuid default null)
@@ -119,6 +120,10 @@ as $$
 declare
     new_id uuid;
 begin
+    if create_tenant.name is null or create_tenant.slug is null then
+        raise exception 'a tenant needs a name of 1..200 characters and a slug matching ^[a-z0-9][a-z0-9_-]{0,62}$'
+            using errcode = '23514';
+    end if;
     begin
         insert into hipocampo_private.tenants (name, slug)
         values (create_tenant.name, create_tenant.slug)
@@ -142,7 +147,8 @@ add_member(tenant_id uuid, user_id uuid, role text default 'member') -> void
 Purpose: add (or change the role of) a member of a tenant.
 Parameters: tenant_id - existing tenant; user_id - auth user; role - 'admin' | 'member'.
 Returns: nothing.
-Errors: 23514 on an unknown role; 23503 "unknown tenant" when the tenant does not exist.
+Errors: 22023 "tenant_id and user_id are required"; 23514 on an unknown role (null included: "role
+  must be admin or member"); 23503 "unknown tenant" when the tenant does not exist.
 Example: select hipocampo.add_member('…tenant…', '…user…', 'member');
 */
 create or replace function hipocampo.add_member(tenant_id uuid, user_id uuid, role text default 'member')
@@ -152,6 +158,12 @@ security invoker
 set search_path = ''
 as $$
 begin
+    if add_member.tenant_id is null or add_member.user_id is null then
+        raise exception 'tenant_id and user_id are required' using errcode = '22023';
+    end if;
+    if add_member.role is null then
+        raise exception 'role must be admin or member' using errcode = '23514';
+    end if;
     insert into hipocampo_private.memberships (tenant_id, user_id, role)
     values (add_member.tenant_id, add_member.user_id, add_member.role)
     on conflict on constraint memberships_pkey do update set role = excluded.role;

@@ -1082,7 +1082,9 @@ Purpose: add an embedding model to the registry beside the existing ones and cre
   partial HNSW index. Never changes the dims of a registered model.
 Parameters: name; provider 'local' | 'openai' | 'azure'; dims 1..2000; activate - make it the default.
 Returns: the HNSW index name.
-Errors: 22023 "model … is registered with … dimensions" on a dims change; 23514 on bad values.
+Errors: 22023 "model … is registered with … dimensions" on a dims change; 23514 on bad values (null
+  included: "an embedding model needs a name, a provider (local | openai | azure) and dims
+  1..2000").
 Example: select hipocampo.register_embedding_model('all-MiniLM-L6-v2', 'local', 384, true);
 */
 create or replace function hipocampo.register_embedding_model(
@@ -1096,6 +1098,11 @@ as $$
 declare
     existing integer;
 begin
+    if register_embedding_model.name is null or register_embedding_model.provider is null
+        or register_embedding_model.dims is null then
+        raise exception 'an embedding model needs a name, a provider (local | openai | azure) and dims 1..2000'
+            using errcode = '23514';
+    end if;
     select e.dims into existing from hipocampo_private.embedding_models as e
     where e.name = register_embedding_model.name;
     if existing is not null and existing <> register_embedding_model.dims then
@@ -2271,7 +2278,8 @@ Parameters: kind chunks | memories | memory_staging | messages; batch_size 1..10
   memory's uuid, as text).
 Returns: at most batch_size rows by id: row_id (the id as text) and the text to embed.
 Errors: 22023 "kind must be chunks, memories, memory_staging or messages"; 22023 "batch_size must be
-  1..1000"; 55000 "no embedding model is active".
+  1..1000"; 22023 "after_id of <kind> must be an id as rows_to_embed gives it (got …)"; 55000 "no
+  embedding model is active".
 Example: select row_id, content from hipocampo.rows_to_embed('messages', 100);
 */
 create or replace function hipocampo.rows_to_embed(kind text, batch_size integer default 100, after_id text default null)
@@ -2288,6 +2296,17 @@ begin
     if batch_size is null or batch_size not between 1 and 1000 then
         raise exception 'batch_size must be 1..1000' using errcode = '22023';
     end if;
+    -- A chunk's or message's cursor is a number, a memory's a uuid.
+    begin
+        if kind in ('chunks', 'messages') then
+            perform rows_to_embed.after_id::bigint;
+        else
+            perform rows_to_embed.after_id::uuid;
+        end if;
+    exception when invalid_text_representation or numeric_value_out_of_range then
+        raise exception 'after_id of % must be an id as rows_to_embed gives it (got %)', kind, after_id
+            using errcode = '22023';
+    end;
     select e.name into model from hipocampo_private.embedding_models as e where e.active;
     if model is null then
         raise exception 'no embedding model is active' using errcode = '55000';
@@ -2370,7 +2389,9 @@ Parameters: kind as rows_to_embed; items - [{"id": "<a chunk's or message's numb
   [floats]}].
 Returns: the number of rows updated.
 Errors: 22023 "kind must be chunks, memories, memory_staging or messages"; 22023 "items must be a json
-  array"; 22000 "embedding has N dimensions; model M expects D"; 55000 "no embedding model is active".
+  array"; 22023 "invalid item <id>: …" (an id of the wrong kind, an embedding that is not a
+  vector); 22000 "embedding has N dimensions; model M expects D"; 55000 "no embedding model is
+  active".
 Example: select hipocampo.set_row_embeddings('messages', '[{"id": "42", "embedding": [0.1, …]}]');
 */
 create or replace function hipocampo.set_row_embeddings(kind text, items jsonb)
@@ -2424,6 +2445,8 @@ begin
         where f.kind = set_row_embeddings.kind and f.row_id = item ->> 'id';
     end loop;
     return n;
+exception when invalid_text_representation or numeric_value_out_of_range then
+    raise exception 'invalid item %: %', item ->> 'id', sqlerrm using errcode = '22023';
 end;
 $$;
 
@@ -2499,8 +2522,9 @@ Parameters: items - [{"id": "<chunk id>", "sentence_embeddings": [1..64 embeddin
   array of numbers or pgvector's text form, with the dimensions of the chunk's model]}].
 Returns: the number of chunks updated (an id of no chunk counts 0).
 Errors: 42501 for any role but service_role (no EXECUTE); 22023 "items must be a json array";
-  22023 "sentence_embeddings of chunk <id> must be a json array of 1 to 64 embeddings"; 22000 "a
-  sentence embedding of chunk <id> has n dimensions; its model expects d".
+  22023 "sentence_embeddings of chunk <id> must be a json array of 1 to 64 embeddings"; 22023
+  "invalid item <id>: …" (an id that is not a number, a sentence embedding that is not a
+  vector); 22000 "a sentence embedding of chunk <id> has n dimensions; its model expects d".
 Example: select hipocampo.set_chunk_sentences('[{"id": "42", "sentence_embeddings": ["[0.1,…]"]}]');
 */
 create or replace function hipocampo.set_chunk_sentences(items jsonb)
@@ -2546,6 +2570,8 @@ begin
         n := n + one;
     end loop;
     return n;
+exception when invalid_text_representation or numeric_value_out_of_range then
+    raise exception 'invalid item %: %', item ->> 'id', sqlerrm using errcode = '22023';
 end;
 $$;
 

@@ -1499,7 +1499,9 @@ Purpose: give memories that have no embedding one (of the active model): the pro
 Parameters: items - [{"memory_id": uuid, "embedding": [floats]}]; RLS decides which rows the
   caller may update (own personal memories; admins the tenant's shared ones).
 Returns: the number of memories updated.
-Errors: 42501 as _caller (before any other work); 22000 wrong dimensions; 22023 items is not a json array.
+Errors: 42501 as _caller (before any other work); 22000 wrong dimensions; 22023 items is not a json
+  array; 22023 "invalid item <memory_id>: …" (a memory_id that is not a uuid, an embedding that is
+  not a vector).
 Example: select hipocampo.set_memory_embeddings('[{"memory_id": "…", "embedding": [0.1, …]}]');
 */
 create or replace function hipocampo.set_memory_embeddings(items jsonb)
@@ -1529,6 +1531,8 @@ begin
         n := n + one;
     end loop;
     return n;
+exception when invalid_text_representation or numeric_value_out_of_range then
+    raise exception 'invalid item %: %', item ->> 'memory_id', sqlerrm using errcode = '22023';
 end;
 $$;
 

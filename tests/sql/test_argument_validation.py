@@ -1,6 +1,7 @@
 """Bad arguments get a documented SQLSTATE naming them, not a raw engine error (migration 004500,
 issue 16 §1.9). Each case below raised 54000, 2201W, 22003 or 23502 before 004500, or (the last
-ones, found when the fuzzer took in the admin RPCs) 23502 before 20261126001700."""
+ones, found when the fuzzer took in the admin RPCs) 23502 before 20261126001700, or (found when it
+took in the service_role RPCs) 23502 / 22P02 before 20261127000100."""
 
 from __future__ import annotations
 
@@ -227,6 +228,65 @@ CASES: dict[str, tuple[str, tuple[Any, ...], str, str]] = {
         "22023",
         "an agent binding's name must match ^[a-z0-9][a-z0-9_.-]{0,62}$ (got null)",
     ),
+    # Found by the fuzzer over the service_role RPCs (migration 20261127000100); 22P02 before it.
+    "memory embedding that is not a vector": (
+        "select hipocampo.set_memory_embeddings(%s::jsonb)",
+        ('[{"memory_id": "00000000-0000-0000-0000-000000000001", "embedding": [0.0, null]}]',),
+        "22023",
+        "invalid item 00000000-0000-0000-0000-000000000001: invalid input syntax for type vector",
+    ),
+}
+
+# As service_role (migration 20261127000100): 23502 or 22P02 before it.
+SERVICE_CASES: dict[str, tuple[str, tuple[Any, ...], str, str]] = {
+    "tenant without a slug": (
+        "select hipocampo.create_tenant('Sol', null)",
+        (),
+        "23514",
+        "a tenant needs a name of 1..200 characters and a slug matching",
+    ),
+    "member without a user": (
+        "select hipocampo.add_member(%s, null)",
+        ("tenant_a",),
+        "22023",
+        "tenant_id and user_id are required",
+    ),
+    "member without a role": (
+        "select hipocampo.add_member(%s, gen_random_uuid(), null)",
+        ("tenant_a",),
+        "23514",
+        "role must be admin or member",
+    ),
+    "embedding model without dimensions": (
+        "select hipocampo.register_embedding_model('fuzz-model', 'local', null)",
+        (),
+        "23514",
+        "an embedding model needs a name, a provider (local | openai | azure) and dims 1..2000",
+    ),
+    "backfill cursor of the wrong kind": (
+        "select * from hipocampo.rows_to_embed('chunks', 10, %s)",
+        ("00000000-0000-0000-0000-000000000001",),
+        "22023",
+        "after_id of chunks must be an id as rows_to_embed gives it (got 00000000-0000-0000-0000-000000000001)",
+    ),
+    "backfilled message id that is a uuid": (
+        "select hipocampo.set_row_embeddings('messages', %s::jsonb)",
+        (json.dumps([{"id": "00000000-0000-0000-0000-000000000001", "embedding": V}]),),
+        "22023",
+        "invalid item 00000000-0000-0000-0000-000000000001: invalid input syntax for type bigint",
+    ),
+    "backfilled embedding that is not a vector": (
+        "select hipocampo.set_row_embeddings('memories', %s::jsonb)",
+        ('[{"id": "x", "embedding": {}}]',),
+        "22023",
+        "invalid item x: invalid input syntax for type vector",
+    ),
+    "sentence embedding that is not a vector": (
+        "select hipocampo.set_chunk_sentences(%s::jsonb)",
+        ('[{"id": "1", "sentence_embeddings": [[null]]}]',),
+        "22023",
+        "invalid item 1: invalid input syntax for type vector",
+    ),
 }
 
 
@@ -237,6 +297,16 @@ def test_bad_arguments_are_named(db: Conn, world: World, case: str) -> None:
     sql, params, sqlstate, message = CASES[case]
     named = {"kb_a": world.kb_a, "doc_a": world.doc_a, "conversation": uuid.uuid4()}
     values = tuple(str(named[p]) if isinstance(p, str) and p in named else p for p in params)
+    with pytest.raises(psycopg.Error) as err, db.transaction():
+        db.execute(sql, values)
+    assert (err.value.sqlstate, message in str(err.value)) == (sqlstate, True), str(err.value)
+
+
+@pytest.mark.parametrize("case", sorted(SERVICE_CASES))
+def test_bad_service_arguments_are_named(db: Conn, world: World, case: str) -> None:
+    world.act("service_role")
+    sql, params, sqlstate, message = SERVICE_CASES[case]
+    values = tuple(str(world.tenant_a) if p == "tenant_a" else p for p in params)
     with pytest.raises(psycopg.Error) as err, db.transaction():
         db.execute(sql, values)
     assert (err.value.sqlstate, message in str(err.value)) == (sqlstate, True), str(err.value)
