@@ -137,9 +137,9 @@ def test_config_show_and_set(database_url: str) -> None:
 
 
 def test_config_set_for_one_model_of_a_knowledge_base(database_url: str, tmp_path: Path) -> None:
-    """--kb with --model stores the knowledge base's tuning for that embedding model: in force
-    while it is the active model (shown by config show --kb), refused for keys that do not
-    depend on the model, and only with --kb."""
+    """--kb with --model stores the knowledge base's tuning for that embedding model, --model alone
+    the tenant's: in force while it is the active model (shown by config show), refused for keys
+    that do not depend on the model."""
     slug = tenant_with_kb(tmp_path)
 
     out = ok(
@@ -153,11 +153,19 @@ def test_config_set_for_one_model_of_a_knowledge_base(database_url: str, tmp_pat
             ["rag", '{"top_k": 3}', "--kb", "regras", "--model", MODEL],
             "error [22023]: rag.top_k is not tuned per model",
         ),
-        (["rag", '{"min_confidence": 0.5}', "--model", MODEL], "error [22023]: --model needs --kb"),
+        (["rag", '{"top_k": 3}', "--model", MODEL], "error [22023]: rag.top_k is not tuned per model"),
         (["rag", "{}", "--kb", "regras", "--model", "nope"], "error [P0002]: unknown embedding model: nope"),
     ]:
         res = runner.invoke(app, ["config", "set", *args, "--tenant", slug])
         assert res.exit_code == 1 and said in " ".join(res.output.split()), res.output
+    # The tenant's tuning: every model-dependent key, the memory ones too; a knowledge base's own
+    # tuning still wins for that knowledge base.
+    out = ok("config", "set", "memory", '{"answer_threshold": 0.61}', "--tenant", slug, "--model", MODEL)
+    assert json.loads(out) == {"answer_threshold": 0.61}
+    assert json.loads(ok("config", "show", "memory", "--tenant", slug))["answer_threshold"] == 0.61
+    ok("config", "set", "retrieval", '{"dense_weight": 0.7}', "--tenant", slug, "--model", MODEL)
+    assert json.loads(ok("config", "show", "retrieval", "--tenant", slug))["dense_weight"] == 0.7
+    assert json.loads(ok("config", "show", "retrieval", "--tenant", slug, "--kb", "regras"))["dense_weight"] == 1.3
 
 
 def test_memory_user_is_checked_and_said(database_url: str) -> None:

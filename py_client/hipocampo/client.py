@@ -239,6 +239,21 @@ class Hipocampo:
         """
         return dict(self.rpc("set_tenant_config", {"section": section, "patch": patch, "tenant_id": self._tenant()}))
 
+    def set_tenant_tuning(self, model: str, section: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """Store the tenant's values for one embedding model (``hipocampo.set_tenant_tuning``: the
+        model-dependent keys, e.g. retrieval.dense_weight, memory.answer_threshold,
+        rag.min_confidence), in force only while ``model`` is active or searched, before the
+        tenant's plain overrides (docs/design.md §calibration); a null value removes one. Returns
+        the tenant's tuning of that section for ``model``.
+
+        Raises:
+            InvalidInputError: a key not tuned per model, unknown or of the wrong type (22023), out
+                of its range (22003). NotFoundError: unknown embedding model (P0002).
+                PermissionDeniedError: not a tenant admin (42501).
+        """
+        args = {"model": model, "section": section, "patch": patch, "tenant_id": self._tenant()}
+        return dict(self.rpc("set_tenant_tuning", args))
+
     def set_kb_config(self, kb_id: UUID, section: str, patch: dict[str, Any]) -> dict[str, Any]:
         """Override config keys of one knowledge base (``hipocampo.set_knowledge_base_config``;
         validated like the tenant's); returns the KB's overrides of that section."""

@@ -7,7 +7,11 @@ create table hipocampo_private.settings (
     tenant_id uuid,
     config jsonb not null default '{}'::jsonb,
     updated_at timestamptz not null default now(),
-    constraint settings_config_is_object check (jsonb_typeof(config) = 'object')
+    -- A tenant's values chosen for one embedding model, {"<model>": {section: {key: value}}}: in
+    -- force only while that model is the active one (or the one searched); see set_tenant_tuning.
+    tuning jsonb not null default '{}'::jsonb,
+    constraint settings_config_is_object check (jsonb_typeof(config) = 'object'),
+    constraint settings_tuning_is_object check (jsonb_typeof(tuning) = 'object')
 );
 
 alter table hipocampo_private.settings enable row level security;
@@ -18,6 +22,9 @@ create unique index settings_tenant_id_key on hipocampo_private.settings (
 
 comment on table hipocampo_private.settings is
 'Config rows: global defaults (tenant_id null, seeded from config.toml) and per-tenant overrides.';
+
+comment on column hipocampo_private.settings.tuning is
+'Per embedding model: a tenant''s values of the model-dependent keys (set_tenant_tuning), in force while that model is searched.';
 
 -- Calibration belongs to the embedding model (issue 22 §2): the thresholds and weights that
 -- depend on a model's score distribution are kept per model, seeded from config.toml's
@@ -71,6 +78,27 @@ as $$
 $$;
 
 /*
+_calibrated_range(key text) -> jsonb
+
+Purpose: the range of a calibrated key's values, by its kind: a weight (a key ending in _weight)
+  lies in [0, 100], a threshold (a cosine) in [-1, 1]. _check_calibration bounds a model's
+  calibration with it, _check_config_patch an override or a tuning of such a key.
+Parameters: key - a key of _calibrated_keys(), e.g. 'dense_weight'.
+Returns: [lo, hi] as a json array.
+Errors: none.
+Example: select hipocampo_private._calibrated_range('answer_threshold');  -- [-1, 1]
+*/
+create or replace function hipocampo_private._calibrated_range(key text)
+returns jsonb
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select case when _calibrated_range.key like '%\_weight' then '[0, 100]'::jsonb else '[-1, 1]'::jsonb end
+$$;
+
+/*
 _check_calibration(model text, calibration jsonb) -> jsonb
 
 Purpose: validate one model's calibration: an object of the sections of _calibrated_keys(), each
@@ -93,8 +121,7 @@ as $$
 declare
     keys jsonb := hipocampo_private._calibrated_keys();
     item record;
-    lo numeric;
-    hi numeric;
+    bounds jsonb;
 begin
     if calibration is null or jsonb_typeof(calibration) <> 'object' or exists (
         select 1 from jsonb_each(calibration) as s where jsonb_typeof(s.value) <> 'object'
@@ -114,16 +141,10 @@ begin
         if jsonb_typeof(item.value) <> 'number' then
             raise exception '%.% must be a number', item.section, item.key using errcode = '22023';
         end if;
-        if item.key like '%\_weight' then
-            lo := 0;
-            hi := 100;
-        else
-            lo := -1;
-            hi := 1;
-        end if;
-        if (item.value #>> '{}')::numeric not between lo and hi then
-            raise exception '%.% must lie in [%, %] (got %)', item.section, item.key, lo, hi, item.value
-                using errcode = '22003';
+        bounds := hipocampo_private._calibrated_range(item.key);
+        if (item.value #>> '{}')::numeric not between (bounds ->> 0)::numeric and (bounds ->> 1)::numeric then
+            raise exception '%.% must lie in [%, %] (got %)', item.section, item.key, bounds ->> 0, bounds ->> 1,
+                item.value using errcode = '22003';
         end if;
     end loop;
     for item in
@@ -318,7 +339,8 @@ comment on function hipocampo.set_tenant_config(text, jsonb, uuid) is
 _check_config_patch(section text, patch jsonb) -> void
 
 Purpose: validate a patch of one config section against the global row (with the active
-  embedding model's calibrated keys): known keys only, same json type, within `<key>_range` (a `<key>_range` also bounds each element of an array of
+  embedding model's calibrated keys, each within _calibrated_range: a weight in [0, 100], a cosine
+  in [-1, 1]): known keys only, same json type, within `<key>_range` (a `<key>_range` also bounds each element of an array of
   numbers, and `<key>_max_items` caps an array's length), never `tenant_locked` keys; secrets
   only by name (keys ending in `_secret` hold a name such as OPENAI_API_KEY; no key may be called
   api_key/password/secret and no value may look like a key or a JWT). A chunking rule replaces
@@ -345,9 +367,14 @@ begin
     if patch is null or jsonb_typeof(patch) <> 'object' then
         raise exception 'patch must be a json object' using errcode = '22023';
     end if;
-    -- The keys a tenant may override: the global row's, and the active model's calibrated ones.
+    -- The keys a tenant may override: the global row's, and the active model's calibrated ones
+    -- with their ranges.
     select s.config -> _check_config_patch.section
         || coalesce(hipocampo_private._calibration() -> _check_config_patch.section, '{}'::jsonb)
+        || coalesce((
+            select jsonb_object_agg(k.key || '_range', hipocampo_private._calibrated_range(k.key))
+            from jsonb_array_elements_text(hipocampo_private._calibrated_keys() -> _check_config_patch.section) as k (key)
+        ), '{}'::jsonb)
         into global_section
     from hipocampo_private.settings as s where s.tenant_id is null;
     if global_section is null or jsonb_typeof(global_section) <> 'object' then
@@ -468,6 +495,83 @@ end;
 $$;
 
 /*
+_tuned_keys() -> jsonb
+
+Purpose: the config keys a tenant or a knowledge base may set per embedding model (issue 22 §2):
+  every calibrated key (_calibrated_keys) and the answer gate's rag.min_score and
+  rag.min_confidence, whose right values also follow the model's scores. A knowledge base takes
+  the retrieval and rag ones (set_knowledge_base_tuning), a tenant all of them (set_tenant_tuning).
+Returns: {section: [key, …]}.
+Errors: none.
+Example: select hipocampo_private._tuned_keys() -> 'rag';
+*/
+create or replace function hipocampo_private._tuned_keys()
+returns jsonb
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select hipocampo_private._calibrated_keys() || jsonb_build_object(
+        'rag', '["min_score", "min_confidence"]'::jsonb || (hipocampo_private._calibrated_keys() -> 'rag')
+    )
+$$;
+
+/*
+_tuning_after(tuning jsonb, model text, section text, patch jsonb, tunable jsonb) -> jsonb
+
+Purpose: a tuning object ({"<model>": {section: {key: value}}}: knowledge_bases.tuning,
+  settings.tuning) after `patch` is merged into one model's section. The model must be
+  registered; only the keys `tunable` lists for the section are taken, validated as
+  _check_config_patch validates any patch (types, ranges); a null value removes a key, and an
+  empty section, then an empty model entry, is removed.
+Parameters: tuning - the stored object; model - an embedding model's name; section - e.g. 'rag';
+  patch - a json object; tunable - {section: [key, …]} (_tuned_keys or a part of it).
+Returns: the new tuning object.
+Errors: P0002 "unknown embedding model: <m>"; 22023 "<section>.<key> is not tuned per model (keys:
+  …)"; 22023 / 22003 as _check_config_patch.
+Example: select hipocampo_private._tuning_after('{}', 'all-MiniLM-L6-v2', 'rag', '{"min_confidence": 0.5}',
+  hipocampo_private._tuned_keys());
+*/
+create or replace function hipocampo_private._tuning_after(
+    tuning jsonb, model text, section text, patch jsonb, tunable jsonb
+)
+returns jsonb
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    bad text;
+    current jsonb;
+    entry jsonb;
+begin
+    if not exists (select 1 from hipocampo_private.embedding_models as e where e.name = _tuning_after.model) then
+        raise exception 'unknown embedding model: %', model using errcode = 'P0002';
+    end if;
+    perform hipocampo_private._check_config_patch(_tuning_after.section, patch);
+    select p.key into bad from jsonb_object_keys(patch) as p (key)
+    where not coalesce(tunable -> _tuning_after.section, '[]'::jsonb) ? p.key
+    order by p.key
+    limit 1;
+    if bad is not null then
+        raise exception '%.% is not tuned per model (keys: %)', section, bad, coalesce((
+            select string_agg(x.key, ', ' order by x.n)
+            from jsonb_array_elements_text(tunable -> _tuning_after.section) with ordinality as x (key, n)
+        ), 'none') using errcode = '22023';
+    end if;
+    current := jsonb_strip_nulls(coalesce(tuning #> array[model, section], '{}'::jsonb) || patch);
+    -- The model's entry after the change; an empty section, then an empty entry, is removed.
+    entry := coalesce(tuning -> model, '{}'::jsonb) - section;
+    if current <> '{}'::jsonb then
+        entry := entry || jsonb_build_object(section, current);
+    end if;
+    return case when entry = '{}'::jsonb then tuning - model else jsonb_set(tuning, array[model], entry) end;
+end;
+$$;
+
+/*
 set_knowledge_base_tuning(kb_id uuid, model text, section text, patch jsonb) -> jsonb
 
 Purpose: a knowledge base's values chosen for one embedding model (issue 22 §2), e.g. the dense
@@ -495,47 +599,69 @@ as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
     k hipocampo_private.knowledge_bases := hipocampo_private._kb(set_knowledge_base_tuning.kb_id);
-    tunable jsonb := hipocampo_private._calibrated_keys() - 'memory' - 'conversations'
-        || jsonb_build_object(
-            'rag', '["min_score", "min_confidence"]'::jsonb || (hipocampo_private._calibrated_keys() -> 'rag')
-        );
-    bad text;
-    current jsonb;
-    entry jsonb;
+    after jsonb;
 begin
     perform hipocampo_private._require_admin();
-    if not exists (
-        select 1 from hipocampo_private.embedding_models as e where e.name = set_knowledge_base_tuning.model
-    ) then
-        raise exception 'unknown embedding model: %', model using errcode = 'P0002';
-    end if;
-    perform hipocampo_private._check_config_patch(set_knowledge_base_tuning.section, patch);
-    select p.key into bad from jsonb_object_keys(patch) as p (key)
-    where not coalesce(tunable -> set_knowledge_base_tuning.section, '[]'::jsonb) ? p.key
-    order by p.key
-    limit 1;
-    if bad is not null then
-        raise exception '%.% is not tuned per model (keys: %)', section, bad, coalesce((
-            select string_agg(x.key, ', ' order by x.n)
-            from jsonb_array_elements_text(tunable -> set_knowledge_base_tuning.section) with ordinality as x (key, n)
-        ), 'none') using errcode = '22023';
-    end if;
-    current := jsonb_strip_nulls(coalesce(k.tuning #> array[model, section], '{}'::jsonb) || patch);
-    -- The model's entry after the change; an empty section, then an empty entry, is removed.
-    entry := coalesce(k.tuning -> model, '{}'::jsonb) - section;
-    if current <> '{}'::jsonb then
-        entry := entry || jsonb_build_object(section, current);
-    end if;
-    update hipocampo_private.knowledge_bases as b
-    set tuning = case when entry = '{}'::jsonb then b.tuning - model else jsonb_set(b.tuning, array[model], entry) end,
-        updated_at = now()
+    after := hipocampo_private._tuning_after(
+        k.tuning, model, section, patch, hipocampo_private._tuned_keys() - 'memory' - 'conversations'
+    );
+    update hipocampo_private.knowledge_bases as b set tuning = after, updated_at = now()
     where b.id = k.id;
-    return current;
+    return coalesce(after #> array[model, section], '{}'::jsonb);
 end;
 $$;
 
 comment on function hipocampo.set_knowledge_base_tuning(uuid, text, text, jsonb) is
 'Tenant admins store a knowledge base''s model-dependent values for one embedding model (in force while it is searched).';
+
+/*
+set_tenant_tuning(model text, section text, patch jsonb, tenant_id uuid default null) -> jsonb
+
+Purpose: a tenant's values chosen for one embedding model (issue 22 §2): what set_tenant_config
+  does for the keys whose value depends on the model's scores, kept apart per model so that
+  switching the active model switches them with its calibration. In force only while that model
+  is the active one (effective_config) or the one searched (_config_section), after the model's
+  calibration and before the tenant's plain row (which holds whatever the model). Keys
+  (_tuned_keys): retrieval.min_similarity, dense_weight, dedupe_threshold; memory.context_threshold,
+  answer_threshold, duplicate_cosine; conversations.dense_weight; rag.min_score, min_confidence,
+  sentence_weight, sentence_cosine_low, sentence_cosine_high. A null value removes one; values are
+  validated like any config patch (types, ranges).
+Parameters: model - a registered embedding model's name; section 'retrieval' | 'memory' |
+  'conversations' | 'rag'; patch - a json object; tenant_id only for service_role.
+Returns: the tenant's tuning of that section for that model after the change.
+Errors: 42501 as _resolve_tenant; 42501 "only tenant admins can change the tenant's
+  configuration"; P0002 "unknown embedding model: <m>"; 22023 "<section>.<key> is not tuned per
+  model (keys: …)"; 22023 / 22003 as _check_config_patch.
+Example: select hipocampo.set_tenant_tuning('multilingual-e5-small', 'memory', '{"answer_threshold": 0.86}');
+*/
+-- definer because tenant admins change their tenant's settings row, which no client role may write directly.
+create or replace function hipocampo.set_tenant_tuning(model text, section text, patch jsonb, tenant_id uuid default null)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+#variable_conflict use_column
+declare
+    t uuid := hipocampo_private._resolve_tenant(set_tenant_tuning.tenant_id);
+    after jsonb;
+begin
+    perform hipocampo_private._require_admin();
+    insert into hipocampo_private.settings (tenant_id, config) values (t, '{}'::jsonb)
+    on conflict (coalesce(tenant_id, '00000000-0000-0000-0000-000000000000'::uuid)) do nothing;
+    select hipocampo_private._tuning_after(
+        s.tuning, set_tenant_tuning.model, set_tenant_tuning.section, set_tenant_tuning.patch,
+        hipocampo_private._tuned_keys()
+    ) into after
+    from hipocampo_private.settings as s where s.tenant_id = t;
+    update hipocampo_private.settings as s set tuning = after, updated_at = now()
+    where s.tenant_id = t;
+    return coalesce(after #> array[set_tenant_tuning.model, set_tenant_tuning.section], '{}'::jsonb);
+end;
+$$;
+
+comment on function hipocampo.set_tenant_tuning(text, text, jsonb, uuid) is
+'Tenant admins store the tenant''s model-dependent values for one embedding model (in force while it is searched).';
 
 -- Agent bindings: an assistant ("agent") of a tenant, the knowledge bases it answers from and its
 -- overrides of the rag section.

@@ -981,8 +981,9 @@ effective_config(tenant_id uuid default null, kb_id uuid default null) -> jsonb
 
 Purpose: the configuration in force: the global row, overridden per section by the active
   embedding model's calibration (model_calibrations: its cosine thresholds and dense weights),
-  then by the tenant's row, then by the knowledge base's tuning for the active model
-  (set_knowledge_base_tuning), then by the knowledge base's overrides.
+  then by the tenant's tuning for the active model (set_tenant_tuning), then by the tenant's
+  row, then by the knowledge base's tuning for the active model (set_knowledge_base_tuning),
+  then by the knowledge base's overrides.
 Parameters: tenant_id - null = the caller's tenant; kb_id - optional knowledge base.
 Returns: a jsonb object with sections retrieval, chunking, embedding, memory, ….
 Errors: 42501 as _resolve_tenant.
@@ -997,6 +998,7 @@ set search_path = ''
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(effective_config.tenant_id);
+    active text := (select e.name from hipocampo_private.embedding_models as e where e.active);
     cfg jsonb;
     layer jsonb;
     section text;
@@ -1007,16 +1009,16 @@ begin
         select x.config from (
             select 1 as ord, hipocampo_private._calibration() as config
             union all
-            select 2, s.config from hipocampo_private.settings as s where s.tenant_id = t
+            -- The tenant's tuning for the active model, then its row: one row read.
+            select l.ord, l.config
+            from hipocampo_private.settings as s
+            cross join lateral (values (2, coalesce(s.tuning -> active, '{}')), (3, s.config)) as l (ord, config)
+            where s.tenant_id = t
             union all
             -- The knowledge base's tuning for the active model, then its overrides: one row read.
             select l.ord, l.config
             from hipocampo_private.knowledge_bases as k
-            cross join lateral (
-                values (3, coalesce(
-                    k.tuning -> (select e.name from hipocampo_private.embedding_models as e where e.active), '{}'
-                )), (4, k.overrides)
-            ) as l (ord, config)
+            cross join lateral (values (4, coalesce(k.tuning -> active, '{}')), (5, k.overrides)) as l (ord, config)
             where k.id = effective_config.kb_id and k.tenant_id = t
         ) as x
         order by x.ord
@@ -1040,11 +1042,10 @@ $$;
 _config_section(tenant_id uuid, kb_id uuid, section text, model text) -> jsonb
 
 Purpose: one section of effective_config for a tenant already resolved by the caller and a given
-  embedding model: the global row's keys, overridden by the model's calibration, by the tenant
-  row's, by the knowledge base's tuning for that model and then its overrides (when kb_id is
-  given and belongs to the tenant) -
-  effective_config's precedence, without resolving the caller again nor merging the other
-  sections, and with the calibration of the model searched rather than the active one (a
+  embedding model: the global row's keys, overridden by the model's calibration, by the tenant's
+  tuning for that model and then its row, by the knowledge base's tuning for that model and then
+  its overrides (when kb_id is given and belongs to the tenant) - effective_config's precedence,
+  without resolving the caller again nor merging the other sections, and with the calibration of the model searched rather than the active one (a
   knowledge base searched by name with another model takes that model's thresholds). Granted to
   nobody: for definer functions that have resolved the tenant (hybrid_search).
 Parameters: tenant_id - the resolved tenant; kb_id - a knowledge base of it, or null; section -
@@ -1063,7 +1064,9 @@ as $$
     select coalesce((select g.config -> section from hipocampo_private.settings as g where g.tenant_id is null), '{}')
         || coalesce(hipocampo_private._calibration(_config_section.model) -> section, '{}')
         || coalesce((
-            select s.config -> section from hipocampo_private.settings as s
+            -- The tenant's tuning for the model, then its row: one row read.
+            select coalesce(s.tuning -> _config_section.model -> section, '{}') || coalesce(s.config -> section, '{}')
+            from hipocampo_private.settings as s
             where s.tenant_id = _config_section.tenant_id
         ), '{}')
         || coalesce((
@@ -2178,7 +2181,7 @@ end;
 $$;
 
 comment on function hipocampo.effective_config(uuid, uuid) is
-'Config in force for a tenant (and KB): global row <- model calibration <- tenant row <- KB tuning for the model <- KB overrides.';
+'Config in force for a tenant (and KB): global row <- model calibration <- tenant tuning for the model <- tenant row <- KB tuning for the model <- KB overrides.';
 
 comment on function hipocampo.register_embedding_model(text, text, integer, boolean) is
 'Register an embedding model beside the others and create its partial HNSW index.';

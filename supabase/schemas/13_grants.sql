@@ -178,6 +178,7 @@ grant execute on function hipocampo.set_chunk_sentences(items jsonb) to service_
 grant execute on function hipocampo.record_embedding_failure(kind text, row_ids text[], error text) to service_role;
 grant execute on function hipocampo.requeue_embedding_failures(kind text) to service_role;
 grant execute on function hipocampo.set_tenant_config(section text, patch jsonb, tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.set_tenant_tuning(model text, section text, patch jsonb, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.staged_memories() to authenticated, service_role;
 grant execute on function hipocampo.start_ingestion_job(kb_id uuid, documents_total integer) to authenticated, service_role;
 grant execute on function hipocampo.take_ip_rate_limit(ip inet) to service_role;
@@ -216,6 +217,9 @@ grant execute on function hipocampo_private._pii_kind(digits text, groups intege
 grant execute on function hipocampo_private._pii_problem(content text, cfg jsonb, what text) to authenticated, service_role;
 grant execute on function hipocampo_private._embedding_kind(kind text) to service_role;
 grant execute on function hipocampo_private._calibrated_keys() to authenticated, service_role;
+grant execute on function hipocampo_private._calibrated_range(key text) to authenticated, service_role;
+grant execute on function hipocampo_private._tuned_keys() to authenticated, service_role;
+grant execute on function hipocampo_private._tuning_after(tuning jsonb, model text, section text, patch jsonb, tunable jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._calibration(model text, required boolean) to authenticated, service_role;
 grant execute on function hipocampo_private._check_calibration(model text, calibration jsonb) to service_role;
 grant execute on function hipocampo_private._numbers(content text) to authenticated, service_role;

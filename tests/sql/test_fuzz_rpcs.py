@@ -1,6 +1,6 @@
 """Property-based fuzzing of the RPCs (issue 16 §1.9, §2 "Validation").
 
-hypothesis draws every argument of 100 RPCs (SPECS: the user-facing ones, the admin ones and the
+hypothesis draws every argument of 101 RPCs (SPECS: the user-facing ones, the admin ones and the
 answer helpers, called as a signed-in admin; SERVICE_SPECS: the backfill, the model switch,
 tenancy and maintenance, called as service_role; docs/SECURITY.md §Validation lists them) from
 edge-heavy strategies (nulls, empty and huge texts, match counts of -1 and 2^31-1, NaN and
@@ -286,7 +286,16 @@ def _session_add_message(world: World) -> st.SearchStrategy[dict[str, Any]]:
 
 
 # A config patch: a key of the section (or none) with an edge value, or any json.
-TUNED_KEYS = ["dense_weight", "min_similarity", "min_confidence", "min_score", "sentence_weight", "top_k", "nope"]
+TUNED_KEYS = [
+    "dense_weight",
+    "min_similarity",
+    "min_confidence",
+    "min_score",
+    "sentence_weight",
+    "answer_threshold",
+    "top_k",
+    "nope",
+]
 PATCH_VALUE = st.one_of(
     st.none(),
     st.booleans(),
@@ -316,6 +325,16 @@ def _kb_tuning(world: World) -> st.SearchStrategy[dict[str, Any]]:
             "kb_id": mostly(st.just("kb_a"), UUID).map(lambda k: an_id(world, k)),
             "model": mostly(st.just(MODEL), st.one_of(st.none(), SMALL_TEXT, HUGE_TEXT)),
             "section": SECTION,
+            "patch": PATCH,
+        }
+    )
+
+
+def _tenant_tuning(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "model": mostly(st.just(MODEL), st.one_of(st.none(), SMALL_TEXT, HUGE_TEXT)),
+            "section": mostly(st.sampled_from(["retrieval", "rag", "memory", "conversations"]), SECTION),
             "patch": PATCH,
         }
     )
@@ -949,6 +968,7 @@ SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] = {
     "set_knowledge_base_config": _kb_config,
     "set_knowledge_base_tuning": _kb_tuning,
     "set_tenant_config": _tenant_config,
+    "set_tenant_tuning": _tenant_tuning,
     "set_agent_binding": _agent_binding,
     "create_knowledge_base": _create_kb,
     "update_knowledge_base": _update_kb,
@@ -1058,6 +1078,7 @@ ALSO_ALLOWED = {
         "set_knowledge_base_config",
         "set_knowledge_base_tuning",
         "set_tenant_config",
+        "set_tenant_tuning",
         "set_agent_binding",
         "create_knowledge_base",
         "set_document_metadata",

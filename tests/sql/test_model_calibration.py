@@ -98,6 +98,12 @@ def test_a_tenant_override_of_a_calibrated_key_wins_over_the_models(db: Conn, wo
         "22023",
         "retrieval.min_similarity must be a number",
     )
+    # A calibrated key takes the calibration's ranges (migration 20261127000200; stored before).
+    for section, patch, message in [
+        ("memory", '{"answer_threshold": 50}', "memory.answer_threshold must lie in [-1, 1] (got 50)"),
+        ("retrieval", '{"dense_weight": -5}', "retrieval.dense_weight must lie in [0, 100] (got -5)"),
+    ]:
+        raises(db, "select hipocampo.set_tenant_config(%s, %s::jsonb)", (section, patch), "22003", message)
     world.act("authenticated", world.admin_b, world.tenant_b)
     assert effective(db)["retrieval"]["min_similarity"] == model_calibration(MODEL)["retrieval"]["min_similarity"]
 
@@ -186,6 +192,92 @@ def test_a_tuning_takes_only_the_model_dependent_keys_of_a_registered_model(db: 
         db,
         set_tuning,
         (world.kb_a, MODEL, "rag", '{"min_confidence": 0.5}'),
+        "42501",
+        "only tenant admins can change the tenant's configuration",
+    )
+
+
+def test_a_tenants_tuning_is_in_force_only_under_its_model(db: Conn, world: World) -> None:
+    """set_tenant_tuning (migration 20261127000300): the tenant's values for one model sit between
+    the model's calibration and the tenant's plain row, for the active model (effective_config) or
+    the searched one (_config_section); the memory keys too, which a knowledge base does not take;
+    a knowledge base's tuning still wins for that knowledge base."""
+    world.act("service_role")
+    db.execute("select hipocampo.register_embedding_model(%s, 'local', 384)", (OTHER,))
+    db.execute("select hipocampo.set_model_calibration(%s, %s::jsonb)", (OTHER, json.dumps(other_calibration())))
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    set_tuning = "select hipocampo.set_tenant_tuning(%s, %s, %s::jsonb) as v"
+    tuned = db.execute(set_tuning, (MODEL, "memory", '{"answer_threshold": 0.66}')).fetchone()
+    assert tuned is not None and tuned["v"] == {"answer_threshold": 0.66}
+    db.execute(set_tuning, (MODEL, "retrieval", '{"dense_weight": 0.8}'))
+    db.execute(set_tuning, (OTHER, "retrieval", '{"dense_weight": 2.5}'))
+    cfg = effective(db)
+    assert (cfg["memory"]["answer_threshold"], cfg["retrieval"]["dense_weight"]) == (0.66, 0.8)
+    db.execute(
+        "select hipocampo.set_knowledge_base_tuning(%s, %s, 'retrieval', '{\"dense_weight\": 1.7}')",
+        (world.kb_a, MODEL),
+    )
+    assert kb_effective(db, world.kb_a)["retrieval"]["dense_weight"] == 1.7
+    # Tenant B keeps the model's values.
+    world.act("authenticated", world.admin_b, world.tenant_b)
+    assert effective(db)["memory"]["answer_threshold"] == model_calibration(MODEL)["memory"]["answer_threshold"]
+    # After a switch, the other model's entry; hybrid_search's section reads the searched model's.
+    world.act("service_role")
+    db.execute("select hipocampo.activate_embedding_model(%s)", (OTHER,))
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    cfg = effective(db)
+    assert (cfg["memory"]["answer_threshold"], cfg["retrieval"]["dense_weight"]) == (
+        other_calibration()["memory"]["answer_threshold"],
+        2.5,
+    )
+    section = "select hipocampo_private._config_section(%s, null, 'retrieval', %s) -> 'dense_weight' as v"
+    db.execute("reset role")
+    for model, weight in ((MODEL, 0.8), (OTHER, 2.5)):
+        row = db.execute(section, (world.tenant_a, model)).fetchone()
+        assert row is not None and row["v"] == weight
+    world.act("service_role")
+    db.execute("select hipocampo.activate_embedding_model(%s)", (MODEL,))
+    # The tenant's plain row wins over its tuning; null removes a tuned key, the last one the entry.
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    db.execute("""select hipocampo.set_tenant_config('retrieval', '{"dense_weight": 0.4}')""")
+    assert effective(db)["retrieval"]["dense_weight"] == 0.4
+    db.execute(set_tuning, (MODEL, "memory", '{"answer_threshold": null}'))
+    db.execute(set_tuning, (MODEL, "retrieval", '{"dense_weight": null}'))
+    db.execute("reset role")
+    row = db.execute("select tuning from hipocampo_private.settings where tenant_id = %s", (world.tenant_a,)).fetchone()
+    assert row is not None and row["tuning"] == {OTHER: {"retrieval": {"dense_weight": 2.5}}}
+
+
+def test_a_tenants_tuning_takes_only_the_model_dependent_keys(db: Conn, world: World) -> None:
+    set_tuning = "select hipocampo.set_tenant_tuning(%s, %s, %s::jsonb, %s)"
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    raises(
+        db,
+        set_tuning,
+        (MODEL, "memory", '{"mmr_lambda": 0.3}', None),
+        "22023",
+        "memory.mmr_lambda is not tuned per model (keys: context_threshold, answer_threshold, duplicate_cosine)",
+    )
+    raises(db, set_tuning, (" ", "rag", "{}", None), "P0002", "unknown embedding model:  ")
+    raises(
+        db,
+        set_tuning,
+        (MODEL, "conversations", '{"dense_weight": 101}', None),
+        "22003",
+        "conversations.dense_weight must lie in [0, 100] (got 101)",
+    )
+    raises(
+        db,
+        set_tuning,
+        (MODEL, "rag", "{}", world.tenant_b),
+        "42501",
+        "tenant mismatch: the JWT claims name another tenant",
+    )
+    world.act("authenticated", world.member_a, world.tenant_a)
+    raises(
+        db,
+        set_tuning,
+        (MODEL, "rag", '{"min_confidence": 0.5}', None),
         "42501",
         "only tenant admins can change the tenant's configuration",
     )

@@ -304,27 +304,28 @@ def config_set(
     model: Annotated[
         str | None,
         typer.Option(
-            "--model", help="With --kb: the KB's tuning for this embedding model (in force while it is searched)."
+            "--model",
+            help="The tenant's (with --kb: the KB's) tuning for this embedding model (in force while it is searched).",
         ),
     ] = None,
 ) -> None:
     """Override config keys for the tenant (or one KB), within the bounds config.toml declares;
-    with --kb and --model, the knowledge base's values for one embedding model (model-dependent
-    keys only: docs/design.md §calibration)."""
+    with --model, the tenant's (with --kb too, the knowledge base's) values for one embedding
+    model (model-dependent keys only: docs/design.md §calibration)."""
     try:
         values = json.loads(patch)
     except json.JSONDecodeError as exc:
         raise _fail(InvalidInputError(f"patch is not JSON: {exc.msg}", "22023")) from None
     if not isinstance(values, dict):
         raise _fail(InvalidInputError("patch must be a JSON object", "22023"))
-    if model and not kb:
-        raise _fail(InvalidInputError("--model needs --kb: a tuning belongs to one knowledge base", "22023"))
     with _client(tenant) as client:
         try:
             if kb and model:
                 out = client.set_kb_tuning(client.kb_id(kb), model, section, values)
             elif kb:
                 out = client.set_kb_config(client.kb_id(kb), section, values)
+            elif model:
+                out = client.set_tenant_tuning(model, section, values)
             else:
                 out = client.set_tenant_config(section, values)
         except HipocampoError as exc:
