@@ -115,6 +115,17 @@ def unit_vector(seed: int, dims: int = DIMS) -> list[float]:
     return [x / n for x in v]
 
 
+def at_cosine(seed: int, other: int, cosine: float) -> list[float]:
+    """A unit vector at ``cosine`` to ``unit_vector(seed)``, in the plane of it and
+    ``unit_vector(other)`` (for tests of thresholds on a known cosine)."""
+    v, w = unit_vector(seed), unit_vector(other)
+    dot = sum(a * b for a, b in zip(v, w, strict=True))
+    ortho = [b - dot * a for a, b in zip(v, w, strict=True)]
+    norm = sum(x * x for x in ortho) ** 0.5
+    sine = (1 - cosine * cosine) ** 0.5
+    return [cosine * a + sine * b / norm for a, b in zip(v, ortho, strict=True)]
+
+
 def model_calibration(model: str = MODEL) -> dict[str, dict[str, float]]:
     """A model's calibration as config.toml holds it ([calibration."<model>"]): what a test gives a
     model of its own (``set_model_calibration``) so that it may be activated or searched with."""

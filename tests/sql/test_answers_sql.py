@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from ..conftest import MODEL, World, unit_vector, vec_text
+from ..conftest import MODEL, World, at_cosine, unit_vector, vec_text
 
 Conn = psycopg.Connection[dict[str, Any]]
 
@@ -280,15 +280,10 @@ def test_sentence_similarity_adds_to_the_support_by_the_models_calibration(db: C
     # The whole weight answers; the cosine rises linearly between low and high.
     assert answer_decision(evidence(1.0)) == ("answer", pytest.approx(1.0))
     # A best sentence at cosine 0.6, between 0.2 and 1.0: half the weight.
-    v, w = unit_vector(7), unit_vector(8)
-    dot = sum(a * b for a, b in zip(v, w, strict=True))
-    ortho = [b - dot * a for a, b in zip(v, w, strict=True)]
-    norm = sum(x * x for x in ortho) ** 0.5
-    at_06 = [0.6 * a + 0.8 * b / norm for a, b in zip(v, ortho, strict=True)]
     world.act("service_role")
     db.execute(
         "update hipocampo_private.chunks set sentence_embeddings = array[%s::extensions.vector] where kb_id = %s",
-        (vec_text(at_06), kb),
+        (vec_text(at_cosine(7, 8, 0.6)), kb),
     )
     world.act("authenticated", world.admin_a, world.tenant_a)
     assert answer_decision(evidence(1.0, 0.2, 1.0)) == ("refuse", pytest.approx(0.5))

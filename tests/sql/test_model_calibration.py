@@ -14,7 +14,7 @@ import pytest
 from hipocampo.config import load_config
 from hipocampo.db import migrations_dir, readiness_problems
 
-from ..conftest import MINILM, MODEL, World, calibrate, model_calibration, unit_vector, vec_text
+from ..conftest import MINILM, MODEL, World, at_cosine, calibrate, model_calibration, unit_vector, vec_text
 
 Conn = psycopg.Connection[dict[str, Any]]
 OTHER = "calibrated-model-384"
@@ -310,11 +310,7 @@ def test_hybrid_search_takes_the_calibration_of_the_model_it_searches(db: Conn, 
         (world.kb_a, json.dumps(doc), json.dumps(chunks), OTHER),
     )
     # A query at cosine 0.6 to the chunk: above MiniLM's floor (0.25), below the other model's (0.8).
-    v, w = unit_vector(1), unit_vector(2)
-    dot = sum(a * b for a, b in zip(v, w, strict=True))
-    ortho = [b - dot * a for a, b in zip(v, w, strict=True)]
-    norm = sum(x * x for x in ortho) ** 0.5
-    query = [0.6 * a + 0.8 * b / norm for a, b in zip(v, ortho, strict=True)]
+    query = at_cosine(1, 2, 0.6)
     world.act("authenticated", world.member_a, world.tenant_a)
     raises(
         db,
