@@ -303,7 +303,7 @@ Purpose: merge `patch` into the caller's tenant row of settings, for one section
 Parameters: section; patch - a json object; tenant_id only for service_role.
 Returns: the tenant's overrides of that section after the change.
 Errors: 42501 as _resolve_tenant; 42501 "only tenant admins can change the tenant's
-  configuration"; 22023 / 22003 as _check_config_patch.
+  configuration"; 22023 / 22003 / 42501 (a secret's name, service_role only) as _check_config_patch.
 Example: select hipocampo.set_tenant_config('sessions', '{"inactivity_ttl_minutes": 15}');
 */
 -- definer because tenant admins change their tenant's settings row, which no client role may write directly.
@@ -343,12 +343,15 @@ Purpose: validate a patch of one config section against the global row (with the
   in [-1, 1]): known keys only, same json type, within `<key>_range` (a `<key>_range` also bounds each element of an array of
   numbers, and `<key>_max_items` caps an array's length), never `tenant_locked` keys; secrets
   only by name (keys ending in `_secret` hold a name such as OPENAI_API_KEY; no key may be called
-  api_key/password/secret and no value may look like a key or a JWT). A chunking rule replaces
+  api_key/password/secret and no value may look like a key or a JWT), and such a name only by the
+  operator (service_role): it chooses which of the server's secrets a request sends where, so a
+  tenant admin could otherwise name another tenant's key or the service key. A chunking rule replaces
   the global rule of its source type, so it must give every key of it (min_tokens, max_tokens, …).
 Errors: 22023 "patch must be a json object" / "unknown section …" / "unknown key …" / "… is fixed
   and cannot be changed per tenant" / "… must be a …" / "secrets are never stored: …" / "… must
   have at most N items" / "chunking.<type> must give every key of the rule: …"; 22003 "… must lie
-  in [lo, hi]" (also for an array element that is not a number or lies outside the range).
+  in [lo, hi]" (also for an array element that is not a number or lies outside the range); 42501
+  "<section>.<key> names a secret of the server: only the operator (service_role) sets it".
 Returns: nothing; it raises on the first problem.
 Example: select hipocampo_private._check_config_patch('conversations', '{"context_weights_after": [0.4]}');
 */
@@ -399,6 +402,10 @@ begin
         if coalesce(global_section -> 'tenant_locked', '[]'::jsonb) ? item.key then
             raise exception '%.% is fixed and cannot be changed per tenant', section, item.key
                 using errcode = '22023';
+        end if;
+        if item.key like '%\_secret' and (select c.kind from hipocampo_private._caller() as c) <> 'service' then
+            raise exception '%.% names a secret of the server: only the operator (service_role) sets it',
+                section, item.key using errcode = '42501';
         end if;
         continue when jsonb_typeof(item.value) = 'null';
         if jsonb_typeof(item.value) <> jsonb_typeof(global_section -> item.key) then

@@ -60,7 +60,21 @@ def test_only_admins_write_rag_config_within_bounds_and_never_secrets(db: Conn, 
     for patch, exc, msg in cases:
         with pytest.raises(exc, match=msg), db.transaction():
             db.execute("select hipocampo.set_tenant_config('rag', %s::jsonb)", (patch,))
-    assert one(db, """select hipocampo.set_tenant_config('rag', '{"api_key_secret": "TENANT_A_OPENAI"}') as v""") == {
+    # A secret's name is the operator's (migration 20261127000400): a tenant admin could name
+    # another tenant's key or the service key, through the tenant, a knowledge base or an agent.
+    refused = "rag.api_key_secret names a secret of the server: only the operator (service_role) sets it"
+    patch = '{"api_key_secret": "SUPABASE_SERVICE_ROLE_KEY"}'
+    for sql, params in (
+        ("select hipocampo.set_tenant_config('rag', %s::jsonb)", (patch,)),
+        ("select hipocampo.set_knowledge_base_config(%s, 'rag', %s::jsonb)", (world.kb_a, patch)),
+        ("select hipocampo.set_agent_binding('x', array[%s]::uuid[], %s::jsonb)", (world.kb_a, patch)),
+    ):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as err, db.transaction():
+            db.execute(sql, params)
+        assert err.value.diag.message_primary == refused
+    world.act("service_role")
+    set_by_operator = "select hipocampo.set_tenant_config('rag', %s::jsonb, %s) as v"
+    assert one(db, set_by_operator, ('{"api_key_secret": "TENANT_A_OPENAI"}', world.tenant_a)) == {
         "api_key_secret": "TENANT_A_OPENAI"
     }
 
