@@ -104,3 +104,28 @@ def test_token_backfill_needs_the_token_context(db: Conn, world: World) -> None:
     _drop_global_key(db, "conversations", "token_context_messages")
     world.act("service_role", None, world.tenant_a)
     _incomplete(db, f"select * from hipocampo.messages_without_tokens(10, '{world.tenant_a}')", "conversations")
+
+
+def test_every_number_a_tenant_may_change_has_a_range(db: Conn) -> None:
+    """A tenant admin changes a number of the global row only within its `<key>_range`
+    (_check_config_patch): without one, retrieval.candidate_multiplier of 1e6 or a negative
+    memory.max_tokens was stored. Every number (or array of numbers) of a section a tenant may
+    override declares one, unless it is tenant_locked; the default lies inside it."""
+    row = db.execute("select config from hipocampo_private.settings where tenant_id is null").fetchone()
+    assert row is not None
+    missing, outside = [], []
+    for section, keys in row["config"].items():
+        if not isinstance(keys, dict):
+            continue
+        locked = set(keys.get("tenant_locked", []))
+        for key, value in keys.items():
+            values = value if isinstance(value, list) else [value]
+            numeric = values and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+            if not numeric or key in locked or key.endswith(("_range", "_max_items")):
+                continue
+            bounds = keys.get(f"{key}_range")
+            if bounds is None:
+                missing.append(f"{section}.{key}")
+            elif not all(bounds[0] <= v <= bounds[1] for v in values):
+                outside.append(f"{section}.{key} = {value} outside {bounds}")
+    assert (missing, outside) == ([], [])
