@@ -345,13 +345,16 @@ Purpose: validate a patch of one config section against the global row (with the
   only by name (keys ending in `_secret` hold a name such as OPENAI_API_KEY; no key may be called
   api_key/password/secret and no value may look like a key or a JWT), and such a name only by the
   operator (service_role): it chooses which of the server's secrets a request sends where, so a
-  tenant admin could otherwise name another tenant's key or the service key. A chunking rule replaces
+  tenant admin could otherwise name another tenant's key or the service key. Keys a section lists
+  in `operator_only` (e.g. rag.provider: which paid service answers on the operator's key) are
+  likewise the operator's per tenant; `tenant_locked` ones nobody's. A chunking rule replaces
   the global rule of its source type, so it must give every key of it (min_tokens, max_tokens, …).
 Errors: 22023 "patch must be a json object" / "unknown section …" / "unknown key …" / "… is fixed
   and cannot be changed per tenant" / "… must be a …" / "secrets are never stored: …" / "… must
   have at most N items" / "chunking.<type> must give every key of the rule: …"; 22003 "… must lie
   in [lo, hi]" (also for an array element that is not a number or lies outside the range); 42501
-  "<section>.<key> names a secret of the server: only the operator (service_role) sets it".
+  "<section>.<key> names a secret of the server: only the operator (service_role) sets it" /
+  "<section>.<key> is the operator's to set (service_role): it is in <section>.operator_only".
 Returns: nothing; it raises on the first problem.
 Example: select hipocampo_private._check_config_patch('conversations', '{"context_weights_after": [0.4]}');
 */
@@ -396,16 +399,21 @@ begin
                 section, item.key using errcode = '22023';
         end if;
         if not global_section ? item.key or item.key like '%\_range' or item.key like '%\_max\_items'
-            or item.key = 'tenant_locked' then
+            or item.key in ('tenant_locked', 'operator_only') then
             raise exception 'unknown key %.%', section, item.key using errcode = '22023';
         end if;
         if coalesce(global_section -> 'tenant_locked', '[]'::jsonb) ? item.key then
             raise exception '%.% is fixed and cannot be changed per tenant', section, item.key
                 using errcode = '22023';
         end if;
-        if item.key like '%\_secret' and (select c.kind from hipocampo_private._caller() as c) <> 'service' then
-            raise exception '%.% names a secret of the server: only the operator (service_role) sets it',
-                section, item.key using errcode = '42501';
+        if (item.key like '%\_secret' or coalesce(global_section -> 'operator_only', '[]'::jsonb) ? item.key)
+            and (select c.kind from hipocampo_private._caller() as c) <> 'service' then
+            if item.key like '%\_secret' then
+                raise exception '%.% names a secret of the server: only the operator (service_role) sets it',
+                    section, item.key using errcode = '42501';
+            end if;
+            raise exception '%.% is the operator''s to set (service_role): it is in %.operator_only',
+                section, item.key, section using errcode = '42501';
         end if;
         continue when jsonb_typeof(item.value) = 'null';
         if jsonb_typeof(item.value) <> jsonb_typeof(global_section -> item.key) then

@@ -72,10 +72,20 @@ def test_only_admins_write_rag_config_within_bounds_and_never_secrets(db: Conn, 
         with pytest.raises(psycopg.errors.InsufficientPrivilege) as err, db.transaction():
             db.execute(sql, params)
         assert err.value.diag.message_primary == refused
+    # So are the keys of rag.operator_only: which paid service answers on the operator's key.
+    with pytest.raises(psycopg.errors.InsufficientPrivilege) as err, db.transaction():
+        db.execute("""select hipocampo.set_tenant_config('rag', '{"provider": "openai"}')""")
+    assert err.value.diag.message_primary == (
+        "rag.provider is the operator's to set (service_role): it is in rag.operator_only"
+    )
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match=r"unknown key rag\.operator_only"), db.transaction():
+        db.execute("""select hipocampo.set_tenant_config('rag', '{"operator_only": []}')""")
     world.act("service_role")
     set_by_operator = "select hipocampo.set_tenant_config('rag', %s::jsonb, %s) as v"
-    assert one(db, set_by_operator, ('{"api_key_secret": "TENANT_A_OPENAI"}', world.tenant_a)) == {
-        "api_key_secret": "TENANT_A_OPENAI"
+    patch = '{"api_key_secret": "TENANT_A_OPENAI", "provider": "openai"}'
+    assert one(db, set_by_operator, (patch, world.tenant_a)) == {
+        "api_key_secret": "TENANT_A_OPENAI",
+        "provider": "openai",
     }
 
 
