@@ -92,8 +92,9 @@ _check_config_patch(section text, patch jsonb) -> void
 
 Purpose: validate a patch of one config section against the global row (with the active
   embedding model's calibrated keys, each within _calibrated_range: a weight in [0, 100], a cosine
-  in [-1, 1]): known keys only, same json type, within `<key>_range` (a `<key>_range` also bounds each element of an array of
-  numbers, and `<key>_max_items` caps an array's length), never `tenant_locked` keys; secrets
+  in [-1, 1]): known keys only, same json type, within `<key>_range` (a `<key>_range` also bounds
+  each element of an array of numbers, and `<key>_max_items` caps an array's length), never
+  `tenant_locked` keys; secrets
   only by name (keys ending in `_secret` hold a name such as OPENAI_API_KEY; no key may be called
   api_key/password/secret and no value may look like a key or a JWT). A chunking rule replaces
   the global rule of its source type, so it must give every key of it (min_tokens, max_tokens, …).

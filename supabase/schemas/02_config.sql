@@ -303,7 +303,8 @@ Purpose: merge `patch` into the caller's tenant row of settings, for one section
 Parameters: section; patch - a json object; tenant_id only for service_role.
 Returns: the tenant's overrides of that section after the change.
 Errors: 42501 as _resolve_tenant; 42501 "only tenant admins can change the tenant's
-  configuration"; 22023 / 22003 / 42501 (a secret's name, service_role only) as _check_config_patch.
+  configuration"; 22023 / 22003 / 42501 (a secret's name or an operator_only key: service_role
+  only) as _check_config_patch.
 Example: select hipocampo.set_tenant_config('sessions', '{"inactivity_ttl_minutes": 15}');
 */
 -- definer because tenant admins change their tenant's settings row, which no client role may write directly.
@@ -340,8 +341,9 @@ _check_config_patch(section text, patch jsonb) -> void
 
 Purpose: validate a patch of one config section against the global row (with the active
   embedding model's calibrated keys, each within _calibrated_range: a weight in [0, 100], a cosine
-  in [-1, 1]): known keys only, same json type, within `<key>_range` (a `<key>_range` also bounds each element of an array of
-  numbers, and `<key>_max_items` caps an array's length), never `tenant_locked` keys; secrets
+  in [-1, 1]): known keys only, same json type, within `<key>_range` (a `<key>_range` also bounds
+  each element of an array of numbers, and `<key>_max_items` caps an array's length), never
+  `tenant_locked` keys; secrets
   only by name (keys ending in `_secret` hold a name such as OPENAI_API_KEY; no key may be called
   api_key/password/secret and no value may look like a key or a JWT), and such a name only by the
   operator (service_role): it chooses which of the server's secrets a request sends where, so a
