@@ -3,8 +3,10 @@
 -- global row holds none of these keys, so set_tenant_config('memory', '{"answer_threshold": 50}')
 -- or a dense weight of -5 was stored. They now take the ranges a model's calibration has
 -- (_check_calibration: a weight in [0, 100], a cosine in [-1, 1]), from one function both use,
--- _calibrated_range (22003 outside). Values stored before are left as they are. Restated from
--- supabase/schemas/02_config.sql; re-runnable.
+-- _calibrated_range (22003 outside). A `<key>_range` now also bounds each value of an object of
+-- numbers (config.toml's retrieval.default_trust_range: a tenant's trust table took any value,
+-- "high" included, and ingestion then failed on it). Values stored before are left as they are.
+-- Restated from supabase/schemas/02_config.sql; re-runnable.
 
 /*
 _calibrated_range(key text) -> jsonb
@@ -93,7 +95,8 @@ _check_config_patch(section text, patch jsonb) -> void
 Purpose: validate a patch of one config section against the global row (with the active
   embedding model's calibrated keys, each within _calibrated_range: a weight in [0, 100], a cosine
   in [-1, 1]): known keys only, same json type, within `<key>_range` (a `<key>_range` also bounds
-  each element of an array of numbers, and `<key>_max_items` caps an array's length), never
+  each element of an array of numbers and each value of an object of numbers, and
+  `<key>_max_items` caps an array's length), never
   `tenant_locked` keys; secrets
   only by name (keys ending in `_secret` hold a name such as OPENAI_API_KEY; no key may be called
   api_key/password/secret and no value may look like a key or a JWT). A chunking rule replaces
@@ -174,11 +177,16 @@ begin
                 global_section ->> (item.key || '_max_items') using errcode = '22023';
         end if;
         bounds := global_section -> (item.key || '_range');
-        -- A range bounds a number, or each element of an array of numbers.
+        -- A range bounds a number, or each element of an array of numbers, or each value of an
+        -- object of numbers (retrieval.default_trust).
         if bounds is not null and exists (
             select 1
             from jsonb_array_elements(
-                case when jsonb_typeof(item.value) = 'array' then item.value else jsonb_build_array(item.value) end
+                case jsonb_typeof(item.value)
+                    when 'array' then item.value
+                    when 'object' then (select coalesce(jsonb_agg(v.value), '[]'::jsonb) from jsonb_each(item.value) as v)
+                    else jsonb_build_array(item.value)
+                end
             ) as e
             where jsonb_typeof(e) <> 'number'
                or (e #>> '{}')::numeric < (bounds ->> 0)::numeric

@@ -129,3 +129,18 @@ def test_every_number_a_tenant_may_change_has_a_range(db: Conn) -> None:
             elif not all(bounds[0] <= v <= bounds[1] for v in values):
                 outside.append(f"{section}.{key} = {value} outside {bounds}")
     assert (missing, outside) == ([], [])
+
+
+def test_a_range_bounds_each_value_of_a_table_of_numbers(db: Conn, world: World) -> None:
+    """retrieval.default_trust_range bounds each trust of a tenant's table (migration
+    20261127000200): "high" or 5 was stored, and ingestion failed on it later."""
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    for table in ('{"regulation": "high"}', '{"regulation": 5}'):
+        db.execute("savepoint s")
+        with pytest.raises(psycopg.errors.NumericValueOutOfRange) as exc:
+            db.execute("select hipocampo.set_tenant_config('retrieval', %s::jsonb)", (f'{{"default_trust": {table}}}',))
+        db.execute("rollback to savepoint s")
+        assert exc.value.diag.message_primary == f"retrieval.default_trust must lie in [0, 1] (got {table})"
+    set_ = "select hipocampo.set_tenant_config('retrieval', %s::jsonb) as v"
+    row = db.execute(set_, ('{"default_trust": {"regulation": 1, "faq": 0.4}}',)).fetchone()
+    assert row is not None and row["v"]["default_trust"] == {"regulation": 1, "faq": 0.4}
