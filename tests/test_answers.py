@@ -6,6 +6,7 @@ claims, RLS, headers, 503 when the database is down) and the Agent Framework con
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -128,6 +129,45 @@ def test_ask_answers_with_citations_then_caches_until_the_kb_changes(env: Env) -
         env.embedder.model_name,
     )
     assert orch.ask(q, kb_ids=[env.kb]).answer_source == "EXTRACTIVE"
+
+
+def test_the_cache_is_written_by_the_answer_path_and_a_bad_entry_is_a_miss(env: Env) -> None:
+    """Issue 44 §1: the member's own token cannot write the cache (42501), the answer path writes
+    what it computed (as service_role), and an entry that does not parse (the minimal shape a
+    member could plant before, or an older release's) is a miss, never an error: serve's /ask
+    answered HTTP 500 to everyone asking that question."""
+    from hipocampo.errors import PermissionDeniedError
+
+    q = "Até quando o trancamento de matrícula pode ser pedido?"
+    args = {"question": q, "kb_ids": [env.kb], "answer": {"answer": "Envie sua senha [1]", "sources": []}}
+    with pytest.raises(PermissionDeniedError):
+        env.user.rpc("cache_put", args)
+    first = Orchestrator(env.user, env.embedder).ask(q, kb_ids=[env.kb])
+    assert first.answer_source == "EXTRACTIVE" and "quarta semana" in first.answer
+    assert Orchestrator(env.user, env.embedder).ask(q, kb_ids=[env.kb]).answer_source == "CACHE"
+    chunk = first.sources[0].chunk_id
+    with env.service.transaction() as cur:  # as an older release could have stored it
+        cur.execute("reset role")
+        cur.execute(
+            "update hipocampo_private.answer_cache set answer = %s::jsonb where tenant_id = %s",
+            (json.dumps({"answer": "O prazo é de 999 dias [1]", "sources": [{"chunk_id": chunk}]}), env.tenant),
+        )
+    again = Orchestrator(env.user, env.embedder).ask(q, kb_ids=[env.kb])
+    assert (again.answer_source, again.answer) == ("EXTRACTIVE", first.answer)
+    with env.service.transaction() as cur:
+        cur.execute("reset role")
+        cur.execute(
+            "update hipocampo_private.answer_cache set answer = %s::jsonb where tenant_id = %s",
+            (json.dumps({"answer": "O prazo é de 999 dias [1]", "sources": [{"chunk_id": chunk}]}), env.tenant),
+        )
+    app = create_app(env.url, env.embedder, jwt_secret=SECRET)
+    with TestClient(app) as http:
+        r = http.post(
+            "/ask",
+            json={"question": q, "kb_ids": [str(env.kb)]},
+            headers={"authorization": "Bearer " + token(env.member, env.tenant)},
+        )
+    assert (r.status_code, r.headers["x-answer-source"], r.json()["answer"]) == (200, "EXTRACTIVE", first.answer)
 
 
 def test_refusals_carry_the_standard_message_and_reason(env: Env) -> None:

@@ -204,7 +204,9 @@ def _knowledge_tools(server: MCPServer, s: _Session) -> None:
 
         def run() -> list[dict[str, Any]]:
             client = s.client
-            hits = client.search(query, s.embedder().embed_query(query), kb_ids=s.kb_ids(kb), match_count=top_k)
+            kb_ids = s.kb_ids(kb)
+            vector = client.query_vector(query, s.embedder(), kb_ids)
+            hits = client.search(query, vector, kb_ids=kb_ids, match_count=top_k)
             return [
                 {
                     "rank": h.rank,

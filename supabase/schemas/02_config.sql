@@ -796,8 +796,10 @@ $$;
 rag_config(kb_id uuid default null, agent text default null, tenant_id uuid default null) -> jsonb
 
 Purpose: the effective rag section: global row <- the active model's calibration (the sentence
-  similarity keys) <- tenant row <- knowledge base overrides <- agent binding overrides, plus "kb_ids" (the agent's knowledge bases, or [kb_id]) and "agent"; checked
-  to hold every key of config.toml's [rag] that a reader uses.
+  similarity keys) <- tenant row <- knowledge base overrides <- agent binding overrides, plus
+  "kb_ids" (the agent's knowledge bases, or [kb_id]), "agent" and "tenant_id" (the tenant the
+  caller resolved to: what an answer path names when it writes the answer cache as service_role);
+  checked to hold every key of config.toml's [rag] that a reader uses.
 Parameters: kb_id - optional knowledge base; agent - optional binding name; tenant_id only for
   service_role.
 Returns: jsonb object (keys of config.toml [rag]).
@@ -837,11 +839,11 @@ begin
             'evidence_token_budget', 'min_confidence', 'question_stopwords', 'cross_check_min_documents',
             'authoritative_trust', 'authoritative_source_types', 'conflict_trust_margin',
             'conflict_subject_overlap', 'sentence_weight', 'sentence_cosine_low', 'sentence_cosine_high',
-            'cache_ttl_seconds',
+            'cache_ttl_seconds', 'cache_max_entry_bytes',
             'rate_limit_per_minute', 'question_min_chars', 'question_max_chars', 'context_prompt',
             'refusal_message'
         ]
-    ) || jsonb_build_object('kb_ids', to_jsonb(kbs), 'agent', agent);
+    ) || jsonb_build_object('kb_ids', to_jsonb(kbs), 'agent', agent, 'tenant_id', t);
 end;
 $$;
 

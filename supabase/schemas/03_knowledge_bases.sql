@@ -15,6 +15,10 @@ create table hipocampo_private.embedding_models (
     distance text not null default 'cosine',
     active boolean not null default false,
     created_at timestamptz not null default now(),
+    -- When it was last made the active model (activate_embedding_model); null if never. During a
+    -- switch, search reads the most recently active model that is complete for its scope
+    -- (_search_model).
+    activated_at timestamptz,
     constraint embedding_models_name_format check (name ~ '^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$'),
     constraint embedding_models_provider_check check (provider in ('local', 'openai', 'azure')),
     -- pgvector's HNSW indexes vectors of up to 2,000 dimensions.
@@ -1151,8 +1155,82 @@ begin
     perform hipocampo_private._calibration(activate_embedding_model.name, true);
     update hipocampo_private.embedding_models as e set active = false
     where e.active and e.name <> activate_embedding_model.name;
-    update hipocampo_private.embedding_models as e set active = true
+    update hipocampo_private.embedding_models as e set active = true, activated_at = now()
     where e.name = activate_embedding_model.name;
+end;
+$$;
+
+/*
+_search_model(tenant_id uuid, kb_ids uuid[]) -> text
+
+Purpose: the embedding model a search of these knowledge bases reads when the caller names none.
+  The active model once every chunk of the scope has a row of it. During a switch (the new model
+  active, its rows being added by the backfill, rows_to_embed / set_row_embeddings), the most
+  recently active model that has a row for every chunk of the scope: search keeps answering from
+  it until the scope is complete, then moves, knowledge base by knowledge base. With one model
+  registered, that one (no scan).
+Parameters: tenant_id - the resolved tenant; kb_ids - the scope (null: all its knowledge bases).
+Returns: a model's name; null when no model is active.
+Errors: none.
+Example: select hipocampo_private._search_model(t, array[kb]);
+*/
+create or replace function hipocampo_private._search_model(tenant_id uuid, kb_ids uuid[])
+returns text
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    active text;
+    complete text;
+begin
+    select e.name into active from hipocampo_private.embedding_models as e where e.active;
+    if active is null or (select count(*) from hipocampo_private.embedding_models) = 1 then
+        return active;
+    end if;
+    select m.name into complete
+    from hipocampo_private.embedding_models as m
+    where (m.active or m.activated_at is not null)
+      and not exists (
+          select 1 from hipocampo_private.chunks as c
+          where c.tenant_id = _search_model.tenant_id
+            and (_search_model.kb_ids is null or c.kb_id = any(_search_model.kb_ids))
+            and c.embedding_model <> m.name
+            and not exists (
+                select 1 from hipocampo_private.chunks as n
+                where n.tenant_id = c.tenant_id and n.content_hash = c.content_hash and n.embedding_model = m.name
+            )
+      )
+    order by m.active desc, m.activated_at desc, m.name
+    limit 1;
+    return coalesce(complete, active);
+end;
+$$;
+
+/*
+search_model(kb_ids uuid[] default null, tenant_id uuid default null) -> text
+
+Purpose: the embedding model whose query vector a search of these knowledge bases needs now:
+  hybrid_search and answer_evidence read this model when the call names none. The active model;
+  during a switch, the previously active one until every chunk of these knowledge bases has a row
+  of the active model (_search_model). Clients embed the question with it (Orchestrator.ask,
+  hipocampo search).
+Parameters: kb_ids - the knowledge bases to search (null: all of the tenant's); tenant_id -
+  service_role only.
+Returns: a model's name; null when no model is active.
+Errors: 42501 as _resolve_tenant.
+Example: select hipocampo.search_model(array[kb]);
+*/
+create or replace function hipocampo.search_model(kb_ids uuid[] default null, tenant_id uuid default null)
+returns text
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+begin
+    return hipocampo_private._search_model(hipocampo_private._resolve_tenant(search_model.tenant_id), kb_ids);
 end;
 $$;
 
@@ -1161,12 +1239,14 @@ drop_embedding_model(name text) -> bigint
 
 Purpose: after a confirmed switch, delete an inactive model's chunk rows (embeddings) and its
   registry row. Memories that are no longer active (deprecated, deleted, expired: history no
-  search reads) lose their vectors of that model; active and staged memories and messages must
-  have been given the active model's first (rows_to_embed / set_row_embeddings).
+  search reads) lose their vectors of that model; every chunk of it (a chunk's row holds the only
+  copy of its text), active and staged memory and message must have been given the active
+  model's first (rows_to_embed / set_row_embeddings), so a drop never deletes text.
 Returns: number of chunk rows deleted.
 Errors: P0002 "unknown embedding model"; 55000 "model … is active" for the active model; 55000
-  "model <name> still embeds N active memories, N staged memories and N messages: embed them with
-  the active model first (hipocampo db embed-missing)".
+  "model <name> still embeds N chunks, N active memories, N staged memories and N messages that
+  the active model does not: embed them with the active model first (hipocampo db
+  embed-missing)".
 Example: select hipocampo.drop_embedding_model('old-model');
 */
 create or replace function hipocampo.drop_embedding_model(name text)
@@ -1181,6 +1261,7 @@ declare
     n_memories bigint;
     n_staged bigint;
     n_messages bigint;
+    n_chunks bigint;
 begin
     select e.active into is_active from hipocampo_private.embedding_models as e
     where e.name = drop_embedding_model.name;
@@ -1198,9 +1279,17 @@ begin
     where s.embedding_model = drop_embedding_model.name;
     select count(*) into n_messages from hipocampo_private.messages as m
     where m.embedding_model = drop_embedding_model.name;
-    if n_memories + n_staged + n_messages > 0 then
-        raise exception 'model % still embeds % active memories, % staged memories and % messages: embed them with the active model first (hipocampo db embed-missing)',
-            drop_embedding_model.name, n_memories, n_staged, n_messages using errcode = '55000';
+    -- A chunk whose content has no row of the active model would leave with its only text.
+    select count(*) into n_chunks from hipocampo_private.chunks as c
+    where c.embedding_model = drop_embedding_model.name
+      and not exists (
+          select 1 from hipocampo_private.chunks as k
+          inner join hipocampo_private.embedding_models as e on e.name = k.embedding_model and e.active
+          where k.tenant_id = c.tenant_id and k.content_hash = c.content_hash
+      );
+    if n_chunks + n_memories + n_staged + n_messages > 0 then
+        raise exception 'model % still embeds % chunks, % active memories, % staged memories and % messages that the active model does not: embed them with the active model first (hipocampo db embed-missing)',
+            drop_embedding_model.name, n_chunks, n_memories, n_staged, n_messages using errcode = '55000';
     end if;
     update hipocampo_private.memories as m set embedding = null, embedding_model = null
     where m.embedding_model = drop_embedding_model.name;
@@ -2190,7 +2279,10 @@ comment on function hipocampo.activate_embedding_model(text) is
 'Make a registered embedding model the default of retrieval.';
 
 comment on function hipocampo.drop_embedding_model(text) is
-'Delete an inactive model''s embeddings and registry row, after a confirmed switch.';
+'Delete an inactive model''s embeddings and registry row, after a confirmed switch; refused while any row would lose its only text or vector.';
+
+comment on function hipocampo.search_model(uuid[], uuid) is
+'The embedding model a search of these knowledge bases reads now: the active one, or during a switch the previous one until they are complete.';
 
 comment on function hipocampo.create_knowledge_base(text, text, text[], text, jsonb, uuid) is
 'Create (or find by name) a knowledge base in the caller''s tenant.';

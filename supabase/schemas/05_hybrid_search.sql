@@ -91,7 +91,8 @@ Parameters:
   rerank           'none' | 'trust_recency' (similarity*0.6 + trust*0.4 + freshness*0.2, seed 004).
   mmr_lambda       0 or 1e-6..1; 1 = relevance only, 0.5 = seed MMR (a smaller positive value
                    underflowed the MMR score: 22003).
-  embedding_model  null = the active model.
+  embedding_model  null = search_model's (the active model; during a switch, the previously
+                   active one until every chunk of the scope has a row of the active model).
   tenant_id        only for service_role; others use their JWT tenant.
 Returns: chunk_id, document_id, kb_id, chunk_index, content, metadata, title, source_uri,
   source_type, author, published_at, trust_score, dense_score (cosine similarity or null),
@@ -219,8 +220,10 @@ begin
 
     -- The model and the scope.
     if hybrid_search.embedding_model is null then
+        -- The active model, or during a switch the previous one until this scope is complete.
+        model := hipocampo_private._search_model(t, hybrid_search.kb_ids);
         select e.name, e.dims into model, dims from hipocampo_private.embedding_models as e
-        where e.active;
+        where e.name = model;
     else
         select e.name, e.dims into model, dims from hipocampo_private.embedding_models as e
         where e.name = hybrid_search.embedding_model;

@@ -356,8 +356,10 @@ Purpose: everything an answer needs from the database in one call, with the rule
   rag.min_confidence; cross-check: >= rag.cross_check_min_documents distinct documents with
   support >= rag.min_confidence, or one of rag.authoritative_source_types with trust >=
   rag.authoritative_trust.
-Parameters: query_text 1..2,000 characters; query_embedding of the active model; kb_ids (default:
-  the agent binding's); agent - binding name; tenant_id only for service_role.
+Parameters: query_text 1..2,000 characters; query_embedding of the model search_model names for
+  these knowledge bases (the active model, or during a switch the previous one until they are
+  complete); kb_ids (default: the agent binding's); agent - binding name; tenant_id only for
+  service_role.
 Returns: {"decision": "answer" | "refuse", "reason": null | "rag_disabled" | "no_evidence" |
   "low_confidence" | "conflicting_sources" | "cross_check_failed", "confidence", "candidates",
   "filtered" (below min_score), "conflicts" (detect_conflicts), "evidence": [{"n", "chunk_id",
@@ -714,20 +716,86 @@ end;
 $$;
 
 /*
+_cache_entry_problem(answer jsonb, max_bytes integer) -> text
+
+Purpose: what is wrong with an answer offered to the answer cache, or null when nothing is: the
+  shape the answer paths build (Orchestrator.ask, the ask edge function) and every reader of the
+  cache parses (models.Answer): a non-empty answer text, never a refusal, a confidence in [0, 1],
+  answer_source EXTRACTIVE or LLM, conflicts as an array, and at most 50 sources, each with n,
+  document, document_id, source_uri, chunk_id, excerpt and score of their types; the whole entry
+  at most max_bytes bytes as json text.
+Parameters: answer - the entry; max_bytes - rag.cache_max_entry_bytes.
+Returns: a sentence naming the problem, or null.
+Errors: none (a pure function).
+Example: select hipocampo_private._cache_entry_problem('{"answer": "x", "sources": []}', 65536); -- null
+*/
+create or replace function hipocampo_private._cache_entry_problem(answer jsonb, max_bytes integer)
+returns text
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select case
+        when answer is null or jsonb_typeof(answer) <> 'object' then 'answer must be a json object with sources'
+        when octet_length(answer::text) > max_bytes then format(
+            'answer is %s bytes as json; rag.cache_max_entry_bytes is %s', octet_length(answer::text), max_bytes
+        )
+        when jsonb_typeof(answer -> 'sources') is distinct from 'array' then 'answer must be a json object with sources'
+        when jsonb_typeof(answer -> 'answer') is distinct from 'string' or btrim(answer ->> 'answer') = ''
+            then 'answer.answer must be a non-empty string'
+        when coalesce(answer -> 'refused', 'false'::jsonb) <> 'false'::jsonb then 'a refusal is never cached'
+        when coalesce(jsonb_typeof(answer -> 'confidence'), 'number') <> 'number'
+            then 'answer.confidence must be a number in [0, 1]'
+        when coalesce((answer ->> 'confidence')::double precision, 0) not between 0 and 1
+            then 'answer.confidence must be a number in [0, 1]'
+        when coalesce(answer ->> 'answer_source', 'EXTRACTIVE') not in ('EXTRACTIVE', 'LLM')
+            then 'answer.answer_source must be EXTRACTIVE or LLM'
+        when coalesce(jsonb_typeof(answer -> 'conflicts'), 'array') <> 'array' then 'answer.conflicts must be an array'
+        when jsonb_array_length(answer -> 'sources') > 50 then 'answer cites more than 50 sources'
+        when exists (
+            select 1 from jsonb_array_elements(answer -> 'sources') as s
+            where not coalesce(
+                jsonb_typeof(s) = 'object'
+                and (s ->> 'n') ~ '^\d{1,9}$' and jsonb_typeof(s -> 'n') = 'number'
+                and (s ->> 'chunk_id') ~ '^\d{1,18}$' and jsonb_typeof(s -> 'chunk_id') = 'number'
+                and jsonb_typeof(s -> 'document') = 'string'
+                and (s ->> 'document_id') ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                and jsonb_typeof(s -> 'source_uri') = 'string'
+                and jsonb_typeof(s -> 'excerpt') = 'string'
+                and jsonb_typeof(s -> 'score') = 'number',
+                false
+            )
+        ) then 'each source needs n, document, document_id, source_uri, chunk_id, excerpt and score'
+    end
+$$;
+
+/*
 cache_put(question text, kb_ids uuid[], answer jsonb, agent text default null, tenant_id uuid default null)
   -> boolean
 
-Purpose: cache an answer for rag.cache_ttl_seconds of the effective rag config of the call
-  (rag_config(kb, agent): the knowledge base's override when kb_ids names exactly one, the agent
-  binding's when agent is given, else the tenant's; 0 = never cache). Only answers whose cited
-  chunks all belong to these knowledge bases of the tenant are accepted (a client cannot plant
-  answers citing anything else).
-Parameters: answer - {"answer", "confidence", "sources": [{"chunk_id", …}], …}.
-Returns: true when cached.
-Errors: 22023 "answer must be a json object with sources"; 22023 "cited chunk … is not in these
-  knowledge bases"; 22023 "kb_ids must name at least one knowledge base (and no null)" / "question has no words
-  to cache it by"; 42501 as _resolve_tenant; P0002 unknown agent binding.
-Example: select hipocampo.cache_put('Qual o prazo?', array[kb], '{"answer": "…", "sources": []}');
+Purpose: cache an answer the caller's answer path computed (Orchestrator.ask, the ask edge
+  function), for rag.cache_ttl_seconds of the effective rag config of the call (rag_config(kb,
+  agent): the knowledge base's override when kb_ids names exactly one, the agent binding's when
+  agent is given, else the tenant's; 0 = never cache). service_role only: every member of the
+  tenant reads the entry (cache_get), so no user's token may write one (a member planted answers
+  that the tenant's admin was then served); the answer paths write it as service_role with the
+  tenant rag_config resolved for the asking user. The entry must have the shape every reader parses
+  (_cache_entry_problem) and cite only chunks of these knowledge bases of the tenant.
+Parameters: question as asked (normalised here); kb_ids - 1 or more knowledge bases, no null;
+  answer - {"answer", "confidence", "sources": [{"n", "document", "document_id", "source_uri",
+  "chunk_id", "excerpt", "score", …}], "conflicts", "answer_source"}, at most
+  rag.cache_max_entry_bytes (65,536) bytes as json; agent - binding name or null; tenant_id - the
+  tenant (required: service_role names it).
+Returns: true when cached (false when the TTL is 0).
+Errors: 42501 for any role but service_role (no EXECUTE), and as _resolve_tenant (service_role
+  without tenant_id); 22023 as _cache_entry_problem (e.g. "answer must be a json object with
+  sources", "answer is N bytes as json; rag.cache_max_entry_bytes is M"); 22023 "cited chunk … is
+  not in these knowledge bases"; 22023 "kb_ids must name at least one knowledge base (and no
+  null)" / "question has no words to cache it by"; P0002 unknown agent binding; P0002 "unknown
+  tenant: …".
+Example: select hipocampo.cache_put('Qual o prazo?', array[kb], '{"answer": "…", "sources": []}',
+  tenant_id => t);
 */
 -- definer because the cache is written for the whole tenant and no client role may write it directly.
 create or replace function hipocampo.cache_put(
@@ -740,13 +808,14 @@ set search_path = ''
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(cache_put.tenant_id);
-    ttl integer := (hipocampo.rag_config(
+    cfg jsonb := hipocampo.rag_config(
         case when cardinality(cache_put.kb_ids) = 1 then cache_put.kb_ids[1] end, cache_put.agent, t
-    ) ->> 'cache_ttl_seconds')::integer;
-    bad text;
+    );
+    ttl integer := (cfg ->> 'cache_ttl_seconds')::integer;
+    bad text := hipocampo_private._cache_entry_problem(answer, (cfg ->> 'cache_max_entry_bytes')::integer);
 begin
-    if coalesce(jsonb_typeof(answer -> 'sources'), '') <> 'array' then  -- null, not an object, no sources
-        raise exception 'answer must be a json object with sources' using errcode = '22023';
+    if bad is not null then
+        raise exception '%', bad using errcode = '22023';
     end if;
     if coalesce(cardinality(cache_put.kb_ids), 0) = 0 or array_position(cache_put.kb_ids, null) is not null then
         raise exception 'kb_ids must name at least one knowledge base (and no null)' using errcode = '22023';
@@ -754,13 +823,14 @@ begin
     if coalesce(hipocampo.normalize_question(cache_put.question), '') = '' then
         raise exception 'question has no words to cache it by' using errcode = '22023';
     end if;
-    -- A source whose chunk_id is not an integer cites no chunk of these knowledge bases.
+    if not exists (select 1 from hipocampo_private.tenants as x where x.id = t) then
+        raise exception 'unknown tenant: %', t using errcode = 'P0002';
+    end if;
     select s ->> 'chunk_id' into bad
     from jsonb_array_elements(answer -> 'sources') as s
     where not exists (
         select 1 from hipocampo_private.chunks as c
-        where c.id = case when (s ->> 'chunk_id') ~ '^\d{1,18}$' then (s ->> 'chunk_id')::bigint end
-          and c.tenant_id = t and c.kb_id = any(cache_put.kb_ids)
+        where c.id = (s ->> 'chunk_id')::bigint and c.tenant_id = t and c.kb_id = any(cache_put.kb_ids)
     )
     limit 1;
     if found then
@@ -1305,7 +1375,9 @@ begin
             into item
             from hipocampo.hybrid_search(
                 query_text => context_pack.query, query_embedding => context_pack.query_embedding,
-                kb_ids => kbs, match_count => (rag ->> 'top_k')::integer, tenant_id => a.actor_tenant
+                kb_ids => kbs, match_count => (rag ->> 'top_k')::integer, tenant_id => a.actor_tenant,
+                -- The model of the memories' vector (during a switch search_model may name another).
+                embedding_model => model
             ) as h;
             if jsonb_array_length(item) > 0 and not exists (
                 select 1 from jsonb_array_elements(item) as h where not cited @> jsonb_build_array(h -> 'chunk_id')
@@ -1357,7 +1429,7 @@ comment on function hipocampo.context_pack(
 ) is 'The ContextPack of one turn (memories, session, chunks with citations) within a token budget.';
 
 comment on function hipocampo.cache_put(text, uuid[], jsonb, text, uuid) is
-'Caches an answer for the effective rag.cache_ttl_seconds (KB / agent overrides apply); refuses answers citing other chunks.';
+'service_role: caches an answer an answer path computed for the effective rag.cache_ttl_seconds; refuses a malformed or oversized entry or one citing other chunks.';
 
 -- The decisions of an answer that both surfaces share (issue 20 §3): the Python Orchestrator and
 -- the Deno ask function call these RPCs in the same order, so the same question gets the same

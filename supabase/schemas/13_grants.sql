@@ -94,7 +94,7 @@ grant execute on function hipocampo.answer_evidence(query_text text, query_embed
 grant execute on function hipocampo.answer_sources(answer text, evidence jsonb) to authenticated, service_role;
 grant execute on function hipocampo.build_model_index(embedding_model text) to service_role;
 grant execute on function hipocampo.cache_get(question text, kb_ids uuid[], agent text, tenant_id uuid) to authenticated, service_role;
-grant execute on function hipocampo.cache_put(question text, kb_ids uuid[], answer jsonb, agent text, tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.cache_put(question text, kb_ids uuid[], answer jsonb, agent text, tenant_id uuid) to service_role;
 grant execute on function hipocampo.close_session(session_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.context_pack(conversation_id uuid, query text, query_embedding extensions.vector, modality text, token_budget integer, kb_ids uuid[], agent text, session_id uuid, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.conversation_context(conversation_id uuid, last_n integer, user_id uuid, tenant_id uuid) to authenticated, service_role;
@@ -156,6 +156,7 @@ grant execute on function hipocampo.refusal_text(reason text, conflicts jsonb, r
 grant execute on function hipocampo.register_embedding_model(name text, provider text, dims integer, activate boolean) to service_role;
 grant execute on function hipocampo.remember(key text, value jsonb, description text, category text, embedding extensions.vector, scope text, confidence double precision, source text, source_ref text, conversation_id uuid, tags text[], emotion text, intensity numeric, life_domain text, pinned boolean, token_count integer, expires_at timestamp with time zone, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.resolve_pending_confirmation(session_id uuid, confirmation_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.search_model(kb_ids uuid[], tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.rows_to_embed(kind text, batch_size integer, after_id text) to service_role;
 grant execute on function hipocampo.chunks_without_sentences(batch_size integer, filter_tenant_id uuid, after_chunk_id bigint) to service_role;
 grant execute on function hipocampo.run_memory_maintenance(now timestamp with time zone) to service_role;
@@ -191,6 +192,7 @@ grant execute on function hipocampo.update_session(session_id uuid, summary text
 grant execute on function hipocampo_private._acting_for(tenant_id uuid, user_id uuid, out reason text, out detail jsonb) to service_role;
 grant execute on function hipocampo_private._active_model(v extensions.vector, label text) to authenticated, service_role;
 grant execute on function hipocampo_private._cache_scope(kb_ids uuid[]) to authenticated, service_role;
+grant execute on function hipocampo_private._search_model(tenant_id uuid, kb_ids uuid[]) to authenticated, service_role;
 grant execute on function hipocampo_private._caller(out kind text, out tenant_id uuid, out user_id uuid, out tenant_role text) to authenticated, service_role;
 grant execute on function hipocampo_private._check_config_patch(section text, patch jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._check_message_tokens(token_ids integer[], token_bits bit varying[], dims integer, name text) to authenticated, service_role;

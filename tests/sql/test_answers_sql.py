@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 from ..conftest import MODEL, World, at_cosine, unit_vector, vec_text
+from .test_answer_cache import cache_entry, cache_put
 
 Conn = psycopg.Connection[dict[str, Any]]
 
@@ -333,57 +334,6 @@ def answer_decision(r: dict[str, Any]) -> tuple[str, Any]:
     return r["decision"], r["confidence"]
 
 
-def test_cache_is_keyed_by_normalised_question_and_invalidated_by_kb_changes(db: Conn, world: World) -> None:
-    world.act("authenticated", world.member_a, world.tenant_a)
-    chunk = one(db, "select min(id) as v from hipocampo_private.chunks where kb_id = %s", (world.kb_a,))
-    ans = json.dumps({"answer": "30 dias [1]", "sources": [{"chunk_id": chunk}]})
-    assert one(
-        db, "select hipocampo.cache_put('Qual é o prazo?', array[%s]::uuid[], %s::jsonb) as v", (world.kb_a, ans)
-    )
-    assert one(
-        db, "select hipocampo.cache_get('  qual e o PRAZO ', array[%s]::uuid[]) ->> 'answer' as v", (world.kb_a,)
-    ) == ("30 dias [1]")
-    # Tenant B cannot read it, nor plant an answer citing A's chunk.
-    world.act("authenticated", world.member_b, world.tenant_b)
-    assert one(db, "select hipocampo.cache_get('Qual é o prazo?', array[%s]::uuid[]) as v", (world.kb_a,)) is None
-    with pytest.raises(psycopg.errors.InvalidParameterValue, match=f"cited chunk {chunk} is not in"), db.transaction():
-        db.execute("select hipocampo.cache_put('q', array[%s]::uuid[], %s::jsonb)", (world.kb_b, ans))
-    # Any document change in the KB drops it.
-    world.act("authenticated", world.admin_a, world.tenant_a)
-    one(db, "select hipocampo.set_document_status(%s, trust_score => 0.8::real) as v", (world.doc_a,))
-    assert one(db, "select hipocampo.cache_get('Qual é o prazo?', array[%s]::uuid[]) as v", (world.kb_a,)) is None
-    assert one(
-        db, "select hipocampo.cache_put('Qual é o prazo?', array[%s]::uuid[], %s::jsonb) as v", (world.kb_a, ans)
-    )
-    world.ingest(world.kb_a, "a2", ["Novo regulamento."], seed=3)
-    assert one(db, "select hipocampo.cache_get('Qual é o prazo?', array[%s]::uuid[]) as v", (world.kb_a,)) is None
-
-
-def test_cache_ttl_follows_the_kb_and_agent_overrides(db: Conn, world: World) -> None:
-    world.act("authenticated", world.admin_a, world.tenant_a)
-    chunk = one(db, "select min(id) as v from hipocampo_private.chunks where kb_id = %s", (world.kb_a,))
-    ans = json.dumps({"answer": "30 dias [1]", "sources": [{"chunk_id": chunk}]})
-    put = "select hipocampo.cache_put('Qual é o prazo?', array[%s]::uuid[], %s::jsonb, %s) as v"
-    expiry = (
-        "select extract(epoch from expires_at - now())::integer as v from hipocampo_private.answer_cache"
-        " where kb_ids = array[%s]::uuid[] and agent = %s"
-    )
-    one(db, """select hipocampo.set_knowledge_base_config(%s, 'rag', '{"cache_ttl_seconds": 0}') as v""", (world.kb_a,))
-    assert one(db, put, (world.kb_a, ans, None)) is False  # the KB says: never cache
-    one(
-        db, """select hipocampo.set_knowledge_base_config(%s, 'rag', '{"cache_ttl_seconds": 60}') as v""", (world.kb_a,)
-    )
-    assert one(db, put, (world.kb_a, ans, None)) is True
-    world.act("service_role")
-    assert one(db, expiry, (world.kb_a, "")) == 60
-    world.act("authenticated", world.admin_a, world.tenant_a)
-    binding = """select hipocampo.set_agent_binding('voz', array[%s]::uuid[], '{"cache_ttl_seconds": 30}') as v"""
-    one(db, binding, (world.kb_a,))
-    assert one(db, put, (world.kb_a, ans, "voz")) is True
-    world.act("service_role")
-    assert one(db, expiry, (world.kb_a, "voz")) == 30
-
-
 def test_a_tenant_wide_bucket_caps_all_its_users(db: Conn, world: World) -> None:
     """rag.tenant_rate_limit_per_minute (migration 004300) is shared by the tenant's users and
     locked for tenants; a refusal by it gives the user's token back."""
@@ -442,12 +392,7 @@ def test_transient_state_is_purged(db: Conn, world: World) -> None:
     """Expired cached answers and rate-limit buckets idle for a minute (full again) are deleted."""
     world.act("authenticated", world.member_a, world.tenant_a)
     assert one(db, "select hipocampo.take_rate_limit() as v")["allowed"]
-    chunk = one(db, "select min(id) as v from hipocampo_private.chunks where kb_id = %s", (world.kb_a,))
-    ans = json.dumps({"answer": "30 dias [1]", "sources": [{"chunk_id": chunk}]})
-    assert one(
-        db, "select hipocampo.cache_put('Qual é o prazo?', array[%s]::uuid[], %s::jsonb) as v", (world.kb_a, ans)
-    )
-    world.act("service_role")
+    assert cache_put(db, world, "Qual é o prazo?", world.kb_a, cache_entry(db, world.kb_a))
     ttl = one(
         db,
         "select (hipocampo.rag_config(%s, null, %s) ->> 'cache_ttl_seconds')::integer as v",

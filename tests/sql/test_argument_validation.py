@@ -186,24 +186,6 @@ CASES: dict[str, tuple[str, tuple[Any, ...], str, str]] = {
         "22023",
         "invalid document field",
     ),
-    "answer cached for no knowledge base": (
-        "select hipocampo.cache_put('Qual o prazo?', '{}'::uuid[], %s::jsonb)",
-        ('{"answer": "30 dias", "sources": []}',),
-        "22023",
-        "kb_ids must name at least one knowledge base (and no null)",
-    ),
-    "answer cached without sources": (
-        "select hipocampo.cache_put('Qual o prazo?', array[%s]::uuid[], %s::jsonb)",
-        ("kb_a", '{"answer": "30 dias"}'),
-        "22023",
-        "answer must be a json object with sources",
-    ),
-    "answer cached citing a chunk id that is not a number": (
-        "select hipocampo.cache_put('Qual o prazo?', array[%s]::uuid[], %s::jsonb)",
-        ("kb_a", '{"answer": "30 dias", "sources": [{"chunk_id": "abc"}]}'),
-        "22023",
-        "cited chunk abc is not in these knowledge bases",
-    ),
     "answer audit without a trace id": (
         "select hipocampo.record_answer(null, 'q', 'LLM', null, 0.5, 1, 1, '{}', '{}', null, array[%s]::uuid[])",
         ("kb_a",),
@@ -239,6 +221,24 @@ CASES: dict[str, tuple[str, tuple[Any, ...], str, str]] = {
 
 # As service_role (migration 20261127000100): 23502 or 22P02 before it.
 SERVICE_CASES: dict[str, tuple[str, tuple[Any, ...], str, str]] = {
+    "answer cached for no knowledge base": (
+        "select hipocampo.cache_put('Qual o prazo?', '{}'::uuid[], %s::jsonb, tenant_id => %s)",
+        ('{"answer": "30 dias", "sources": []}', "tenant_a"),
+        "22023",
+        "kb_ids must name at least one knowledge base (and no null)",
+    ),
+    "answer cached without sources": (
+        "select hipocampo.cache_put('Qual o prazo?', array[gen_random_uuid()], %s::jsonb, tenant_id => %s)",
+        ('{"answer": "30 dias"}', "tenant_a"),
+        "22023",
+        "answer must be a json object with sources",
+    ),
+    "answer cached citing a chunk id that is not a number": (
+        "select hipocampo.cache_put('Qual o prazo?', array[gen_random_uuid()], %s::jsonb, tenant_id => %s)",
+        ('{"answer": "30 dias", "sources": [{"chunk_id": "abc"}]}', "tenant_a"),
+        "22023",
+        "each source needs n, document, document_id, source_uri, chunk_id, excerpt and score",
+    ),
     "tenant without a slug": (
         "select hipocampo.create_tenant('Sol', null)",
         (),

@@ -533,13 +533,39 @@ def _cache_get(world: World) -> st.SearchStrategy[dict[str, Any]]:
 
 
 def _cache_put(world: World) -> st.SearchStrategy[dict[str, Any]]:
-    answer = st.fixed_dictionaries({"answer": TEXT, "sources": st.lists(JSON, max_size=2)}).map(json.dumps)
+    source = st.fixed_dictionaries(
+        {
+            "n": st.integers(0, 3),
+            "chunk_id": st.integers(0, 10**6),
+            "document": TEXT,
+            "document_id": UUID.map(lambda k: str(an_id(world, k))),
+            "source_uri": TEXT,
+            "excerpt": TEXT,
+            "score": st.floats(allow_nan=False, allow_infinity=False),
+        }
+    )
+    answer = st.fixed_dictionaries(
+        {"answer": TEXT, "sources": st.lists(mostly(source, JSON), max_size=2)},
+        optional={"confidence": JSON, "refused": JSON, "answer_source": TEXT, "conflicts": JSON},
+    ).map(json.dumps)
     return st.fixed_dictionaries(
         {
             "question": mostly(Q, TEXT),
             "kb_ids": mostly(st.just([str(world.kb_a)]), st.lists(UUID.map(lambda k: an_id(world, k)), max_size=3)),
             "answer": mostly(answer, JSONS),
             "agent": mostly(st.none(), SMALL_TEXT),
+            "tenant_id": mostly(st.just(str(world.tenant_a)), UUID.map(lambda k: an_id(world, k))),
+        }
+    )
+
+
+def _search_model(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "kb_ids": mostly(
+                st.just([str(world.kb_a)]),
+                st.one_of(st.none(), st.lists(UUID.map(lambda k: an_id(world, k)), max_size=3)),
+            )
         }
     )
 
@@ -986,7 +1012,7 @@ SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] = {
     "add_pending_confirmation": _add_pending,
     "resolve_pending_confirmation": _resolve_pending,
     "cache_get": _cache_get,
-    "cache_put": _cache_put,
+    "search_model": _search_model,
     "record_answer": _record_answer,
     "take_rate_limit": _take_rate_limit,
     "lookup_memories": _lookup_memories,
@@ -1062,6 +1088,7 @@ SERVICE_SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] =
     "purge_transient_state": _texts(now=NOW),
     "run_memory_maintenance": _texts(now=NOW),
     "take_ip_rate_limit": _texts(ip=IP),
+    "cache_put": _cache_put,
 }
 
 # A parameter whose type differs between RPCs of the same name.

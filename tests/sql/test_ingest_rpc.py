@@ -207,8 +207,24 @@ def test_new_model_lives_beside_the_old_one(db: psycopg.Connection[dict[str, Any
     db.execute("rollback to savepoint s")
     calibrate(db, "test-model-8")
     db.execute("select hipocampo.activate_embedding_model('test-model-8')")
+    # The other chunks of the old model have no row of the new one: dropping it would delete their
+    # only text (issue 44 §2).
+    refused = pytest.raises(
+        psycopg.errors.ObjectNotInPrerequisiteState, match=rf"model {MODEL} still embeds [1-9]\d* chunks"
+    )
+    with refused, db.transaction():
+        db.execute("select hipocampo.drop_embedding_model(%s)", (MODEL,))
+    db.execute("reset role")
+    db.execute(
+        "delete from hipocampo_private.chunks as c where c.embedding_model = %s and not exists ("
+        " select 1 from hipocampo_private.chunks as n where n.tenant_id = c.tenant_id"
+        " and n.content_hash = c.content_hash and n.embedding_model = 'test-model-8')",
+        (MODEL,),
+    )
+    left = db.execute("select count(*) as n from hipocampo_private.chunks where embedding_model = %s", (MODEL,))
+    world.act("service_role")
     dropped = db.execute("select hipocampo.drop_embedding_model(%s) as n", (MODEL,)).fetchone()
-    assert dropped is not None and dropped["n"] >= 2
+    assert dropped == left.fetchone()  # the chunks whose text a row of test-model-8 keeps
 
 
 def test_the_python_surface_rpcs(db: Any, world: World) -> None:

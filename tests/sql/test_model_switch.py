@@ -66,7 +66,7 @@ def test_a_model_switch_reembeds_memories_staging_and_messages(db: Conn, user_a:
     assert exc.value.diag.message_primary is not None
     assert exc.value.diag.message_primary.startswith(f"model {MODEL} still embeds ")
     assert exc.value.diag.message_primary.endswith(
-        "messages: embed them with the active model first (hipocampo db embed-missing)"
+        "messages that the active model does not: embed them with the active model first (hipocampo db embed-missing)"
     )
 
     assert set_embeddings(db, "memories", [(new["memory_id"], 10)]) == 1
@@ -96,6 +96,9 @@ def test_a_model_switch_reembeds_memories_staging_and_messages(db: Conn, user_a:
             f"delete from hipocampo_private.{table} where embedding_model = %s and tenant_id <> %s",
             (MODEL, user_a.tenant_a),
         )
+    # (and every chunk of the old model: none has a row of the new one here, and a drop never
+    # deletes a chunk's only text; test_a_drop_never_deletes_text_… below)
+    db.execute("delete from hipocampo_private.chunks where embedding_model = %s", (MODEL,))
     user_a.act("service_role")
     db.execute("select hipocampo.drop_embedding_model(%s)", (MODEL,))
     old_row = db.execute(
@@ -187,3 +190,83 @@ def test_errors_are_clear(db: Conn, user_a: World) -> None:
     user_a.act("authenticated", user_a.member_a, user_a.tenant_a)
     with pytest.raises(psycopg.errors.InsufficientPrivilege), db.transaction():
         db.execute("select * from hipocampo.rows_to_embed('messages')")
+
+
+def test_a_drop_never_deletes_text_and_search_answers_through_the_switch(db: Conn, world: World) -> None:
+    """Issue 44 §2: activating a new model and dropping the old one before the backfill deleted
+    every chunk of a knowledge base (a chunk's row holds the only copy of its text). The drop is
+    refused while any chunk lacks the active model's row; until a knowledge base is complete under
+    the new model, search reads it with the old one, then moves, knowledge base by knowledge base."""
+    db.execute("reset role")
+    # Only this world's rows of the old model (the other tests' are left out, in this transaction).
+    db.execute(
+        "delete from hipocampo_private.chunks where embedding_model = %s and tenant_id <> all(%s)",
+        (MODEL, [world.tenant_a, world.tenant_b]),
+    )
+    for table in ("memories", "memory_staging", "messages"):
+        db.execute(f"delete from hipocampo_private.{table} where embedding_model = %s", (MODEL,))
+    chunks = db.execute(
+        "select id, tenant_id, kb_id, document_id, content, embedding::text as vector"
+        " from hipocampo_private.chunks where embedding_model = %s order by id",
+        (MODEL,),
+    ).fetchall()
+    assert {r["kb_id"] for r in chunks} == {world.kb_a, world.kb_b}
+    first_a = next(r for r in chunks if r["kb_id"] == world.kb_a)
+    search = (
+        "select chunk_id from hipocampo.hybrid_search(query_text => %s, query_embedding => %s::extensions.vector,"
+        " kb_ids => array[%s]::uuid[], match_count => 1)"
+    )
+    model_of = "select hipocampo.search_model(array[%s]::uuid[]) as v"
+
+    world.act("service_role")
+    calibrate(db, OTHER)
+    db.execute("select hipocampo.register_embedding_model(%s, 'local', 384, true)", (OTHER,))
+    # Activated, nothing filled: kb_a still answers from the old model.
+    world.act("authenticated", world.member_a, world.tenant_a)
+    assert one(db, model_of, (world.kb_a,)) == MODEL
+    hits = db.execute(search, (first_a["content"], first_a["vector"], world.kb_a)).fetchall()
+    assert [h["chunk_id"] for h in hits] == [first_a["id"]]
+
+    world.act("service_role")
+    with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState) as exc, db.transaction():
+        db.execute("select hipocampo.drop_embedding_model(%s)", (MODEL,))
+    assert exc.value.diag.message_primary == (
+        f"model {MODEL} still embeds {len(chunks)} chunks, 0 active memories, 0 staged memories and 0 messages"
+        " that the active model does not: embed them with the active model first (hipocampo db embed-missing)"
+    )
+
+    # kb_a filled: it moves to the new model; kb_b, not yet filled, stays on the old one.
+    of_a = [(r["id"], 20 + n) for n, r in enumerate(chunks) if r["kb_id"] == world.kb_a]
+    assert set_embeddings(db, "chunks", of_a) == len(of_a)
+    world.act("authenticated", world.member_a, world.tenant_a)
+    assert one(db, model_of, (world.kb_a,)) == OTHER
+    moved = db.execute(search, (first_a["content"], vec_text(unit_vector(20)), world.kb_a)).fetchall()
+    moved_id = one(
+        db,
+        "select id as v from hipocampo_private.chunks where document_id = %s and content = %s and embedding_model = %s",
+        (first_a["document_id"], first_a["content"], OTHER),
+    )
+    assert [h["chunk_id"] for h in moved] == [moved_id]
+    world.act("authenticated", world.member_b, world.tenant_b)
+    assert one(db, model_of, (world.kb_b,)) == MODEL
+
+    # Everything filled: the drop goes through and every document keeps its text.
+    world.act("service_role")
+    rest = [(r["id"], 40 + n) for n, r in enumerate(chunks) if r["kb_id"] != world.kb_a]
+    assert set_embeddings(db, "chunks", rest) == len(rest)
+    assert one(db, "select hipocampo.drop_embedding_model(%s) as v", (MODEL,)) == len(chunks)
+    kept = db.execute(
+        "select document_id, content from hipocampo_private.chunks where document_id = any(%s) order by id",
+        (list({r["document_id"] for r in chunks}),),
+    ).fetchall()
+    assert sorted((r["document_id"], r["content"]) for r in kept) == sorted(
+        (r["document_id"], r["content"]) for r in chunks
+    )
+    world.act("authenticated", world.member_b, world.tenant_b)
+    assert one(db, model_of, (world.kb_b,)) == OTHER
+
+
+def one(db: Conn, sql: str, params: tuple[Any, ...] = ()) -> Any:
+    row = db.execute(sql, params).fetchone()  # type: ignore[arg-type]
+    assert row is not None
+    return row["v"]

@@ -22,7 +22,9 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
-from ..client import Hipocampo
+from pydantic import ValidationError
+
+from ..client import Actor, Hipocampo
 from ..embeddings import EmbeddingProvider
 from ..errors import HipocampoError, InvalidInputError
 from ..models import Answer, Source
@@ -101,14 +103,13 @@ class Orchestrator:
         if use_cache:
             cached = self._cache_get(question, kbs, agent)
             turn.lap("cache")
-            if cached:
-                cached.pop("answer_source", None)
-                return turn.finish({**cached, "refused": False, "reason": None, "answer_source": "CACHE"})
+            if cached is not None:
+                return turn.finish(cached)
         return self._answer(turn, use_cache)
 
     def _answer(self, turn: _Turn, use_cache: bool) -> Answer:
         """Evidence (one SQL call: retrieval, gates, conflicts), then generation and its checks."""
-        vector = self.embedder.embed_query(turn.question)
+        vector = self.client.query_vector(turn.question, self.embedder, turn.kbs)
         turn.lap("embed")
         decision: dict[str, Any] = self.client.rpc(
             "answer_evidence",
@@ -152,26 +153,43 @@ class Orchestrator:
             "answer_source": generator.answer_source,
         }
         if use_cache:
-            self._cache_put(turn.question, turn.kbs, turn.agent, answer)
+            self._cache_put(turn, answer)
             turn.lap("cache_put")
         return turn.finish(answer, *counts)
 
     # -- database helpers --------------------------------------------------------------------
     def _cache_get(self, question: str, kbs: list[UUID], agent: str | None) -> dict[str, Any] | None:
+        """The cached answer as :meth:`_Turn.finish` takes it, or None: a miss, and an entry that
+        does not parse as an :class:`Answer` too (logged), never an error for the asker."""
         found = self.client.rpc(
             "cache_get", {"question": question, "kb_ids": kbs, "agent": agent, "tenant_id": self.client._tenant()}
         )
-        return dict(found) if found else None
+        if not found:
+            return None
+        entry = {**dict(found), "refused": False, "reason": None, "answer_source": "CACHE"}
+        try:
+            Answer(question=question, trace_id=uuid.uuid4(), **entry)
+        except (ValidationError, TypeError) as exc:
+            log.warning("cached answer ignored (it does not parse): %s", exc)
+            return None
+        return entry
 
-    def _cache_put(self, question: str, kbs: list[UUID], agent: str | None, answer: dict[str, Any]) -> None:
+    def _cache_put(self, turn: _Turn, answer: dict[str, Any]) -> None:
+        """Cache the answer this turn computed, as service_role for the tenant ``rag_config``
+        resolved (``hipocampo.cache_put`` is not a user's: every member reads the entry). A
+        failed write is logged; the answer stands."""
+        tenant = turn.cfg.get("tenant_id") or self.client._tenant()
         args = {
-            "question": question,
-            "kb_ids": kbs,
+            "question": turn.question,
+            "kb_ids": turn.kbs,
             "answer": answer,
-            "agent": agent,
-            "tenant_id": self.client._tenant(),
+            "agent": turn.agent,
+            "tenant_id": tenant,
         }
-        self.client.rpc("cache_put", args, "none")
+        try:
+            self.client.as_actor(Actor.service(tenant)).rpc("cache_put", args, "none")
+        except HipocampoError as exc:
+            log.warning("answer of trace %s not cached: %s", turn.trace, exc)
 
     def _audit(
         self, ans: Answer, kbs: list[UUID], agent: str | None, candidates: int, filtered: int, total_ms: float

@@ -383,7 +383,7 @@ def search(
             embedder = provider_from_config()
             hits = client.search(
                 query,
-                embedder.embed_query(query),
+                client.query_vector(query, embedder, kb_ids),
                 kb_ids=kb_ids,
                 source_types=source_type,
                 match_count=k,

@@ -6,9 +6,10 @@ import os
 from typing import Any
 
 from ..config import load_config
+from ..errors import EmbeddingError
 from .base import EmbeddingProvider
 
-__all__ = ["provider_from_config"]
+__all__ = ["provider_for_model", "provider_from_config"]
 
 
 def provider_from_config(section: dict[str, Any] | None = None) -> EmbeddingProvider:
@@ -56,3 +57,33 @@ def provider_from_config(section: dict[str, Any] | None = None) -> EmbeddingProv
             api_key=key,
         )
     raise ValueError(f"unknown embedding provider: {kind!r} (local, openai or azure)")
+
+
+_LOCAL: dict[str, EmbeddingProvider] = {}
+
+
+def provider_for_model(name: str, configured: EmbeddingProvider) -> EmbeddingProvider:
+    """An embedder of the registered model ``name``: ``configured`` when it is that model, else
+    an offline model of that name (all-MiniLM-L6-v2 or multilingual-e5-small, one instance per
+    process). During a model switch search reads the previously active model until a knowledge
+    base's chunks are complete (``hipocampo.search_model``), and the question must be embedded
+    with it.
+
+    Raises:
+        EmbeddingError: ``name`` is neither ``configured``'s model nor an offline one (a switch
+            between two OpenAI / Azure models: finish the backfill, ``hipocampo db
+            embed-missing``, or configure the previous model).
+    """
+    if configured.model_name == name:
+        return configured
+    from .e5 import E5_MODEL, LocalE5
+    from .local import MODEL_NAME, LocalMiniLM
+
+    if name not in (MODEL_NAME, E5_MODEL):
+        raise EmbeddingError(
+            f"these knowledge bases are searched with {name!r} until the active model's rows are complete"
+            f" (hipocampo db embed-missing), and no embedder of {name!r} is configured"
+        )
+    if name not in _LOCAL:
+        _LOCAL[name] = LocalE5() if name == E5_MODEL else LocalMiniLM()
+    return _LOCAL[name]

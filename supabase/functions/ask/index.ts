@@ -7,7 +7,8 @@
  * Azure endpoint) -> evidence, conflicts and the confidence gates (answer_evidence) -> generation
  * (rag.provider extractive: hipocampo.extractive_answer; openai / azure: a chat completion through
  * the `openai` SDK, temperature 0, prompted with rag.context_prompt and the numbered evidence) ->
- * post-validation of numbers (numbers_absent) -> cited sources (answer_sources) -> cache_put ->
+ * post-validation of numbers (numbers_absent) -> cited sources (answer_sources) -> cache_put (as
+ * service_role, for the tenant rag_config resolved: no user writes the tenant's cache) ->
  * one audit row (record_answer; a failed audit is logged and the answer stands). Refusal texts
  * come from refusal_text. Every threshold is the effective rag config's (hipocampo.rag_config).
  *
@@ -24,7 +25,7 @@
  * Example: curl -X POST "$SUPABASE_URL/functions/v1/ask" -H "Authorization: Bearer $JWT"
  *   -d '{"question": "Qual a carga horária mínima do estágio?", "kb_ids": ["…"]}'
  */
-import type { Tx } from "../_shared/db.ts";
+import { asActor, type Tx } from "../_shared/db.ts";
 import { embedQuery } from "../_shared/embed.ts";
 import { HttpError } from "../_shared/http.ts";
 import { openaiClient } from "../_shared/openai.ts";
@@ -222,7 +223,9 @@ export async function ask({ actor, body, tx }: RouteContext): Promise<Json> {
       | Json
       | null;
     lap("cache");
-    if (cached) return finish({ ...cached, refused: false, reason: null, answer_source: "CACHE" });
+    if (cached && cacheEntryParses(cached)) {
+      return finish({ ...cached, refused: false, reason: null, answer_source: "CACHE" });
+    }
   }
   const vector = Array.isArray(body.query_embedding)
     ? body.query_embedding
@@ -261,10 +264,45 @@ export async function ask({ actor, body, tx }: RouteContext): Promise<Json> {
     answer_source: extractive ? "EXTRACTIVE" : "LLM",
   };
   if (useCache) {
-    await callRpc(tx, cachePut, { question, kb_ids: kbs, answer, agent, tenant_id: tenant });
+    await cacheAnswer(question, kbs, answer, agent, String(cfg.tenant_id ?? tenant ?? ""));
     lap("cache_put");
   }
   return finish(answer, ...counts);
+}
+
+/**
+ * Whether a cached entry has the shape an answer is served with (hipocampo_private._cache_entry_problem
+ * keeps what is stored so): a text and sources with their fields. Anything else is a miss.
+ */
+export function cacheEntryParses(entry: Json): boolean {
+  const sources = entry.sources;
+  return typeof entry.answer === "string" && entry.answer.length > 0 && Array.isArray(sources) &&
+    sources.every((s) =>
+      typeof s === "object" && s !== null && typeof (s as Json).chunk_id === "number" &&
+      typeof (s as Json).n === "number" && typeof (s as Json).excerpt === "string"
+    );
+}
+
+/**
+ * Caches the answer this request computed, as service_role for the tenant rag_config resolved
+ * (`cache_put` is no user's: every member of the tenant reads the entry), in a transaction of
+ * its own; a failed write is logged and the answer stands.
+ */
+async function cacheAnswer(
+  question: string,
+  kbs: string[],
+  answer: Json,
+  agent: string | null,
+  tenant: string,
+): Promise<void> {
+  try {
+    await asActor(
+      { role: "service_role", claims: { role: "service_role" } },
+      (sp) => callRpc(sp, cachePut, { question, kb_ids: kbs, answer, agent, tenant_id: tenant || null }),
+    );
+  } catch (err) {
+    console.error(JSON.stringify({ level: "warning", error: `answer not cached: ${err}` }));
+  }
 }
 
 async function audit(

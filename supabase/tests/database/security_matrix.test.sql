@@ -147,6 +147,7 @@ insert into calls values
 ('hipocampo.answer_evidence', 'select hipocampo.answer_evidence(''prazo segredoalfa'', {v1}, array[{kb_a}]::uuid[], tenant_id => {tenant_a})'),
 ('hipocampo.cache_get', 'select hipocampo.cache_get(''prazo segredoalfa'', array[{kb_a}]::uuid[], tenant_id => {tenant_a})'),
 ('hipocampo.cache_put', 'select hipocampo.cache_put(''outra'', array[{kb_a}]::uuid[], ''{"answer": "x", "sources": []}'', tenant_id => {tenant_a})'),
+('hipocampo.search_model', 'select hipocampo.search_model(array[{kb_a}]::uuid[], {tenant_a})'),
 ('hipocampo.close_session', 'select hipocampo.close_session({session_a})'),
 ('hipocampo.context_pack', 'select hipocampo.context_pack({conv_a}, ''prazo segredoalfa'', {v1}, user_id => {member_a}, tenant_id => {tenant_a})'),
 ('hipocampo.conversation_context', 'select hipocampo.conversation_context({conv_a}, 10, {member_a}, {tenant_a})'),
@@ -393,7 +394,7 @@ create temp table expected (object text, op text, outcomes text, primary key (ob
 -- (object, op, outcomes of: anon, no sub, no tenant claim, member of B, removed member of A,
 --  member of A, admin of B, admin of A, service_role)
 insert into expected values
-('hipocampo.activate_embedding_model', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
+('hipocampo.activate_embedding_model', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo.build_model_index', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
 ('hipocampo.defer_model_index', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
 ('hipocampo_private._drop_model_index', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
@@ -407,7 +408,8 @@ insert into expected values
 ('hipocampo.add_pending_confirmation', 'call', '42501 42501 42501 P0002 42501 write P0002 P0002 write'),
 ('hipocampo.answer_evidence', 'call', '42501 42501 42501 42501 42501 read+write 42501 read+write read+write'),
 ('hipocampo.cache_get', 'call', '42501 42501 42501 42501 42501 read 42501 read read'),
-('hipocampo.cache_put', 'call', '42501 42501 42501 42501 42501 write 42501 write write'),
+('hipocampo.cache_put', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
+('hipocampo.search_model', 'call', '42501 42501 42501 42501 42501 none 42501 none none'),
 ('hipocampo.close_session', 'call', '42501 42501 42501 none 42501 write none none write'),
 ('hipocampo.context_pack', 'call', '42501 42501 42501 42501 42501 read+write 42501 42501 read+write'),
 ('hipocampo.conversation_context', 'call', '42501 42501 42501 42501 42501 read 42501 42501 read'),
@@ -681,6 +683,238 @@ where
         where e.object = ob.object and e.op = ob.op and e.outcomes = ob.outcomes
     )
 order by ord, object;
+
+
+-- The member against the tenant's shared state (issue 44): what a plain member of A changes of
+-- A's rows that are not their own - the answer cache, config, knowledge bases and documents, the
+-- audit trail, the tenant's rate-limit bucket, other users' rows - as opposed to their own
+-- memories, messages, sessions and audit rows about themselves. Every function has its row here
+-- too. Outcomes: a SQLSTATE; none - no shared row changed; shared - some shared row changed.
+create function pg_temp.shared_rows(rel regclass) returns text
+language sql stable as $$
+    select pg_temp.victim_rows(rel) || case
+        when exists (select 1 from pg_catalog.pg_attribute as a
+                     where a.attrelid = rel and a.attname = 'user_id' and not a.attisdropped)
+            then format(' and user_id is distinct from %L', pg_temp.t('member_a'))
+        when exists (select 1 from pg_catalog.pg_attribute as a
+                     where a.attrelid = rel and a.attname = 'user_ref' and not a.attisdropped)
+            then format(' and user_ref is distinct from %L', hipocampo_private._user_ref(
+                pg_temp.t('tenant_a')::uuid, pg_temp.t('member_a')::uuid))
+        when rel = 'hipocampo_private.rate_limit_buckets'::regclass
+            then format(' and bucket not like %L', '%' || hipocampo_private._user_ref(
+                pg_temp.t('tenant_a')::uuid, pg_temp.t('member_a')::uuid) || '%')
+        else ''
+    end
+$$;
+
+create function pg_temp.shared_fingerprint() returns text
+language plpgsql as $$
+declare
+    rel regclass;
+    acc text := '';
+    part text;
+begin
+    for rel in
+        select c.oid from pg_catalog.pg_class as c
+        where c.relnamespace = 'hipocampo_private'::regnamespace and c.relkind = 'r'
+        order by c.relname
+    loop
+        execute format('select md5(coalesce(string_agg(x::text, ''|'' order by x::text), '''')) from %s as x where %s',
+            rel, pg_temp.shared_rows(rel)) into part;
+        acc := acc || part;
+    end loop;
+    return md5(acc);
+end;
+$$;
+
+create function pg_temp.shared_outcome(object text) returns text
+language plpgsql as $$
+declare
+    stmt text := pg_temp.statement(object, 'call');
+    before text := pg_temp.shared_fingerprint();
+    answer text;
+    state text;
+    msg text;
+begin
+    begin
+        perform pg_temp.act('authenticated', pg_temp.t('member_a'), pg_temp.t('tenant_a'));
+        execute stmt into answer;
+        perform set_config('role', 'none', true), set_config('request.jwt.claims', '', true);
+        raise exception using errcode = 'HM000',
+            message = case when pg_temp.shared_fingerprint() <> before then 'shared' else 'none' end;
+    exception when others then
+        get stacked diagnostics state = returned_sqlstate, msg = message_text;
+        return case when state = 'HM000' then msg else state end;
+    end;
+end;
+$$;
+
+-- Expected: what a plain member of A may do to A's shared state, per function.
+create temp table shared_expected (object text primary key, outcome text not null);
+insert into shared_expected values
+('hipocampo.activate_embedding_model', '42501'),
+('hipocampo.active_embedding_model', 'none'),
+('hipocampo.add_member', '42501'),
+('hipocampo.add_message', 'none'),
+('hipocampo.add_pending_confirmation', 'none'),
+-- the chunks it returns: their access times (chunk_access)
+('hipocampo.answer_evidence', 'shared'),
+('hipocampo.answer_sources', 'none'),
+('hipocampo.build_model_index', '42501'),
+('hipocampo.cache_get', 'none'),
+('hipocampo.cache_put', '42501'),
+('hipocampo.chunks_without_sentences', '42501'),
+('hipocampo.close_session', 'none'),
+('hipocampo.context_pack', 'none'),
+('hipocampo.conversation_context', 'none'),
+('hipocampo.correct_memory', 'none'),
+('hipocampo.correct_user_memory', 'none'),
+('hipocampo.create_knowledge_base', '42501'),
+('hipocampo.create_tenant', '42501'),
+('hipocampo.defer_model_index', '42501'),
+('hipocampo.delete_document', 'none'),
+('hipocampo.delete_knowledge_base', '42501'),
+('hipocampo.delete_tenant', '42501'),
+('hipocampo.detect_conflicts', 'none'),
+('hipocampo.document_hashes', 'none'),
+('hipocampo.drop_embedding_model', '42501'),
+('hipocampo.effective_config', 'none'),
+-- their own erasure: the tenant-wide audit record of it
+('hipocampo.erase_user', 'shared'),
+('hipocampo.evidence_support', 'none'),
+('hipocampo.export_user_data', 'none'),
+('hipocampo.extractive_answer', 'none'),
+('hipocampo.finish_ingestion_job', 'P0002'),
+('hipocampo.forget_memory', 'none'),
+('hipocampo.forget_user_memory', 'none'),
+('hipocampo.get_document', 'none'),
+('hipocampo.get_session', 'none'),
+('hipocampo.hard_delete_memory', '42501'),
+('hipocampo.heartbeat_ingestion_job', 'P0002'),
+-- the chunks it returns: their access times (chunk_access)
+('hipocampo.hybrid_search', 'shared'),
+('hipocampo.ingest_document', '42501'),
+('hipocampo.ingest_documents', '42501'),
+('hipocampo.inspect_user_memory', 'none'),
+('hipocampo.knowledge_base_id', 'none'),
+('hipocampo.list_documents', 'none'),
+('hipocampo.list_knowledge_bases', 'none'),
+('hipocampo.list_members', '42501'),
+('hipocampo.list_tenants', '42501'),
+('hipocampo.lookup_memories', 'none'),
+('hipocampo.membership_role', 'none'),
+('hipocampo.memories_without_embedding', 'none'),
+('hipocampo.memory_consent', 'none'),
+('hipocampo.messages_without_tokens', '42501'),
+('hipocampo.normalize_question', 'none'),
+('hipocampo.numbers_absent', 'none'),
+('hipocampo.open_session', 'none'),
+('hipocampo.plain_text', 'none'),
+('hipocampo.promote_memory', 'none'),
+('hipocampo.promote_user_memory', 'none'),
+('hipocampo.purge_expired', '42501'),
+('hipocampo.purge_sessions', '42501'),
+('hipocampo.purge_transient_state', '42501'),
+('hipocampo.question_refusal', 'none'),
+('hipocampo.rag_config', 'none'),
+('hipocampo.record_answer', 'none'),
+('hipocampo.record_embedding_failure', '42501'),
+('hipocampo.recover_ingestion_jobs', 'none'),
+('hipocampo.refusal_text', 'none'),
+('hipocampo.register_embedding_model', '42501'),
+('hipocampo.remember', 'none'),
+('hipocampo.remove_member', '42501'),
+('hipocampo.requeue_embedding_failures', '42501'),
+('hipocampo.resolve_pending_confirmation', 'P0002'),
+('hipocampo.rows_to_embed', '42501'),
+('hipocampo.run_memory_maintenance', '42501'),
+('hipocampo.schedule_embedding_queue', '42501'),
+('hipocampo.schedule_maintenance', '42501'),
+('hipocampo.scrub_pii', 'none'),
+('hipocampo.search_history', 'none'),
+('hipocampo.search_memories', 'none'),
+('hipocampo.search_model', 'none'),
+('hipocampo.seed_profile', 'none'),
+('hipocampo.session_add_message', 'none'),
+('hipocampo.set_agent_binding', '42501'),
+('hipocampo.set_chunk_sentences', '42501'),
+('hipocampo.set_document_metadata', '42501'),
+('hipocampo.set_document_status', '42501'),
+('hipocampo.set_knowledge_base_config', '42501'),
+('hipocampo.set_knowledge_base_status', 'none'),
+('hipocampo.set_knowledge_base_tuning', '42501'),
+('hipocampo.set_memory_consent', 'none'),
+('hipocampo.set_memory_embeddings', 'none'),
+('hipocampo.set_message_tokens', 'none'),
+('hipocampo.set_model_calibration', '42501'),
+('hipocampo.set_row_embeddings', '42501'),
+('hipocampo.set_tenant_config', '42501'),
+('hipocampo.set_tenant_tuning', '42501'),
+('hipocampo.staged_memories', 'none'),
+('hipocampo.start_ingestion_job', '42501'),
+('hipocampo.take_ip_rate_limit', '42501'),
+-- a token of the tenant-wide bucket (rag.tenant_rate_limit_per_minute)
+('hipocampo.take_rate_limit', 'shared'),
+('hipocampo.tenant_by_slug', 'none'),
+('hipocampo.tenant_metrics', '42501'),
+('hipocampo.update_conversation_summary', 'none'),
+('hipocampo.update_knowledge_base', '42501'),
+('hipocampo.update_session', 'none'),
+('hipocampo_private._caller', 'none'),
+('hipocampo_private._chunks_access_after_delete', '42501'),
+('hipocampo_private._chunks_stats_after_delete', '42501'),
+('hipocampo_private._chunks_stats_after_insert', '42501'),
+('hipocampo_private._drop_model_index', '42501'),
+('hipocampo_private._ensure_model_index', '42501'),
+('hipocampo_private._invalidate_answer_cache', '42501'),
+-- an access-log row (issue 44 §5: the writing helpers still take raw arguments)
+('hipocampo_private._log_access', 'shared'),
+('hipocampo_private._memory_event', 'none'),
+('hipocampo_private._pseudonym', '42501'),
+('hipocampo_private._touch_memories', 'none'),
+('hipocampo_private.current_tenant_id', 'none'),
+('hipocampo_private.current_tenant_role', 'none');
+
+create temp table shared_observed as
+select o.object, pg_temp.shared_outcome(o.object) as outcome
+from objects as o
+where o.op = 'call' and exists (
+    select 1 from calls as k
+    where k.object = o.object
+);
+
+select is_empty(
+    $$ select o.object from objects as o
+       left join shared_expected as e on e.object = o.object where o.op = 'call' and e.object is null $$,
+    'every function has its row for the member against the tenant''s shared state'
+);
+select is_empty(
+    $$ select e.object from shared_expected as e
+       left join objects as o on o.object = e.object and o.op = 'call' where o.object is null $$,
+    'no shared-state row names a function that does not exist'
+);
+select is(ob.outcome, e.outcome, 'member of A against A''s shared state: ' || ob.object)
+from shared_observed as ob inner join shared_expected as e on ob.object = e.object
+order by ob.object;
+select diag(format(
+    'member against the tenant''s shared state: %s functions; outcomes: %s',
+    (select count(*) from shared_observed),
+    (
+        select string_agg(format('%s %s', n, outcome), ', ' order by n desc)
+        from (
+            select outcome, count(*) as n from shared_observed
+            group by outcome
+        ) as t
+    )
+));
+select diag(format('%-60s %s', 'shared observed: ' || ob.object, ob.outcome))
+from shared_observed as ob
+where
+    not exists (
+        select 1 from shared_expected as e
+        where e.object = ob.object and e.outcome = ob.outcome
+    )
+order by ob.object;
 
 select * from finish();
 rollback;
