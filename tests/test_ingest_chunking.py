@@ -43,15 +43,15 @@ def test_regulation_chunks_respect_sizes_and_sentences() -> None:
 def test_article_and_section_metadata() -> None:
     chunks = chunk_text(regulation(), RULES["regulation"], count_tokens)
     assert chunks[0].metadata["article"] == "Art. 1º"
-    assert chunks[0].metadata["section"] == "CAPÍTULO I"
-    arts = [a for c in chunks for a in c.metadata["articles"]]
-    assert "Art. 30º" in arts
-    later = [c for c in chunks if "Art. 20º" in c.metadata.get("articles", [])]
-    assert later and later[0].metadata["section"] in ("CAPÍTULO I", "CAPÍTULO II")
+    assert chunks[0].metadata["section"] == "CAPÍTULO I – DAS DISPOSIÇÕES GERAIS"
+    # An article a chunk: the unit that answers (issue 48 §1), its chapter as its heading path.
+    assert [c.metadata["articles"] for c in chunks] == [[f"Art. {i}º"] for i in range(1, 31)]
+    assert chunks[19].metadata["section"] == "CAPÍTULO II – DAS PENALIDADES"
+    assert all(c.content.startswith(c.metadata["article"]) for c in chunks)
 
 
 def test_overlap_carries_the_last_sentences() -> None:
-    rule = RULES["regulation"]
+    rule = ChunkingRule(500, 800, 100, "article")  # articles packed together, as before issue 48
     chunks = chunk_text(regulation(60), rule, count_tokens)
     assert len(chunks) > 2
     for prev, nxt in pairwise(chunks):
@@ -83,11 +83,14 @@ def test_a_sentence_longer_than_max_is_cut_at_clauses() -> None:
 
 
 def test_seed_table_is_in_config() -> None:
-    assert (RULES["regulation"].min_tokens, RULES["regulation"].max_tokens, RULES["regulation"].overlap) == (
-        500,
-        800,
-        100,
-    )
+    # Regulations and policies: an article a chunk, never merged with the next (issue 48 §1).
+    for kind in ("regulation", "policy"):
+        assert (RULES[kind].min_tokens, RULES[kind].max_tokens, RULES[kind].overlap, RULES[kind].split) == (
+            1,
+            800,
+            0,
+            "article",
+        )
     assert (RULES["assembly_minutes"].min_tokens, RULES["assembly_minutes"].max_tokens) == (300, 500)
     assert RULES["assembly_minutes"].overlap == 50
     assert (RULES["reservation"].min_tokens, RULES["reservation"].max_tokens) == (100, 200)
@@ -109,3 +112,24 @@ def test_chunk_sentences_are_its_sentences_at_most_the_limit() -> None:
     # 130 sentences in runs of 3 (ceil(130 / 64)): 44 items, every sentence kept in order.
     assert len(parts) == 44 <= MAX_SENTENCES and " ".join(parts) == text
     assert chunk_sentences(text, limit=1) == [text]
+
+
+def test_markdown_is_structure_not_text() -> None:
+    """Issue 48 §1: a markdown regulation (`## Capítulo …`, `**Art. 3º**`) becomes one chunk per
+    article, its chapter as the heading path, no `#` or `**` in what is stored."""
+    from pathlib import Path
+
+    from hipocampo.ingest.pipeline import context_header
+
+    path = Path(__file__).parent.parent / "examples" / "regulamento-condominio" / "regulamento-interno.md"
+    chunks = chunk_text(path.read_text("utf-8"), RULES["regulation"], count_tokens)
+    articles = [c.metadata.get("article") for c in chunks]
+    assert articles == [None, *(f"Art. {i}º" for i in range(1, 10)), *(f"Art. {i}" for i in range(10, 26))]
+    assert not any("#" in c.content or "**" in c.content for c in chunks)
+    six = chunks[6]
+    assert six.content.startswith("Art. 6º É permitida a permanência de animais domésticos")
+    assert "§ 2º Cães de grande porte" in six.content and "Art. 7º" not in six.content
+    assert six.metadata["section"] == "Capítulo III – Dos animais"
+    title = "Regulamento Interno do Condomínio Residencial Jardim das Acácias"
+    assert context_header(title, six) == f"{title} › Capítulo III – Dos animais"
+    assert context_header(title, chunks[0]) == title  # the preamble's section is the title itself

@@ -531,19 +531,6 @@ class Hipocampo:
         model = self.rpc("search_model", {"kb_ids": list(kb_ids) if kb_ids else None, "tenant_id": self._tenant()})
         return str(model) if model else None
 
-    def query_vector(self, query: str, embedder: Any, kb_ids: Sequence[UUID] | None = None) -> list[float]:
-        """``query`` embedded by the model a search of these knowledge bases reads
-        (:meth:`search_model`): ``embedder`` when it is that model, else that offline model
-        (``embeddings.factory.provider_for_model``). Returns ``dims`` floats.
-
-        Raises:
-            EmbeddingError: the model searched is neither ``embedder``'s nor an offline one.
-        """
-        from .embeddings.factory import provider_for_model
-
-        model = self.search_model(kb_ids)
-        return list((provider_for_model(model, embedder) if model else embedder).embed_query(query))
-
     def search(
         self,
         query: str,

@@ -28,6 +28,7 @@ from pydantic import Field
 from .answers import Orchestrator
 from .client import Actor, Hipocampo
 from .embeddings import EmbeddingProvider, provider_from_config
+from .embeddings.factory import query_vector
 from .errors import HipocampoError, PermissionDeniedError
 from .memory import Memory
 from .text import plain_text
@@ -205,7 +206,7 @@ def _knowledge_tools(server: MCPServer, s: _Session) -> None:
         def run() -> list[dict[str, Any]]:
             client = s.client
             kb_ids = s.kb_ids(kb)
-            vector = client.query_vector(query, s.embedder(), kb_ids)
+            vector = query_vector(client, query, s.embedder(), kb_ids)
             hits = client.search(query, vector, kb_ids=kb_ids, match_count=top_k)
             return [
                 {

@@ -2361,7 +2361,9 @@ rows_to_embed(kind text, batch_size integer default 100, after_id text default n
 
 Purpose: rows that search cannot read with the active model - no embedding, or one of another
   model: chunks whose content has no chunk of the active model ('chunks', one per content hash
-  of a tenant, with the text ingestion embeds: the document's title, a newline, the content),
+  of a tenant, with the text ingestion embeds: its contextual header - metadata.title, the
+  document's title and the chunk's heading path; the document's title without one -, a newline,
+  the content),
   active memories ('memories') and staged memories ('memory_staging') with their description,
   messages ('messages') with their content. The listed rows stay locked (for update
   skip locked) until the caller's transaction ends: store their vectors with set_row_embeddings
@@ -2408,7 +2410,8 @@ begin
     end if;
     if kind = 'chunks' then
         return query
-        select c.id::text, d.title || E'\n' || c.content
+        -- The contextual header ingestion embedded (the title and the chunk's heading path).
+        select c.id::text, coalesce(c.metadata ->> 'title', d.title) || E'\n' || c.content
         from hipocampo_private.chunks as c
         inner join hipocampo_private.documents as d on d.id = c.document_id
         where c.embedding_model is distinct from model

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from ..client import Actor, Hipocampo
 from ..embeddings import EmbeddingProvider
+from ..embeddings.factory import query_vector
 from ..errors import HipocampoError, InvalidInputError
 from ..models import Answer, Source
 from .generation import GenerationError, Generator, generator_for
@@ -109,7 +110,7 @@ class Orchestrator:
 
     def _answer(self, turn: _Turn, use_cache: bool) -> Answer:
         """Evidence (one SQL call: retrieval, gates, conflicts), then generation and its checks."""
-        vector = self.client.query_vector(turn.question, self.embedder, turn.kbs)
+        vector = query_vector(self.client, turn.question, self.embedder, turn.kbs)
         turn.lap("embed")
         decision: dict[str, Any] = self.client.rpc(
             "answer_evidence",

@@ -376,6 +376,7 @@ def search(
 ) -> None:
     """Hybrid search: the hits with their scores, sources and excerpts (--json: every hit, raw)."""
     from ..embeddings import provider_from_config
+    from ..embeddings.factory import query_vector
 
     with _client(tenant) as client:
         try:
@@ -383,7 +384,7 @@ def search(
             embedder = provider_from_config()
             hits = client.search(
                 query,
-                client.query_vector(query, embedder, kb_ids),
+                query_vector(client, query, embedder, kb_ids),
                 kb_ids=kb_ids,
                 source_types=source_type,
                 match_count=k,

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from ..config import load_config
 from ..errors import EmbeddingError
 from .base import EmbeddingProvider
 
-__all__ = ["provider_for_model", "provider_from_config"]
+if TYPE_CHECKING:
+    from ..client import Hipocampo
+
+__all__ = ["provider_for_model", "provider_from_config", "query_vector"]
 
 
 def provider_from_config(section: dict[str, Any] | None = None) -> EmbeddingProvider:
@@ -87,3 +92,18 @@ def provider_for_model(name: str, configured: EmbeddingProvider) -> EmbeddingPro
     if name not in _LOCAL:
         _LOCAL[name] = LocalE5() if name == E5_MODEL else LocalMiniLM()
     return _LOCAL[name]
+
+
+def query_vector(
+    client: Hipocampo, query: str, embedder: EmbeddingProvider, kb_ids: Sequence[UUID] | None = None
+) -> list[float]:
+    """``query`` embedded by the model a search of these knowledge bases reads
+    (``Hipocampo.search_model``: the active one, or during a switch the previously active one
+    until the knowledge bases are complete): ``embedder`` when it is that model, else that
+    offline model (:func:`provider_for_model`). Returns ``dims`` floats.
+
+    Raises:
+        EmbeddingError: the model searched is neither ``embedder``'s nor an offline one.
+    """
+    model = client.search_model(kb_ids)
+    return list((provider_for_model(model, embedder) if model else embedder).embed_query(query))

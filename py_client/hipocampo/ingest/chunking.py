@@ -16,7 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MAX_SENTENCES", "Chunk", "ChunkingRule", "chunk_sentences", "chunk_text", "split_sentences"]
+__all__ = [
+    "MAX_SENTENCES",
+    "Chunk",
+    "ChunkingRule",
+    "chunk_sentences",
+    "chunk_text",
+    "plain_markdown",
+    "split_sentences",
+]
 
 _ARTICLE = re.compile(r"^\s*(Art(?:igo)?\.?\s*\d+[º°o]?(?:-[A-Z])?)", re.IGNORECASE)
 _HEADING = re.compile(
@@ -24,6 +32,14 @@ _HEADING = re.compile(
     re.IGNORECASE,
 )
 _TOPIC = re.compile(r"^\s*(?:#{1,6}\s+.+|(?:\d{1,2}[.)]|[IVXLC]+\s*[-–.)]|Item\s+\d+|Pauta\b).*)$")
+_MD_HEADING = re.compile(r"^\s*(#{1,6})\s+(.+?)\s*#*\s*$")
+# Inline markdown: bold / italics by asterisks or underscores, code marks (the words are kept).
+_MD_INLINE = (
+    (re.compile(r"\*\*([^\s*](?:(?:[^*]|\*(?!\*))*[^\s*])?)\*\*"), r"\1"),
+    (re.compile(r"__([^\s_](?:(?:[^_]|_(?!_))*[^\s_])?)__"), r"\1"),
+    (re.compile(r"(?<![\w*])\*([^*\s](?:[^*]*[^*\s])?)\*(?![\w*])"), r"\1"),
+    (re.compile(r"`{1,3}([^`]*)`{1,3}"), r"\1"),
+)
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[\"“(\[]?[A-ZÁÉÍÓÚÂÊÔÃÕÇ0-9§])")
 _CLAUSE = re.compile(r"(?<=[,;:])\s+")
 
@@ -103,23 +119,48 @@ def chunk_sentences(text: str, limit: int = MAX_SENTENCES) -> list[str]:
     return [" ".join(parts[i : i + size]) for i in range(0, len(parts), size)]
 
 
+def plain_markdown(text: str) -> str:
+    """``text`` without inline markdown marks: ``**bold**``, ``__bold__``, ``*italics*`` and code
+    marks become their words (headings are read as structure by :func:`chunk_text`)."""
+    for pattern, repl in _MD_INLINE:
+        text = pattern.sub(repl, text)
+    return text
+
+
 def _sections(text: str, split: str) -> list[_Section]:
+    """The structural sections of ``text``. Markdown is structure, not text: a ``#`` heading (and,
+    for articles, a chapter / section line) becomes the heading path of what follows, without
+    the marks, and is not itself content when sections are articles; inline emphasis is dropped.
+    A level-1 heading is the document's title (the loader's), so the path starts below it."""
     sections: list[_Section] = []
+    path: dict[int, str] = {}
     heading: str | None = None
     current = _Section(None, None, [])
     boundary = _TOPIC if split == "topic" else _HEADING
-    for block in re.split(r"\n\s*\n|\n(?=\s*(?:#|Art\.?\s*\d|T[ÍI]TULO|CAP[ÍI]TULO|SE[ÇC][ÃA]O))", text):
-        block = block.strip()
+    for block in re.split(r"\n\s*\n|\n(?=\s*(?:#|\**Art\.?\s*\d|T[ÍI]TULO|CAP[ÍI]TULO|SE[ÇC][ÃA]O))", text):
+        block = plain_markdown(block.strip())
         if not block:
             continue
         first = block.split("\n", 1)[0]
+        md = _MD_HEADING.match(first)
         art = _ARTICLE.match(first) if split == "article" else None
-        is_heading = bool(boundary.match(first)) and len(first) < 200 and split != "paragraph"
+        is_heading = bool(md) or (bool(boundary.match(first)) and len(first) < 200 and split != "paragraph")
         if is_heading and not art:
-            heading = first.lstrip("# ").strip()
+            level = len(md.group(1)) if md else 2
+            rest = block.split("\n", 1)[1].strip() if "\n" in block else ""
+            title = md.group(2).strip() if md else first.strip()
+            if not md and rest and "\n" not in rest and len(rest) < 120 and not rest.endswith((".", ":", ";")):
+                title, rest = f"{title} – {rest}", ""  # "CAPÍTULO I" over "DAS DISPOSIÇÕES GERAIS"
+            path = {k: v for k, v in path.items() if k < level}
+            path[level] = title
+            heading = " › ".join(v for k, v in sorted(path.items()) if k > 1) or path.get(1)
             if current.lines:
                 sections.append(current)
-            current = _Section(heading, None, [block])
+            # Under articles a heading is context (the chunks' heading path), not text.
+            lines = [rest] if rest else []
+            if split != "article":
+                lines = [path[level], *lines]
+            current = _Section(heading, None, lines)
             continue
         if art or split == "paragraph":
             if current.lines and (current.article is not None or split == "paragraph" or art):

@@ -231,9 +231,9 @@ class _Run:
             return
         assert self.job is not None
         batch, self.pending = self.pending, []
-        # The title is a contextual header of every chunk, for the embedding as for the tsvector
-        # (which indexes metadata.title + content).
-        texts = [f"{p.item.doc.title}\n{c.content}" for p in batch for c in p.chunks]
+        # The title (with the chunk's heading path) is a contextual header of every chunk, for the
+        # embedding as for the tsvector (which indexes metadata.title + content).
+        texts = [f"{context_header(p.item.doc.title, c)}\n{c.content}" for p in batch for c in p.chunks]
         if self.sentences:  # then each chunk's sentences, in the same model call
             texts += [s for p in batch for c in p.chunks for s in chunk_sentences(c.content)]
         self.client.heartbeat_job(self.job)  # the job's lease: alive before a long embedding call
@@ -268,7 +268,7 @@ class _Run:
                 # chunks, also when another one in the KB has the same text (search's
                 # near-duplicate dedupe then shows one of them); see issue 19 §1.11.
                 "content_hash": sha256(f"{self.kb_id}:{it.doc.source_uri}:{i}:{c.content}"),
-                "metadata": {**c.metadata, "title": it.doc.title},
+                "metadata": {**c.metadata, "title": context_header(it.doc.title, c)},
                 "embedding": v,
                 **({"sentence_embeddings": p.sentence_vectors[i]} if p.sentence_vectors else {}),
             }
@@ -398,6 +398,15 @@ def ingest_documents(
         return run.close()
     finally:
         run._writer.shutdown(wait=True)  # also when the run stops on an error
+
+
+def context_header(title: str, chunk: Chunk) -> str:
+    """A chunk's contextual header: the document's title and, below it, the heading path of the
+    chunk's section (``Regulamento Interno › Capítulo III – Dos animais``), stored as
+    ``metadata.title`` (indexed with the content) and embedded before the content; a section
+    that is the title itself adds nothing."""
+    section = str(chunk.metadata.get("section") or "")
+    return f"{title} › {section}" if section and section != title else title
 
 
 def _chunk_and_flush(
