@@ -2,8 +2,8 @@
 
 Usage:  .venv/bin/python benchmarks/gate_features.py [--model NAME]
 
-For each question, answer_evidence's candidates under GATE_READING (every candidate kept, the
-sentence cosine read) with what a gate could weigh, and whether each candidate answers:
+For each question, answer_evidence's 8 best candidates under GATE_READING (every candidate kept,
+the sentence cosine read) with what a gate could weigh, and whether each candidate answers:
 - faquad: FaQuAD's 900 questions over its 249 paragraphs (good: the gold paragraph), and the
   questions of the removed articles whose answer is in no remaining paragraph over the reduced
   knowledge base, plus Quati's 24 questions over the full one (good: none);
@@ -33,6 +33,8 @@ from hipocampo.ingest.pipeline import ingest_paths
 from models import MINILM, model_database, offline_embedder
 from regulation import REGULATION, questions
 
+#: Candidates read per question: more than rag.top_k (4), so that a gate may choose among them.
+READ = {**SENTENCES_READ, "top_k": 8}
 FIELDS = (
     "chunk_id",
     "source_uri",
@@ -56,7 +58,7 @@ def _kb(
     source_type: str,
     trust: float | None,
 ) -> uuid.UUID:
-    client.create_kb(name, overrides={"chunking": {source_type: WHOLE}, "rag": SENTENCES_READ})
+    client.create_kb(name, overrides={"chunking": {source_type: WHOLE}, "rag": READ})
     docs = [
         DocumentInput(LoadedDocument(t or pid, text, f"{prefix}:{pid}"), source_type, trust_score=trust)
         for pid, (t, text) in corpus.items()
@@ -89,7 +91,7 @@ def main() -> int:
             kept = {k: v for k, v in fq.corpus.items() if v[0] not in removed}
             kb_held = _kb(client, "faquad-held", kept, embedder, "faquad", "regulation", 0.9)
             kb_qt = _kb(client, "quati", qt.corpus, embedder, "quati", "other", None)
-            client.create_kb("regulation", overrides={"rag": SENTENCES_READ})
+            client.create_kb("regulation", overrides={"rag": READ})
             ingest_paths(client, "regulation", [REGULATION], embedder, count_tokens, source_type="regulation")
             kb_reg = client.kb_id("regulation")
             articles = _article_uris(client, kb_reg)
