@@ -196,3 +196,38 @@ def test_search_shows_relevance_on_clear_scales_and_plain_text(database_url: str
     assert hits[0]["metadata"]["section"] == "Capítulo II - Das multas" and "#" not in hits[0]["content"]
     res = runner.invoke(app, ["ask", query, "--kb", "regras", "--tenant", slug], terminal_width=200)
     assert res.exit_code == 0 and "15 dias" in res.output and "##" not in res.output, res.output
+
+
+def test_word_salad_is_ingested_with_a_warning_and_never_answers(database_url: str, tmp_path: Path) -> None:
+    """Issue 48 §3: a 'minutes' file of random words of the regulation's own text (OCR garbage, a
+    scrambled export) is ingested with a warning, doc show says so, and the question the
+    regulation answered is still answered from it, never from the salad."""
+    import random
+    import re
+    import shutil
+
+    regimento = Path(__file__).parent.parent / "examples" / "condominio" / "regimento.md"
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(regimento, docs / "regimento.md")
+    words = re.findall(r"[^\W\d_]+", regimento.read_text("utf-8"))
+    rnd = random.Random(5)
+    (docs / "ata-embaralhada.txt").write_text(" ".join(rnd.choice(words) for _ in range(4000)), "utf-8")
+    slug = f"cli-{uuid.uuid4().hex[:8]}"
+    assert runner.invoke(app, ["tenant", "create", "Sol", "--slug", slug]).exit_code == 0
+    res = runner.invoke(
+        app, ["ingest", str(docs), "--kb", "regras", "--create-kb", "--tenant", slug, "--source-type", "regulation"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "ata-embaralhada.txt: its text does not read as language" in res.stderr
+    assert "regimento.md: its text" not in res.stderr
+    listed = json.loads(runner.invoke(app, ["doc", "list", "--kb", "regras", "--tenant", slug, "--json"]).stdout)
+    salad = next(d for d in listed if d["source_uri"].endswith("ata-embaralhada.txt"))
+    shown = runner.invoke(app, ["doc", "show", str(salad["id"]), "--tenant", slug])
+    assert json.loads(shown.stdout)["reads_as_language"] is False and "does not read as language" in shown.stderr
+    res = runner.invoke(
+        app, ["ask", "qual o prazo de recurso contra multa?", "--kb", "regras", "--tenant", slug, "--json"]
+    )
+    answer = json.loads(res.stdout)
+    assert answer["refused"] is False and "15 dias" in answer["answer"], answer
+    assert all(s["source_uri"].endswith("regimento.md") for s in answer["sources"])

@@ -415,6 +415,25 @@ def test_document_metadata_edit_and_delete(page: Any, hub: str, world: dict[str,
     assert page.locator("#doc-list tbody tr").count() == 0
 
 
+def test_a_document_that_is_not_language_says_so(page: Any, hub: str, world: dict[str, Any], tmp_path: Path) -> None:
+    """Issue 48 §3: word salad of a regulation's own words is found but never answers; its page says so."""
+    import random
+
+    words = re.findall(r"[^\W\d_]+", (world["files"] / "piscina.md").read_text("utf-8"))
+    salad = tmp_path / "ata-embaralhada.txt"
+    salad.write_text(" ".join(random.Random(3).choice(words) for _ in range(3000)), "utf-8")
+    sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
+    page.fill("#kb-name", "salada")
+    page.click("#create-kb button")
+    assert upload(page, [world["files"] / "piscina.md", salad]) == {"piscina.md": "pronto", salad.name: "pronto"}
+    page.click("text=Voltar à base")
+    page.locator("#doc-list a").filter(has_not_text="Regulamento da piscina").first.click()
+    assert page.inner_text("#not-language").startswith("O texto deste documento não parece linguagem")
+    page.click("text=Voltar à base")
+    page.click("#doc-list a >> text=Regulamento da piscina")
+    assert page.locator("#not-language").count() == 0
+
+
 def test_documents_come_a_page_at_a_time(
     page: Any, hub: str, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -487,6 +487,18 @@ class Hipocampo:
         row = self.rpc("get_document", {"document_id": document_id, "tenant_id": self._tenant()}, "row")
         return dict(row) if row else None
 
+    def documents_not_language(self, kb_id: UUID, source_uris: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """The knowledge base's documents whose text does not read as language
+        (``hipocampo.documents_not_language``: word salad, OCR garbage; found by search, never
+        evidence for an answer), only those of ``source_uris`` when given: ``[{document_id,
+        source_uri, title, text_measures: {words, function_share, odd_transitions}}]``.
+
+        Raises:
+            NotFoundError: unknown knowledge base (P0002).
+        """
+        args = {"kb_id": kb_id, "source_uris": list(source_uris) if source_uris is not None else None}
+        return [dict(r) for r in self.rpc("documents_not_language", args, "rows")]
+
     def membership_role(self, tenant_id: UUID | str, user_id: UUID | str) -> str | None:
         """``admin`` | ``member`` | None: the user's role in the tenant (service_role names both)."""
         role = self.rpc("membership_role", {"user_id": user_id, "tenant_id": tenant_id})

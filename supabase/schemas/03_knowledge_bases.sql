@@ -97,6 +97,10 @@ create table hipocampo_private.documents (
     -- Personal data the client's scrub replaced in the text (scrub_pii counts), as it reported
     -- them; what the documents and chunks triggers replace afterwards is not counted here.
     pii_replacements integer not null default 0,
+    -- How much the document's text reads as language (_text_measures: words, function_share,
+    -- odd_transitions), written when its chunks are (_measure_documents_text); the answer gate
+    -- reads it (_reads_as_language). Null: never measured.
+    text_measures jsonb,
     constraint documents_source_type_check check (source_type in (
         'regulation', 'policy', 'assembly_minutes', 'reservation', 'decision',
         'penalty', 'metric', 'faq', 'manual', 'other'
@@ -620,6 +624,176 @@ create trigger chunks_access_after_delete
 after delete on hipocampo_private.chunks
 referencing old table as old_rows
 for each statement execute function hipocampo_private._chunks_access_after_delete();
+
+-- Text that is not language (issue 48 §3): a document's words are measured when its chunks are
+-- written, and the answer gate reads the measures (rag.language_*): word salad made of a knowledge
+-- base's own vocabulary, OCR garbage or a scrambled export is found by search but never answers.
+/*
+_text_measures(content text) -> jsonb
+
+Purpose: how much a text reads as language, from its words (_plain_words: lower case, unaccented;
+  numbers left out):
+  "words" (their count), "function_share" (the share that are function words - articles,
+  prepositions, conjunctions, pronouns, auxiliaries - of Portuguese or English: 0.18-0.55 in
+  prose, about 0.1 in words drawn from a vocabulary at random) and "odd_transitions" (after an
+  article or a preposition, the share followed by another article, a preposition or a
+  conjunction: at most 0.22 over the FaQuAD, Quati and SciFact documents of 100+ words, 0.25-0.31
+  in words drawn at random from a regulation's text; null under 5 such words).
+Returns: {"words", "function_share", "odd_transitions"}.
+Errors: none (a pure function).
+Example: select hipocampo_private._text_measures('O prazo de recurso é de 15 dias.');
+*/
+create or replace function hipocampo_private._text_measures(content text)
+returns jsonb
+language sql
+stable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+    with w as (
+        -- Words as _plain_words reads them (lower case, unaccented, any script), numbers left out.
+        select coalesce(array_agg(x.word order by x.n), '{}') as a
+        from regexp_split_to_table(hipocampo_private._plain_words(content), ' ') with ordinality as x (word, n)
+        where x.word !~ '^[0-9]*$'
+    ),
+    lists as (
+        select
+            array['o', 'a', 'os', 'as', 'um', 'uma', 'uns', 'umas', 'the', 'an'] as det,
+            array['de', 'do', 'da', 'dos', 'das', 'em', 'no', 'na', 'nos', 'nas', 'num', 'numa', 'para', 'pra',
+                'por', 'pelo', 'pela', 'pelos', 'pelas', 'com', 'sem', 'sob', 'sobre', 'entre', 'ao', 'aos',
+                'of', 'in', 'to', 'for', 'on', 'with', 'by', 'from', 'at'] as prep,
+            array['e', 'ou', 'mas', 'nem', 'and', 'or'] as conj,
+            array['que', 'se', 'como', 'quando', 'onde', 'porque', 'pois', 'nao', 'ja', 'tambem', 'mais',
+                'muito', 'sao', 'foi', 'ser', 'ter', 'tem', 'ha', 'seu', 'sua', 'seus', 'suas', 'este',
+                'esta', 'esse', 'essa', 'isso', 'isto', 'ele', 'ela', 'eles', 'elas', 'lhe', 'me', 'te',
+                'ate', 'is', 'are', 'be', 'that', 'this', 'it', 'was', 'were', 'not'] as other
+    ),
+    t as (
+        select w.a[i] as word, w.a[i + 1] as next
+        from w cross join generate_subscripts(w.a, 1) as i
+    ),
+    flags as (
+        select
+            t.word = any(l.det || l.prep || l.conj || l.other) as function_word,
+            t.next is not null and (t.word = any(l.det) or t.word = any(l.prep)) as head,
+            t.word = any(l.det) and t.next = any(l.det) or t.next = any(l.prep) or t.next = any(l.conj) as odd
+        from t cross join lists as l
+    )
+    select jsonb_build_object(
+        'words', count(*),
+        'function_share', round(coalesce(avg(f.function_word::integer), 0), 3),
+        'odd_transitions', case when count(*) filter (where f.head) >= 5 then round(
+            (count(*) filter (where f.head and f.odd))::numeric / count(*) filter (where f.head), 3
+        ) end
+    )
+    from flags as f
+$$;
+
+/*
+_reads_as_language(measures jsonb, rag jsonb) -> boolean
+
+Purpose: whether a document's text reads as language by the rag config's rules: true for a text
+  of fewer than rag.language_min_words words (too short to judge) or never measured; else its
+  function-word share reaches rag.language_min_function_share and its odd transitions stay
+  under rag.language_max_odd_transitions (_text_measures).
+Parameters: measures - documents.text_measures; rag - a rag config (rag_config).
+Returns: the verdict.
+Errors: none.
+Example: select hipocampo_private._reads_as_language(d.text_measures, hipocampo.rag_config()) from …;
+*/
+create or replace function hipocampo_private._reads_as_language(measures jsonb, rag jsonb)
+returns boolean
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select measures is null
+        or coalesce((measures ->> 'words')::integer, 0) < (rag ->> 'language_min_words')::integer
+        or (
+            (measures ->> 'function_share')::double precision >= (rag ->> 'language_min_function_share')::double precision
+            and coalesce((measures ->> 'odd_transitions')::double precision, 0)
+            < (rag ->> 'language_max_odd_transitions')::double precision
+        )
+$$;
+
+/*
+_measure_documents_text() -> trigger
+
+Purpose: after chunks are written, the measures of their documents' whole text (_text_measures
+  over each document's chunks in order, one row per position whatever the model), stored in
+  documents.text_measures when they changed. Statement-level, over the transition table.
+Returns: null (a statement trigger).
+Errors: none of its own.
+*/
+-- definer because an ingestion's writer may not update every column of documents, and the
+-- measures are the database's, not the writer's.
+create or replace function hipocampo_private._measure_documents_text()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+    update hipocampo_private.documents as d
+    set text_measures = m.measures
+    from (
+        select x.document_id, hipocampo_private._text_measures(string_agg(x.content, E'\n' order by x.chunk_index)) as measures
+        from (
+            select distinct on (c.document_id, c.chunk_index) c.document_id, c.chunk_index, c.content
+            from hipocampo_private.chunks as c
+            where c.document_id in (select distinct n.document_id from new_rows as n)
+            order by c.document_id, c.chunk_index, c.id
+        ) as x
+        group by x.document_id
+    ) as m
+    where d.id = m.document_id and d.text_measures is distinct from m.measures;
+    return null;
+end;
+$$;
+
+create trigger chunks_measure_documents_text
+after insert on hipocampo_private.chunks
+referencing new table as new_rows
+for each statement execute function hipocampo_private._measure_documents_text();
+
+/*
+documents_not_language(kb_id uuid, source_uris text[] default null)
+  -> table (document_id uuid, source_uri text, title text, text_measures jsonb)
+
+Purpose: the documents of a knowledge base whose text does not read as language by its rag
+  config's rules (_reads_as_language over documents.text_measures: word salad, OCR garbage, a
+  scrambled export): found by search, never evidence for an answer. What `hipocampo ingest`,
+  `doc show` and the hub warn about.
+Parameters: kb_id - a knowledge base of the caller's tenant; source_uris - only these documents
+  (null: all of the knowledge base's).
+Returns: one row per such document, by source_uri.
+Errors: 42501 as _caller (before any other work); P0002 "unknown knowledge base: …" (also another
+  tenant's, RLS).
+Example: select * from hipocampo.documents_not_language('…', array['file:///…/ata.txt']);
+*/
+create or replace function hipocampo.documents_not_language(kb_id uuid, source_uris text[] default null)
+returns table (document_id uuid, source_uri text, title text, text_measures jsonb)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    gate record := hipocampo_private._caller();  -- 42501 before any other work
+    k hipocampo_private.knowledge_bases := hipocampo_private._kb(documents_not_language.kb_id);
+    rag jsonb := hipocampo.rag_config(k.id, null, k.tenant_id);
+begin
+    return query
+    select d.id, d.source_uri, d.title, d.text_measures
+    from hipocampo_private.documents as d
+    where d.kb_id = k.id
+      and (documents_not_language.source_uris is null or d.source_uri = any(documents_not_language.source_uris))
+      and not hipocampo_private._reads_as_language(d.text_measures, rag)
+    order by d.source_uri;
+end;
+$$;
 
 /*
 _model_index_name(tbl text, model_name text) -> text
@@ -2280,6 +2454,9 @@ comment on function hipocampo.activate_embedding_model(text) is
 
 comment on function hipocampo.drop_embedding_model(text) is
 'Delete an inactive model''s embeddings and registry row, after a confirmed switch; refused while any row would lose its only text or vector.';
+
+comment on function hipocampo.documents_not_language(uuid, text[]) is
+'A knowledge base''s documents whose text does not read as language: found by search, never evidence.';
 
 comment on function hipocampo.search_model(uuid[], uuid) is
 'The embedding model a search of these knowledge bases reads now: the active one, or during a switch the previous one until they are complete.';

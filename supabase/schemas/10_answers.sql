@@ -355,7 +355,8 @@ Purpose: everything an answer needs from the database in one call, with the rule
   documents' chunks, an unresolved one refuses; confidence = the best support, refused below
   rag.min_confidence; cross-check: >= rag.cross_check_min_documents distinct documents with
   support >= rag.min_confidence, or one of rag.authoritative_source_types with trust >=
-  rag.authoritative_trust.
+  rag.authoritative_trust. A candidate of a document whose text does not read as language
+  (_reads_as_language: word salad, OCR garbage) has support 0: found, never evidence.
 Parameters: query_text 1..2,000 characters; query_embedding of the model search_model names for
   these knowledge bases (the active model, or during a switch the previous one until they are
   complete); kb_ids (default: the agent binding's); agent - binding name; tenant_id only for
@@ -417,6 +418,7 @@ declare
     agreeing integer;
     authoritative boolean;
     reason text;
+    babble uuid[];
 begin
     if coalesce(cardinality(kbs), 0) = 0 then
         raise exception 'no knowledge base: pass kb_ids or an agent bound to knowledge bases'
@@ -460,12 +462,17 @@ begin
     inner join nd on nd.of_chunk_id = h.id
     inner join hipocampo_private.chunks as x on x.id = nd.chunk_id
     inner join hipocampo_private.documents as d on d.id = x.document_id and d.status = 'active';
+    -- Documents whose text does not read as language (word salad, OCR garbage): found, never evidence.
+    select coalesce(array_agg(d.id), '{}') into babble
+    from hipocampo_private.documents as d
+    where d.id in (select (e ->> 'document_id')::uuid from jsonb_array_elements(candidates) as e)
+      and not hipocampo_private._reads_as_language(d.text_measures, cfg);
     -- token_count and the sentence cosine by primary key per candidate (scalar subqueries): as a
     -- join the planner read every chunk of the tenant (RLS's tenant index) and hashed them.
     select coalesce(jsonb_agg(e || jsonb_build_object(
-               'support', coalesce(s.support, 0) + coalesce(
+               'support', case when (e ->> 'document_id')::uuid = any(babble) then 0 else coalesce(s.support, 0) + coalesce(
                    w_sentence * least(1, greatest(0, (x.sim - s_low) / s_span)), 0
-               ),
+               ) end,
                'lexical_support', coalesce(s.support, 0), 'sentence_similarity', x.sim,
                'best_window', s.best_window,
                'token_count', (

@@ -157,6 +157,7 @@ grant execute on function hipocampo.register_embedding_model(name text, provider
 grant execute on function hipocampo.remember(key text, value jsonb, description text, category text, embedding extensions.vector, scope text, confidence double precision, source text, source_ref text, conversation_id uuid, tags text[], emotion text, intensity numeric, life_domain text, pinned boolean, token_count integer, expires_at timestamp with time zone, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.resolve_pending_confirmation(session_id uuid, confirmation_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.search_model(kb_ids uuid[], tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.documents_not_language(kb_id uuid, source_uris text[]) to authenticated, service_role;
 grant execute on function hipocampo.rows_to_embed(kind text, batch_size integer, after_id text) to service_role;
 grant execute on function hipocampo.chunks_without_sentences(batch_size integer, filter_tenant_id uuid, after_chunk_id bigint) to service_role;
 grant execute on function hipocampo.run_memory_maintenance(now timestamp with time zone) to service_role;
@@ -193,6 +194,7 @@ grant execute on function hipocampo_private._acting_for(tenant_id uuid, user_id 
 grant execute on function hipocampo_private._active_model(v extensions.vector, label text) to authenticated, service_role;
 grant execute on function hipocampo_private._cache_scope(kb_ids uuid[]) to authenticated, service_role;
 grant execute on function hipocampo_private._search_model(tenant_id uuid, kb_ids uuid[]) to authenticated, service_role;
+grant execute on function hipocampo_private._reads_as_language(measures jsonb, rag jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._caller(out kind text, out tenant_id uuid, out user_id uuid, out tenant_role text) to authenticated, service_role;
 grant execute on function hipocampo_private._check_config_patch(section text, patch jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._check_message_tokens(token_ids integer[], token_bits bit varying[], dims integer, name text) to authenticated, service_role;

@@ -559,6 +559,15 @@ def _cache_put(world: World) -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
+def _documents_not_language(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "kb_id": mostly(st.just(str(world.kb_a)), UUID.map(lambda k: an_id(world, k))),
+            "source_uris": mostly(st.none(), st.lists(st.one_of(st.none(), SMALL_TEXT), max_size=3)),
+        }
+    )
+
+
 def _search_model(world: World) -> st.SearchStrategy[dict[str, Any]]:
     return st.fixed_dictionaries(
         {
@@ -1013,6 +1022,7 @@ SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] = {
     "resolve_pending_confirmation": _resolve_pending,
     "cache_get": _cache_get,
     "search_model": _search_model,
+    "documents_not_language": _documents_not_language,
     "record_answer": _record_answer,
     "take_rate_limit": _take_rate_limit,
     "lookup_memories": _lookup_memories,

@@ -298,6 +298,7 @@ def ingest(
                 raise _fail(exc) from exc
         written = summary.documents_ingested + summary.documents_updated
         note = _cross_check_note(client, kb, tenant, source_type, trust) if written and not as_json else None
+        babble = _not_language(client, kb, summary) if summary.documents_ingested and not as_json else []
     if as_json:
         console.print_json(summary.model_dump_json())
     else:
@@ -314,8 +315,22 @@ def ingest(
                 )
         if note:
             err_console.print(escape(note), style="yellow", highlight=False)
+        for b in babble:
+            err_console.print(
+                f"[yellow]warning[/yellow] {escape(b['source_uri'])}: its text does not read as language"
+                " (word salad, OCR garbage?): search finds it, answers never cite it (rag.language_*)",
+                highlight=False,
+                soft_wrap=True,
+            )
     if summary.documents_failed:
         raise typer.Exit(code=1)
+
+
+def _not_language(client: Any, kb: str, summary: Any) -> list[dict[str, Any]]:
+    """The documents this run wrote whose text does not read as language
+    (``Hipocampo.documents_not_language``)."""
+    uris = [d.source_uri for d in summary.documents if d.status in ("inserted", "replaced")]
+    return client.documents_not_language(client.kb_id(kb), uris) if uris else []
 
 
 def _cross_check_note(client: Any, kb: str, tenant: str, source_type: str, trust: float | None) -> str | None:

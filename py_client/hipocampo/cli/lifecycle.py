@@ -207,10 +207,26 @@ def doc_list(
 def doc_show(
     document_id: Annotated[str, typer.Argument(help="Document id (uuid).")], tenant: TenantOpt = "default"
 ) -> None:
-    """Everything stored about one document (JSON)."""
+    """Everything stored about one document (JSON); ``reads_as_language`` false (with a warning
+    on stderr) for a text that does not read as language, which answers never cite."""
     with _client(tenant) as client:
         kb, d = _find_document(client, _uuid(document_id, "document_id"))
-    _dump({"kb": kb, **d})
+        babble = client.documents_not_language(d["kb_id"], [d["source_uri"]])
+    if babble:
+        err_console.print(
+            "warning: its text does not read as language (word salad, OCR garbage?): search finds it,"
+            " answers never cite it",
+            style="yellow",
+            highlight=False,
+        )
+    _dump(
+        {
+            "kb": kb,
+            **d,
+            "reads_as_language": not babble,
+            **({"text_measures": babble[0]["text_measures"]} if babble else {}),
+        }
+    )
 
 
 @doc_app.command("update")

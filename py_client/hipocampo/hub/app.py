@@ -564,7 +564,8 @@ def _document(hub: Hub, request: Request, who: _Who, kb_id: str, doc_id: str, er
     doc = who.client.get_document(_uuid(doc_id))
     if doc is None or UUID(str(doc["kb_id"])) != kb.id:
         raise NotFoundError(f"unknown document: {doc_id}", "P0002")
-    ctx = {"kb": kb, "doc": doc, "source_types": SOURCE_TYPES, "error": error}
+    babble = who.client.documents_not_language(kb.id, [str(doc["source_uri"])])
+    ctx = {"kb": kb, "doc": doc, "source_types": SOURCE_TYPES, "error": error, "reads_as_language": not babble}
     return hub.render(request, "document.html", ctx, 422 if error else 200, who)
 
 

@@ -100,6 +100,8 @@ _PT: dict[str, str] = {
     "(cross_check_failed). Para documentos verificados, envie-os como {types} com confiança de pelo menos "
     '{min_trust}; ou, nas configurações da base, seção rag: {{"cross_check_min_documents": 1}}.',
     "back_to_kb": "Voltar à base",
+    "not_language": "O texto deste documento não parece linguagem (palavras soltas, OCR corrompido?): a busca o "
+    "encontra, mas as respostas nunca o citam.",
     "evaluate": "Avaliar com perguntas",
     "eval_title": "Avaliar com perguntas",
     "eval_hint": "Envie um arquivo JSON Lines com uma pergunta por linha e os documentos que a respondem "
@@ -313,6 +315,8 @@ _EN: dict[str, str] = {
     "For vetted documents, upload them as {types} with trust of at least {min_trust}; or, in the knowledge "
     'base\'s settings, section rag: {{"cross_check_min_documents": 1}}.',
     "back_to_kb": "Back to the knowledge base",
+    "not_language": "This document's text does not read as language (word salad, OCR garbage?): search finds it, "
+    "but answers never cite it.",
     "evaluate": "Evaluate with questions",
     "eval_title": "Evaluate with questions",
     "eval_hint": "Upload a JSON Lines file with one question per line and the documents that answer it (the "

@@ -148,6 +148,7 @@ insert into calls values
 ('hipocampo.cache_get', 'select hipocampo.cache_get(''prazo segredoalfa'', array[{kb_a}]::uuid[], tenant_id => {tenant_a})'),
 ('hipocampo.cache_put', 'select hipocampo.cache_put(''outra'', array[{kb_a}]::uuid[], ''{"answer": "x", "sources": []}'', tenant_id => {tenant_a})'),
 ('hipocampo.search_model', 'select hipocampo.search_model(array[{kb_a}]::uuid[], {tenant_a})'),
+('hipocampo.documents_not_language', 'select count(*) from hipocampo.documents_not_language({kb_a})'),
 ('hipocampo.close_session', 'select hipocampo.close_session({session_a})'),
 ('hipocampo.context_pack', 'select hipocampo.context_pack({conv_a}, ''prazo segredoalfa'', {v1}, user_id => {member_a}, tenant_id => {tenant_a})'),
 ('hipocampo.conversation_context', 'select hipocampo.conversation_context({conv_a}, 10, {member_a}, {tenant_a})'),
@@ -248,7 +249,8 @@ insert into calls values
 ('hipocampo_private._invalidate_answer_cache', 'select hipocampo_private._invalidate_answer_cache()'),
 ('hipocampo_private._chunks_stats_after_insert', 'select hipocampo_private._chunks_stats_after_insert()'),
 ('hipocampo_private._chunks_stats_after_delete', 'select hipocampo_private._chunks_stats_after_delete()'),
-('hipocampo_private._chunks_access_after_delete', 'select hipocampo_private._chunks_access_after_delete()');
+('hipocampo_private._chunks_access_after_delete', 'select hipocampo_private._chunks_access_after_delete()'),
+('hipocampo_private._measure_documents_text', 'select hipocampo_private._measure_documents_text()');
 
 -- What is checked: every function of hipocampo, every security definer function of
 -- hipocampo_private (op 'call'); every table and view of both schemas (select, and for tables
@@ -410,6 +412,7 @@ insert into expected values
 ('hipocampo.cache_get', 'call', '42501 42501 42501 42501 42501 read 42501 read read'),
 ('hipocampo.cache_put', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo.search_model', 'call', '42501 42501 42501 42501 42501 none 42501 none none'),
+('hipocampo.documents_not_language', 'call', '42501 42501 42501 P0002 42501 none P0002 none none'),
 ('hipocampo.close_session', 'call', '42501 42501 42501 none 42501 write none none write'),
 ('hipocampo.context_pack', 'call', '42501 42501 42501 42501 42501 read+write 42501 42501 read+write'),
 ('hipocampo.conversation_context', 'call', '42501 42501 42501 42501 42501 read 42501 42501 read'),
@@ -503,6 +506,7 @@ insert into expected values
 ('hipocampo_private._pseudonym', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
 ('hipocampo_private._chunks_stats_after_delete', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
 ('hipocampo_private._chunks_access_after_delete', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
+('hipocampo_private._measure_documents_text', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
 ('hipocampo_private._chunks_stats_after_insert', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
 ('hipocampo_private._ensure_model_index', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
 ('hipocampo_private._invalidate_answer_cache', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
@@ -834,6 +838,7 @@ insert into shared_expected values
 ('hipocampo.search_history', 'none'),
 ('hipocampo.search_memories', 'none'),
 ('hipocampo.search_model', 'none'),
+('hipocampo.documents_not_language', 'none'),
 ('hipocampo.seed_profile', 'none'),
 ('hipocampo.session_add_message', 'none'),
 ('hipocampo.set_agent_binding', '42501'),
@@ -862,6 +867,7 @@ insert into shared_expected values
 ('hipocampo.update_session', 'none'),
 ('hipocampo_private._caller', 'none'),
 ('hipocampo_private._chunks_access_after_delete', '42501'),
+('hipocampo_private._measure_documents_text', '42501'),
 ('hipocampo_private._chunks_stats_after_delete', '42501'),
 ('hipocampo_private._chunks_stats_after_insert', '42501'),
 ('hipocampo_private._drop_model_index', '42501'),
