@@ -231,3 +231,28 @@ def test_word_salad_is_ingested_with_a_warning_and_never_answers(database_url: s
     answer = json.loads(res.stdout)
     assert answer["refused"] is False and "15 dias" in answer["answer"], answer
     assert all(s["source_uri"].endswith("regimento.md") for s in answer["sources"])
+
+
+def test_a_refusal_after_retrieval_shows_the_closest_passage(database_url: str) -> None:
+    """Issue 48 §2: no_evidence only when retrieval found nothing; a question the regulation does
+    not answer, about what it covers, is refused with the passage that came closest."""
+    regulation = Path(__file__).parent.parent / "examples" / "regulamento-condominio"
+    slug = f"cli-{uuid.uuid4().hex[:8]}"
+    assert runner.invoke(app, ["tenant", "create", "Acácias", "--slug", slug]).exit_code == 0
+    res = runner.invoke(
+        app,
+        ["ingest", str(regulation), "--kb", "regras", "--create-kb", "--tenant", slug, "--source-type", "regulation"],
+    )
+    assert res.exit_code == 0, res.output
+    q = "Posso instalar ar-condicionado na fachada?"
+    ans = json.loads(runner.invoke(app, ["ask", q, "--kb", "regras", "--tenant", slug, "--json"]).stdout)
+    assert (ans["refused"], ans["reason"]) == (True, "low_confidence"), ans
+    closest = ans["closest"]
+    assert closest["document"].startswith("Regulamento Interno") and closest["article"].startswith("Art.")
+    assert closest["excerpt"].startswith(closest["article"]) and len(closest["excerpt"]) <= 300
+    res = runner.invoke(app, ["ask", q, "--kb", "regras", "--tenant", slug], terminal_width=200)
+    assert "the closest passage I found: Regulamento Interno" in res.output, res.output
+    off = json.loads(
+        runner.invoke(app, ["ask", "Qual a capital da Austrália?", "--kb", "regras", "--tenant", slug, "--json"]).stdout
+    )
+    assert off["refused"] is True

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, computed_field
 __all__ = [
     "REFUSAL_REASONS",
     "Answer",
+    "ClosestPassage",
     "DocumentResult",
     "HistoryHit",
     "IngestSummary",
@@ -216,6 +217,23 @@ class Source(BaseModel):
     support: float = 0.0
 
 
+class ClosestPassage(BaseModel):
+    """What a refusal shows as "the closest passage I found" (``answer_evidence``'s ``closest``):
+    the best-ranked passage retrieval found, which did not support the question enough; ``article``
+    and ``section`` (heading path) where the document has them, ``excerpt`` at most 300 characters
+    of plain text."""
+
+    document: str
+    document_id: UUID
+    source_uri: str
+    chunk_id: int
+    excerpt: str
+    article: str | None = None
+    section: str | None = None
+    score: float | None = None
+    support: float | None = None
+
+
 #: Each refusal reason in words (what ``hipocampo ask`` prints and ``Answer.explanation`` holds);
 #: the thresholds they name are the rag config rows' (docs/design.md §answers).
 REFUSAL_REASONS: dict[str, str] = {
@@ -226,7 +244,7 @@ REFUSAL_REASONS: dict[str, str] = {
     "rate_limited": "too many questions in the last minute; try again shortly",
     "rag_disabled": "answers are turned off for this tenant or agent (rag.enabled)",
     "no_evidence": "no passage of the knowledge bases matches the question",
-    "low_confidence": "the best passages cover too little of the question (rag.min_confidence)",
+    "low_confidence": "passages were found, but none supports the question enough (rag.min_confidence)",
     "conflicting_sources": "the sources disagree and none is trusted enough above the others",
     "cross_check_failed": (
         "only one document supports the answer and it is not authoritative (a source type of"
@@ -252,7 +270,9 @@ class Answer(BaseModel):
     rag_disabled, no_evidence, low_confidence, conflicting_sources, cross_check_failed,
     number_not_in_evidence, generation_failed, database_unavailable / not_configured (HTTP only;
     docs/design.md §answers).
-    ``confidence`` in [0, 1]; ``timings_ms`` per step (ms); ``trace_id`` = the audit row's key.
+    ``confidence`` in [0, 1]; ``timings_ms`` per step (ms); ``trace_id`` = the audit row's key;
+    ``closest`` (a refusal after retrieval found passages): the closest passage, which did not
+    support the question enough (:class:`ClosestPassage`).
     """
 
     question: str
@@ -265,6 +285,7 @@ class Answer(BaseModel):
     answer_source: AnswerSource
     trace_id: UUID
     retry_after_ms: int | None = None
+    closest: ClosestPassage | None = None
     timings_ms: dict[str, float] = Field(default_factory=dict)
 
     @computed_field  # type: ignore[prop-decorator]

@@ -5,9 +5,11 @@
 -- prepositions; _text_measures, trigger chunks_measure_documents_text), and answer_evidence gives
 -- the candidates of a document that does not read as language by the rag config's rules
 -- (rag.language_*, seeded from config.toml; _reads_as_language) a support of 0: found by search,
--- never evidence. Documents stored before are measured here. Functions restated from
--- supabase/schemas/02_config.sql, 03_knowledge_bases.sql and 10_answers.sql (their docblocks live
--- there); re-runnable.
+-- never evidence. Documents stored before are measured here. A refusal's reason tells the truth
+-- (issue 48 §2): no_evidence only when retrieval found nothing, low_confidence when it found
+-- passages none of which supports the question, with the closest one (_closest_passage).
+-- Functions restated from supabase/schemas/02_config.sql, 03_knowledge_bases.sql and
+-- 10_answers.sql (their docblocks live there); re-runnable.
 
 alter table hipocampo_private.documents add column if not exists text_measures jsonb;
 
@@ -321,7 +323,9 @@ begin
     from jsonb_array_elements(evidence) as e;
 
     reason := case
-        when jsonb_array_length(evidence) = 0 then 'no_evidence'
+        -- no_evidence only when retrieval found nothing (above the similarity floor, no matching word).
+        when n_candidates = 0 then 'no_evidence'
+        when jsonb_array_length(evidence) = 0 then 'low_confidence'
         when exists (select 1 from jsonb_array_elements(conflicts) as k where not (k ->> 'resolved')::boolean)
             then 'conflicting_sources'
         when coalesce(confidence, 0) < min_confidence then 'low_confidence'
@@ -336,9 +340,30 @@ begin
         'filtered', n_filtered,
         'conflicts', conflicts,
         'evidence', evidence,
+        'closest', case when reason is not null then hipocampo_private._closest_passage(candidates) end,
         'config', cfg
     );
 end;
+$$;
+
+create or replace function hipocampo_private._closest_passage(candidates jsonb)
+returns jsonb
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select jsonb_build_object(
+        'chunk_id', e -> 'chunk_id', 'document_id', e -> 'document_id', 'document', e -> 'title',
+        'source_uri', e -> 'source_uri', 'article', e -> 'metadata' -> 'article',
+        'section', e -> 'metadata' -> 'section',
+        'excerpt', left(btrim(regexp_replace(hipocampo.plain_text(e ->> 'content'), '\s+', ' ', 'g')), 300),
+        'score', e -> 'final_score', 'support', e -> 'support'
+    )
+    from jsonb_array_elements(case when jsonb_typeof(candidates) = 'array' then candidates else '[]' end) as e
+    where e -> 'near_duplicate_of' is null
+    order by (e ->> 'rank')::integer nulls last
+    limit 1
 $$;
 
 drop trigger if exists chunks_measure_documents_text on hipocampo_private.chunks;
@@ -379,6 +404,8 @@ revoke execute on function hipocampo_private._text_measures(text) from public;
 revoke execute on function hipocampo_private._reads_as_language(jsonb, jsonb) from public;
 revoke execute on function hipocampo_private._measure_documents_text() from public;
 grant execute on function hipocampo_private._reads_as_language(measures jsonb, rag jsonb) to authenticated, service_role;
+revoke execute on function hipocampo_private._closest_passage(jsonb) from public;
+grant execute on function hipocampo_private._closest_passage(candidates jsonb) to authenticated, service_role;
 
 update hipocampo_private.documents as d
 set text_measures = m.measures

@@ -361,8 +361,10 @@ Parameters: query_text 1..2,000 characters; query_embedding of the model search_
   these knowledge bases (the active model, or during a switch the previous one until they are
   complete); kb_ids (default: the agent binding's); agent - binding name; tenant_id only for
   service_role.
-Returns: {"decision": "answer" | "refuse", "reason": null | "rag_disabled" | "no_evidence" |
-  "low_confidence" | "conflicting_sources" | "cross_check_failed", "confidence", "candidates",
+Returns: {"decision": "answer" | "refuse", "reason": null | "rag_disabled" | "no_evidence" (retrieval
+  found no passage: none above the similarity floor, no matching word) | "low_confidence" (passages
+  found, none supports the question enough) | "conflicting_sources" | "cross_check_failed",
+  "closest" (a refusal's best-ranked passage, _closest_passage; null otherwise), "confidence", "candidates",
   "filtered" (below min_score), "conflicts" (detect_conflicts), "evidence": [{"n", "chunk_id",
   "document_id", "kb_id", "title", "source_uri", "source_type", "trust_score", "published_at",
   "content", "best_window", "score", "dense_score", "lexical_score", "support", "lexical_support",
@@ -552,7 +554,9 @@ begin
     from jsonb_array_elements(evidence) as e;
 
     reason := case
-        when jsonb_array_length(evidence) = 0 then 'no_evidence'
+        -- no_evidence only when retrieval found nothing (above the similarity floor, no matching word).
+        when n_candidates = 0 then 'no_evidence'
+        when jsonb_array_length(evidence) = 0 then 'low_confidence'
         when exists (select 1 from jsonb_array_elements(conflicts) as k where not (k ->> 'resolved')::boolean)
             then 'conflicting_sources'
         when coalesce(confidence, 0) < min_confidence then 'low_confidence'
@@ -567,9 +571,42 @@ begin
         'filtered', n_filtered,
         'conflicts', conflicts,
         'evidence', evidence,
+        'closest', case when reason is not null then hipocampo_private._closest_passage(candidates) end,
         'config', cfg
     );
 end;
+$$;
+
+/*
+_closest_passage(candidates jsonb) -> jsonb
+
+Purpose: what a refusal shows as "the closest passage I found": the best-ranked candidate of
+  answer_evidence (near-duplicates left out) with its document, article and heading path and a
+  plain-text excerpt of at most 300 characters.
+Parameters: candidates - answer_evidence's candidates (hybrid_search rows as json, with support).
+Returns: {"chunk_id", "document_id", "document", "source_uri", "article", "section", "excerpt",
+  "score", "support"}, or null when there is none.
+Errors: none.
+Example: select hipocampo_private._closest_passage('[{"chunk_id": 1, "rank": 1, "content": "…"}]');
+*/
+create or replace function hipocampo_private._closest_passage(candidates jsonb)
+returns jsonb
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select jsonb_build_object(
+        'chunk_id', e -> 'chunk_id', 'document_id', e -> 'document_id', 'document', e -> 'title',
+        'source_uri', e -> 'source_uri', 'article', e -> 'metadata' -> 'article',
+        'section', e -> 'metadata' -> 'section',
+        'excerpt', left(btrim(regexp_replace(hipocampo.plain_text(e ->> 'content'), '\s+', ' ', 'g')), 300),
+        'score', e -> 'final_score', 'support', e -> 'support'
+    )
+    from jsonb_array_elements(case when jsonb_typeof(candidates) = 'array' then candidates else '[]' end) as e
+    where e -> 'near_duplicate_of' is null
+    order by (e ->> 'rank')::integer nulls last
+    limit 1
 $$;
 
 comment on function hipocampo.evidence_support(text, bigint[], jsonb) is

@@ -220,7 +220,8 @@ def test_answer_evidence_refuses_conflicts_and_answers_once_resolved(
 def test_answer_evidence_gates(db: Conn, world: World) -> None:
     world.act("authenticated", world.member_a, world.tenant_a)
     r = answer(db, "Qual a cor do cavalo branco de Napoleão?", world.kb_a)
-    assert (r["decision"], r["reason"]) == ("refuse", "no_evidence")
+    # Nothing retrieved (no word matches, the vector is far from every chunk): no_evidence, no closest.
+    assert (r["decision"], r["reason"], r["candidates"], r["closest"]) == ("refuse", "no_evidence", 0, None)
     # One regulation ingested without a trust: retrieval.default_trust gives it 0.9
     # (>= rag.authoritative_trust), so it answers alone (issue 19 §1.1) ...
     r = answer(db, "Qual o prazo de trancamento de matrícula?", world.kb_a)
@@ -291,7 +292,10 @@ def test_sentence_similarity_adds_to_the_support_by_the_models_calibration(db: C
         return answer(db, question, kb)
 
     r = evidence(0.0)
-    assert (r["decision"], r["reason"], r["config"]["sentence_weight"]) == ("refuse", "no_evidence", 0.0)
+    # Retrieval found the passage, which supports none of the question's words: low_confidence
+    # with the closest passage (no_evidence is for a retrieval that found nothing; issue 48 §2).
+    assert (r["decision"], r["reason"], r["config"]["sentence_weight"]) == ("refuse", "low_confidence", 0.0)
+    assert r["closest"]["chunk_id"] is not None and r["closest"]["excerpt"]
 
     # Half the weight: 0.5 of support, evidence (>= min_score 0.35) but below min_confidence 0.65.
     r = evidence(0.5)
@@ -321,13 +325,13 @@ def test_sentence_similarity_adds_to_the_support_by_the_models_calibration(db: C
     )
     world.act("authenticated", world.admin_a, world.tenant_a)
     r = answer(db, question, kb)
-    assert (r["reason"], r["confidence"]) == ("no_evidence", 0)
+    assert (r["reason"], r["confidence"]) == ("low_confidence", 0)
     # ... nor does a chunk without sentence embeddings.
     world.act("service_role")
     db.execute("update hipocampo_private.chunks set sentence_embeddings = null where kb_id = %s", (kb,))
     world.act("authenticated", world.admin_a, world.tenant_a)
     r = answer(db, question, kb)
-    assert (r["reason"], r["confidence"]) == ("no_evidence", 0)
+    assert (r["reason"], r["confidence"]) == ("low_confidence", 0)
 
 
 def answer_decision(r: dict[str, Any]) -> tuple[str, Any]:

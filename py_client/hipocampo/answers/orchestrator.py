@@ -128,7 +128,9 @@ class Orchestrator:
         confidence = float(decision["confidence"])
         conflicts: list[dict[str, Any]] = decision["conflicts"]
         if decision["decision"] != "answer":
-            return turn.finish(turn.refuse(decision["reason"], confidence=confidence, conflicts=conflicts), *counts)
+            closest = decision.get("closest")
+            refusal = turn.refuse(decision["reason"], confidence=confidence, conflicts=conflicts, closest=closest)
+            return turn.finish(refusal, *counts)
 
         generator = self.generator or generator_for(turn.cfg, self.client)
         try:

@@ -31,6 +31,10 @@ def print_answer(ans: Answer, out: Console | None = None) -> None:
         # contradiction next to it (issue 19 §1.1).
         out.print(f"[yellow]REFUSAL[/yellow] {escape(ans.answer)}", highlight=False)
         out.print(f"[dim]why: {escape(ans.explanation or '')} ({ans.reason})[/dim]", highlight=False)
+        if ans.closest is not None:
+            c = ans.closest
+            where = " – ".join(x for x in (c.document, c.section, c.article) if x)
+            out.print(f"the closest passage I found: {escape(where)}: {escape(c.excerpt)}", highlight=False)
     else:
         out.print(f"[green]{ans.answer_source}[/green] (confidence {ans.confidence:.2f}) {ans.answer}")
         table = Table("#", "document", "chunk", "score", "excerpt", show_lines=True)

@@ -18,7 +18,9 @@
  * (service_role only; default true), "tenant_id"?: uuid (service_role only)}.
  * Returns: {"question", "answer", "refused", "reason", "confidence", "sources": [{"n", "document",
  * "document_id", "source_uri", "chunk_id", "excerpt", "score", "support"}], "conflicts",
- * "answer_source": CACHE | LLM | EXTRACTIVE | REFUSAL, "trace_id", "retry_after_ms", "timings_ms"}
+ * "answer_source": CACHE | LLM | EXTRACTIVE | REFUSAL, "trace_id", "retry_after_ms", "timings_ms", and for a
+ * refusal after retrieval found passages "closest": {"document", "document_id", "source_uri", "chunk_id",
+ * "excerpt", "article", "section", "score", "support"}}
  * (a refusal is a 200 with refused true). Errors: 401; 403 (42501); 404 (P0002) unknown knowledge
  * base or agent; 422 no knowledge base, bad body, or no query_embedding with the offline model;
  * 429 (per address); 503.
@@ -244,7 +246,8 @@ export async function ask({ actor, body, tx }: RouteContext): Promise<Json> {
   const confidence = Number(decision.confidence);
   const conflicts = decision.conflicts as Json[];
   if (decision.decision !== "answer") {
-    return finish(await refuse(String(decision.reason), { confidence, conflicts }), ...counts);
+    const closest = decision.closest ?? null;
+    return finish(await refuse(String(decision.reason), { confidence, conflicts, closest }), ...counts);
   }
   const extractive = cfg.provider === "extractive";
   const text = extractive
