@@ -10,6 +10,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import jwt
@@ -217,6 +218,39 @@ def test_chat_generator_through_the_openai_sdk_and_number_post_validation(
     chat.reply = "O estágio tem no mínimo 500 horas [1]."
     bad = orch.ask(q, kb_ids=[env.kb], use_cache=False)
     assert (bad.refused, bad.reason) == (True, "number_not_in_evidence")
+    chat.close()
+
+
+def test_with_a_chat_model_the_model_judges_the_evidence(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 48 §4: with rag.provider openai the SQL gate refuses only what has no evidence at all;
+    the model reads the numbered sources and answers from them, or says they do not answer
+    (rag.answer_format_prompt: {"in_sources": false}), a refusal of its own reason."""
+    from hipocampo.ingest.pipeline import ingest_paths
+
+    chat = LocalOpenAI()
+    monkeypatch.setenv("OPENAI_BASE_URL", chat.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    regulation = Path(__file__).parent.parent / "examples" / "regulamento-condominio"
+    env.service.create_kb("regulamento-chat")
+    ingest_paths(env.service, "regulamento-chat", [regulation], env.embedder, count_tokens, source_type="regulation")
+    kb = env.service.kb_id("regulamento-chat")
+    env.service.set_kb_config(kb, "rag", {"provider": "openai"})  # the operator's key (operator_only)
+    orch = Orchestrator(env.user, env.embedder)
+    q = "Até que horas posso levar o lixo para o andar?"
+    chat.reply = json.dumps({"in_sources": True, "answer": "Em sacos fechados, na lixeira do andar [1]."})
+    a = orch.ask(q, kb_ids=[kb], use_cache=False)
+    assert (a.refused, a.answer_source, a.answer) == (False, "LLM", "Em sacos fechados, na lixeira do andar [1].")
+    system = chat.requests[-1]["messages"][0]["content"]
+    assert '{"in_sources": false}' in system and "\n[1] Regulamento Interno" in system
+    chat.reply = "```json\n" + json.dumps({"in_sources": False}) + "\n```"
+    b = orch.ask("Posso instalar ar-condicionado na fachada?", kb_ids=[kb], use_cache=False)
+    assert (b.refused, b.reason, b.answer_source) == (True, "not_in_sources", "REFUSAL")
+    assert b.closest is not None and b.closest.document.startswith("Regulamento Interno")
+    assert env.audit(b.trace_id)["reason"] == "not_in_sources"
+    # Off-topic with nothing retrieved is the SQL gate's: the model is not asked.
+    sent = len(chat.requests)
+    c = orch.ask("Quem escreveu Dom Casmurro?", kb_ids=[kb], use_cache=False)
+    assert c.refused and (c.reason != "no_evidence" or len(chat.requests) == sent)
     chat.close()
 
 

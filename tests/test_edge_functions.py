@@ -809,6 +809,9 @@ def test_ask_with_a_chat_model_generates_and_validates_as_python_does(
         ("A carga horária mínima é de 400 horas [1].", "LLM", None),
         ("A carga horária mínima é de 500 horas [1].", "REFUSAL", "number_not_in_evidence"),
         ("", "REFUSAL", "generation_failed"),
+        # rag.answer_format_prompt's shape (issue 48 §4): the model's own answer, or its refusal.
+        ('{"in_sources": true, "answer": "No mínimo 400 horas [1]."}', "LLM", None),
+        ('```json\n{"in_sources": false}\n```', "REFUSAL", "not_in_sources"),
     ):
         embeddings.reply = reply
         start = len(embeddings.requests)
@@ -817,6 +820,8 @@ def test_ask_with_a_chat_model_generates_and_validates_as_python_does(
         assert (deno["answer_source"], deno["reason"]) == (py.answer_source, py.reason) == (source, reason)
         assert deno["answer"] == py.answer
         assert deno["sources"] == [s.model_dump(mode="json") for s in py.sources]
+        if reason == "not_in_sources":
+            assert py.closest is not None and deno["closest"]["chunk_id"] == py.closest.chunk_id
         chats = [r for r in embeddings.requests[start:] if "messages" in r]
         assert len(chats) == 2 and chats[0]["messages"] == chats[1]["messages"]
         assert chats[1]["model"] == "gpt-test" and chats[1]["temperature"] == 0

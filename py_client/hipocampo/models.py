@@ -252,6 +252,7 @@ REFUSAL_REASONS: dict[str, str] = {
         " (`hipocampo doc update <id> --trust 0.9`) or add a second source"
     ),
     "number_not_in_evidence": "the drafted answer holds a number the sources do not",
+    "not_in_sources": "the chat model read the sources found and says they do not answer the question",
     "generation_failed": "the answer model failed",
     "database_unavailable": "the database is unavailable",
     "not_configured": "the server is not configured",
@@ -268,7 +269,8 @@ class Answer(BaseModel):
     ``answer_source``: CACHE | LLM | EXTRACTIVE | REFUSAL (the HTTP header X-Answer-Source).
     ``reason`` (refusals): invalid_question, prompt_injection, sensitive_data, secret, rate_limited,
     rag_disabled, no_evidence, low_confidence, conflicting_sources, cross_check_failed,
-    number_not_in_evidence, generation_failed, database_unavailable / not_configured (HTTP only;
+    number_not_in_evidence, not_in_sources (a chat model's reading), generation_failed,
+    database_unavailable / not_configured (HTTP only;
     docs/design.md §answers).
     ``confidence`` in [0, 1]; ``timings_ms`` per step (ms); ``trace_id`` = the audit row's key;
     ``closest`` (a refusal after retrieval found passages): the closest passage, which did not

@@ -7,7 +7,9 @@
 -- (rag.language_*, seeded from config.toml; _reads_as_language) a support of 0: found by search,
 -- never evidence. Documents stored before are measured here. A refusal's reason tells the truth
 -- (issue 48 §2): no_evidence only when retrieval found nothing, low_confidence when it found
--- passages none of which supports the question, with the closest one (_closest_passage).
+-- passages none of which supports the question, with the closest one (_closest_passage). With a
+-- chat model (rag.provider openai | azure) the gate refuses only what has no evidence at all, and
+-- the model says whether the evidence answers (issue 48 §4).
 -- Functions restated from supabase/schemas/02_config.sql, 03_knowledge_bases.sql and
 -- 10_answers.sql (their docblocks live there); re-runnable.
 
@@ -137,7 +139,7 @@ begin
             'cache_ttl_seconds', 'cache_max_entry_bytes', 'language_min_words', 'language_min_function_share',
             'language_max_odd_transitions',
             'rate_limit_per_minute', 'question_min_chars', 'question_max_chars', 'context_prompt',
-            'refusal_message'
+            'refusal_message', 'answer_format_prompt'
         ]
     ) || jsonb_build_object('kb_ids', to_jsonb(kbs), 'agent', agent, 'tenant_id', t);
 end;
@@ -190,6 +192,7 @@ declare
     authoritative boolean;
     reason text;
     babble uuid[];
+    judged_by_model boolean := cfg ->> 'provider' in ('openai', 'azure');
 begin
     if coalesce(cardinality(kbs), 0) = 0 then
         raise exception 'no knowledge base: pass kb_ids or an agent bound to knowledge bases'
@@ -288,7 +291,11 @@ begin
 
     for item in
         select e from jsonb_array_elements(candidates) as e
-        where coalesce((e ->> 'support')::double precision, 0) >= min_score
+        where (
+            coalesce((e ->> 'support')::double precision, 0) >= min_score
+            -- A chat model judges the evidence itself: every candidate that reads as language.
+            or judged_by_model and (e ->> 'document_id')::uuid <> all(babble)
+        )
           and not losers @> jsonb_build_array(e -> 'document_id')
         order by (e ->> 'final_score')::double precision desc, (e ->> 'rank')::integer
     loop
@@ -328,6 +335,8 @@ begin
         when jsonb_array_length(evidence) = 0 then 'low_confidence'
         when exists (select 1 from jsonb_array_elements(conflicts) as k where not (k ->> 'resolved')::boolean)
             then 'conflicting_sources'
+        -- With a chat model, whether the evidence answers is the model's to say (not_in_sources).
+        when judged_by_model then null
         when coalesce(confidence, 0) < min_confidence then 'low_confidence'
         when agreeing < (cfg ->> 'cross_check_min_documents')::integer and not authoritative
             then 'cross_check_failed'
@@ -340,7 +349,7 @@ begin
         'filtered', n_filtered,
         'conflicts', conflicts,
         'evidence', evidence,
-        'closest', case when reason is not null then hipocampo_private._closest_passage(candidates) end,
+        'closest', hipocampo_private._closest_passage(candidates),
         'config', cfg
     );
 end;

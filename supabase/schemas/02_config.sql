@@ -842,7 +842,7 @@ begin
             'cache_ttl_seconds', 'cache_max_entry_bytes', 'language_min_words', 'language_min_function_share',
             'language_max_odd_transitions',
             'rate_limit_per_minute', 'question_min_chars', 'question_max_chars', 'context_prompt',
-            'refusal_message'
+            'refusal_message', 'answer_format_prompt'
         ]
     ) || jsonb_build_object('kb_ids', to_jsonb(kbs), 'agent', agent, 'tenant_id', t);
 end;

@@ -356,7 +356,10 @@ Purpose: everything an answer needs from the database in one call, with the rule
   rag.min_confidence; cross-check: >= rag.cross_check_min_documents distinct documents with
   support >= rag.min_confidence, or one of rag.authoritative_source_types with trust >=
   rag.authoritative_trust. A candidate of a document whose text does not read as language
-  (_reads_as_language: word salad, OCR garbage) has support 0: found, never evidence.
+  (_reads_as_language: word salad, OCR garbage) has support 0: found, never evidence. With a chat
+  model (rag.provider openai | azure) the gate refuses only what has no evidence at all (nothing
+  retrieved: no_evidence; an unresolved conflict): every candidate under the token budget is
+  evidence, and whether it answers is the model's to say (the caller refuses not_in_sources).
 Parameters: query_text 1..2,000 characters; query_embedding of the model search_model names for
   these knowledge bases (the active model, or during a switch the previous one until they are
   complete); kb_ids (default: the agent binding's); agent - binding name; tenant_id only for
@@ -364,7 +367,8 @@ Parameters: query_text 1..2,000 characters; query_embedding of the model search_
 Returns: {"decision": "answer" | "refuse", "reason": null | "rag_disabled" | "no_evidence" (retrieval
   found no passage: none above the similarity floor, no matching word) | "low_confidence" (passages
   found, none supports the question enough) | "conflicting_sources" | "cross_check_failed",
-  "closest" (a refusal's best-ranked passage, _closest_passage; null otherwise), "confidence", "candidates",
+  "closest" (the best-ranked passage, what a refusal shows: _closest_passage; null when retrieval
+  found none), "confidence", "candidates",
   "filtered" (below min_score), "conflicts" (detect_conflicts), "evidence": [{"n", "chunk_id",
   "document_id", "kb_id", "title", "source_uri", "source_type", "trust_score", "published_at",
   "content", "best_window", "score", "dense_score", "lexical_score", "support", "lexical_support",
@@ -421,6 +425,7 @@ declare
     authoritative boolean;
     reason text;
     babble uuid[];
+    judged_by_model boolean := cfg ->> 'provider' in ('openai', 'azure');
 begin
     if coalesce(cardinality(kbs), 0) = 0 then
         raise exception 'no knowledge base: pass kb_ids or an agent bound to knowledge bases'
@@ -519,7 +524,11 @@ begin
 
     for item in
         select e from jsonb_array_elements(candidates) as e
-        where coalesce((e ->> 'support')::double precision, 0) >= min_score
+        where (
+            coalesce((e ->> 'support')::double precision, 0) >= min_score
+            -- A chat model judges the evidence itself: every candidate that reads as language.
+            or judged_by_model and (e ->> 'document_id')::uuid <> all(babble)
+        )
           and not losers @> jsonb_build_array(e -> 'document_id')
         order by (e ->> 'final_score')::double precision desc, (e ->> 'rank')::integer
     loop
@@ -559,6 +568,8 @@ begin
         when jsonb_array_length(evidence) = 0 then 'low_confidence'
         when exists (select 1 from jsonb_array_elements(conflicts) as k where not (k ->> 'resolved')::boolean)
             then 'conflicting_sources'
+        -- With a chat model, whether the evidence answers is the model's to say (not_in_sources).
+        when judged_by_model then null
         when coalesce(confidence, 0) < min_confidence then 'low_confidence'
         when agreeing < (cfg ->> 'cross_check_min_documents')::integer and not authoritative
             then 'cross_check_failed'
@@ -571,7 +582,7 @@ begin
         'filtered', n_filtered,
         'conflicts', conflicts,
         'evidence', evidence,
-        'closest', case when reason is not null then hipocampo_private._closest_passage(candidates) end,
+        'closest', hipocampo_private._closest_passage(candidates),
         'config', cfg
     );
 end;

@@ -7,7 +7,10 @@ Two generators share one interface (:class:`Generator`):
   chunk (chosen in SQL by ``hipocampo.evidence_support``), each followed by its citation marker
   ``[n]``. Deterministic, and the same text the Deno ``ask`` function gets.
 - :class:`ChatAnswerer` (``rag.provider = "openai" | "azure"``): chat completions through the
-  ``openai`` SDK, prompted with ``rag.context_prompt`` and the numbered evidence.
+  ``openai`` SDK, prompted with ``rag.context_prompt``, ``rag.answer_format_prompt`` and the
+  numbered evidence; the model says whether the sources answer (``{"in_sources": false}``: a
+  refusal, :class:`NotInSources`), since in that mode the SQL gate refuses only what has no
+  evidence at all.
 
 The post-validation of numbers is SQL's (``hipocampo.numbers_absent``), called by the orchestrator.
 """
@@ -23,13 +26,50 @@ from ..errors import HipocampoError
 if TYPE_CHECKING:
     from ..client import Hipocampo
 
-__all__ = ["ChatAnswerer", "ExtractiveAnswerer", "GenerationError", "Generator", "generator_for"]
+__all__ = [
+    "ChatAnswerer",
+    "ExtractiveAnswerer",
+    "GenerationError",
+    "Generator",
+    "NotInSources",
+    "generator_for",
+    "parse_reply",
+]
 
 Evidence = Mapping[str, Any]
 
 
 class GenerationError(HipocampoError):
     """The generator failed (API error after retries, empty completion)."""
+
+
+class NotInSources(GenerationError):
+    """The chat model said the numbered sources do not answer the question (``{"in_sources":
+    false}``, rag.answer_format_prompt): a refusal, ``not_in_sources``."""
+
+
+def parse_reply(text: str) -> str:
+    """The answer of a chat model's reply in rag.answer_format_prompt's shape: ``{"in_sources":
+    true, "answer": "…"}`` gives the answer, ``{"in_sources": false}`` raises
+    :class:`NotInSources`; a reply that is not such an object (a model that ignored the format) is
+    the answer as it is. A code fence around the object is allowed.
+
+    Raises:
+        NotInSources: the model said the sources do not answer.
+    """
+    import json
+    import re
+
+    body = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip())
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return text
+    if not isinstance(obj, dict) or "in_sources" not in obj:
+        return text
+    if obj["in_sources"] is False:
+        raise NotInSources("the chat model says the sources do not answer the question")
+    return str(obj.get("answer") or "").strip()
 
 
 class Generator(Protocol):
@@ -124,8 +164,9 @@ class ChatAnswerer:
 
     def generate(self, question: str, evidence: Sequence[Evidence], config: Mapping[str, Any]) -> str:
         context = "\n\n".join(f"[{e['n']}] {e.get('title', '')}\n{e.get('content', '')}" for e in evidence)
+        prompt = f"{config['context_prompt']}\n{config['answer_format_prompt']}"
         messages = [
-            {"role": "system", "content": f"{config['context_prompt']}\n\n{context}"},
+            {"role": "system", "content": f"{prompt}\n\n{context}"},
             {"role": "user", "content": question},
         ]
         import openai
@@ -139,7 +180,10 @@ class ChatAnswerer:
         text = (resp.choices[0].message.content or "").strip() if resp.choices else ""
         if not text:
             raise GenerationError("the chat completion was empty")
-        return text
+        answer = parse_reply(text)
+        if not answer:
+            raise GenerationError("the chat completion held no answer")
+        return answer
 
 
 def generator_for(config: Mapping[str, Any], client: Hipocampo) -> Generator:

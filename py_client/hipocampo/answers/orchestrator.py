@@ -29,7 +29,7 @@ from ..embeddings import EmbeddingProvider
 from ..embeddings.factory import query_vector
 from ..errors import HipocampoError, InvalidInputError
 from ..models import Answer, Source
-from .generation import GenerationError, Generator, generator_for
+from .generation import GenerationError, Generator, NotInSources, generator_for
 
 __all__ = ["Orchestrator", "question_refusal"]
 
@@ -135,6 +135,9 @@ class Orchestrator:
         generator = self.generator or generator_for(turn.cfg, self.client)
         try:
             text = generator.generate(turn.question, evidence, turn.cfg)
+        except NotInSources:
+            refusal = turn.refuse("not_in_sources", confidence=confidence, closest=decision.get("closest"))
+            return turn.finish(refusal, *counts)
         except GenerationError as exc:
             log.warning("generation failed (trace %s): %s", turn.trace, exc)
             return turn.finish(turn.refuse("generation_failed", confidence=confidence), *counts)

@@ -124,8 +124,34 @@ export const recordAnswer: Rpc = {
 
 const FIELDS = ["question", "kb_ids", "agent", "query_embedding", "use_cache", "rate_limit", "tenant_id"];
 
+/** What a chat model replies when the numbered sources do not answer (rag.answer_format_prompt). */
+export const NOT_IN_SOURCES = Symbol("not_in_sources");
+
+/**
+ * A reply in rag.answer_format_prompt's shape, as Python's generation.parse_reply reads it:
+ * {"in_sources": true, "answer"} gives the answer, {"in_sources": false} NOT_IN_SOURCES, anything
+ * else (a model that ignored the format) is the answer as it is; a code fence around it is allowed.
+ */
+export function parseReply(text: string): string | typeof NOT_IN_SOURCES {
+  const body = text.trim().replace(/^```(?:json)?\s*|\s*```$/g, "");
+  let obj: unknown;
+  try {
+    obj = JSON.parse(body);
+  } catch {
+    return text;
+  }
+  if (typeof obj !== "object" || obj === null || Array.isArray(obj) || !("in_sources" in obj)) return text;
+  const reply = obj as Json;
+  if (reply.in_sources === false) return NOT_IN_SOURCES;
+  return String(reply.answer ?? "").trim();
+}
+
 /** The chat completion of rag.provider openai / azure; null when it failed or came back empty. */
-async function chat(question: string, evidence: Json[], cfg: Json): Promise<string | null> {
+async function chat(
+  question: string,
+  evidence: Json[],
+  cfg: Json,
+): Promise<string | typeof NOT_IN_SOURCES | null> {
   const azure = cfg.provider === "azure";
   const client = openaiClient(cfg, azure ? { apiVersion: String(cfg.azure_api_version) } : null);
   const context = evidence.map((e) => `[${e.n}] ${e.title ?? ""}\n${e.content ?? ""}`).join("\n\n");
@@ -133,12 +159,15 @@ async function chat(question: string, evidence: Json[], cfg: Json): Promise<stri
     const resp = await client.chat.completions.create({
       model: String(azure ? cfg.azure_deployment : cfg.chat_model),
       messages: [
-        { role: "system", content: `${cfg.context_prompt}\n\n${context}` },
+        { role: "system", content: `${cfg.context_prompt}\n${cfg.answer_format_prompt}\n\n${context}` },
         { role: "user", content: question },
       ],
       temperature: 0,
     });
-    return resp.choices?.[0]?.message?.content?.trim() || null;
+    const text = resp.choices?.[0]?.message?.content?.trim();
+    if (!text) return null;
+    const reply = parseReply(text);
+    return reply === NOT_IN_SOURCES ? reply : reply || null;
   } catch (err) {
     console.error(JSON.stringify({ level: "warning", error: `chat completion failed: ${err}` }));
     return null;
@@ -253,6 +282,12 @@ export async function ask({ actor, body, tx }: RouteContext): Promise<Json> {
   const text = extractive
     ? await callRpc(tx, extractiveAnswer, { evidence, min_support: cfg.min_confidence }) as string | null
     : await chat(question, evidence, cfg);
+  if (text === NOT_IN_SOURCES) {
+    return finish(
+      await refuse("not_in_sources", { confidence, closest: decision.closest ?? null }),
+      ...counts,
+    );
+  }
   if (!text) return finish(await refuse("generation_failed", { confidence }), ...counts);
   lap("generate");
   const absent = await callRpc(tx, numbersAbsent, { answer: text, evidence }) as string[];
