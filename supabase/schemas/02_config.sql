@@ -402,6 +402,7 @@ begin
                 section, item.key using errcode = '22023';
         end if;
         if not global_section ? item.key or item.key like '%\_range' or item.key like '%\_max\_items'
+            or item.key like '%\_max\_length' or item.key like '%\_regex'
             or item.key in ('tenant_locked', 'operator_only') then
             raise exception 'unknown key %.%', section, item.key using errcode = '22023';
         end if;
@@ -438,6 +439,7 @@ begin
             raise exception '%.% must have at most % items', section, item.key,
                 global_section ->> (item.key || '_max_items') using errcode = '22023';
         end if;
+        perform hipocampo_private._check_config_text(section, item.key, item.value, global_section);
         bounds := global_section -> (item.key || '_range');
         -- A range bounds a number, or each element of an array of numbers, or each value of an
         -- object of numbers (retrieval.default_trust).
@@ -458,6 +460,55 @@ begin
                 item.value using errcode = '22003';
         end if;
     end loop;
+end;
+$$;
+
+/*
+_check_config_text(section text, key text, value jsonb, global_section jsonb) -> void
+
+Purpose: the bounds of a config value that is text, or a list of texts, a tenant may store
+  (issue 44 §4: a tenant admin stored 300 regexes of 5 KB, or one that does not compile, and every
+  member's memory write then took 30 s or failed): `<key>_max_length` bounds the text, or each
+  text of the list; `<key>_regex` true requires each to compile as a POSIX regular expression.
+  config.toml declares both beside the key; `<key>_max_items` (in _check_config_patch) bounds
+  the list.
+Parameters: section, key - the key patched; value - its new value; global_section - the global
+  row's section (where the bounds are declared).
+Errors: 22001 "<section>.<key> must be at most N characters (each, for a list)"; 22023
+  "<section>.<key>: <pattern> is not a valid regular expression: …".
+Returns: nothing.
+Example: perform hipocampo_private._check_config_text('memory', 'sensitive_patterns', '["(a"]', g);
+*/
+create or replace function hipocampo_private._check_config_text(section text, key text, value jsonb, global_section jsonb)
+returns void
+language plpgsql
+immutable
+security invoker
+set search_path = ''
+as $$
+declare
+    texts text[] := array(
+        select e #>> '{}'
+        from jsonb_array_elements(case when jsonb_typeof(value) = 'array' then value else jsonb_build_array(value) end) as e
+        where jsonb_typeof(e) = 'string'
+    );
+    max_length integer := (global_section ->> (key || '_max_length'))::integer;
+    pattern text;
+begin
+    if max_length is not null and exists (select 1 from unnest(texts) as t where char_length(t) > max_length) then
+        raise exception '%.% must be at most % characters (each, for a list)', section, key, max_length
+            using errcode = '22001';
+    end if;
+    if coalesce((global_section ->> (key || '_regex'))::boolean, false) then
+        foreach pattern in array texts loop
+            begin
+                perform '' ~* pattern;
+            exception when invalid_regular_expression then
+                raise exception '%.%: % is not a valid regular expression: %', section, key, pattern, sqlerrm
+                    using errcode = '22023';
+            end;
+        end loop;
+    end if;
 end;
 $$;
 

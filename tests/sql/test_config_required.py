@@ -3,6 +3,7 @@ is an error (55000), never a silent built-in value."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import psycopg
@@ -121,7 +122,7 @@ def test_every_number_a_tenant_may_change_has_a_range(db: Conn) -> None:
         for key, value in keys.items():
             values = value if isinstance(value, list) else [value]
             numeric = values and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
-            if not numeric or key in locked or key.endswith(("_range", "_max_items")):
+            if not numeric or key in locked or key.endswith(("_range", "_max_items", "_max_length")):
                 continue
             bounds = keys.get(f"{key}_range")
             if bounds is None:
@@ -129,6 +130,69 @@ def test_every_number_a_tenant_may_change_has_a_range(db: Conn) -> None:
             elif not all(bounds[0] <= v <= bounds[1] for v in values):
                 outside.append(f"{section}.{key} = {value} outside {bounds}")
     assert (missing, outside) == ([], [])
+
+
+def test_every_text_a_tenant_may_change_has_a_bound(db: Conn) -> None:
+    """Issue 44 §4: every text (or list of texts) of a section a tenant may override declares
+    `<key>_max_length` (and a list `<key>_max_items`), unless it is tenant_locked; its default lies
+    inside them. A tenant admin stored 300 regexes of 5 KB as memory.sensitive_patterns and a
+    10 MB rag.context_prompt."""
+    row = db.execute("select config from hipocampo_private.settings where tenant_id is null").fetchone()
+    assert row is not None
+    missing, outside = [], []
+    for section, keys in row["config"].items():
+        if not isinstance(keys, dict) or section == "chunking":
+            continue
+        locked = set(keys.get("tenant_locked", [])) | {"tenant_locked", "operator_only"}
+        for key, value in keys.items():
+            texts = [value] if isinstance(value, str) else value if isinstance(value, list) else None
+            if texts is None or key in locked or not all(isinstance(t, str) for t in texts):
+                continue
+            limit = keys.get(f"{key}_max_length")
+            if limit is None or (isinstance(value, list) and f"{key}_max_items" not in keys):
+                missing.append(f"{section}.{key}")
+            elif any(len(t) > limit for t in texts) or len(texts) > keys.get(f"{key}_max_items", len(texts)):
+                outside.append(f"{section}.{key}")
+    assert (missing, outside) == ([], [])
+
+
+def test_texts_are_bounded_and_patterns_compile(db: Conn, world: World) -> None:
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    cases = [
+        (
+            "memory",
+            {"sensitive_patterns": ["\\mx\\M"] * 21},
+            "22023",
+            "memory.sensitive_patterns must have at most 20 items",
+        ),
+        (
+            "memory",
+            {"sensitive_patterns": ["a" * 501]},
+            "22001",
+            "memory.sensitive_patterns must be at most 500 characters",
+        ),
+        (
+            "memory",
+            {"sensitive_patterns": ["(unclosed"]},
+            "22023",
+            "memory.sensitive_patterns: (unclosed is not a valid regular expression",
+        ),
+        ("rag", {"context_prompt": "x" * 4001}, "22001", "rag.context_prompt must be at most 4000 characters"),
+        ("rag", {"question_stopwords": ["a" * 51]}, "22001", "rag.question_stopwords must be at most 50 characters"),
+        ("memory", {"sensitive_patterns_regex": False}, "22023", "unknown key memory.sensitive_patterns_regex"),
+    ]
+    for section, patch, state, message in cases:
+        db.execute("savepoint s")
+        with pytest.raises(psycopg.Error) as exc:
+            db.execute("select hipocampo.set_tenant_config(%s, %s::jsonb)", (section, json.dumps(patch)))
+        db.execute("rollback to savepoint s")
+        assert exc.value.sqlstate == state and str(exc.value.diag.message_primary).startswith(message), (
+            patch,
+            exc.value,
+        )
+    # Within the bounds, and compiling: stored.
+    ok = {"sensitive_patterns": ["\\m(plano de saude|convenio)\\M"]}
+    db.execute("select hipocampo.set_tenant_config('memory', %s::jsonb)", (json.dumps(ok),))
 
 
 def test_a_range_bounds_each_value_of_a_table_of_numbers(db: Conn, world: World) -> None:
