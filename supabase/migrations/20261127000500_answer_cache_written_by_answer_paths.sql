@@ -65,9 +65,9 @@ as $$
             then 'answer.answer must be a non-empty string'
         when coalesce(answer -> 'refused', 'false'::jsonb) <> 'false'::jsonb then 'a refusal is never cached'
         when coalesce(jsonb_typeof(answer -> 'confidence'), 'number') <> 'number'
-            then 'answer.confidence must be a number in [0, 1]'
-        when coalesce((answer ->> 'confidence')::double precision, 0) not between 0 and 1
-            then 'answer.confidence must be a number in [0, 1]'
+            then 'answer.confidence must be a number >= 0'
+        when coalesce((answer ->> 'confidence')::double precision, 0) < 0
+            then 'answer.confidence must be a number >= 0'
         when coalesce(answer ->> 'answer_source', 'EXTRACTIVE') not in ('EXTRACTIVE', 'LLM')
             then 'answer.answer_source must be EXTRACTIVE or LLM'
         when coalesce(jsonb_typeof(answer -> 'conflicts'), 'array') <> 'array' then 'answer.conflicts must be an array'

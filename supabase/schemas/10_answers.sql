@@ -775,7 +775,8 @@ _cache_entry_problem(answer jsonb, max_bytes integer) -> text
 
 Purpose: what is wrong with an answer offered to the answer cache, or null when nothing is: the
   shape the answer paths build (Orchestrator.ask, the ask edge function) and every reader of the
-  cache parses (models.Answer): a non-empty answer text, never a refusal, a confidence in [0, 1],
+  cache parses (models.Answer): a non-empty answer text, never a refusal, a confidence >= 0 (a
+  support can exceed 1 where the sentence cosine adds to it),
   answer_source EXTRACTIVE or LLM, conflicts as an array, and at most 50 sources, each with n,
   document, document_id, source_uri, chunk_id, excerpt and score of their types; the whole entry
   at most max_bytes bytes as json text.
@@ -801,9 +802,9 @@ as $$
             then 'answer.answer must be a non-empty string'
         when coalesce(answer -> 'refused', 'false'::jsonb) <> 'false'::jsonb then 'a refusal is never cached'
         when coalesce(jsonb_typeof(answer -> 'confidence'), 'number') <> 'number'
-            then 'answer.confidence must be a number in [0, 1]'
-        when coalesce((answer ->> 'confidence')::double precision, 0) not between 0 and 1
-            then 'answer.confidence must be a number in [0, 1]'
+            then 'answer.confidence must be a number >= 0'
+        when coalesce((answer ->> 'confidence')::double precision, 0) < 0
+            then 'answer.confidence must be a number >= 0'
         when coalesce(answer ->> 'answer_source', 'EXTRACTIVE') not in ('EXTRACTIVE', 'LLM')
             then 'answer.answer_source must be EXTRACTIVE or LLM'
         when coalesce(jsonb_typeof(answer -> 'conflicts'), 'array') <> 'array' then 'answer.conflicts must be an array'

@@ -215,6 +215,8 @@ def test_new_model_lives_beside_the_old_one(db: psycopg.Connection[dict[str, Any
     with refused, db.transaction():
         db.execute("select hipocampo.drop_embedding_model(%s)", (MODEL,))
     db.execute("reset role")
+    for table in ("memories", "memory_staging", "messages"):  # other modules' rows, committed
+        db.execute(f"delete from hipocampo_private.{table} where embedding_model = %s", (MODEL,))
     db.execute(
         "delete from hipocampo_private.chunks as c where c.embedding_model = %s and not exists ("
         " select 1 from hipocampo_private.chunks as n where n.tenant_id = c.tenant_id"

@@ -110,7 +110,8 @@ def test_a_model_switch_reembeds_memories_staging_and_messages(db: Conn, user_a:
 def test_a_model_switch_reembeds_chunks_beside_their_source(db: Conn, world: World) -> None:
     world.act("service_role")
     before = db.execute(
-        "select c.id, c.tenant_id, c.document_id, c.chunk_index, c.content, d.title"
+        "select c.id, c.tenant_id, c.document_id, c.chunk_index, c.content,"
+        " coalesce(c.metadata ->> 'title', d.title) as title"
         " from hipocampo_private.chunks as c join hipocampo_private.documents as d on d.id = c.document_id"
         " where c.embedding_model = %s order by c.id",
         (MODEL,),
@@ -119,7 +120,8 @@ def test_a_model_switch_reembeds_chunks_beside_their_source(db: Conn, world: Wor
     assert len(mine) >= 4 and listed(db, "chunks", mine) == []
     calibrate(db, OTHER)
     db.execute("select hipocampo.register_embedding_model(%s, 'local', 384, true)", (OTHER,))
-    # The text ingestion embeds: the document's title, a newline, the content.
+    # The text ingestion embeds: the contextual header (metadata.title: the title and the heading
+    # path; the document's title without one), a newline, the content.
     assert listed(db, "chunks", mine) == [(str(r["id"]), f"{r['title']}\n{r['content']}") for r in before]
     failed = str(before[0]["id"])
     db.execute("select hipocampo.record_embedding_failure('chunks', array[%s], 'HTTP 503')", (failed,))
@@ -138,7 +140,9 @@ def test_a_model_switch_reembeds_chunks_beside_their_source(db: Conn, world: Wor
         (r["tenant_id"], r["document_id"], r["chunk_index"], r["content"]) for r in before
     ]
     assert listed(db, "chunks", mine) == []
-    assert db.execute("select count(*) as n from hipocampo_private.embedding_failures").fetchone() == {"n": 0}
+    assert db.execute(
+        "select count(*) as n from hipocampo_private.embedding_failures where row_id = any(%s)", (list(mine),)
+    ).fetchone() == {"n": 0}
     # Search reads the new rows with the new model, postings and statistics included.
     world.act("authenticated", world.member_a, world.tenant_a)
     found = db.execute(
