@@ -975,7 +975,8 @@ set search_path = ''
 as $$
     select hipocampo_private._require_config(section_config, 'sessions', array[
         'inactivity_ttl_minutes', 'absolute_max_minutes', 'pending_confirmation_minutes', 'max_concurrent',
-        'last_messages'
+        'last_messages', 'summary_max_chars', 'tool_max_chars', 'action_max_chars', 'payload_max_bytes',
+        'max_pending'
     ])
 $$;
 

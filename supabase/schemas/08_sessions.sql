@@ -277,11 +277,39 @@ end;
 $$;
 
 /*
+_check_text_length(label text, value text, cfg jsonb, key text) -> void
+
+Purpose: a text a caller stores in a session within its bound: at most cfg ->> key characters.
+Parameters: label - the argument's name in the message; value - the text (null passes); cfg - a
+  config section; key - the key of the bound in it (e.g. 'summary_max_chars').
+Errors: 22001 "<label> is N characters; the limit is M (sessions.<key>)".
+Returns: nothing.
+Example: perform hipocampo_private._check_text_length('summary', s, cfg, 'summary_max_chars');
+*/
+create or replace function hipocampo_private._check_text_length(label text, value text, cfg jsonb, key text)
+returns void
+language plpgsql
+immutable
+security invoker
+set search_path = ''
+as $$
+begin
+    if char_length(value) > (cfg ->> key)::integer then
+        raise exception '% is % characters; the limit is % (sessions.%)', label, char_length(value), cfg ->> key, key
+            using errcode = '22001';
+    end if;
+end;
+$$;
+
+/*
 update_session(session_id uuid, summary text default null, tool text default null) -> jsonb
 
 Purpose: set the session's summary and/or record a tool used (each tool listed once); renews.
+Parameters: summary - at most sessions.summary_max_chars (8,000) characters; tool - at most
+  sessions.tool_max_chars (200).
 Returns: the session (see get_session).
-Errors: P0002 "unknown or expired session".
+Errors: P0002 "unknown or expired session"; 22001 "summary is N characters; the limit is M
+  (sessions.summary_max_chars)" / "tool is N characters; …"; 55000 "sessions config is incomplete".
 Example: select hipocampo.update_session('…', tool => 'hybrid_search');
 */
 create or replace function hipocampo.update_session(session_id uuid, summary text default null, tool text default null)
@@ -292,7 +320,10 @@ set search_path = ''
 as $$
 declare
     s hipocampo_private.sessions := hipocampo_private._session(update_session.session_id, true);
+    cfg jsonb := hipocampo_private._sessions_config(hipocampo.effective_config(s.tenant_id) -> 'sessions');
 begin
+    perform hipocampo_private._check_text_length('summary', update_session.summary, cfg, 'summary_max_chars');
+    perform hipocampo_private._check_text_length('tool', update_session.tool, cfg, 'tool_max_chars');
     update hipocampo_private.sessions as x
     set data = x.data
         || case when update_session.summary is null then '{}'::jsonb
@@ -312,9 +343,14 @@ add_pending_confirmation(session_id uuid, action text, payload jsonb default '{}
 
 Purpose: park an action awaiting the user's confirmation ("confirma o envio?"). It expires after
   sessions.pending_confirmation_minutes (5, fixed: tenants cannot change it); renews the session.
+Parameters: action - 1..sessions.action_max_chars (200) characters; payload - json of at most
+  sessions.payload_max_bytes (16,384) bytes; a session holds at most sessions.max_pending (20)
+  live confirmations.
 Returns: {"id", "action", "payload", "expires_at"}.
-Errors: 42501 as _caller; P0002 "unknown or expired session"; 22023 empty action; 55000
-  "sessions config is incomplete: …".
+Errors: 42501 as _caller; P0002 "unknown or expired session"; 22023 empty action; 22001 "action is
+  N characters; …" / "payload is N bytes as json; the limit is M (sessions.payload_max_bytes)";
+  22023 "a session holds at most N pending confirmations (sessions.max_pending)"; 55000 "sessions
+  config is incomplete: …".
 Example: select hipocampo.add_pending_confirmation('…', 'send_invoice', '{"invoice": 12}');
 */
 create or replace function hipocampo.add_pending_confirmation(session_id uuid, action text, payload jsonb default '{}'::jsonb)
@@ -325,17 +361,27 @@ set search_path = ''
 as $$
 declare
     s hipocampo_private.sessions := hipocampo_private._session(add_pending_confirmation.session_id, true);
+    cfg jsonb := hipocampo_private._sessions_config(hipocampo.effective_config(s.tenant_id) -> 'sessions');
     item jsonb;
 begin
     if action is null or btrim(action) = '' then
         raise exception 'a pending confirmation needs an action' using errcode = '22023';
     end if;
+    perform hipocampo_private._check_text_length('action', action, cfg, 'action_max_chars');
+    if octet_length(coalesce(payload, '{}'::jsonb)::text) > (cfg ->> 'payload_max_bytes')::integer then
+        raise exception 'payload is % bytes as json; the limit is % (sessions.payload_max_bytes)',
+            octet_length(payload::text), cfg ->> 'payload_max_bytes' using errcode = '22001';
+    end if;
+    if (
+        select count(*) from jsonb_array_elements(s.pending_confirmations) as p
+        where (p ->> 'expires_at')::timestamptz > now()
+    ) >= (cfg ->> 'max_pending')::integer then
+        raise exception 'a session holds at most % pending confirmations (sessions.max_pending)', cfg ->> 'max_pending'
+            using errcode = '22023';
+    end if;
     item := jsonb_build_object(
         'id', gen_random_uuid(), 'action', action, 'payload', coalesce(payload, '{}'::jsonb),
-        'expires_at', now() + make_interval(mins => (
-            hipocampo_private._sessions_config(hipocampo.effective_config(s.tenant_id) -> 'sessions')
-            ->> 'pending_confirmation_minutes'
-        )::integer)
+        'expires_at', now() + make_interval(mins => (cfg ->> 'pending_confirmation_minutes')::integer)
     );
     update hipocampo_private.sessions as x
     set pending_confirmations = coalesce((

@@ -164,3 +164,33 @@ def test_only_admins_change_tenant_config(db: Conn, world: World) -> None:
         db.execute("select hipocampo.set_tenant_config('nope', '{}')")
     db.execute("select hipocampo.set_tenant_config('sessions', '{\"max_concurrent\": 5}')")
     assert one(db, "select hipocampo.set_tenant_config('sessions', '{\"max_concurrent\": null}') as v") == {}
+
+
+def test_what_a_member_stores_in_a_session_is_bounded(db: Conn, user_a: World) -> None:
+    """Issue 44 §4: a 10 MB summary and a 10 MB confirmation payload were accepted. The bounds are
+    fixed keys of [sessions] (summary_max_chars 8,000, tool_max_chars 200, action_max_chars 200,
+    payload_max_bytes 16,384, max_pending 20)."""
+    sid = one(db, "select hipocampo.open_session() ->> 'session_id' as v")
+    cases = [
+        ("select hipocampo.update_session(%s, summary => %s)", ("x" * 8001,), "22001",
+         "summary is 8001 characters; the limit is 8000 (sessions.summary_max_chars)"),
+        ("select hipocampo.update_session(%s, tool => %s)", ("t" * 201,), "22001",
+         "tool is 201 characters; the limit is 200 (sessions.tool_max_chars)"),
+        ("select hipocampo.add_pending_confirmation(%s, %s)", ("a" * 201,), "22001",
+         "action is 201 characters; the limit is 200 (sessions.action_max_chars)"),
+        ("select hipocampo.add_pending_confirmation(%s, 'pagar', %s::jsonb)", (json.dumps({"x": "y" * 20000}),),
+         "22001", "payload is 20009 bytes as json; the limit is 16384 (sessions.payload_max_bytes)"),
+    ]  # fmt: skip
+    for sql, args, state, message in cases:
+        with pytest.raises(psycopg.Error) as exc, db.transaction():
+            db.execute(sql, (sid, *args))  # type: ignore[arg-type]
+        assert (exc.value.sqlstate, exc.value.diag.message_primary) == (state, message)
+    assert one(db, "select hipocampo.update_session(%s, summary => %s) ->> 'summary' as v", (sid, "x" * 8000))
+    for n in range(20):
+        one(db, "select hipocampo.add_pending_confirmation(%s, %s) as v", (sid, f"acao {n}"))
+    with pytest.raises(psycopg.errors.InvalidParameterValue) as full, db.transaction():
+        db.execute("select hipocampo.add_pending_confirmation(%s, 'mais uma')", (sid,))
+    assert full.value.diag.message_primary == "a session holds at most 20 pending confirmations (sessions.max_pending)"
+    user_a.act("authenticated", user_a.admin_a, user_a.tenant_a)
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="is fixed"), db.transaction():
+        db.execute("""select hipocampo.set_tenant_config('sessions', '{"payload_max_bytes": 99999999}')""")
