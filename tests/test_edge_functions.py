@@ -216,6 +216,13 @@ def test_auth_methods_routes_and_cors(env: Env, fn: dict[str, EdgeFunction]) -> 
     assert r.status_code == 404 and r.json()["error"].startswith("no route nope in memory; routes: remember, recall")
     r = httpx.post(url, content=b"{not json", headers=env.user())
     assert (r.status_code, r.json()["error"]) == (400, "the body is not valid JSON")
+    # Bodies are read up to 1 MiB (HIPOCAMPO_MAX_BODY_BYTES; issue 44 §4: they were read whole),
+    # whether the client declares the size or streams it.
+    big = json.dumps({**body, "query_text": "x" * 1_100_000}).encode()
+    r = httpx.post(url, content=big, headers=env.user())
+    assert (r.status_code, r.json()["error"]) == (413, "the request body is over 1048576 bytes")
+    r = httpx.post(url, content=iter([big[:600_000], big[600_000:]]), headers=env.user())
+    assert (r.status_code, r.json()["error"]) == (413, "the request body is over 1048576 bytes")
     r = httpx.options(url)
     assert r.status_code == 204 and r.headers["Access-Control-Allow-Origin"] == "*"
     assert "authorization" in r.headers["Access-Control-Allow-Headers"]

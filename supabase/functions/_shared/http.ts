@@ -72,9 +72,47 @@ export function statusOfSqlstate(code: string, raised = false): number {
   return 500;
 }
 
-/** The request body as a JSON object; 400 when it is not one (an empty body reads as `{}`). */
+/**
+ * The largest request body a function reads, in bytes: `HIPOCAMPO_MAX_BODY_BYTES`, default 1 MiB
+ * (a message's content is at most 100,000 characters; issue 44 §4: bodies were read whole).
+ */
+export function maxBodyBytes(): number {
+  const set = Number(Deno.env.get("HIPOCAMPO_MAX_BODY_BYTES") ?? "");
+  return Number.isInteger(set) && set > 0 ? set : 1_048_576;
+}
+
+/** The body as text, read until maxBodyBytes(): 413 past it (a larger Content-Length is refused unread). */
+async function readCapped(req: Request): Promise<string> {
+  const max = maxBodyBytes();
+  const declared = Number(req.headers.get("content-length") ?? "0");
+  const tooLarge = () => new HttpError(413, `the request body is over ${max} bytes`);
+  if (declared > max) throw tooLarge();
+  if (!req.body) return "";
+  const reader = req.body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel();
+      throw tooLarge();
+    }
+    parts.push(value);
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    all.set(p, at);
+    at += p.byteLength;
+  }
+  return new TextDecoder().decode(all);
+}
+
+/** The request body as a JSON object; 400 when it is not one (an empty body reads as `{}`), 413 past maxBodyBytes(). */
 export async function readObject(req: Request): Promise<Record<string, unknown>> {
-  const text = await req.text();
+  const text = await readCapped(req);
   if (text.trim() === "") return {};
   let value: unknown;
   try {
