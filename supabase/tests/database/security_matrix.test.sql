@@ -16,7 +16,9 @@
 --   read+write - both.
 -- Each case runs in a subtransaction that is rolled back, so every case sees the same data.
 -- A function, table or view with no row of expectations fails the suite (so a new RPC cannot
--- ship without its row), as does a row for something that no longer exists.
+-- ship without its row), as does a row for something that no longer exists. A second table (at
+-- the end) runs every function as a plain member of A against A's shared state: what it changes
+-- of A's rows that are not the member's own; every function has its row there too.
 begin;
 select * from no_plan();
 
@@ -283,8 +285,28 @@ language sql stable as $$
     end
 $$;
 
--- Everything of tenant A, as the owner sees it: compared before and after each case.
-create function pg_temp.fingerprint() returns text
+-- Tenant A's rows that are not member A's own (their user_id, user_ref or rate-limit bucket):
+-- the shared state of the second table below.
+create function pg_temp.shared_rows(rel regclass) returns text
+language sql stable as $$
+    select pg_temp.victim_rows(rel) || case
+        when exists (select 1 from pg_catalog.pg_attribute as a
+                     where a.attrelid = rel and a.attname = 'user_id' and not a.attisdropped)
+            then format(' and user_id is distinct from %L', pg_temp.t('member_a'))
+        when exists (select 1 from pg_catalog.pg_attribute as a
+                     where a.attrelid = rel and a.attname = 'user_ref' and not a.attisdropped)
+            then format(' and user_ref is distinct from %L', hipocampo_private._user_ref(
+                pg_temp.t('tenant_a')::uuid, pg_temp.t('member_a')::uuid))
+        when rel = 'hipocampo_private.rate_limit_buckets'::regclass
+            then format(' and bucket not like %L', '%' || hipocampo_private._user_ref(
+                pg_temp.t('tenant_a')::uuid, pg_temp.t('member_a')::uuid) || '%')
+        else ''
+    end
+$$;
+
+-- Everything of tenant A, as the owner sees it: compared before and after each case (shared: only
+-- A's rows that are not member A's own, pg_temp.shared_rows below).
+create function pg_temp.fingerprint(shared boolean default false) returns text
 language plpgsql as $$
 declare
     rel regclass;
@@ -297,7 +319,7 @@ begin
         order by c.relname
     loop
         execute format('select md5(coalesce(string_agg(x::text, ''|'' order by x::text), '''')) from %s as x where %s',
-            rel, pg_temp.victim_rows(rel)) into part;
+            rel, case when shared then pg_temp.shared_rows(rel) else pg_temp.victim_rows(rel) end) into part;
         acc := acc || part;
     end loop;
     return md5(acc);
@@ -694,48 +716,13 @@ order by ord, object;
 -- audit trail, the tenant's rate-limit bucket, other users' rows - as opposed to their own
 -- memories, messages, sessions and audit rows about themselves. Every function has its row here
 -- too. Outcomes: a SQLSTATE; none - no shared row changed; shared - some shared row changed.
-create function pg_temp.shared_rows(rel regclass) returns text
-language sql stable as $$
-    select pg_temp.victim_rows(rel) || case
-        when exists (select 1 from pg_catalog.pg_attribute as a
-                     where a.attrelid = rel and a.attname = 'user_id' and not a.attisdropped)
-            then format(' and user_id is distinct from %L', pg_temp.t('member_a'))
-        when exists (select 1 from pg_catalog.pg_attribute as a
-                     where a.attrelid = rel and a.attname = 'user_ref' and not a.attisdropped)
-            then format(' and user_ref is distinct from %L', hipocampo_private._user_ref(
-                pg_temp.t('tenant_a')::uuid, pg_temp.t('member_a')::uuid))
-        when rel = 'hipocampo_private.rate_limit_buckets'::regclass
-            then format(' and bucket not like %L', '%' || hipocampo_private._user_ref(
-                pg_temp.t('tenant_a')::uuid, pg_temp.t('member_a')::uuid) || '%')
-        else ''
-    end
-$$;
 
-create function pg_temp.shared_fingerprint() returns text
-language plpgsql as $$
-declare
-    rel regclass;
-    acc text := '';
-    part text;
-begin
-    for rel in
-        select c.oid from pg_catalog.pg_class as c
-        where c.relnamespace = 'hipocampo_private'::regnamespace and c.relkind = 'r'
-        order by c.relname
-    loop
-        execute format('select md5(coalesce(string_agg(x::text, ''|'' order by x::text), '''')) from %s as x where %s',
-            rel, pg_temp.shared_rows(rel)) into part;
-        acc := acc || part;
-    end loop;
-    return md5(acc);
-end;
-$$;
 
 create function pg_temp.shared_outcome(object text) returns text
 language plpgsql as $$
 declare
     stmt text := pg_temp.statement(object, 'call');
-    before text := pg_temp.shared_fingerprint();
+    before text := pg_temp.fingerprint(true);
     answer text;
     state text;
     msg text;
@@ -745,7 +732,7 @@ begin
         execute stmt into answer;
         perform set_config('role', 'none', true), set_config('request.jwt.claims', '', true);
         raise exception using errcode = 'HM000',
-            message = case when pg_temp.shared_fingerprint() <> before then 'shared' else 'none' end;
+            message = case when pg_temp.fingerprint(true) <> before then 'shared' else 'none' end;
     exception when others then
         get stacked diagnostics state = returned_sqlstate, msg = message_text;
         return case when state = 'HM000' then msg else state end;
