@@ -1649,12 +1649,43 @@ as $$
 $$;
 
 /*
+_article_quote(quote text, metadata jsonb) -> text
+
+Purpose: a quote of an article introduced by its number and heading path (issue 48 §1: an answer
+  is the answering article's sentences, with the article's number and heading): "Art. 6º
+  (Capítulo III – Dos animais): É permitida …". The article's number is not repeated when the
+  quote starts with it; a quote of a chunk without an article is unchanged.
+Parameters: quote - plain text; metadata - the chunk's (article, section).
+Returns: the quote.
+Errors: none (a pure function).
+Example: select hipocampo_private._article_quote('É permitida…', '{"article": "Art. 6º"}'); -- 'Art. 6º: É permitida…'
+*/
+create or replace function hipocampo_private._article_quote(quote text, metadata jsonb)
+returns text
+language sql
+immutable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+    select case
+        when coalesce(metadata ->> 'article', '') = '' or quote = '' then quote
+        else (metadata ->> 'article')
+            || coalesce(' (' || nullif(metadata ->> 'section', '') || ')', '') || ': '
+            || btrim(case when starts_with(quote, metadata ->> 'article')
+                then substr(quote, char_length(metadata ->> 'article') + 1) else quote end)
+    end
+$$;
+
+/*
 extractive_answer(evidence jsonb, min_support double precision, max_quotes integer default 2) -> text
 
 Purpose: the offline answer (rag.provider = extractive): the best window of each evidence item
   whose support reaches min_support (at least the first item), at most max_quotes, in evidence
   order, each as plain text (plain_text, whitespace collapsed) followed by its citation marker
-  [n]; a window already quoted is not repeated. Deterministic.
+  [n]; a window already quoted is not repeated. The window of an article (a chunk whose metadata
+  names one) is introduced by the article's number and heading path, "Art. 23 (Capítulo IX – Das
+  infrações e penalidades): …" (_article_quote). Deterministic.
 Parameters: evidence - answer_evidence's evidence array (n, best_window, content, support); an
   item's support that is not a number counts as 0, and evidence that is not an array quotes
   nothing; min_support - rag.min_confidence (0..1); max_quotes >= 1.
@@ -1695,9 +1726,9 @@ as $$
     ),
     quoted as (
         select p.pos, p.item ->> 'n' as n,
-            btrim(regexp_replace(hipocampo.plain_text(coalesce(
+            hipocampo_private._article_quote(btrim(regexp_replace(hipocampo.plain_text(coalesce(
                 nullif(p.item ->> 'best_window', ''), p.item ->> 'content', ''
-            )), '\s+', ' ', 'g')) as quote
+            )), '\s+', ' ', 'g')), p.item -> 'metadata') as quote
         from picked as p
     ),
     firsts as (

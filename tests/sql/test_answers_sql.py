@@ -439,3 +439,19 @@ def test_audit_rows_are_pseudonymous_and_feed_the_views(db: Conn, world: World) 
     assert emb is not None and (emb["embeddings_total"], emb["embeddings_stale"]) == (2, 0)
     world.act("authenticated", world.admin_b, world.tenant_b)
     assert db.execute("select * from hipocampo.rag_answer_stats").fetchall() == []
+
+
+def test_an_extractive_quote_names_its_article(db: Conn) -> None:
+    """Issue 48 §1: the quote of an article starts with the article's number and heading path."""
+    quote = "select hipocampo.extractive_answer(%s::jsonb, 0.5) as v"
+    item = {"n": 1, "support": 0.9, "content": "Art. 6º É permitida a permanência de animais domésticos."}
+    meta = {"article": "Art. 6º", "section": "Capítulo III – Dos animais"}
+    assert one(db, quote, (json.dumps([{**item, "metadata": meta}]),)) == (
+        "Art. 6º (Capítulo III – Dos animais): É permitida a permanência de animais domésticos. [1]"
+    )
+    window = {**item, "best_window": "§ 2º Cães de grande porte devem usar focinheira.", "metadata": meta}
+    assert one(db, quote, (json.dumps([window]),)) == (
+        "Art. 6º (Capítulo III – Dos animais): § 2º Cães de grande porte devem usar focinheira. [1]"
+    )
+    # A chunk that is no article (a FAQ, a paragraph) is quoted as it is.
+    assert one(db, quote, (json.dumps([{**item, "metadata": {}}]),)) == f"{item['content']} [1]"
