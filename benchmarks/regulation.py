@@ -182,7 +182,12 @@ def report(results: list[dict[str, Any]]) -> str:
             f" off-topic {r['off_topic_refused']:.3f})"
             f" | {r['median_answer_chars']:.0f} chars | right ≥ 0.85, refused ≥ 0.90, ≤ 400 chars |"
         )
-    lines += ["", "Retrieval of the answering article (first hit / among the first 4, rag.top_k):", ""]
+    lines += [
+        "",
+        "Retrieval of the answering article, every candidate ranked (min_similarity -1: first hit / among the"
+        " first 4, rag.top_k):",
+        "",
+    ]
     lines += ["| model | " + " | ".join(RETRIEVAL) + " |", "|---|" + "---|" * len(RETRIEVAL)]
     for r in results:
         cells = " | ".join(f"{r['retrieval'][k]['top1']:.3f} / {r['retrieval'][k]['top4']:.3f}" for k in RETRIEVAL)
@@ -190,7 +195,8 @@ def report(results: list[dict[str, Any]]) -> str:
     lines += [
         "",
         "Reading: the residents' words share none of the article's words in most questions, so the lexical leg"
-        " finds little and the answer gate, which weighs idf coverage of the question's words, refuses. Only"
+        " finds little and the answer gate, which weighs idf coverage of the question's words, refuses"
+        " (low_confidence: passages were found, none supports the question). Only"
         " multilingual-e5-small's dense leg finds the article (all-MiniLM-L6-v2 is an English model); the"
         " gate's study on these signals is in §The answer gate as a calibrated model.",
         END,
