@@ -2350,10 +2350,14 @@ $$;
 /*
 purge_expired(now timestamptz default now()) -> jsonb
 
-Purpose: delete documents and chunks whose expires_at has passed (retention).
+Purpose: retention: delete documents and chunks whose expires_at has passed, and the audit trail
+  past its retention (maintenance.access_log_retention_days 180, answer_audit_retention_days 365,
+  memory_events_retention_days 730: data_access_log, answer_audit, memory_events rows older than
+  that many days).
 Parameters: now - the clock (tests pass a frozen one).
-Returns: {"documents": n, "chunks": n}.
-Errors: 42501 for any role but service_role (no EXECUTE).
+Returns: {"documents": n, "chunks": n, "data_access_log": n, "answer_audit": n, "memory_events": n}.
+Errors: 42501 for any role but service_role (no EXECUTE); 55000 "maintenance config is
+  incomplete: …".
 Example: select hipocampo.purge_expired();
 */
 create or replace function hipocampo.purge_expired(now timestamptz default now())
@@ -2363,14 +2367,31 @@ security invoker
 set search_path = ''
 as $$
 declare
+    cfg jsonb := hipocampo_private._require_config(
+        (select g.config -> 'maintenance' from hipocampo_private.settings as g where g.tenant_id is null), 'maintenance',
+        array['access_log_retention_days', 'answer_audit_retention_days', 'memory_events_retention_days']
+    );
     n_docs integer;
     n_chunks integer;
+    n_access integer;
+    n_audit integer;
+    n_events integer;
 begin
     delete from hipocampo_private.chunks as c where c.expires_at <= purge_expired.now;
     get diagnostics n_chunks = row_count;
     delete from hipocampo_private.documents as d where d.expires_at <= purge_expired.now;
     get diagnostics n_docs = row_count;
-    return jsonb_build_object('documents', n_docs, 'chunks', n_chunks);
+    delete from hipocampo_private.data_access_log as l
+    where l.at < purge_expired.now - make_interval(days => (cfg ->> 'access_log_retention_days')::integer);
+    get diagnostics n_access = row_count;
+    delete from hipocampo_private.answer_audit as a
+    where a.created_at < purge_expired.now - make_interval(days => (cfg ->> 'answer_audit_retention_days')::integer);
+    get diagnostics n_audit = row_count;
+    delete from hipocampo_private.memory_events as e
+    where e.at < purge_expired.now - make_interval(days => (cfg ->> 'memory_events_retention_days')::integer);
+    get diagnostics n_events = row_count;
+    return jsonb_build_object('documents', n_docs, 'chunks', n_chunks, 'data_access_log', n_access,
+        'answer_audit', n_audit, 'memory_events', n_events);
 end;
 $$;
 

@@ -224,7 +224,7 @@ def test_expired_rows_are_purged(db: psycopg.Connection[dict[str, Any]], world: 
         (world.doc_a,),
     )
     row = db.execute("select hipocampo.purge_expired('2026-01-01'::timestamptz) as r").fetchone()
-    assert row == {"r": {"documents": 0, "chunks": 2}}
+    assert row is not None and (row["r"]["documents"], row["r"]["chunks"]) == (0, 2)
 
 
 def test_lexical_scores_are_okapi_bm25(db: psycopg.Connection[dict[str, Any]], world: World) -> None:

@@ -485,7 +485,7 @@ insert into expected values
 ('hipocampo.scrub_pii', 'call', '42501 none none none none none none none none'),
 ('hipocampo.open_session', 'call', '42501 42501 42501 42501 42501 write 42501 42501 write'),
 ('hipocampo.promote_memory', 'call', '42501 42501 42501 P0002 42501 write P0002 P0002 write'),
-('hipocampo.purge_expired', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
+('hipocampo.purge_expired', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo.purge_sessions', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo.purge_transient_state', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo.rag_config', 'call', '42501 42501 42501 42501 42501 none 42501 none none'),
