@@ -95,7 +95,7 @@ def test_worker_runs_the_maintenance_jobs_once(database_url: str) -> None:
         "transient",
         "ingestion",
     }
-    assert set(out["retention"]) == {"documents", "chunks"}
+    assert set(out["retention"]) == {"documents", "chunks", "data_access_log", "answer_audit", "memory_events"}
     assert set(out["transient"]) == {"answer_cache", "rate_limit_buckets"}
 
 
