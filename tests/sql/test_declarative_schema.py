@@ -3,7 +3,7 @@
 
 A fresh database on the session's server is built from the schema files (in the order of
 supabase/config.toml's [db.migrations] schema_paths) plus supabase/data/, and its normalised
-catalog (tests/catalog.py: tables, columns, constraints, indexes with their opclass and
+catalog (tools/catalog.py: tables, columns, constraints, indexes with their opclass and
 parameters, policies with their expressions, functions with body, volatility, security and
 proconfig, views, triggers, privileges, comments) is compared with the session database, which
 the migrations built. Any difference fails with a readable diff: a change is a schema edit plus
@@ -13,7 +13,6 @@ a new migration, and both must agree.
 from __future__ import annotations
 
 import os
-import tomllib
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,20 +21,10 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from hipocampo import db as hdb
-
-from ..catalog import diff, snapshot
+from tools.catalog import diff, snapshot
+from tools.schema_build import build_from_schemas, schema_files
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def schema_files() -> list[Path]:
-    """The schema files in the order supabase/config.toml lists them."""
-    config = tomllib.loads((ROOT / "supabase" / "config.toml").read_text("utf-8"))
-    files: list[Path] = []
-    for pattern in config["db"]["migrations"]["schema_paths"]:
-        files.extend(sorted((ROOT / "supabase").glob(pattern.removeprefix("./"))))
-    return files
 
 
 @pytest.fixture(scope="module")
@@ -45,13 +34,7 @@ def schema_database(database_url: str) -> Iterator[str]:
         conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
     url = psycopg.conninfo.make_conninfo(database_url, dbname=name)
     try:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(hdb._shim_sql())  # type: ignore[arg-type,unused-ignore]
-            for file in schema_files():
-                with conn.transaction():
-                    conn.execute(file.read_text("utf-8"))  # type: ignore[arg-type,unused-ignore]
-            hdb.run_data_files(conn)
-            hdb.seed_config(conn)
+        build_from_schemas(url)
         yield url
     finally:
         with psycopg.connect(database_url, autocommit=True) as conn:

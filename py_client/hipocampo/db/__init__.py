@@ -215,8 +215,9 @@ def _shim_sql() -> str:
     return resources.files("hipocampo.db").joinpath("shim/supabase_local.sql").read_text("utf-8")
 
 
-def apply_migrations(url: str, *, shim: bool) -> MigrationResult:
-    """Apply the local shim (``shim=True``, embedded server only) and every pending migration.
+def apply_migrations(url: str, *, shim: bool, directory: Path | None = None) -> MigrationResult:
+    """Apply the local shim (``shim=True``, embedded server only) and every pending migration of
+    ``directory`` (default :func:`migrations_dir`).
 
     Each migration runs in its own transaction and is recorded in
     ``supabase_migrations.schema_migrations`` (version, name, statements) as the Supabase CLI
@@ -247,7 +248,7 @@ def apply_migrations(url: str, *, shim: bool) -> MigrationResult:
                 for r in conn.execute("select version, statements from supabase_migrations.schema_migrations")
             }
             _adopt_baseline(conn, done)
-            for file in sorted(migrations_dir().glob("*.sql")):
+            for file in sorted((directory or migrations_dir()).glob("*.sql")):
                 version, _, name = file.stem.partition("_")
                 sql = file.read_text("utf-8")
                 if version in done:
@@ -426,13 +427,16 @@ def ensure_database(path: Path | None = None) -> str:
 
 
 @contextmanager
-def scratch_database(prefix: str = "hipocampo_scratch") -> Iterator[str]:
+def scratch_database(
+    prefix: str = "hipocampo_scratch", *, migrate: bool = True, migrations: Path | None = None
+) -> Iterator[str]:
     """A database of its own for work that must leave no trace in the real one (``hipocampo
     calibrate --weights``): created empty on the server hipocampo uses (the embedded one, started
     if needed, or the configured URL's server, whose role needs CREATEDB), given the local shim of
     Supabase's roles and ``auth`` functions (a new database has no ``auth`` schema, on Supabase
-    either), migrated and seeded like ``hipocampo db migrate``, and dropped on exit whatever
-    happens. The real database is not touched, nor migrated.
+    either), migrated and seeded like ``hipocampo db migrate`` (from ``migrations``, default
+    :func:`migrations_dir`; ``migrate=False``: left empty, for a caller that builds it otherwise),
+    and dropped on exit whatever happens. The real database is not touched, nor migrated.
 
     Its name is ``<prefix>_<8 hex digits>``, so runs at the same time each get their own. A run
     holds a session advisory lock on that name (taken in the URL's database) for as long as the
@@ -455,7 +459,8 @@ def scratch_database(prefix: str = "hipocampo_scratch") -> Iterator[str]:
         guard.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
         try:
             target = make_conninfo(url, dbname=name)
-            apply_migrations(target, shim=True)
+            if migrate:
+                apply_migrations(target, shim=True, directory=migrations)
             yield target
         finally:
             guard.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))

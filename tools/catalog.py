@@ -155,7 +155,7 @@ def snapshot(url: str) -> dict[str, str]:
     out: dict[str, str] = {}
     with psycopg.connect(url) as conn:
         for kind, query in QUERIES.items():
-            for name, body in conn.execute(query, {"schemas": SCHEMAS}).fetchall():  # type: ignore[arg-type]
+            for name, body in conn.execute(query, {"schemas": SCHEMAS}).fetchall():  # type: ignore[arg-type,unused-ignore]
                 if name is not None:
                     out[f"{kind} {name}"] = "" if body is None else str(body)
     return out

@@ -1,0 +1,317 @@
+"""``make migration name=<what> [why="<one line>"]``: the next migration, written by a tool
+(issue 47 §2).
+
+Two scratch databases on the server hipocampo uses (the embedded one, or ``HIPOCAMPO_DATABASE_URL``'s,
+whose role needs CREATEDB): one built from ``supabase/migrations/`` (what a deployed database is),
+one from ``supabase/schemas/`` (the definition, :mod:`tools.schema_build`). Then:
+
+1. **migra** (the schema differ behind the Supabase CLI's ``db diff``) writes the DDL that turns
+   the first into the second: tables, columns, constraints, indexes, views, functions (whole, as
+   ``pg_get_functiondef`` prints them: no docblocks), triggers, policies;
+2. this module adds what migra leaves out (:func:`supplement`): privileges on functions,
+   tables, columns and schemas; comments; view options such as ``security_invoker``; the
+   ``-- definer because …`` line a ``security definer`` function carries in the schema files;
+3. the result is applied to a fresh database built from the migrations and its catalog compared
+   with the schema database's (:mod:`tools.catalog`, the judge the catalog-comparison test uses).
+   Any difference left: printed, nothing written, exit 1.
+
+Then ``supabase/migrations/<UTC yyyymmddhhmmss>_<name>.sql`` is written with a short header (the
+why), formatted by ``sqlfluff fix`` (lowercase keywords; function bodies are left as they are),
+and its path printed. No difference: says so, writes nothing, exit 0. Data changes (a backfill,
+emptying a cache) are not DDL: add them by hand below the generated part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import tuple_row
+
+from hipocampo import db as hdb
+from tools.catalog import SCHEMAS, diff, snapshot
+from tools.schema_build import SUPABASE, build_from_schemas, schema_files
+
+NAME = re.compile(r"[a-z][a-z0-9_]{2,80}")
+
+# One row per (object, grantee, privilege); the owner's own rights are left out (both databases
+# are built by the same role).
+PRIVILEGES = """
+select 'function' as kind, format('%%I.%%I(%%s)', n.nspname, p.proname,
+                                  pg_get_function_identity_arguments(p.oid)) as object,
+       case when a.grantee = 0 then 'public' else quote_ident(pg_get_userbyid(a.grantee)) end as grantee,
+       a.privilege_type
+from pg_proc as p join pg_namespace as n on n.oid = p.pronamespace,
+     aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) as a
+where n.nspname = any(%(schemas)s) and a.grantee <> p.proowner
+union all
+select case c.relkind when 'S' then 'sequence' else 'table' end, format('%%I.%%I', n.nspname, c.relname),
+       case when a.grantee = 0 then 'public' else quote_ident(pg_get_userbyid(a.grantee)) end,
+       a.privilege_type
+from pg_class as c join pg_namespace as n on n.oid = c.relnamespace,
+     aclexplode(coalesce(c.relacl,
+                         acldefault((case c.relkind when 'S' then 's' else 'r' end)::"char", c.relowner))) as a
+where n.nspname = any(%(schemas)s) and c.relkind in ('r', 'p', 'v', 'm', 'S') and a.grantee <> c.relowner
+union all
+select 'column', format('(%%I) on table %%I.%%I', t.attname, n.nspname, c.relname),
+       case when a.grantee = 0 then 'public' else quote_ident(pg_get_userbyid(a.grantee)) end,
+       a.privilege_type
+from pg_attribute as t join pg_class as c on c.oid = t.attrelid join pg_namespace as n on n.oid = c.relnamespace,
+     aclexplode(t.attacl) as a
+where n.nspname = any(%(schemas)s) and t.attacl is not null and a.grantee <> c.relowner
+union all
+select 'schema', quote_ident(n.nspname),
+       case when a.grantee = 0 then 'public' else quote_ident(pg_get_userbyid(a.grantee)) end,
+       a.privilege_type
+from pg_namespace as n, aclexplode(coalesce(n.nspacl, acldefault('n', n.nspowner))) as a
+where n.nspname = any(%(schemas)s) and a.grantee <> n.nspowner
+"""
+
+# Comments on the product's objects, by pg_identify_object's type and identity.
+COMMENTS = """
+select o.type, o.identity, d.description
+from pg_description as d, pg_identify_object(d.classoid, d.objoid, d.objsubid) as o
+where o.schema = any(%(schemas)s) or (o.type = 'schema' and o.identity = any(%(schemas)s))
+   or o.identity ~ (' on (' || array_to_string(%(schemas)s, '|') || ')\\.')
+"""
+
+VIEW_OPTIONS = """
+select format('%%I.%%I', n.nspname, c.relname), coalesce(c.reloptions, '{}')
+from pg_class as c join pg_namespace as n on n.oid = c.relnamespace
+where n.nspname = any(%(schemas)s) and c.relkind = 'v'
+"""
+
+# pg_identify_object's type → the word COMMENT ON takes.
+COMMENT_KIND = {"table column": "column", "view column": "column", "table constraint": "constraint"}
+
+
+class MigrationError(RuntimeError):
+    """The generated DDL does not build the schema files' database (the difference is the message)."""
+
+
+def _rows(url: str, query: str) -> list[tuple[Any, ...]]:
+    with psycopg.connect(url, row_factory=tuple_row) as conn:
+        return list(conn.execute(query, {"schemas": list(SCHEMAS)}).fetchall())  # type: ignore[arg-type,unused-ignore]
+
+
+def _literal(text: str | None) -> str:
+    return "null" if text is None else "'" + text.replace("'", "''") + "'"
+
+
+def _sqlalchemy_url(url: str) -> str:
+    """migra connects through SQLAlchemy (its psycopg 3 dialect): the same server and database."""
+    parts = conninfo_to_dict(url)
+    user = parts.get("user", "postgres")
+    password = f":{parts['password']}" if parts.get("password") else ""
+    host = str(parts.get("host", ""))
+    port = parts.get("port")
+    query = f"?host={host}" if host.startswith("/") else ""
+    where = "" if query else host + (f":{port}" if port else "")
+    if query and port:
+        query += f"&port={port}"
+    return f"postgresql+psycopg://{user}{password}@{where}/{parts['dbname']}{query}"
+
+
+def migra_sql(source: str, target: str) -> str:
+    """migra's DDL from ``source`` to ``target`` (privileges are :func:`supplement`'s)."""
+    from migra import Migration
+    from sqlbag import S
+
+    with S(_sqlalchemy_url(source)) as a, S(_sqlalchemy_url(target)) as b:
+        migration = Migration(a, b)
+        migration.set_safety(False)
+        migration.add_all_changes(privileges=False)
+        return str(migration.sql).strip()
+
+
+def _privilege_statements(have: set[tuple[Any, ...]], want: set[tuple[Any, ...]]) -> list[str]:
+    out: list[str] = []
+    for verb, rows, word in (("revoke", have - want, "from"), ("grant", want - have, "to")):
+        for kind, obj, grantee, privilege in sorted(rows, key=str):
+            if kind == "column":
+                out.append(f"{verb} {str(privilege).lower()} {obj} {word} {grantee};")
+            else:
+                out.append(f"{verb} {str(privilege).lower()} on {kind} {obj} {word} {grantee};")
+    return out
+
+
+def supplement(source: str, target: str) -> list[str]:
+    """The statements migra leaves out, from the catalogs of ``source`` (after migra's DDL) and
+    ``target``: privileges, comments, view options."""
+    out = _privilege_statements(set(_rows(source, PRIVILEGES)), set(_rows(target, PRIVILEGES)))
+    have = {(t, i): d for t, i, d in _rows(source, COMMENTS)}
+    want = {(t, i): d for t, i, d in _rows(target, COMMENTS)}
+    for kind, identity in sorted(set(have) | set(want), key=str):
+        if have.get((kind, identity)) != want.get((kind, identity)):
+            word = COMMENT_KIND.get(str(kind), str(kind))
+            out.append(f"comment on {word} {identity} is {_literal(want.get((kind, identity)))};")
+    views: dict[str, list[str]] = {view: options for view, options in _rows(source, VIEW_OPTIONS)}
+    for view, options in _rows(target, VIEW_OPTIONS):
+        old, new = set(views.get(view) or []), set(options)
+        if old != new:
+            dropped = {o.split("=", 1)[0] for o in old} - {o.split("=", 1)[0] for o in new}
+            if dropped:
+                out.append(f"alter view {view} reset ({', '.join(sorted(dropped))});")
+            if new:
+                out.append(f"alter view {view} set ({', '.join(sorted(new))});")
+    return out
+
+
+def _definer_reasons(supabase: Path) -> dict[str, str]:
+    """``schema.name`` → the ``-- definer because …`` lines above its definition in the schema files."""
+    reasons: dict[str, str] = {}
+    for file in schema_files(supabase):
+        lines = file.read_text("utf-8").splitlines()
+        for i, line in enumerate(lines):
+            found = re.match(r"create or replace function ([a-z_]+\.[a-z_0-9]+)\(", line)
+            if not found:
+                continue
+            j = i
+            while j > 0 and lines[j - 1].startswith("--"):
+                j -= 1
+            block = lines[j:i]
+            start = next((k for k, text in enumerate(block) if text.startswith("-- definer because")), None)
+            if start is not None:
+                reasons.setdefault(found.group(1), "\n".join(block[start:]))
+    return reasons
+
+
+def _with_definer_reasons(ddl: str, reasons: dict[str, str]) -> str:
+    """Put each security definer function's reason line(s) above its definition."""
+    out: list[str] = []
+    for statement in re.split(r"(?=^CREATE OR REPLACE FUNCTION )", ddl, flags=re.MULTILINE):
+        head = re.match(r"CREATE OR REPLACE FUNCTION ([a-z_]+\.[a-z_0-9]+)\(", statement)
+        header, dollar, body = statement.partition("$function$")
+        if head and " SECURITY DEFINER" in header:
+            reason = reasons.get(head.group(1))
+            if reason is None:
+                raise MigrationError(f"{head.group(1)} is security definer without a '-- definer because' comment")
+            # on a line of its own, as the schema files write it (and the definer test counts it)
+            header = re.sub(r" *\bSECURITY DEFINER\b *", "\n SECURITY DEFINER\n", header).replace("\n\n", "\n")
+            statement = reason + "\n" + header + dollar + body
+        out.append(statement)
+    return "".join(out)
+
+
+def _with_views_kept(ddl: str) -> str:
+    """Views as pg_get_viewdef prints them, out of sqlfluff's reach: its alias rule would drop an
+    unused table alias, which the catalog keeps (``from t x`` and ``from t`` differ there)."""
+    return re.sub(
+        r"^(create (?:or replace )?view .*?;)$",
+        r"-- noqa: disable=all\n\1\n-- noqa: enable=all",
+        ddl,
+        flags=re.MULTILINE | re.DOTALL,
+    )
+
+
+def _config(root: Path) -> list[str]:
+    return ["--config", str(root / ".sqlfluff")]
+
+
+def _sqlfluff_fix(text: str) -> str:
+    """``sqlfluff fix`` with the project's .sqlfluff (lowercase keywords outside the bodies)."""
+    root = SUPABASE.parent
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "migration.sql"
+        path.write_text(text, "utf-8")
+        subprocess.run(
+            [sys.executable, "-m", "sqlfluff", "fix", "--quiet", "--disable-progress-bar", *_config(root), str(path)],
+            check=False,
+            capture_output=True,
+        )
+        return path.read_text("utf-8")
+
+
+def _verify(ddl: str, schema_url: str, migrations: Path) -> None:
+    with hdb.scratch_database("hipocampo_migration_check", migrations=migrations) as url:
+        with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+            conn.execute(ddl)  # type: ignore[arg-type,unused-ignore]
+        left = diff(snapshot(url), snapshot(schema_url), names=("migrations + new", "schema"))
+    if left:
+        raise MigrationError(left)
+
+
+def generate(supabase: Path = SUPABASE, migrations: Path | None = None) -> str:
+    """The DDL (without header) that brings a database built from ``migrations`` to the one
+    ``supabase``'s schema files define; "" when they agree.
+
+    Raises:
+        MigrationError: the DDL does not reproduce the schema files' catalog (the message lists
+            what still differs), or a security definer function has no reason comment.
+        psycopg.Error: a schema file or a migration failed to run.
+    """
+    migrations = migrations or (supabase / "migrations")
+    with (
+        hdb.scratch_database("hipocampo_migration_from", migrations=migrations) as source,
+        hdb.scratch_database("hipocampo_migration_to", migrate=False) as target,
+    ):
+        build_from_schemas(target, supabase)
+        ddl = migra_sql(source, target)
+        if ddl:
+            with psycopg.connect(source, autocommit=True) as conn, conn.transaction():
+                conn.execute(ddl)  # type: ignore[arg-type,unused-ignore]
+        extra = supplement(source, target)
+        if not ddl and not extra:
+            return ""
+        text = _with_views_kept(_with_definer_reasons(ddl, _definer_reasons(supabase)))
+        text = _sqlfluff_fix("\n\n".join(part for part in (text, "\n".join(extra)) if part) + "\n")
+        _verify(text, target, migrations)
+        return text
+
+
+def _header(name: str, why: Iterable[str]) -> str:
+    lines = [f"-- {name.replace('_', ' ')}."] + [f"-- {line}" for line in why]
+    lines.append("-- Written by `make migration` (migra + tools/make_migration.py) from supabase/schemas/.")
+    return "\n".join(lines) + "\n\n"
+
+
+def write(name: str, why: str = "", supabase: Path = SUPABASE, now: dt.datetime | None = None) -> Path | None:
+    """Write ``<supabase>/migrations/<timestamp>_<name>.sql``; ``None`` when there is nothing to write.
+
+    Raises:
+        ValueError: ``name`` is not snake_case of 3–81 characters starting with a letter.
+        MigrationError: see :func:`generate`.
+    """
+    if not NAME.fullmatch(name):
+        raise ValueError(f"migration name must be snake_case (3-81 characters, [a-z0-9_]): {name!r}")
+    directory = supabase / "migrations"
+    ddl = generate(supabase, directory)
+    if not ddl:
+        return None
+    stamp = (now or dt.datetime.now(dt.UTC)).strftime("%Y%m%d%H%M%S")
+    latest = max((p.name[:14] for p in directory.glob("*.sql")), default="0")
+    if stamp <= latest:  # a hand-made migration may carry a later timestamp: stay after it
+        stamp = str(int(latest) + 1)
+    path = directory / f"{stamp}_{name}.sql"
+    path.write_text(_header(name, [line for line in why.splitlines() if line.strip()]) + ddl.rstrip() + "\n", "utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make migration", description=__doc__.split("\n\n")[0])
+    parser.add_argument("name", help="snake_case, what the migration does (e.g. add_article_index)")
+    parser.add_argument("--why", default="", help="the header's reason line(s)")
+    args = parser.parse_args(argv)
+    try:
+        path = write(args.name, args.why)
+    except (ValueError, MigrationError) as exc:
+        print(f"make migration: {exc}", file=sys.stderr)
+        return 1
+    if path is None:
+        print("nothing to write: supabase/schemas/ and supabase/migrations/ build the same database")
+        return 0
+    print(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
