@@ -67,6 +67,36 @@ def _kb(
     return client.kb_id(name)
 
 
+# Per candidate, the question's idf mass split by whether the knowledge base knows the term (df > 0):
+# coverage over the known terms, and the share of the question's terms that no passage can match.
+LEXICAL_SPLIT = """
+select ch.id,
+       coalesce(sum(q.idf) filter (where q.df > 0 and q.lexeme = any(pg_catalog.tsvector_to_array(ch.fts)))
+                / nullif(sum(q.idf) filter (where q.df > 0), 0), 0) as known_coverage,
+       coalesce(sum(q.idf) filter (where q.df = 0) / nullif(sum(q.idf), 0), 0) as oov_share
+from hipocampo_private.chunks as ch
+cross join lateral (
+    select l.lexeme, coalesce(ts.doc_freq, 0) as df,
+           ln(1 + (coalesce(st.chunk_count, 0) - coalesce(ts.doc_freq, 0) + 0.5) / (coalesce(ts.doc_freq, 0) + 0.5))
+           as idf
+    from unnest(hipocampo_private._question_lexemes(%(q)s, ch.ts_config,
+        (select s.config -> 'rag' -> 'question_stopwords' from hipocampo_private.settings as s
+         where s.tenant_id is null))) as l (lexeme)
+    left join hipocampo_private.kb_text_stats as st on st.kb_id = ch.kb_id and st.embedding_model = ch.embedding_model
+    left join hipocampo_private.kb_term_stats as ts
+        on ts.kb_id = ch.kb_id and ts.embedding_model = ch.embedding_model and ts.lexeme = l.lexeme
+) as q
+where ch.id = any(%(ids)s)
+group by ch.id
+"""
+
+
+def _lexical_split(client: Hipocampo, question: str, ids: list[int]) -> dict[int, tuple[float, float]]:
+    with client.transaction() as cur:
+        cur.execute(LEXICAL_SPLIT, {"q": question, "ids": ids})
+        return {r["id"]: (float(r["known_coverage"]), float(r["oov_share"])) for r in cur.fetchall()}
+
+
 def _article_uris(client: Hipocampo, kb: uuid.UUID) -> dict[int, str]:
     """chunk id -> the article its chunk holds (the regulation's 'source' for judging)."""
     with client.transaction() as cur:
@@ -118,11 +148,13 @@ def main() -> int:
             with gate_reading(client, [kb_fq, kb_held, kb_qt, kb_reg]) as read:
                 for dataset, kind, q, kb, good in asks:
                     reading = read(q, embedder.embed_query(q), kb)
+                    split = _lexical_split(client, q, [e["chunk_id"] for e in reading["evidence"]])
                     cands = []
                     for e in reading["evidence"]:
                         c = {k: e.get(k) for k in FIELDS}
                         uri = articles.get(e["chunk_id"], "") if dataset == "regulation" else e["source_uri"]
                         c["good"] = uri in good
+                        c["known_coverage"], c["oov_share"] = split.get(e["chunk_id"], (0.0, 0.0))
                         cands.append(c)
                     rows.append(
                         {

@@ -453,3 +453,34 @@ def test_http_bad_tokens_are_said_in_words_and_the_model_is_warm(env: Env) -> No
             r = http.post("/ask", json=body, headers={"authorization": bad})
             assert r.status_code == 401 and r.json()["error"] == said, r.json()
             assert "codec" not in r.text and "Traceback" not in r.text
+
+
+def test_a_faq_answers_from_the_entry_that_answers_not_its_neighbour(env: Env) -> None:
+    """Issue 48 §1: a FAQ is one question with its answer a chunk (split "question"), so "how do I
+    install the program?" is answered from the installation entry, never from the neighbouring
+    entry on the platforms it runs on, and the quote is that entry alone."""
+    from hipocampo.ingest.pipeline import ingest_paths
+
+    faq = Path(__file__).parent.parent / "examples" / "faq-aplicativo"
+    env.service.create_kb("faq-portal")
+    ingest_paths(env.service, "faq-portal", [faq], env.embedder, count_tokens, source_type="faq")
+    kb = env.service.kb_id("faq-portal")
+    with env.service.transaction() as cur:
+        cur.execute(
+            "select c.id, c.metadata ->> 'question' as q, c.content from hipocampo_private.chunks as c"
+            " join hipocampo_private.documents as d on d.id = c.document_id where d.kb_id = %s order by c.chunk_index",
+            (kb,),
+        )
+        rows = cur.fetchall()
+    assert len(rows) == 9 and all(r["q"] and r["content"].startswith(r["q"]) for r in rows)
+    assert not any(r["content"].startswith(("R:", "P:")) or " R: " in r["content"] for r in rows)
+    orch = Orchestrator(env.user, env.embedder)
+    for question, entry, quoted, not_quoted in (
+        ("Como eu instalo o programa?", "Como instalo o programa?", "Baixe o instalador", "Windows 10"),
+        ("Em quais plataformas funciona o programa?", "Em quais plataformas o programa funciona?", "Windows 10", "Baixe"),
+    ):
+        a = orch.ask(question, kb_ids=[kb], use_cache=False)
+        assert not a.refused, (question, a.reason)
+        assert {s.chunk_id for s in a.sources} == {r["id"] for r in rows if r["q"] == entry}
+        assert quoted in a.answer and not_quoted not in a.answer
+        assert not a.answer.startswith(entry), "the answer, not the question repeated"

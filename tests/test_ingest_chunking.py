@@ -133,3 +133,37 @@ def test_markdown_is_structure_not_text() -> None:
     title = "Regulamento Interno do Condomínio Residencial Jardim das Acácias"
     assert context_header(title, six) == f"{title} › Capítulo III – Dos animais"
     assert context_header(title, chunks[0]) == title  # the preamble's section is the title itself
+
+
+def test_a_faq_is_one_question_with_its_answer_a_chunk() -> None:
+    """Issue 48 §1: FAQs are cut at their questions (bold, "P:"-prefixed or heading lines ending in
+    "?"), each entry its own chunk with its question in the metadata, the "R:" mark dropped, the
+    group heading as context; never two entries in one chunk."""
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "examples" / "faq-aplicativo" / "perguntas-frequentes.md"
+    chunks = chunk_text(path.read_text("utf-8"), RULES["faq"], count_tokens)
+    questions = [c.metadata.get("question") for c in chunks]
+    assert len(chunks) == 9 and all(questions)
+    assert all(c.content.startswith(q) and c.content.count("?") == 1 for c, q in zip(chunks, questions, strict=True))
+    assert questions[0] == "Como instalo o programa?" and "Windows 10" not in chunks[0].content
+    assert chunks[3].content.startswith("Esqueci minha senha, e agora? Na tela de entrada")
+    assert [c.metadata["section"] for c in chunks] == ["Instalação"] * 3 + ["Conta e acesso"] * 3 + [
+        "Reservas e boletos"
+    ] * 3
+    # Without blank lines between the entries, and numbered.
+    text = "1. Qual o horário da portaria?\nDas 6h às 22h.\n2. Posso receber encomendas à noite?\nNão, só até 22h."
+    assert [c.content for c in chunk_text(text, RULES["faq"], count_tokens)] == [
+        "Qual o horário da portaria? Das 6h às 22h.",
+        "Posso receber encomendas à noite? Não, só até 22h.",
+    ]
+
+
+def test_a_manual_is_a_heading_section_a_chunk() -> None:
+    """Issue 48 §1: a manual's sections are not merged (min_tokens 1) nor carried over (overlap 0)."""
+    text = "\n\n".join(
+        f"## Seção {i}\n\nPara usar o recurso {i}, abra o menu {i} e siga as instruções da tela." for i in range(1, 6)
+    )
+    chunks = chunk_text(text, RULES["manual"], count_tokens)
+    assert [c.metadata["section"] for c in chunks] == [f"Seção {i}" for i in range(1, 6)]
+    assert all(c.content.count("Para usar") == 1 for c in chunks)

@@ -1678,6 +1678,34 @@ as $$
 $$;
 
 /*
+_faq_quote(content text, metadata jsonb) -> text
+
+Purpose: the answer of a FAQ entry (a chunk whose metadata names its question, chunking split
+  "question"): the sentences after the question, at most 3 (issue 48 §1: an answer is the entry
+  that answers, not its question repeated nor the neighbouring entry).
+Parameters: content - the chunk's plain text; metadata - the chunk's (question).
+Returns: the answer sentences; null when the chunk is not a FAQ entry, does not start with its
+  question or has nothing after it.
+Errors: none (a pure function).
+Example: select hipocampo_private._faq_quote('Posso cancelar? Sim, até 48 horas antes.', '{"question": "Posso cancelar?"}');
+  -- 'Sim, até 48 horas antes.'
+*/
+create or replace function hipocampo_private._faq_quote(content text, metadata jsonb)
+returns text
+language sql
+immutable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+    select case when coalesce(metadata ->> 'question', '') <> '' and starts_with(content, metadata ->> 'question') then (
+        select nullif(string_agg(s.sentence, ' ' order by s.ord), '')
+        from hipocampo_private._sentences(btrim(substr(content, char_length(metadata ->> 'question') + 1))) as s
+        where s.ord <= 3
+    ) end
+$$;
+
+/*
 extractive_answer(evidence jsonb, min_support double precision, max_quotes integer default 2) -> text
 
 Purpose: the offline answer (rag.provider = extractive): the best window of each evidence item
@@ -1685,7 +1713,8 @@ Purpose: the offline answer (rag.provider = extractive): the best window of each
   order, each as plain text (plain_text, whitespace collapsed) followed by its citation marker
   [n]; a window already quoted is not repeated. The window of an article (a chunk whose metadata
   names one) is introduced by the article's number and heading path, "Art. 23 (Capítulo IX – Das
-  infrações e penalidades): …" (_article_quote). Deterministic.
+  infrações e penalidades): …" (_article_quote). A FAQ entry ranked first is the answer unit: it
+  is quoted alone, its answer sentences without the question (_faq_quote). Deterministic.
 Parameters: evidence - answer_evidence's evidence array (n, best_window, content, support); an
   item's support that is not a number counts as 0, and evidence that is not an array quotes
   nothing; min_support - rag.min_confidence (0..1); max_quotes >= 1.
@@ -1717,7 +1746,11 @@ as $$
         where case when jsonb_typeof(i.item -> 'support') = 'number' then (i.item ->> 'support')::double precision
             else 0 end >= min_support
         order by i.pos
-        limit greatest(max_quotes, 1)
+        -- a FAQ entry ranked first answers alone
+        limit case when exists (
+            select 1 from items as f
+            where f.pos = 1 and jsonb_typeof(f.item -> 'metadata') = 'object' and f.item -> 'metadata' ? 'question'
+        ) then 1 else greatest(max_quotes, 1) end
     ),
     picked as (
         select c.item, c.pos from chosen as c
@@ -1726,9 +1759,15 @@ as $$
     ),
     quoted as (
         select p.pos, p.item ->> 'n' as n,
-            hipocampo_private._article_quote(btrim(regexp_replace(hipocampo.plain_text(coalesce(
-                nullif(p.item ->> 'best_window', ''), p.item ->> 'content', ''
-            )), '\s+', ' ', 'g')), p.item -> 'metadata') as quote
+            coalesce(
+                hipocampo_private._faq_quote(
+                    btrim(regexp_replace(hipocampo.plain_text(coalesce(p.item ->> 'content', '')), '\s+', ' ', 'g')),
+                    case when jsonb_typeof(p.item -> 'metadata') = 'object' then p.item -> 'metadata' end
+                ),
+                hipocampo_private._article_quote(btrim(regexp_replace(hipocampo.plain_text(coalesce(
+                    nullif(p.item ->> 'best_window', ''), p.item ->> 'content', ''
+                )), '\s+', ' ', 'g')), p.item -> 'metadata')
+            ) as quote
         from picked as p
     ),
     firsts as (

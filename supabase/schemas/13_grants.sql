@@ -194,6 +194,7 @@ grant execute on function hipocampo_private._acting_for(tenant_id uuid, user_id 
 grant execute on function hipocampo_private._active_model(v extensions.vector, label text) to authenticated, service_role;
 grant execute on function hipocampo_private._cache_scope(kb_ids uuid[]) to authenticated, service_role;
 grant execute on function hipocampo_private._article_quote(quote text, metadata jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._faq_quote(content text, metadata jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._closest_passage(candidates jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._search_model(tenant_id uuid, kb_ids uuid[]) to authenticated, service_role;
 grant execute on function hipocampo_private._reads_as_language(measures jsonb, rag jsonb) to authenticated, service_role;

@@ -1,12 +1,13 @@
 """Chunking per document type (the seed's table, in config.toml ``[chunking.<source_type>]``).
 
 Text is cut into structural sections (articles and headings for regulations, headings for
-manuals, topics for minutes, paragraphs otherwise), sections into sentences, and sentences are
+manuals, a question with its answer for FAQs, topics for minutes, paragraphs otherwise), sections
+into sentences, and sentences are
 packed into chunks of ``min_tokens``..``max_tokens`` MiniLM tokens. A chunk never ends
 mid-sentence, except when a single sentence is longer than ``max_tokens`` (then it is cut at
 clause boundaries, then words). Each chunk after the first starts with the last whole sentences
-of the previous one, up to ``overlap`` tokens. Each chunk records the section heading and the
-articles that start in it (overlap excluded) in its metadata.
+of the previous one, up to ``overlap`` tokens. Each chunk records the section heading, the
+articles that start in it (overlap excluded) and, for FAQs, its question in its metadata.
 """
 
 from __future__ import annotations
@@ -32,6 +33,14 @@ _HEADING = re.compile(
     re.IGNORECASE,
 )
 _TOPIC = re.compile(r"^\s*(?:#{1,6}\s+.+|(?:\d{1,2}[.)]|[IVXLC]+\s*[-–.)]|Item\s+\d+|Pauta\b).*)$")
+# A FAQ entry's question: a line ending in "?" (a heading, bold, numbered or "P:" / "Pergunta:" /
+# "Q:" prefixed), at most 300 characters; what follows until the next question is its answer.
+_QUESTION = re.compile(
+    r"^\s*(?:#{1,6}\s+)?(?:\*\*)?\s*(?:(?:P|Q|Pergunta|Question)\s*[:.)–-]\s*|\d{1,3}[.)]\s+)?"
+    r"(?P<q>[^\n?]{3,300}\?)\s*(?:\*\*)?\s*$",
+    re.IGNORECASE,
+)
+_ANSWER = re.compile(r"^\s*(?:\*\*)?(?:R|A|Resposta|Answer)\s*[:.)–-]\s*(?:\*\*)?\s*", re.IGNORECASE)
 _MD_HEADING = re.compile(r"^\s*(#{1,6})\s+(.+?)\s*#*\s*$")
 # Inline markdown: bold / italics by asterisks or underscores, code marks (the words are kept).
 _MD_INLINE = (
@@ -81,6 +90,7 @@ class _Section:
     heading: str | None
     article: str | None
     lines: list[str]
+    question: str | None = None
 
 
 def split_sentences(text: str) -> list[str]:
@@ -137,11 +147,21 @@ def _sections(text: str, split: str) -> list[_Section]:
     heading: str | None = None
     current = _Section(None, None, [])
     boundary = _TOPIC if split == "topic" else _HEADING
+    if split == "question":  # a question line starts an entry even without a blank line before it
+        text = re.sub(r"\n(?=[^\n]*\?[\s*]*$)", "\n\n", text, flags=re.MULTILINE)
     for block in re.split(r"\n\s*\n|\n(?=\s*(?:#|\**Art\.?\s*\d|T[ÍI]TULO|CAP[ÍI]TULO|SE[ÇC][ÃA]O))", text):
         block = plain_markdown(block.strip())
         if not block:
             continue
         first = block.split("\n", 1)[0]
+        asked = _QUESTION.match(first) if split == "question" else None
+        if asked:  # a FAQ entry: the question (kept as text) and its answer, one section
+            if current.lines:
+                sections.append(current)
+            question = asked.group("q").strip()
+            rest = _ANSWER.sub("", block.split("\n", 1)[1].strip()) if "\n" in block else ""
+            current = _Section(heading, None, [question, *([rest] if rest else [])], question)
+            continue
         md = _MD_HEADING.match(first)
         art = _ARTICLE.match(first) if split == "article" else None
         is_heading = bool(md) or (bool(boundary.match(first)) and len(first) < 200 and split != "paragraph")
@@ -156,12 +176,14 @@ def _sections(text: str, split: str) -> list[_Section]:
             heading = " › ".join(v for k, v in sorted(path.items()) if k > 1) or path.get(1)
             if current.lines:
                 sections.append(current)
-            # Under articles a heading is context (the chunks' heading path), not text.
+            # Under articles and FAQ entries a heading is context (the chunks' heading path), not text.
             lines = [rest] if rest else []
-            if split != "article":
+            if split not in ("article", "question"):
                 lines = [path[level], *lines]
             current = _Section(heading, None, lines)
             continue
+        if current.question is not None:
+            block = _ANSWER.sub("", block)
         if art or split == "paragraph":
             if current.lines and (current.article is not None or split == "paragraph" or art):
                 sections.append(current)
@@ -238,6 +260,9 @@ def chunk_text(text: str, rule: ChunkingRule, count_tokens: Callable[[str], int]
         heading = next((u[2].heading for u in own if u[2].heading), None)
         if heading:
             meta["section"] = heading
+        question = next((u[2].question for u in own if u[2].question), None)
+        if question:
+            meta["question"] = question
         if articles:
             meta["article"] = articles[0]
             meta["articles"] = articles
