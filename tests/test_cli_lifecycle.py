@@ -69,7 +69,7 @@ def test_documents_list_update_delete(database_url: str, tmp_path: Path) -> None
     out = json.loads(ok("doc", "update", doc, "--tenant", slug, "--trust", "0.6", "--status", "archived"))
     assert (out["trust_score"], out["status"]) == (0.6, "archived")
     res = runner.invoke(app, ["doc", "update", doc, "--tenant", slug, "--trust", "1.5"])
-    assert res.exit_code == 1 and "error [22003]: trust_score must lie in [0, 1] (got 1.5)" in res.output
+    assert res.exit_code == 1 and "error [22023]: trust_score must lie in [0, 1] (got 1.5)" in res.output
     res = runner.invoke(app, ["doc", "delete", doc, "--tenant", slug], input="n\n")
     assert res.exit_code == 1 and "Delete 'regimento' from regras?" in res.output
     assert "deleted regimento (1 chunks) from regras" in ok("doc", "delete", doc, "--tenant", slug, "--yes")

@@ -402,7 +402,7 @@ def test_document_metadata_edit_and_delete(page: Any, hub: str, world: dict[str,
     assert page.input_value("#doc-trust") == "0.60"
     page.fill("#doc-trust", "1.5")
     page.click("#doc-form button")
-    assert page.inner_text(".error-text").startswith("22003: trust_score must lie in [0, 1]")
+    assert page.inner_text(".error-text").startswith("22023: trust_score must lie in [0, 1]")
     page.fill("#doc-trust", "0.8")
     page.select_option("#doc-source-type", "policy")
     page.fill("#doc-expires", "2031-12-31")

@@ -59,26 +59,26 @@ def test_a_metadata_change_is_applied_without_reembedding(
 ) -> None:
     """Before: re-ingesting with --trust 0.9 said "unchanged" and changed nothing."""
     d = folder(tmp_path)
-    ingest_paths(service_client, "regras", [d], counting, count_tokens, source_type="faq", trust_score=0.5)
+    ingest_paths(service_client, "regras", [d], counting, count_tokens, source_type="decision", trust_score=0.5)
     chunks = chunk_ids(service_client, "regras")
     counting.calls = 0
-    s = ingest_paths(service_client, "regras", [d], counting, count_tokens, source_type="faq", trust_score=0.95)
+    s = ingest_paths(service_client, "regras", [d], counting, count_tokens, source_type="decision", trust_score=0.95)
     assert [r.status for r in s.documents] == ["metadata_updated"] and s.documents_updated == 1
     assert counting.calls == 0 and s.job_id is None
-    assert trust_of(service_client, "regras") == {"regimento.txt": ("faq", 0.95)}
+    assert trust_of(service_client, "regras") == {"regimento.txt": ("decision", 0.95)}
     # No --trust: the stored trust stands.
-    s = ingest_paths(service_client, "regras", [d], counting, count_tokens, source_type="faq")
+    s = ingest_paths(service_client, "regras", [d], counting, count_tokens, source_type="decision")
     assert [r.status for r in s.documents] == ["unchanged"] and counting.calls == 0
-    assert trust_of(service_client, "regras") == {"regimento.txt": ("faq", 0.95)}
+    assert trust_of(service_client, "regras") == {"regimento.txt": ("decision", 0.95)}
     # Another source type with the same chunking rule: metadata only, the new type's default trust.
-    s = ingest_paths(service_client, "regras", [d], counting, count_tokens, source_type="metric")
+    s = ingest_paths(service_client, "regras", [d], counting, count_tokens, source_type="penalty")
     assert [r.status for r in s.documents] == ["metadata_updated"] and counting.calls == 0
-    assert trust_of(service_client, "regras") == {"regimento.txt": ("metric", 0.6)}
+    assert trust_of(service_client, "regras") == {"regimento.txt": ("penalty", 0.8)}
     assert chunk_ids(service_client, "regras") == chunks
     # A source type that chunks differently re-chunks and re-embeds.
     s = ingest_paths(service_client, "regras", [d], counting, count_tokens, source_type="regulation")
     assert [r.status for r in s.documents] == ["replaced"] and counting.calls == 1
-    assert trust_of(service_client, "regras") == {"regimento.txt": ("regulation", 0.6)}
+    assert trust_of(service_client, "regras") == {"regimento.txt": ("regulation", 0.8)}
 
 
 def test_set_document_metadata_validates(service_client: Hipocampo, tmp_path: Path, counting: CountingEmbedder) -> None:

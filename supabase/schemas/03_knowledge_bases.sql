@@ -2263,7 +2263,7 @@ Returns: {"document_id", "source_type", "trust_score", "expires_at", "updated": 
 Errors: 42501 as _caller (before any other work); 42501 "only tenant admins can change
   documents"; 22023 "metadata must be a json object" / "unknown document field …" / "invalid
   document field: …" (unparsable date or number) / "… must not be null"; P0002 "unknown
-  document: …" (also another tenant's); 22003 "trust_score must lie in [0, 1] (got …)"; 23514
+  document: …" (also another tenant's); 22023 "trust_score must lie in [0, 1] (got …)"; 23514
   "invalid document: …" (unknown source type or classification).
 Example: select hipocampo.set_document_metadata(doc, '{"trust_score": 0.9, "source_type": "regulation"}');
 */
@@ -2302,7 +2302,7 @@ begin
     end if;
     if jsonb_typeof(metadata -> 'trust_score') = 'number'
         and (metadata ->> 'trust_score')::numeric not between 0 and 1 then
-        raise exception 'trust_score must lie in [0, 1] (got %)', metadata ->> 'trust_score' using errcode = '22003';
+        raise exception 'trust_score must lie in [0, 1] (got %)', metadata ->> 'trust_score' using errcode = '22023';
     end if;
     select * into before from hipocampo_private.documents as x where x.id = set_document_metadata.document_id;
     update hipocampo_private.documents as x set

@@ -1027,7 +1027,7 @@ Staging writes: the same gate except the quota and the explicit-user rule (both 
 Returns: as hipocampo.remember; staging writes return status 'staged'.
 Errors: as hipocampo.remember; 22023 "key /
   scope / source must not be null", 22001 "key is n characters; the limit is 200" (raised);
-  55000 "memory config is incomplete: …".
+  23514 "invalid memory: …" (a check constraint of memories); 55000 "memory config is incomplete: …".
 */
 create or replace function hipocampo_private._remember(
     key text, value jsonb, description text, category text, embedding extensions.vector, scope text,
@@ -1257,7 +1257,7 @@ Purpose: move a staged memory to long-term memory. Without override, `intensity`
 Parameters: staging_id; intensity 0..10 (rounded to 0.1); override.
 Returns: remember's result plus {"promoted_from": staging_id}, or {"status": "kept", ...}.
 Errors: 42501 as _caller (before any other work); P0002 "unknown staged memory"; 22004
-  intensity is null; 23514 intensity outside 0..10; 55000 "memory config is incomplete: …".
+  intensity is null; 22023 "intensity must be 0..10 (got x)" (as remember); 55000 "memory config is incomplete: …".
 Example: select hipocampo.promote_memory('…', 8.5);
 */
 create or replace function hipocampo.promote_memory(staging_id uuid, intensity numeric, override boolean default false)
@@ -1277,7 +1277,7 @@ begin
         raise exception 'intensity is required (0..10)' using errcode = '22004';
     end if;
     if level < 0 or level > 10 then
-        raise exception 'intensity must lie in 0..10 (got %)', level using errcode = '23514';
+        raise exception 'intensity must be 0..10 (got %)', level using errcode = '22023';
     end if;
     select * into s from hipocampo_private.memory_staging as x where x.id = promote_memory.staging_id for update;
     if s.id is null then

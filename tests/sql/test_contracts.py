@@ -225,3 +225,70 @@ def test_the_readme_s_postgrest_examples_match_the_catalog(db: Conn) -> None:
             (name,),
         ).fetchone()
         assert row is not None and row["ok"], name
+
+
+def schema_functions() -> list[tuple[str, str, str, str]]:
+    """(file, name, docblock, definition through its closing $$) of every function in the schema files."""
+    out = []
+    for path in sorted(SCHEMAS.glob("*.sql")):
+        text = path.read_text("utf-8")
+        for m in re.finditer(r"^create or replace function ([\w.]+)\(", text, re.M):
+            before = text[: m.start()]
+            doc = before[before.rfind("/*") : before.rfind("*/")]
+            opening = text.index("$$", m.end())
+            out.append((path.name, m.group(1), doc, text[m.start() : text.index("$$", opening + 2) + 2]))
+    return out
+
+
+def test_every_sqlstate_a_function_raises_is_in_its_docblock() -> None:
+    """Issue 47 §1: a caller reads the errors from the docblock, so each ``raise … using errcode``
+    of a function appears in its Errors (errors of the functions it calls are named by reference,
+    e.g. "as hybrid_search")."""
+    lacking = []
+    for file, name, doc, definition in schema_functions():
+        errors = doc[doc.find("Errors") :] if "Errors" in doc else ""
+        codes = set(re.findall(r"errcode\s*=\s*'([0-9A-Z]{5})'", definition))
+        lacking += [f"{file}: {name} raises {code}" for code in sorted(codes) if code not in errors]
+    assert lacking == []
+
+
+def test_an_argument_out_of_its_range_is_22023_everywhere() -> None:
+    """Issue 47 §1: one SQLSTATE per kind of error. An argument out of its range, "x must be / lie
+    in <range> (got v)", is an invalid parameter value (22023) in every function (promote_memory's
+    intensity was 23514 and set_document_metadata's trust_score 22003); a config value outside its
+    bounds, "<section>.<key> must lie in …", is 22003 (numeric value out of range: the config RPCs)."""
+    raises = re.findall(
+        r"raise exception '([^']*\bmust (?:be|lie in) [^']*\(got %\))'(?:[^;]|;(?!\s*$))*?errcode\s*=\s*'(\w{5})'",
+        "\n".join(d for *_, d in schema_functions()),
+        re.M,
+    )
+    assert len(raises) >= 10
+    kind = {True: "22003", False: "22023"}  # a config key's bounds / an argument's range
+    assert [(m, code) for m, code in raises if code != kind[m.startswith("%.% must lie in")]] == []
+
+
+# SQL functions longer than this many lines (definition through the closing $$) are split into
+# named steps (issue 47 §1). The allowlist only shrinks: a listed function may not grow past its
+# size here, and one that fits the limit leaves the list.
+SQL_FUNCTION_LINES = 100
+SQL_TOO_LONG = {
+    "hipocampo.hybrid_search": 471,
+    "hipocampo.search_history": 373,
+    "hipocampo.context_pack": 231,
+    "hipocampo_private._remember": 215,
+    "hipocampo.answer_evidence": 209,
+    "hipocampo_private._write_documents": 153,
+    "hipocampo.search_memories": 129,
+    "hipocampo.detect_conflicts": 125,
+    "hipocampo_private._pii_scrub": 121,
+    "hipocampo_private._check_config_patch": 101,
+}
+
+
+def test_no_sql_function_grows_past_the_limit() -> None:
+    sizes = {name: definition.count("\n") + 1 for _, name, _, definition in schema_functions()}
+    too_long = {name: n for name, n in sizes.items() if n > SQL_FUNCTION_LINES}
+    grown = {name: n for name, n in too_long.items() if n > SQL_TOO_LONG.get(name, SQL_FUNCTION_LINES)}
+    shrunk = sorted(name for name in SQL_TOO_LONG if sizes.get(name, 0) <= SQL_FUNCTION_LINES)
+    assert grown == {}, "split these into named steps (or, for a listed one, do not grow it)"
+    assert shrunk == [], "these now fit the limit: remove them from SQL_TOO_LONG"

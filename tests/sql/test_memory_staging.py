@@ -101,7 +101,7 @@ def test_promote_bad_input(db: Conn, user_a: World) -> None:
     staged = remember(db, "projects.y", 1, "Aprende violão", "projects", intensity=2)
     with pytest.raises(psycopg.errors.NullValueNotAllowed, match="intensity is required"), db.transaction():
         db.execute("select hipocampo.promote_memory(%s, null)", (staged["memory_id"],))
-    with pytest.raises(psycopg.errors.CheckViolation, match=r"intensity must lie in 0\.\.10"), db.transaction():
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match=r"intensity must be 0\.\.10"), db.transaction():
         db.execute("select hipocampo.promote_memory(%s, 11)", (staged["memory_id"],))
 
 
