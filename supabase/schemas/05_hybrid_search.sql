@@ -87,7 +87,8 @@ Parameters:
   fusion           'score' (z-score weighted sum) | 'rrf' (reciprocal rank, k = rrf_k).
   dense_weight, lexical_weight  weights of the two legs, 0 or 1e-6..100, not both 0 (a smaller
                    positive weight underflowed the fused score: 22003).
-  rerank           'none' | 'trust_recency' (similarity*0.6 + trust*0.4 + freshness*0.2, seed 004).
+  rerank           'none' | 'trust_recency' (similarity * retrieval.trust_recency_similarity_weight
+                   + trust * …_trust_weight + freshness * …_freshness_weight: 0.6 / 0.4 / 0.2, seed 004).
   mmr_lambda       0 or 1e-6..1; 1 = relevance only, 0.5 = seed MMR (a smaller positive value
                    underflowed the MMR score: 22003).
   embedding_model  null = search_model's (the active model; during a switch, the previously
@@ -261,10 +262,10 @@ begin
     );
     if exists (
         select 1 from unnest(array[
-            'max_query_chars', 'match_count', 'min_similarity', 'fusion', 'dense_weight',
-            'lexical_weight', 'rrf_k', 'rerank', 'mmr_lambda', 'dedupe_threshold', 'bm25_k1', 'bm25_b',
-            'freshness_half_life_days', 'exact_scan_max_rows', 'candidate_multiplier', 'min_candidates',
-            'hnsw_ef_search'
+            'max_query_chars', 'match_count', 'min_similarity', 'fusion', 'dense_weight', 'lexical_weight',
+            'rrf_k', 'rerank', 'mmr_lambda', 'dedupe_threshold', 'bm25_k1', 'bm25_b', 'freshness_half_life_days',
+            'exact_scan_max_rows', 'candidate_multiplier', 'min_candidates', 'hnsw_ef_search',
+            'trust_recency_similarity_weight', 'trust_recency_trust_weight', 'trust_recency_freshness_weight'
         ]) as key
         where r -> key is null or r -> key = 'null'::jsonb
     ) then
@@ -521,9 +522,9 @@ begin
                     coalesce(
                         (fd.fused - min(fd.fused) over ())
                         / nullif(max(fd.fused) over () - min(fd.fused) over (), 0), 1
-                    ) * 0.6
-                    + fd.trust_score * 0.4
-                    + 0.2 * exp(
+                    ) * (r ->> 'trust_recency_similarity_weight')::double precision
+                    + fd.trust_score * (r ->> 'trust_recency_trust_weight')::double precision
+                    + (r ->> 'trust_recency_freshness_weight')::double precision * exp(
                         -greatest(extract(epoch from now() - coalesce(fd.published_at, fd.created_at)), 0)
                         / 86400.0 / half_life
                     )

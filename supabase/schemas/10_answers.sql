@@ -1232,7 +1232,7 @@ Purpose: the ContextPack of one turn. Window policy (config context_pack): fewer
   Chat and voice share the conversation: the pack is the same for both apart from "modality".
   Budget: items are added in retrieval order (memories, summary, session state, messages newest
   first, chunks) while they fit; tokens_used <= token_budget always (estimate: _pack_tokens).
-Parameters: conversation_id; query 1..2,000 characters; query_embedding of the active model (null:
+Parameters: conversation_id; query 1..rag.question_max_chars (2,000) characters; query_embedding of the active model (null:
   no memories, no dense leg: chunks by BM25 are still needed, so RAG is skipped); modality chat |
   voice; token_budget >= context_pack.min_token_budget (default context_pack.default_token_budget);
   kb_ids / agent for RAG (none: RAG skipped); session_id optional; user_id / tenant_id only for
@@ -1243,7 +1243,7 @@ Returns: {"conversation_id", "modality", "token_budget", "tokens_used", "retriev
   "similarity", "preference"}], "session": {...} | null, "chunks": [{"n", "chunk_id", "document_id",
   "title", "source_uri", "content", "score", "citation"}], "rag": {"skipped", "reason"},
   "dropped": {"memories", "messages", "chunks"}}.
-Errors: 22023 "query must have 1 to 2000 characters" / "modality must be chat or voice" /
+Errors: 22023 "query must have 1 to n characters" (n = rag.question_max_chars) / "modality must be chat or voice" /
   "token_budget must be at least …"; 22000 wrong dimensions; 42501 no tenant / user; P0002
   unknown session.
 Example: select hipocampo.context_pack(conv, 'Qual o prazo?', emb, 'voice', 800, array[kb]);
@@ -1294,8 +1294,8 @@ declare
     dropped_chunks integer := 0;
     touched uuid[] := '{}';
 begin
-    if query is null or char_length(btrim(query)) not between 1 and 2000 then
-        raise exception 'query must have 1 to 2000 characters' using errcode = '22023';
+    if query is null or char_length(btrim(query)) not between 1 and (cfg #>> '{rag,question_max_chars}')::integer then
+        raise exception 'query must have 1 to % characters', cfg #>> '{rag,question_max_chars}' using errcode = '22023';
     end if;
     if modality is null or modality not in ('chat', 'voice') then
         raise exception 'modality must be chat or voice' using errcode = '22023';

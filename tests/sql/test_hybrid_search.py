@@ -439,3 +439,36 @@ def test_a_model_of_more_than_640_dimensions_is_searched_exactly(
     assert rows[0]["content"] == "Segundo trecho largo." and rows[0]["dense_score"] == pytest.approx(1.0)
     rows = search(db, "trecho", emb=q, embedding_model=wide, metadata_filter=json.dumps({"n": 0}))
     assert [r["content"] for r in rows] == ["Primeiro trecho largo."]
+
+
+def test_trust_recency_reorders_by_the_configured_weights(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    """The trust_recency rerank changes the order by its weights (retrieval.trust_recency_*, no
+    weight in SQL; issue 47 §1, issue 45 §1): a close passage of low trust comes first when
+    similarity weighs alone, after a distant trusted one when trust weighs alone."""
+    from ..conftest import at_cosine
+
+    world.act("service_role")
+    for name, cosine, trust in (("perto", 0.95, 0.1), ("confiavel", 0.3, 1.0)):
+        doc = {"title": name, "source_uri": f"test://{name}", "content_hash": name, "trust_score": trust}
+        chunk = [
+            {
+                "chunk_index": 0,
+                "content": f"Horário da piscina: {name}.",
+                "content_hash": name,
+                "embedding": at_cosine(7, 70, cosine),
+            }
+        ]
+        db.execute(
+            "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
+            (world.kb_a, json.dumps(doc), json.dumps(chunk), MODEL),
+        )
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    order = {}
+    for weighs in ("similarity", "trust"):
+        weights = {f"trust_recency_{k}_weight": float(k == weighs) for k in ("similarity", "trust", "freshness")}
+        db.execute(
+            "select hipocampo.set_knowledge_base_config(%s, 'retrieval', %s::jsonb)", (world.kb_a, json.dumps(weights))
+        )
+        rows = search(db, "horário da piscina", match_count=10, rerank="trust_recency", kb_ids=[world.kb_a])
+        order[weighs] = [r["title"] for r in rows if r["title"] in ("perto", "confiavel")]
+    assert order == {"similarity": ["perto", "confiavel"], "trust": ["confiavel", "perto"]}
