@@ -464,6 +464,43 @@ end;
 $$;
 
 /*
+_changed_keys(before jsonb, after jsonb) -> jsonb
+
+Purpose: what a direct write changed in a config object, as the patch an RPC would have been
+  given: the keys whose value differs between before and after, a removed key as null (issue 44
+  §5: the write-time checks of knowledge_bases and agent_bindings validate exactly this patch, so
+  a key the operator set stays valid when a tenant admin changes another).
+Parameters: before, after - json objects or null (null reads as {}).
+Returns: {key: new value or null}; {} when nothing changed.
+Errors: 22023 "a config section must be a json object (got …)".
+Example: select hipocampo_private._changed_keys('{"top_k": 4}', '{"top_k": 6, "rerank": "none"}');
+  -- {"top_k": 6, "rerank": "none"}
+*/
+create or replace function hipocampo_private._changed_keys(before jsonb, after jsonb)
+returns jsonb
+language plpgsql
+immutable
+security invoker
+set search_path = ''
+as $$
+begin
+    if coalesce(jsonb_typeof(before), 'object') <> 'object' or coalesce(jsonb_typeof(after), 'object') <> 'object' then
+        raise exception 'a config section must be a json object (got %)',
+            left(coalesce(after, before)::text, 80) using errcode = '22023';
+    end if;
+    return (
+        select coalesce(jsonb_object_agg(k.key, coalesce(after -> k.key, 'null'::jsonb)), '{}'::jsonb)
+        from (
+            select jsonb_object_keys(coalesce(after, '{}'::jsonb)) as key
+            union
+            select jsonb_object_keys(coalesce(before, '{}'::jsonb))
+        ) as k
+        where (after -> k.key) is distinct from (before -> k.key)
+    );
+end;
+$$;
+
+/*
 _check_config_text(section text, key text, value jsonb, global_section jsonb) -> void
 
 Purpose: the bounds of a config value that is text, or a list of texts, a tenant may store
@@ -787,6 +824,49 @@ using (
     tenant_id = (select hipocampo_private.current_tenant_id())
     and (select hipocampo_private.current_tenant_role()) = 'admin'
 );
+
+/*
+_check_agent_binding_write() -> trigger
+
+Purpose: the rules of set_agent_binding wherever a row of agent_bindings is written (issue 44 §5:
+  a tenant admin's direct insert bound another tenant's knowledge base and stored rag overrides
+  no RPC accepts): for a caller other than the operator writing a row of their own tenant (another
+  tenant's row is refused by RLS, 42501), every kb_ids entry is a knowledge base of
+  the row's tenant, and the rag overrides the write changes pass _check_config_patch (operator-only
+  keys, secret names, types, ranges).
+Returns: the new row.
+Errors: P0002 "unknown knowledge base: <id>"; 22023 / 22003 / 42501 as _check_config_patch.
+*/
+create or replace function hipocampo_private._check_agent_binding_write()
+returns trigger
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    c record := hipocampo_private._caller();
+    foreign_kb uuid;
+begin
+    -- (a row of another tenant is RLS's to refuse, 42501, which runs after this trigger)
+    if c.kind = 'service' or new.tenant_id is distinct from c.tenant_id then
+        return new;
+    end if;
+    select k into foreign_kb from unnest(new.kb_ids) as k
+    where not exists (select 1 from hipocampo_private.knowledge_bases as b where b.id = k and b.tenant_id = new.tenant_id)
+    limit 1;
+    if foreign_kb is not null then
+        raise exception 'unknown knowledge base: %', foreign_kb using errcode = 'P0002';
+    end if;
+    perform hipocampo_private._check_config_patch('rag', hipocampo_private._changed_keys(
+        case when tg_op = 'UPDATE' then old.rag_overrides end, new.rag_overrides
+    ));
+    return new;
+end;
+$$;
+
+create trigger agent_bindings_check_write
+before insert or update of kb_ids, rag_overrides on hipocampo_private.agent_bindings
+for each row execute function hipocampo_private._check_agent_binding_write();
 
 /*
 set_agent_binding(name text, kb_ids uuid[], rag_overrides jsonb default '{}', tenant_id uuid default null)

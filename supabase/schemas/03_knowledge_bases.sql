@@ -610,6 +610,66 @@ begin
 end;
 $$;
 
+/*
+_check_knowledge_base_write() -> trigger
+
+Purpose: the rules of set_knowledge_base_config and set_knowledge_base_tuning wherever a row of
+  knowledge_bases is written (issue 44 §5: a tenant admin's direct update stored an operator-only
+  provider with the service key's secret name, and a tuning of min_confidence -5 or min_score
+  "abc"): for a caller other than the operator writing a row of their own tenant (another
+  tenant's row is refused by RLS, 42501), each section of overrides the write changes passes
+  _check_config_patch with the changed keys (operator-only keys, secret names, known keys, types,
+  ranges), and each (model, section) of tuning it changes passes _tuning_after (a registered
+  model, keys tuned per model, the same checks).
+Returns: the new row.
+Errors: 22023 / 22003 / 42501 as _check_config_patch and _changed_keys; P0002 / 22023 as
+  _tuning_after.
+*/
+create or replace function hipocampo_private._check_knowledge_base_write()
+returns trigger
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    before_overrides jsonb := case when tg_op = 'UPDATE' then old.overrides else '{}'::jsonb end;
+    before_tuning jsonb := case when tg_op = 'UPDATE' then old.tuning else '{}'::jsonb end;
+    c record := hipocampo_private._caller();
+    item record;
+begin
+    -- (a row of another tenant is RLS's to refuse, 42501, which runs after this trigger)
+    if c.kind = 'service' or new.tenant_id is distinct from c.tenant_id then
+        return new;
+    end if;
+    for item in
+        select s.key from (
+            select jsonb_object_keys(new.overrides) as key union select jsonb_object_keys(before_overrides)
+        ) as s
+        where new.overrides -> s.key is distinct from before_overrides -> s.key
+    loop
+        perform hipocampo_private._check_config_patch(
+            item.key, hipocampo_private._changed_keys(before_overrides -> item.key, new.overrides -> item.key)
+        );
+    end loop;
+    for item in
+        select m.key as model, s.key as section
+        from (select jsonb_object_keys(new.tuning) as key union select jsonb_object_keys(before_tuning)) as m
+        cross join lateral (
+            select jsonb_object_keys(hipocampo_private._changed_keys(before_tuning -> m.key, new.tuning -> m.key)) as key
+        ) as s
+    loop
+        perform hipocampo_private._tuning_after('{}'::jsonb, item.model, item.section, hipocampo_private._changed_keys(
+            before_tuning #> array[item.model, item.section], new.tuning #> array[item.model, item.section]
+        ), hipocampo_private._tuned_keys() - 'memory' - 'conversations');
+    end loop;
+    return new;
+end;
+$$;
+
+create trigger knowledge_bases_check_write
+before insert or update of overrides, tuning on hipocampo_private.knowledge_bases
+for each row execute function hipocampo_private._check_knowledge_base_write();
+
 create trigger chunks_stats_after_insert
 after insert on hipocampo_private.chunks
 referencing new table as new_rows
@@ -1087,8 +1147,12 @@ $$;
 _log_access(tenant_id uuid, rpc text, rows_returned integer, query_hash text, latency_ms double precision) -> void
 
 Purpose: append one row to the data-access log (caller and role taken from the request) for the
-  given tenant, which must be the caller's (service_role: any).
-Errors: 42501 as _resolve_tenant.
+  tenant _resolve_tenant gives (a user's own: a null tenant_id is theirs, never a row without a
+  tenant; service_role names one). Its values are bounded (issue 44 §5): rpc 1..63 characters of
+  [a-z_], query_hash at most 128 characters, rows_returned and latency_ms >= 0.
+Errors: 42501 as _resolve_tenant; 22023 "access log: rpc must be 1..63 characters of [a-z_]" /
+  "access log: query_hash must be at most 128 characters" / "access log: rows_returned and
+  latency_ms must be >= 0".
 Returns: nothing.
 Example: perform hipocampo_private._log_access(t, 'search_memories', 5, 'ab12…', 3.2);
 */
@@ -1105,11 +1169,20 @@ language plpgsql
 security definer
 set search_path = ''
 as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(_log_access.tenant_id);
 begin
-    perform hipocampo_private._resolve_tenant(_log_access.tenant_id);
+    if coalesce(_log_access.rpc, '') !~ '^[a-z_]{1,63}$' then
+        raise exception 'access log: rpc must be 1..63 characters of [a-z_]' using errcode = '22023';
+    end if;
+    if char_length(_log_access.query_hash) > 128 then
+        raise exception 'access log: query_hash must be at most 128 characters' using errcode = '22023';
+    end if;
+    if _log_access.rows_returned < 0 or _log_access.latency_ms < 0 then
+        raise exception 'access log: rows_returned and latency_ms must be >= 0' using errcode = '22023';
+    end if;
     perform hipocampo_private._write_access_log(
-        _log_access.tenant_id, _log_access.rpc, _log_access.rows_returned, _log_access.query_hash,
-        _log_access.latency_ms
+        t, _log_access.rpc, _log_access.rows_returned, _log_access.query_hash, _log_access.latency_ms
     );
 end;
 $$;
@@ -1488,9 +1561,10 @@ Parameters: name 1..200 chars, unique per tenant; language 'portuguese' | 'engli
   (null = 'portuguese'); overrides - per-KB config sections, {section: {key: value}}, each
   validated as set_knowledge_base_config validates it (null = none); tenant_id - service_role only.
 Returns: the knowledge-base id (the existing one when the name exists).
-Errors: 42501 no tenant / not an admin; 23514 on a bad name (null included: "a knowledge base
-  needs a name of 1..200 characters") or language; 22023 "overrides must be a json object of
-  config sections" / 22023 / 22003 as _check_config_patch.
+Errors: 42501 no tenant / "only tenant admins can create knowledge bases"; 23514 on a bad name
+  (null included: "a knowledge base needs a name of 1..200 characters") or language; 22023
+  "overrides must be a json object of config sections" / 22023 / 22003 / 42501 (an operator-only
+  key or a secret name) as _check_config_patch.
 Example: select hipocampo.create_knowledge_base('regulamentos');
 */
 create or replace function hipocampo.create_knowledge_base(
@@ -1508,9 +1582,13 @@ set search_path = ''
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(create_knowledge_base.tenant_id);
+    caller record := hipocampo_private._caller();
     kb uuid;
     section record;
 begin
+    if caller.kind <> 'service' and caller.tenant_role is distinct from 'admin' then
+        raise exception 'only tenant admins can create knowledge bases' using errcode = '42501';
+    end if;
     if create_knowledge_base.name is null then
         raise exception 'a knowledge base needs a name of 1..200 characters' using errcode = '23514';
     end if;
@@ -1531,8 +1609,6 @@ begin
         where k.tenant_id = t and k.name = create_knowledge_base.name;
     end if;
     return kb;
-exception when insufficient_privilege then
-    raise exception 'only tenant admins can create knowledge bases' using errcode = '42501';
 end;
 $$;
 
@@ -1688,6 +1764,37 @@ end;
 $$;
 
 /*
+_check_chunk_count(n integer) -> void
+
+Purpose: the chunks one document may have (issue 44 §4: 1,500 chunks in one ingest_document call
+  were taken): at most embedding.max_chunks_per_document of the global row (the operator's limit,
+  tenant_locked).
+Parameters: n - the document's number of chunks.
+Returns: nothing.
+Errors: 22023 "a document takes at most n chunks (embedding.max_chunks_per_document; got m)".
+Example: perform hipocampo_private._check_chunk_count(1500);
+*/
+create or replace function hipocampo_private._check_chunk_count(n integer)
+returns void
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    most integer := (
+        select (s.config #>> '{embedding,max_chunks_per_document}')::integer
+        from hipocampo_private.settings as s where s.tenant_id is null
+    );
+begin
+    if n > most then
+        raise exception 'a document takes at most % chunks (embedding.max_chunks_per_document; got %)', most, n
+            using errcode = '22023';
+    end if;
+end;
+$$;
+
+/*
 _ingest_item(document jsonb, chunks jsonb, embedding_model text, dims integer) -> jsonb
 
 Purpose: check one document and its chunks for ingest_document / ingest_documents, before
@@ -1699,9 +1806,9 @@ Parameters: document, chunks - as ingest_document takes them; embedding_model, d
 Returns: the document object, title and source_uri scrubbed.
 Errors: 22023 "document must be an object with title, source_uri and content_hash"; 22001
   "document.title is n characters; the limit is 500", "document.source_uri is n bytes; the limit
-  is 2048"; 22023 "chunks must be a non-empty json array"; P0002 "unknown embedding model: …";
-  22000 "embedding of chunk i has n dimensions; model … expects d"; 22023 "chunk i needs content
-  and content_hash"; 22023 "sentence_embeddings of chunk i must be a json array of 1 to 64
+  is 2048"; 22023 "chunks must be a non-empty json array"; 22023 as _check_chunk_count; P0002 "unknown embedding model: …";
+  22000 "embedding of chunk i has n dimensions; model … expects d"; 22023 "chunk i needs content,
+  content_hash and chunk_index (an integer >= 0)"; 22023 "sentence_embeddings of chunk i must be a json array of 1 to 64
   embeddings"; 22000 "a sentence embedding of chunk i has n dimensions; model … expects d".
 Example: select hipocampo_private._ingest_item('{"title":"t","source_uri":"u","content_hash":"h"}',
   '[{"chunk_index":0,"content":"c","content_hash":"x","embedding":"[0.1,…]"}]', 'all-MiniLM-L6-v2', 384);
@@ -1740,6 +1847,7 @@ begin
     if chunks is null or jsonb_typeof(chunks) <> 'array' or jsonb_array_length(chunks) = 0 then
         raise exception 'chunks must be a non-empty json array' using errcode = '22023';
     end if;
+    perform hipocampo_private._check_chunk_count(jsonb_array_length(chunks));
     if dims is null then
         raise exception 'unknown embedding model: %', embedding_model using errcode = 'P0002';
     end if;
@@ -1759,6 +1867,7 @@ begin
     where c.n is distinct from dims
        or coalesce(c.chunk ->> 'content', '') = ''
        or coalesce(c.chunk ->> 'content_hash', '') = ''
+       or coalesce(c.chunk ->> 'chunk_index', '') !~ '^\d{1,9}$'
     limit 1;
     if found then
         if bad.n is distinct from dims then
@@ -1766,7 +1875,8 @@ begin
                 bad.i, coalesce(bad.n, 0), embedding_model, dims
                 using errcode = '22000';
         end if;
-        raise exception 'chunk % needs content and content_hash', bad.i using errcode = '22023';
+        raise exception 'chunk % needs content, content_hash and chunk_index (an integer >= 0)', bad.i
+            using errcode = '22023';
     end if;
     -- Sentence embeddings (optional): 1..64 per chunk, each with the model's dimensions.
     select x.ordinality - 1 as i into bad

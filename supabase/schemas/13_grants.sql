@@ -200,6 +200,8 @@ grant execute on function hipocampo_private._search_model(tenant_id uuid, kb_ids
 grant execute on function hipocampo_private._reads_as_language(measures jsonb, rag jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._caller(out kind text, out tenant_id uuid, out user_id uuid, out tenant_role text) to authenticated, service_role;
 grant execute on function hipocampo_private._check_config_patch(section text, patch jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._changed_keys(before jsonb, after jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._check_chunk_count(n integer) to authenticated, service_role;
 grant execute on function hipocampo_private._check_text_length(label text, value text, cfg jsonb, key text) to authenticated, service_role;
 grant execute on function hipocampo_private._check_config_text(section text, key text, value jsonb, global_section jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._check_message_tokens(token_ids integer[], token_bits bit varying[], dims integer, name text) to authenticated, service_role;

@@ -144,6 +144,16 @@ def test_a_failing_chunk_leaves_no_half_document(db: psycopg.Connection[dict[str
             "document must be an object with title, source_uri and content_hash",
         ),
         (DOC, [], "chunks must be a non-empty json array"),
+        (  # a raw 23502 before (issue 44 §5)
+            DOC,
+            [{k: v for k, v in chunk(0, "um").items() if k != "chunk_index"}],
+            "chunk 0 needs content, content_hash and chunk_index (an integer >= 0)",
+        ),
+        (
+            DOC,
+            [{**chunk(0, "um"), "chunk_index": -1}],
+            "chunk 0 needs content, content_hash and chunk_index (an integer >= 0)",
+        ),
         (
             {**DOC, "published_at": "ontem"},
             [chunk(0, "um")],
@@ -369,3 +379,16 @@ def test_one_document_by_id_in_the_callers_tenant(db: psycopg.Connection[dict[st
     no_tenant = pytest.raises(psycopg.errors.InsufficientPrivilege, match="service_role must pass tenant_id")
     with no_tenant, db.transaction():
         db.execute(one, (doc, None))
+
+
+def test_a_document_takes_at_most_the_configured_chunks(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    """Issue 44 §4: 1,500 chunks in one call were taken; embedding.max_chunks_per_document bounds it."""
+    world.act("service_role")
+    db.execute(
+        "update hipocampo_private.settings set config = jsonb_set(config, '{embedding,max_chunks_per_document}', '3')"
+        " where tenant_id is null"
+    )
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match=r"at most 3 chunks .* got 4\)"), db.transaction():
+        ingest(db, world.kb_a, DOC, [chunk(i, f"parte {i}") for i in range(4)])
+    assert ingest(db, world.kb_a, DOC, [chunk(i, f"parte {i}") for i in range(3)])["status"] == "inserted"

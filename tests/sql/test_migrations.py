@@ -144,28 +144,30 @@ def test_a_configured_url_replaces_the_embedded_server(
 
 def test_a_database_the_squashed_history_built_adopts_the_baseline(database_url: str) -> None:
     """A database migrated with 20261121000100 … SQUASHED_THROUGH is recorded as having the
-    baseline instead of having it run over its objects; a partial old history is refused."""
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        saved = conn.execute("select version, statements, name from supabase_migrations.schema_migrations").fetchall()
-        try:
-            conn.execute("delete from supabase_migrations.schema_migrations")
+    baseline instead of having it run over its objects; a partial old history is refused. (A
+    scratch database holds what the old history built, the baseline's objects, with the old
+    versions recorded: the later migrations then run on it once, as on a deployed database.)"""
+    baseline = next(hdb.migrations_dir().glob(f"{hdb.BASELINE}_*.sql")).read_text("utf-8")
+    with hdb.scratch_database("hipocampo_adopt_test", migrate=False) as url:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(hdb._shim_sql())  # type: ignore[arg-type,unused-ignore]
+            conn.execute(baseline)  # type: ignore[arg-type,unused-ignore]
+            conn.execute("create schema if not exists supabase_migrations")
+            conn.execute(
+                "create table if not exists supabase_migrations.schema_migrations"
+                " (version text primary key, statements text[], name text)"
+            )
             conn.execute(
                 "insert into supabase_migrations.schema_migrations (version, name) values"
                 " ('20261121000100', 'schemas_and_extensions'), (%s, 'python_surface')",
                 (hdb.SQUASHED_THROUGH,),
             )
-            res = hdb.apply_migrations(database_url, shim=True)
-            later = sorted(f.stem.split("_", 1)[0] for f in hdb.migrations_dir().glob("*.sql"))[1:]
-            assert res.skipped == [hdb.BASELINE] and res.applied == later  # adopted, not run
+        res = hdb.apply_migrations(url, shim=True)
+        later = sorted(f.stem.split("_", 1)[0] for f in hdb.migrations_dir().glob("*.sql"))[1:]
+        assert res.skipped == [hdb.BASELINE] and res.applied == later  # adopted, not run
+        with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(
                 "delete from supabase_migrations.schema_migrations where version >= %s", (hdb.SQUASHED_THROUGH,)
             )
-            with pytest.raises(hdb.HipocampoError, match="migrated up to 20261121000100"):
-                hdb.apply_migrations(database_url, shim=True)
-        finally:
-            conn.execute("delete from supabase_migrations.schema_migrations")
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "insert into supabase_migrations.schema_migrations (version, statements, name) values (%s, %s, %s)",
-                    saved,
-                )
+        with pytest.raises(hdb.HipocampoError, match="migrated up to 20261121000100"):
+            hdb.apply_migrations(url, shim=True)
