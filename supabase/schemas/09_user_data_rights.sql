@@ -22,15 +22,45 @@ as $$
 $$;
 
 /*
+_holds_data_in(tenant_id uuid, user_id uuid) -> boolean
+
+Purpose: whether a user is a data subject of a tenant: a member, or a former member of whom the
+  tenant still holds memories, staged memories, messages, conversation summaries, sessions or a
+  consent record (issue 44 §5: an LGPD request of a removed member must be servable by the
+  tenant's admin, not only by the operator).
+Parameters: tenant_id, user_id.
+Returns: true or false.
+Errors: none.
+Example: select hipocampo_private._holds_data_in(t, u);
+*/
+create or replace function hipocampo_private._holds_data_in(tenant_id uuid, user_id uuid)
+returns boolean
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select exists (select 1 from hipocampo_private.memberships as x where x.tenant_id = $1 and x.user_id = $2)
+        or exists (select 1 from hipocampo_private.memories as x where x.tenant_id = $1 and x.user_id = $2)
+        or exists (select 1 from hipocampo_private.memory_staging as x where x.tenant_id = $1 and x.user_id = $2)
+        or exists (select 1 from hipocampo_private.messages as x where x.tenant_id = $1 and x.user_id = $2)
+        or exists (select 1 from hipocampo_private.conversation_summaries as x where x.tenant_id = $1 and x.user_id = $2)
+        or exists (select 1 from hipocampo_private.sessions as x where x.tenant_id = $1 and x.user_id = $2)
+        or exists (select 1 from hipocampo_private.memory_consents as x where x.tenant_id = $1 and x.user_id = $2)
+$$;
+
+/*
 _data_subject(user_id uuid, tenant_id uuid) -> record (actor_tenant uuid, actor_user uuid)
 
 Purpose: whose data an export, an erasure or an inspection is about: a user is their own data
   subject; service_role names the user and tenant; a tenant admin may name a member of their own
-  tenant (the controller answering for a data subject, LGPD art. 18; the hub's memory inspector).
+  tenant, or a former member whose data the tenant still holds (_holds_data_in: the controller
+  answering for a data subject, LGPD art. 18, also after the membership ended; the hub's memory
+  inspector).
   The callers audit who acted (memory_events reason tenant_admin, with the admin's pseudonym).
 Errors: 42501 as _memory_actor (no tenant / no user / another tenant); 42501 "only tenant admins
   can act on another user's data" (a member naming someone else); P0002 "unknown user: … is not a
-  member of this tenant" (an admin naming someone who is not).
+  member of this tenant and holds no data in it" (an admin naming someone who is neither).
 Returns: (actor_tenant, actor_user).
 Example: select actor_user from hipocampo_private._data_subject(null, null);
 */
@@ -51,13 +81,10 @@ begin
         if c.tenant_role is distinct from 'admin' then
             raise exception 'only tenant admins can act on another user''s data' using errcode = '42501';
         end if;
-        -- Called by definer RPCs (as the owner, so every membership is visible).
-        if not exists (
-            select 1 from hipocampo_private.memberships as m
-            where m.tenant_id = actor_tenant and m.user_id = _data_subject.user_id
-        ) then
-            raise exception 'unknown user: % is not a member of this tenant', _data_subject.user_id
-                using errcode = 'P0002';
+        -- Called by definer RPCs (as the owner, so every row is visible).
+        if not hipocampo_private._holds_data_in(actor_tenant, _data_subject.user_id) then
+            raise exception 'unknown user: % is not a member of this tenant and holds no data in it',
+                _data_subject.user_id using errcode = 'P0002';
         end if;
         actor_user := _data_subject.user_id;
         return;
@@ -157,13 +184,16 @@ Purpose: erase a user from a tenant (LGPD art. 18 VI): personal memories (with h
   keep their rows without the user. No raw user id remains in any table
   (tests/sql/test_erasure_scan.py). One audit record remains: event user.erased with user_id
   null and user_ref = the keyed HMAC of tenant:user (_user_ref), with the counts. All or nothing.
-Parameters: user_id - service_role, or a tenant admin naming a member of their tenant (users erase
-  themselves); tenant_id - service_role only. The user.erased record's reason says which
-  (data_subject | tenant_admin, with the admin's pseudonym | service_role).
+Parameters: user_id - service_role, or a tenant admin naming a member or former member of their
+  tenant (users erase themselves); tenant_id - service_role only. The user.erased record's reason
+  says which (data_subject | tenant_admin, with the admin's pseudonym | service_role). Erasure
+  removes the membership, so a tenant admin may not erase another admin (who erases themselves,
+  or is erased by the operator): one admin cannot lock the others out.
 Returns: {"user_ref", "memories", "shared_memories_pseudonymised", "staged_memories", "messages",
   "conversation_summaries", "sessions", "events", "memberships"} (rows affected).
 Errors: 42501 / P0002 as _data_subject (no tenant / no user / a member naming another user / an
-  admin naming a non-member).
+  admin naming someone who is neither a member nor holds data in the tenant); 42501 "an admin's
+  data is erased by that admin or by the operator (service_role)".
 Example: select hipocampo.erase_user('…'::uuid, '…'::uuid);  -- as service_role
 */
 -- definer because erasure deletes the user's audit events, which no client role may delete.
@@ -182,6 +212,13 @@ declare
     counts jsonb := '{}'::jsonb;
     n integer;
 begin
+    if who.reason = 'tenant_admin' and exists (
+        select 1 from hipocampo_private.memberships as m
+        where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user and m.role = 'admin'
+    ) then
+        raise exception 'an admin''s data is erased by that admin or by the operator (service_role)'
+            using errcode = '42501';
+    end if;
     delete from hipocampo_private.memories as m
     where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user and m.scope = 'personal';
     get diagnostics n = row_count;

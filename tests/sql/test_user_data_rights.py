@@ -68,7 +68,10 @@ def test_members_export_only_themselves_admins_their_members(db: Conn, world: Wo
     world.act("authenticated", world.admin_a, world.tenant_a)
     theirs = one(db, "select hipocampo.export_user_data(%s) as v", (world.member_a,))
     assert theirs["user_id"] == str(world.member_a) and theirs["memories"]
-    with pytest.raises(psycopg.errors.NoDataFound, match="is not a member of this tenant"), db.transaction():
+    with (
+        pytest.raises(psycopg.errors.NoDataFound, match="is not a member of this tenant and holds no data in it"),
+        db.transaction(),
+    ):
         db.execute("select hipocampo.export_user_data(%s)", (world.member_b,))
     mine = one(db, "select hipocampo.export_user_data() as v")
     assert (mine["memories"], mine["messages"]) == ([], [])
@@ -191,7 +194,10 @@ def test_an_admin_inspects_a_member_and_the_member_sees_it_in_their_log(db: Conn
     assert seen["history"][0]["supersedes"] == seen["history"][1]["id"]
     assert [s["key"] for s in seen["staged"]] == ["projects.horta"]
     assert "embedding" not in seen["memories"][0] and seen["events"]
-    with pytest.raises(psycopg.errors.NoDataFound, match="is not a member of this tenant"), db.transaction():
+    with (
+        pytest.raises(psycopg.errors.NoDataFound, match="is not a member of this tenant and holds no data in it"),
+        db.transaction(),
+    ):
         db.execute("select hipocampo.inspect_user_memory(%s)", (world.member_b,))
     bad_limit = pytest.raises(psycopg.errors.InvalidParameterValue, match=r"history_limit must lie in \[1, 1000\]")
     with bad_limit, db.transaction():
@@ -288,3 +294,33 @@ def test_an_admin_promotes_a_members_staged_memory_through_the_members_write_pat
     assert [(e["reason"], e["detail"]["by"], e["detail"]["promotion"]) for e in ev] == [
         ("tenant_admin", ref, "override")
     ]
+
+
+def test_an_admin_serves_a_former_member_s_request(db: Conn, world: World) -> None:
+    """Issue 44 §5: a removed member's memories and messages stay the tenant's until erased, and
+    their LGPD request is the tenant admin's to serve (only service_role could before: P0002)."""
+    fill(db, world)
+    world.act("service_role")
+    db.execute("select hipocampo.remove_member(%s, %s)", (world.tenant_a, world.member_a))
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    theirs = one(db, "select hipocampo.export_user_data(%s) as v", (world.member_a,))
+    assert theirs["memories"] and theirs["messages"]
+    erased = one(db, "select hipocampo.erase_user(%s) as v", (world.member_a,))
+    assert erased["messages"] == 1 and erased["memberships"] == 0
+    with pytest.raises(psycopg.errors.NoDataFound, match="holds no data in it"), db.transaction():
+        db.execute("select hipocampo.export_user_data(%s)", (world.member_a,))
+
+
+def test_an_admin_does_not_erase_another_admin(db: Conn, world: World) -> None:
+    """Issue 44 §5: erasure removes the membership, so one admin could lock the others out. The
+    rule: an admin's data is erased by that admin or by the operator; other members by any admin."""
+    other = uuid.uuid4()
+    world.act("service_role")
+    db.execute("select hipocampo.add_member(%s, %s, 'admin')", (world.tenant_a, other))
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    refused = pytest.raises(psycopg.errors.InsufficientPrivilege, match="an admin's data is erased by that admin")
+    with refused, db.transaction():
+        db.execute("select hipocampo.erase_user(%s)", (other,))
+    one(db, "select hipocampo.export_user_data(%s) as v", (other,))  # exporting is the controller's duty
+    world.act("authenticated", other, world.tenant_a)
+    assert one(db, "select hipocampo.erase_user() as v")["memberships"] == 1  # themselves
