@@ -832,3 +832,28 @@ def test_ask_with_a_chat_model_generates_and_validates_as_python_does(
         chats = [r for r in embeddings.requests[start:] if "messages" in r]
         assert len(chats) == 2 and chats[0]["messages"] == chats[1]["messages"]
         assert chats[1]["model"] == "gpt-test" and chats[1]["temperature"] == 0
+
+
+def test_the_client_address_rules(tmp_path: Path) -> None:
+    """clientAddress (supabase/functions/_shared/serve.ts): the rightmost X-Forwarded-For entry by
+    default, the peer when HIPOCAMPO_TRUSTED_PROXY_HOPS=0 says no proxy is in front (issue 44 §5:
+    the default trusted what a client wrote when nothing sat in front of the functions)."""
+    script = tmp_path / "probe.ts"
+    serve = (REPO / "supabase" / "functions" / "_shared" / "serve.ts").as_uri()
+    script.write_text(
+        f'import {{ clientAddress }} from "{serve}";\n'
+        'const h = new Headers({ "x-forwarded-for": "10.0.0.1, 198.51.100.7" });\n'
+        "console.log(JSON.stringify([\n"
+        '  clientAddress(h, "203.0.113.9", {}),\n'
+        '  clientAddress(h, "203.0.113.9", { hops: "0" }),\n'
+        '  clientAddress(h, "203.0.113.9", { hops: "2" }),\n'
+        '  clientAddress(new Headers(), "203.0.113.9", {}),\n'
+        "]));\n",
+        "utf-8",
+    )
+    env = {**os.environ, "NO_COLOR": "1", "DENO_DIR": os.environ.get("DENO_DIR", str(REPO / ".deno" / "cache"))}
+    out = subprocess.run(
+        [deno_binary(), "run", "--allow-env", "--allow-read", str(script)],
+        cwd=REPO, env=env, capture_output=True, text=True, check=True, timeout=300,
+    )  # fmt: skip
+    assert json.loads(out.stdout) == ["198.51.100.7", "203.0.113.9", "10.0.0.1", "203.0.113.9"]

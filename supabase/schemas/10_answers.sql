@@ -1100,11 +1100,39 @@ end;
 $$;
 
 /*
+_client_network(ip inet) -> text
+
+Purpose: what one client is, for the per-address bucket (issue 44 §5): an IPv4 address; an IPv6
+  address's /64 (a host picks any address inside its /64, so per-address buckets let it rotate
+  without limit); an IPv4-mapped IPv6 address (::ffff:a.b.c.d) as its IPv4 address, so both
+  forms share one bucket.
+Parameters: ip - the client's address.
+Returns: the address or network as text ('203.0.113.7', '2001:db8:1:2::/64').
+Errors: none.
+Example: select hipocampo_private._client_network('2001:db8:1:2:aaaa::1'); -- '2001:db8:1:2::/64'
+*/
+create or replace function hipocampo_private._client_network(ip inet)
+returns text
+language sql
+immutable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+    select case
+        when family(ip) = 4 then host(ip)
+        when ip <<= '::ffff:0:0/96'::inet then host(substr(host(ip), 8)::inet)
+        else pg_catalog.text(network(set_masklen(ip, 64)))
+    end
+$$;
+
+/*
 take_ip_rate_limit(ip inet) -> jsonb
 
 Purpose: the per client address token bucket of the HTTP API (rag.ip_rate_limit_per_minute of
-  the global config), taken before authentication, keyed by the address's pseudonym
-  (_pseudonym: no raw address is stored). service_role only.
+  the global config), taken before authentication, keyed by the pseudonym of the client's network
+  (_client_network: an IPv4 address, an IPv6 /64; _pseudonym: no raw address is stored).
+  service_role only.
 Returns: as take_rate_limit (without scope).
 Errors: 22023 "ip is required".
 Example: select hipocampo.take_ip_rate_limit('203.0.113.7');
@@ -1120,7 +1148,7 @@ begin
         raise exception 'ip is required' using errcode = '22023';
     end if;
     return hipocampo_private._take_token(
-        'ip:' || hipocampo_private._pseudonym(host(ip)),
+        'ip:' || hipocampo_private._pseudonym(hipocampo_private._client_network(ip)),
         (select (s.config -> 'rag' ->> 'ip_rate_limit_per_minute')::double precision
          from hipocampo_private.settings as s where s.tenant_id is null),
         1

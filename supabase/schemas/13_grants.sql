@@ -203,6 +203,7 @@ grant execute on function hipocampo_private._check_config_patch(section text, pa
 grant execute on function hipocampo_private._changed_keys(before jsonb, after jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._check_chunk_count(n integer) to authenticated, service_role;
 grant execute on function hipocampo_private._holds_data_in(tenant_id uuid, user_id uuid) to authenticated, service_role;
+grant execute on function hipocampo_private._client_network(ip inet) to service_role;
 grant execute on function hipocampo_private._check_text_length(label text, value text, cfg jsonb, key text) to authenticated, service_role;
 grant execute on function hipocampo_private._check_config_text(section text, key text, value jsonb, global_section jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._check_message_tokens(token_ids integer[], token_bits bit varying[], dims integer, name text) to authenticated, service_role;

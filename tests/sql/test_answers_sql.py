@@ -455,3 +455,29 @@ def test_an_extractive_quote_names_its_article(db: Conn) -> None:
     )
     # A chunk that is no article (a FAQ, a paragraph) is quoted as it is.
     assert one(db, quote, (json.dumps([{**item, "metadata": {}}]),)) == f"{item['content']} [1]"
+
+
+def test_an_ipv6_client_counts_by_its_slash_64(db: Conn, world: World) -> None:
+    """Issue 44 §5: rotating addresses inside one /64 shares one bucket; an IPv4-mapped address
+    shares its IPv4 form's."""
+    world.act("service_role")
+    network = {
+        ip: one(db, "select hipocampo_private._client_network(%s::inet) as v", (ip,))
+        for ip in ("2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:3::1", "::ffff:203.0.113.7")
+    }
+    assert network == {
+        "2001:db8:1:2::1": "2001:db8:1:2::/64",
+        "2001:db8:1:2:ffff:ffff:ffff:ffff": "2001:db8:1:2::/64",
+        "2001:db8:1:3::1": "2001:db8:1:3::/64",
+        "::ffff:203.0.113.7": "203.0.113.7",
+    }
+    db.execute(
+        "update hipocampo_private.settings set config = jsonb_set(config, '{rag,ip_rate_limit_per_minute}', '2')"
+        " where tenant_id is null"
+    )
+    prefix = f"2001:db8:{uuid.uuid4().int % 65000:x}:9"
+    taken = [one(db, "select hipocampo.take_ip_rate_limit(%s::inet) as v", (f"{prefix}::{i}",)) for i in (1, 2, 3)]
+    assert [t["allowed"] for t in taken] == [True, True, False]
+    v4 = f"198.51.100.{uuid.uuid4().int % 250}"
+    both = [one(db, "select hipocampo.take_ip_rate_limit(%s::inet) as v", (ip,)) for ip in (v4, f"::ffff:{v4}", v4)]
+    assert [t["allowed"] for t in both] == [True, True, False]

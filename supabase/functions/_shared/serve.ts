@@ -38,6 +38,8 @@ export interface Route {
  * - else the X-Forwarded-For entry `HIPOCAMPO_TRUSTED_PROXY_HOPS` (default 1) from the right: the
  *   one the nearest proxy appended (entries to its left are whatever reached that proxy, the
  *   client's own included);
+ * - `HIPOCAMPO_TRUSTED_PROXY_HOPS=0` means no proxy in front: the socket's peer, whatever the
+ *   headers say (a client would otherwise pick its own bucket by writing X-Forwarded-For);
  * - else (no such entry, or not an IP address) the socket's peer.
  */
 export function clientAddress(
@@ -53,7 +55,9 @@ export function clientAddress(
     return isIP(v) ? v : peer;
   };
   if (env.header) return ipOr(headers.get(env.header));
-  const hops = Math.max(1, Number.parseInt(env.hops ?? "1", 10) || 1);
+  const parsed = Number.parseInt(env.hops ?? "1", 10);
+  if (parsed === 0) return peer; // no proxy: nothing in the headers is trusted
+  const hops = Math.max(1, parsed || 1);
   const entries = (headers.get("x-forwarded-for") ?? "").split(",");
   return entries.length >= hops ? ipOr(entries.at(-hops)) : peer;
 }
