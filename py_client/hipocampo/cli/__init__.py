@@ -269,6 +269,10 @@ def ingest(
             task = progress.add_task("documents", total=None, chunks=0, rate=0.0)
             state = {"chunks": 0}
 
+            def scrubbed(done: int, total: int) -> None:
+                label = "documents" if done >= total else f"PII scrub {done / 1e6:.1f} / {total / 1e6:.1f} MB"
+                progress.update(task, description=label)
+
             def tick(res: Any) -> None:
                 state["chunks"] += res.chunks
                 elapsed = progress.tasks[0].elapsed or 1e-9
@@ -289,6 +293,7 @@ def ingest(
                         on_document=tick,
                         create_kb=create_kb,
                         on_total=lambda n: progress.update(task, total=n),
+                        on_scrub=scrubbed,
                     )
                 finally:
                     if defer_index:

@@ -30,11 +30,13 @@ from typing import Any
 from uuid import UUID
 
 from ..client import Hipocampo
+from ..config import load_config
 from ..embeddings.base import EmbeddingProvider
-from ..errors import ConnectionLostError, HipocampoError, LoaderError, NotFoundError
+from ..errors import ConnectionLostError, HipocampoError, InvalidInputError, LoaderError, NotFoundError
 from ..models import DocumentResult, IngestSummary
 from .chunking import Chunk, ChunkingRule, chunk_sentences, chunk_text
 from .loaders import LoadedDocument, load_path
+from .scrub import ScrubProgress, scrub_texts
 
 __all__ = ["DocumentInput", "default_trust", "expand_paths", "ingest_documents", "ingest_paths", "sha256"]
 
@@ -111,10 +113,13 @@ class _Run:
         on_document: ProgressHook | None,
         total: int,
         create_kb: bool = True,
+        on_scrub: ScrubProgress | None = None,
     ) -> None:
         self.client = client
         self.embedder = embedder
         self.on_document = on_document
+        self.on_scrub = on_scrub
+        self.max_document_bytes = int(float(load_config().get("ingest", {}).get("max_document_mb", 20)) * 1_000_000)
         self.started = time.perf_counter()
         if create_kb:
             self.kb_id = client.create_kb(kb_name)
@@ -183,8 +188,9 @@ class _Run:
                 raise HipocampoError(f"unknown source_type {item.source_type!r}; one of {', '.join(SOURCE_TYPES)}")
         existing = self.client.document_hashes(self.kb_id, self.embedder.model_name)
         self.stored = len(existing)
+        inputs = [item for item in inputs if self.within_size(item)]
         texts = [s for item in inputs for s in (item.doc.text, item.doc.title, item.doc.source_uri)]
-        cleaned = self.client.scrub_pii(texts)
+        cleaned = scrub_texts(self.client, texts, self.on_scrub)
         prepared: list[tuple[DocumentInput, str, str, int]] = []
         for n, item in enumerate(inputs):
             scrubbed, title, uri = cleaned[3 * n : 3 * n + 3]
@@ -197,6 +203,24 @@ class _Run:
                 continue
             prepared.append((item, scrubbed.text, digest, scrubbed.total + title.total + uri.total))
         return prepared
+
+    def within_size(self, item: DocumentInput) -> bool:
+        """Whether the document's text fits ``[ingest] max_document_mb`` of config.toml (20 MB);
+        one that does not fails with 22023 and the others go on (issue 44 §3)."""
+        size = len(item.doc.text.encode("utf-8"))
+        if size <= self.max_document_bytes:
+            return True
+        res = DocumentResult(source_uri=item.doc.source_uri, title=item.doc.title, status="failed")
+        limit = self.max_document_bytes / 1_000_000
+        error = InvalidInputError(
+            f"{item.doc.source_uri}: the text is {size / 1_000_000:.3g} MB; the limit is {limit:g} MB"
+            " ([ingest] max_document_mb in config.toml)",
+            "22023",
+        )
+        self.fail(item, res, error)
+        res.status = "failed"
+        self.finish(res)
+        return False
 
     def keep(self, item: DocumentInput, stored: dict[str, Any]) -> None:
         """A document whose text and chunks stand: unchanged, or its new source type / trust
@@ -367,6 +391,7 @@ def ingest_documents(
     on_document: ProgressHook | None = None,
     embed_batch: int = 64,
     create_kb: bool = True,
+    on_scrub: ScrubProgress | None = None,
 ) -> IngestSummary:
     """Ingest already-loaded documents into knowledge base ``kb_name`` (created if missing, or,
     with ``create_kb=False``, NotFoundError when it does not exist).
@@ -375,7 +400,10 @@ def ingest_documents(
     summary and the job record. Chunks of several documents are embedded together, about
     ``embed_batch`` per model call, and written together in one transaction (a batch the database
     refuses is written again one document per transaction).
-    Chunking rules come from the database config rows (``chunking.<source_type>``).
+    Chunking rules come from the database config rows (``chunking.<source_type>``). The PII scrub
+    runs in pieces (:mod:`hipocampo.ingest.scrub`), ``on_scrub(characters done, characters in
+    all)`` after each round trip; a document over ``[ingest] max_document_mb`` (config.toml, 20)
+    fails with 22023 and the others go on.
 
     Raises:
         PermissionDeniedError: the actor may not write this tenant's KB.
@@ -383,7 +411,7 @@ def ingest_documents(
             the lease, docs/SECURITY.md §Crash recovery).
         HipocampoError: database errors other than per-document ones.
     """
-    run = _Run(client, kb_name, embedder, on_document, len(inputs) + len(failures), create_kb)
+    run = _Run(client, kb_name, embedder, on_document, len(inputs) + len(failures), create_kb, on_scrub)
     run.summary.documents_failed = len(failures)
     run.errors.extend({"source_uri": f.source_uri, "error": f.error} for f in failures)
     for f in failures:
@@ -449,11 +477,13 @@ def ingest_paths(
     on_document: ProgressHook | None = None,
     create_kb: bool = True,
     on_total: Callable[[int], None] | None = None,
+    on_scrub: ScrubProgress | None = None,
 ) -> IngestSummary:
     """Load files (directories walked) and ingest them; a file that fails to load is recorded
     as a failed document (its error without the path) and the others go on. ``on_total`` gets
     the number of documents once the files are loaded (a file may hold several), before any is
-    ingested; ``on_document`` then gets each one's result, failures included."""
+    ingested; ``on_scrub`` the PII scrub's progress in characters (done, all); ``on_document``
+    then gets each one's result, failures included."""
     inputs: list[DocumentInput] = []
     failures: list[DocumentResult] = []
     for path in expand_paths(paths):
@@ -474,4 +504,5 @@ def ingest_paths(
         failures=failures,
         on_document=on_document,
         create_kb=create_kb,
+        on_scrub=on_scrub,
     )
