@@ -57,3 +57,20 @@ def test_a_document_over_the_size_limit_fails_alone(
         "test://grande: the text is 0.0013 MB; the limit is 0.001 MB ([ingest] max_document_mb in config.toml)",
     )
     assert summary.documents_failed == 1 and summary.documents_ingested == 1
+
+
+def test_faquad_and_quati_scrub_as_before(service_client: Any) -> None:
+    """The encodings the scrubber now reads (issue 44 §3) add no false positive on the shared
+    Portuguese sets: FaQuAD's 249 paragraphs keep every number, Quati's 239 passages lose only the
+    one e-mail they hold."""
+    from collections import Counter
+
+    from hipocampo.datasets import load_beir
+
+    found = {}
+    for name in ("faquad", "quati"):
+        counts: Counter[str] = Counter()
+        for result in scrub_texts(service_client, [t for _, t in load_beir(name).corpus.values()]):
+            counts.update(result.counts)
+        found[name] = dict(counts)
+    assert found == {"faquad": {}, "quati": {"EMAIL": 1}}

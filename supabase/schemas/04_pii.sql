@@ -86,13 +86,158 @@ as $$
 $$;
 
 /*
+_pii_fold(input text) -> text
+
+Purpose: the scrubber's first step (issue 44 §3: PII written in other encodings got through): NBSP
+  and other unicode spaces become plain spaces; soft hyphens and zero-width characters are
+  removed; digits of other scripts (full-width, Arabic-Indic, Eastern Arabic-Indic, Devanagari,
+  the mathematical bold / double-struck / sans-serif / monospace digits) become ASCII digits;
+  the full-width and small at signs and the HTML entities of "@" (&#64; &#x40; &commat;) become
+  "@". Nothing else of the text changes (dashes, markup and separators are read as separators
+  where numbers are matched, _pii_scrub_numbers).
+Parameters: input - any text.
+Returns: the folded text (null for null).
+Errors: none (a pure function).
+Example: select hipocampo_private._pii_fold('５２９.９８２ ana＠x.com'); -- '529.982 ana@x.com'
+*/
+create or replace function hipocampo_private._pii_fold(input text)
+returns text
+language sql
+immutable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+    -- (the translation and the entities only where the text has such characters: translate over a
+    -- 92-character table costs ten times the rest on plain prose)
+    select case when t ~ '&(#|commat)' then regexp_replace(t, '&#0*64;|&#x0*40;|&commat;', '@', 'gi') else t end
+    from (
+        select case when s ~ '[０-９٠-٩۰-۹०-९𝟎-𝟿＠﹫]' then translate(s,
+            '０１２３４５６７８９٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹०१२३४५६७८९'
+            || '𝟎𝟏𝟐𝟑𝟒𝟓𝟔𝟕𝟖𝟗𝟘𝟙𝟚𝟛𝟜𝟝𝟞𝟟𝟠𝟡𝟢𝟣𝟤𝟥𝟦𝟧𝟨𝟩𝟪𝟫𝟬𝟭𝟮𝟯𝟰𝟱𝟲𝟳𝟴𝟵𝟶𝟷𝟸𝟹𝟺𝟻𝟼𝟽𝟾𝟿＠﹫',
+            repeat('0123456789', 9) || '@@'
+        ) else s end as t
+        from (
+            select regexp_replace(
+                regexp_replace(input, '[\u00a0\u2007\u2009\u202f\u3000]', ' ', 'g'),
+                '[\u00ad\u200b\u200c\u200d\u2060\ufeff]', '', 'g'
+            ) as s
+        ) as spaced
+    ) as folded
+$$;
+
+/*
+_pii_scrub_numbers(input text) -> (text text, counts jsonb)
+
+Purpose: the scrubber's number step: runs of digits joined by separators (at most five of
+  . ( ) / _ | \ space, a hyphen or dash (U+2010..2015), an HTML tag such as </b>, or a line
+  break with its indentation; not a comma, which joins page ranges, dates and amounts in prose, nor
+  the minus sign of ranges such as 30−60) are read group
+  by group, and from each group the longest stretch (at most seven
+  groups, 9..19 digits, not a list of one-digit numbers) that _pii_kind names is replaced by
+  its placeholder ([CPF] [CNPJ] [TELEFONE] [CARTAO]). The pieces are joined once at the end (a
+  string grown at every number was quadratic: 37 s for 4 MB).
+Parameters: input - folded text (_pii_fold).
+Returns: text - the text with numbers replaced; counts - {"CPF": n, …}.
+Errors: none (a pure function).
+Example: select * from hipocampo_private._pii_scrub_numbers('CPF 529–982–247–25'); -- ('CPF [CPF]', {"CPF": 1})
+*/
+create or replace function hipocampo_private._pii_scrub_numbers(input text, out text text, out counts jsonb)
+language plpgsql
+immutable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+declare
+    sep constant text := '(?:[ .()/_|\\\u2010-\u2015-]|</?[A-Za-z][A-Za-z0-9]*>|[ \t]*\r?\n[ \t]*)';
+    number_run constant text := '\+?\(?[0-9](?:' || sep || '{1,5}[0-9]|[0-9])*';
+    runs text [] := array(select m[1] from regexp_matches(input, '(' || number_run || ')', 'g') as m);
+    gaps text [];
+    parts text [];
+    run text;
+    groups text [];
+    seps text [];
+    g integer;
+    i integer;
+    j integer;
+    best integer;
+    kind text;
+    piece text;
+    digits text;
+    c jsonb := '{}'::jsonb;
+begin
+    text := input;
+    counts := c;
+    if cardinality(runs) = 0 then
+        return;
+    end if;
+    gaps := regexp_split_to_array(input, number_run);
+    parts := array[gaps[1]];
+    for r in 1 .. cardinality(runs) loop
+        run := runs[r];
+        if char_length(regexp_replace(run, '[^0-9]', '', 'g')) < 9 then
+            parts[r + 1] := run || gaps[r + 1];
+            continue;
+        end if;
+        groups := array(select m[1] from regexp_matches(run, '([0-9]+)', 'g') as m);
+        seps := regexp_split_to_array(run, '[0-9]+');  -- seps[1] prefix, seps[i + 1] after group i
+        g := cardinality(groups);
+        piece := seps[1];
+        i := 1;
+        while i <= g loop
+            best := null;
+            kind := null;
+            j := least(g, i + 6);
+            while j >= i and best is null loop
+                digits := array_to_string(groups[i:j], '');
+                -- A stretch of several groups neither starts with nor holds two one-digit
+                -- groups (a list of small numbers is not a phone number).
+                if char_length(digits) between 9 and 19 and (i = j or (char_length(groups[i]) > 1
+                    and (select count(*) from unnest(groups[i:j]) as x where char_length(x) = 1) < 2))
+                then
+                    -- (what _pii_kind reads of the separators: any dash is "-", markup is nothing)
+                    kind := hipocampo_private._pii_kind(digits,
+                        array(select char_length(x) from unnest(groups[i:j]) as x),
+                        regexp_replace(translate((case when i = 1 then seps[1] else '' end)
+                            || (select string_agg(groups[x] || case when x < j then seps[x + 1] else '' end, ''
+                                order by x) from generate_series(i, j) as x),
+                            '‐‑‒–—―', '------'), '</?[A-Za-z][A-Za-z0-9]*>', '', 'g'));
+                    if kind is not null then
+                        best := j;
+                    end if;
+                end if;
+                j := j - 1;
+            end loop;
+            if best is null then
+                piece := piece || groups[i] || seps[i + 1];
+                i := i + 1;
+            else
+                if i = 1 then
+                    piece := '';  -- the "+" / "(" written before the number goes with it
+                end if;
+                piece := piece || '[' || kind || ']' || seps[best + 1];
+                c := c || jsonb_build_object(kind, coalesce((c ->> kind)::integer, 0) + 1);
+                i := best + 1;
+            end if;
+        end loop;
+        parts[r + 1] := piece || gaps[r + 1];
+    end loop;
+    text := array_to_string(parts, '');
+    counts := c;
+end;
+$$;
+
+/*
 _pii_scrub(input text) -> (text text, counts jsonb)
 
-Purpose: the one PII scrubber. Replaces e-mails (also "[at]" / "(arroba)" / "[dot]" spelled
-  out, "user@[ip]", broken across a line), CPF, CNPJ, phone and card numbers (any separators,
-  see the header), and RG (formatted, after "RG", or with a state prefix such as "MG-12.345.678")
-  by typed placeholders [EMAIL] [CPF] [CNPJ] [TELEFONE] [CARTAO] [RG]. NBSP and other unicode
-  spaces become plain spaces; soft hyphens and zero-width characters are removed. Idempotent.
+Purpose: the one PII scrubber, in three steps: _pii_fold (other scripts' digits, full-width
+  characters and entities read as ASCII); e-mails (also "[at]" / "(arroba)" / "[dot]" spelled
+  out, "@" with spaces around it or percent-encoded as in "mailto:ana%40x.com", "user@[ip]",
+  broken across a line); numbers (_pii_scrub_numbers: CPF, CNPJ, phone and card numbers with
+  separators, dashes, markup or line breaks between their groups); and RG (formatted, after "RG",
+  or with a state prefix such as "MG-12.345.678"). Each is replaced by its typed placeholder
+  [EMAIL] [CPF] [CNPJ] [TELEFONE] [CARTAO] [RG]. Idempotent. Linear in the text's size.
 Parameters: input - any text (null gives null and {}).
 Returns: text - the scrubbed text; counts - {"CPF": n, …} of the kinds replaced.
 Errors: none (a pure function).
@@ -107,8 +252,10 @@ security invoker
 set search_path = ''
 as $$
 declare
-    -- An @ (a line break may sit beside it), or one spelled out: [at] (arroba) " arroba ".
-    at_sign constant text := '(?:@|[ \t]*\r?\n[ \t]*@[ \t]*|@[ \t]*\r?\n[ \t]*'
+    -- An @ (a line break beside it, spaces on both sides, %40 percent-encoded: "@fulano" after a
+    -- space is a handle, not an e-mail), or one spelled out:
+    -- [at] (arroba) " arroba ".
+    at_sign constant text := '(?:@|%40|[ \t]*\r?\n[ \t]*@[ \t]*|@[ \t]*\r?\n[ \t]*|[ \t]+@[ \t]+'
         || '|[ \t]*[[({<][ \t]*(?:at|arroba)[ \t]*[])}>][ \t]*|[ \t]+arroba[ \t]+)';
     -- A dot (a line break may follow it), or one spelled out: [dot] (ponto) " ponto ".
     dot constant text := '(?:\.(?:[ \t]*\r?\n[ \t]*)?'
@@ -116,25 +263,13 @@ declare
     loc constant text := '[[:alnum:]_%+-]+';
     -- A domain label; a word hyphenated across a line ("exem-\nplo") is one label.
     dom constant text := '[[:alnum:]_-]+(?:-[ \t]*\r?\n[ \t]*[[:alnum:]_-]+)*';
-    number_run constant text
-        := '\+?\(?[0-9](?:(?:[ .()/-]{1,3}|[ .()/-]{0,2}[ \t]*\r?\n[ \t]*)[0-9]|[0-9])*';
-    email text;
-    rg text;
-    runs text [];
-    gaps text [];
-    run text;
-    groups text [];
-    seps text [];
-    g integer;
-    i integer;
-    j integer;
-    best integer;
-    kind text;
-    piece text;
-    digits text;
-    -- The scrubbed text in pieces, joined once at the end: appending to one growing string copied
-    -- it at every number, quadratic in the text's size (issue 44 §3: 37 s for 4 MB).
-    parts text [];
+    email text := loc || '(?:\.(?:[ \t]*\r?\n[ \t]*)?' || loc || ')*' || at_sign
+        || '(?:\[[0-9a-f.:]+\]|' || dom || '(?:' || dot || dom || ')+)';
+    rg constant text := '(?<![0-9.])[0-9]{1,2}\.[0-9]{3}\.[0-9]{3}-[0-9Xx](?![0-9])'
+        || '|\m[Rr][Gg]\M[ \t]*(?:n[º°o.]*[ \t]*)?[:-]?[ \t]*[0-9Xx][0-9.Xx-]{4,13}[0-9Xx]'
+        || '|\m(?:AC|AL|AP|AM|BA|CE|DF|ES|GO|MA|MT|MS|MG|PA|PB|PR|PE|PI|RJ|RN|RS|RO|RR|SC|SP|SE|TO)'
+        || '[ -]?[0-9]{1,2}\.?[0-9]{3}\.?[0-9]{3}(?:-?[0-9Xx])?(?![0-9])';
+    numbers record;
     n integer;
     c jsonb := '{}'::jsonb;
 begin
@@ -142,78 +277,15 @@ begin
         counts := '{}'::jsonb;
         return;
     end if;
-    text := regexp_replace(input, '[\u00a0\u2007\u2009\u202f\u3000]', ' ', 'g');
-    text := regexp_replace(text, '[\u00ad\u200b\u200c\u200d\u2060\ufeff]', '', 'g');
-
-    -- E-mails: local part, an @ (or spelled out), a domain of two or more labels (or [ip]).
-    email := loc || '(?:\.(?:[ \t]*\r?\n[ \t]*)?' || loc || ')*' || at_sign
-        || '(?:\[[0-9a-f.:]+\]|' || dom || '(?:' || dot || dom || ')+)';
+    text := hipocampo_private._pii_fold(input);
     n := coalesce(regexp_count(text, email, 1, 'i'), 0);
     if n > 0 then
         text := regexp_replace(text, email, '[EMAIL]', 'gi');
         c := c || jsonb_build_object('EMAIL', n);
     end if;
-
-    -- Numbers: runs of digits joined by short separators, read group by group.
-    runs := array(select m[1] from regexp_matches(text, '(' || number_run || ')', 'g') as m);
-    if cardinality(runs) > 0 then
-        gaps := regexp_split_to_array(text, number_run);
-        parts := array[gaps[1]];
-        for r in 1 .. cardinality(runs) loop
-            run := runs[r];
-            if char_length(regexp_replace(run, '[^0-9]', '', 'g')) < 9 then
-                parts[r + 1] := run || gaps[r + 1];
-                continue;
-            end if;
-            groups := array(select m[1] from regexp_matches(run, '([0-9]+)', 'g') as m);
-            seps := regexp_split_to_array(run, '[0-9]+');  -- seps[1] prefix, seps[i + 1] after group i
-            g := cardinality(groups);
-            piece := seps[1];
-            i := 1;
-            while i <= g loop
-                best := null;
-                kind := null;
-                j := least(g, i + 6);
-                while j >= i and best is null loop
-                    digits := array_to_string(groups[i:j], '');
-                    -- A stretch of several groups neither starts with nor holds two one-digit
-                    -- groups (a list of small numbers is not a phone number).
-                    if char_length(digits) between 9 and 19 and (i = j or (char_length(groups[i]) > 1
-                        and (select count(*) from unnest(groups[i:j]) as x where char_length(x) = 1) < 2))
-                    then
-                        kind := hipocampo_private._pii_kind(digits,
-                            array(select char_length(x) from unnest(groups[i:j]) as x),
-                            (case when i = 1 then seps[1] else '' end)
-                            || (select string_agg(groups[x] || case when x < j then seps[x + 1] else '' end, ''
-                                order by x) from generate_series(i, j) as x));
-                        if kind is not null then
-                            best := j;
-                        end if;
-                    end if;
-                    j := j - 1;
-                end loop;
-                if best is null then
-                    piece := piece || groups[i] || seps[i + 1];
-                    i := i + 1;
-                else
-                    if i = 1 then
-                        piece := '';  -- the "+" / "(" written before the number goes with it
-                    end if;
-                    piece := piece || '[' || kind || ']' || seps[best + 1];
-                    c := c || jsonb_build_object(kind, coalesce((c ->> kind)::integer, 0) + 1);
-                    i := best + 1;
-                end if;
-            end loop;
-            parts[r + 1] := piece || gaps[r + 1];
-        end loop;
-        text := array_to_string(parts, '');
-    end if;
-
-    -- RG: formatted (12.345.678-9), after "RG" (RG nº 1234567), or with a state prefix.
-    rg := '(?<![0-9.])[0-9]{1,2}\.[0-9]{3}\.[0-9]{3}-[0-9Xx](?![0-9])'
-        || '|\m[Rr][Gg]\M[ \t]*(?:n[º°o.]*[ \t]*)?[:-]?[ \t]*[0-9Xx][0-9.Xx-]{4,13}[0-9Xx]'
-        || '|\m(?:AC|AL|AP|AM|BA|CE|DF|ES|GO|MA|MT|MS|MG|PA|PB|PR|PE|PI|RJ|RN|RS|RO|RR|SC|SP|SE|TO)'
-        || '[ -]?[0-9]{1,2}\.?[0-9]{3}\.?[0-9]{3}(?:-?[0-9Xx])?(?![0-9])';
+    numbers := hipocampo_private._pii_scrub_numbers(text);
+    text := numbers.text;
+    c := c || numbers.counts;
     n := coalesce(regexp_count(text, rg), 0);
     if n > 0 then
         text := regexp_replace(text, rg, '[RG]', 'g');

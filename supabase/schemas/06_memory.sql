@@ -1638,7 +1638,9 @@ _memory_value_problem(value jsonb, cfg jsonb) -> text[]
 
 Purpose: the gate's checks of a memory's value: present, at most memory.value_max_bytes bytes as
   JSON text, nesting at most memory.value_max_depth levels (a scalar is level 0, the members of
-  an object or array level 1), and no personal or sensitive data in any string leaf or object key.
+  an object or array level 1), and no personal or sensitive data in any string or number leaf
+  (a number read as its digits), any object key, or the leaves read together (a CPF split across
+  fields or written as an array of digits).
 Returns: null, or [reason, message] with reason invalid_value | too_long | personal_data |
   sensitive_data.
 Errors: none of its own.
@@ -1670,11 +1672,15 @@ begin
         return array['invalid_value', format('memory value nests deeper than %s levels (memory.value_max_depth)',
             max_depth)];
     end if;
-    -- Leaves and keys joined by a separator no number or e-mail runs across.
-    select string_agg(s, ' ; ') into strings from (
-        select x #>> '{}' as s from jsonb_path_query(value, 'strict $.** ? (@.type() == "string")') as x
+    -- Leaves (numbers read as digit strings) and keys joined by a separator no number or e-mail
+    -- runs across, then the leaves again read together (issue 44 §3: a CPF as a JSON number,
+    -- split across fields or as an array of digits).
+    select string_agg(s, ' ; ') || ' ; ' || coalesce(string_agg(s, '') filter (where leaf), '') into strings from (
+        select x #>> '{}' as s, true as leaf
+        from jsonb_path_query(value, 'strict $.** ? (@.type() == "string" || @.type() == "number")') as x
         union all
-        select x #>> '{}' from jsonb_path_query(value, 'strict $.** ? (@.type() == "object").keyvalue().key') as x
+        select x #>> '{}', false
+        from jsonb_path_query(value, 'strict $.** ? (@.type() == "object").keyvalue().key') as x
     ) as leaves;
     if strings is null then
         return null;

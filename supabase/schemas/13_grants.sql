@@ -237,6 +237,8 @@ grant execute on function hipocampo_private._calibration(model text, required bo
 grant execute on function hipocampo_private._check_calibration(model text, calibration jsonb) to service_role;
 grant execute on function hipocampo_private._numbers(content text) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_scrub(input text, out text text, out counts jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._pii_fold(input text) to authenticated, service_role;
+grant execute on function hipocampo_private._pii_scrub_numbers(input text, out text text, out counts jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_scrub_jsonb(value jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._pseudonym(value text) to service_role;
 grant execute on function hipocampo_private._question_lexemes(query_text text, ts_config regconfig, stopwords jsonb) to authenticated, service_role;

@@ -280,7 +280,6 @@ SQL_TOO_LONG = {
     "hipocampo_private._write_documents": 153,
     "hipocampo.search_memories": 129,
     "hipocampo.detect_conflicts": 125,
-    "hipocampo_private._pii_scrub": 121,
     "hipocampo_private._check_config_patch": 101,
 }
 
