@@ -256,3 +256,32 @@ def test_a_refusal_after_retrieval_shows_the_closest_passage(database_url: str) 
         runner.invoke(app, ["ask", "Qual a capital da Austrália?", "--kb", "regras", "--tenant", slug, "--json"]).stdout
     )
     assert off["refused"] is True
+
+
+def test_ingest_prune_removes_the_documents_whose_files_are_gone(database_url: str, tmp_path: Path) -> None:
+    """Issue 44 §6: re-ingesting a folder kept the documents of deleted files forever. With --prune
+    they are deleted and listed; without it, and when a file fails to load, nothing is."""
+    slug = f"cli-{uuid.uuid4().hex[:8]}"
+    assert runner.invoke(app, ["tenant", "create", "Condomínio", "--slug", slug]).exit_code == 0
+    folder = tmp_path / "regras"
+    folder.mkdir()
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (folder / name).write_text(f"Regra {name}: o salão fecha à meia-noite.", encoding="utf-8")
+    (tmp_path / "fora.txt").write_text("Outro documento, fora da pasta.", encoding="utf-8")
+    ingest = ["ingest", "--kb", "regras", "--tenant", slug]
+    assert runner.invoke(app, [*ingest, str(folder), str(tmp_path / "fora.txt"), "--create-kb"]).exit_code == 0
+    (folder / "b.txt").unlink()
+    assert runner.invoke(app, [*ingest, str(folder)]).exit_code == 0  # no --prune: kept
+    docs = lambda: sorted(  # noqa: E731
+        Path(d["source_uri"]).name
+        for d in json.loads(runner.invoke(app, ["doc", "list", "--kb", "regras", "--tenant", slug, "--json"]).output)
+    )
+    assert docs() == ["a.txt", "b.txt", "c.txt", "fora.txt"]
+    (folder / "quebrado.pdf").write_bytes(b"%PDF-1.4 not really")
+    assert runner.invoke(app, [*ingest, str(folder), "--prune"]).exit_code == 1  # a failed file: nothing pruned
+    assert docs() == ["a.txt", "b.txt", "c.txt", "fora.txt"]
+    (folder / "quebrado.pdf").unlink()
+    res = runner.invoke(app, [*ingest, str(folder), "--prune"])
+    assert res.exit_code == 0, res.output
+    assert "pruned 1 documents whose files are gone" in res.output and "b.txt" in res.output
+    assert docs() == ["a.txt", "c.txt", "fora.txt"]  # a file outside the folder is not the folder's

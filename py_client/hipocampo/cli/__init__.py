@@ -242,6 +242,14 @@ def ingest(
             "(service_role; meanwhile large knowledge bases are searched by exact scan).",
         ),
     ] = False,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            "--prune",
+            help="Also delete the knowledge base's documents that came from under these directories and "
+            "whose files are gone (listed; never without this flag; nothing when a file failed to load).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Load, scrub PII, chunk, embed and store documents, a batch of them per transaction;
@@ -249,6 +257,7 @@ def ingest(
     Exit 1 when any file failed."""
     from ..embeddings import count_tokens, provider_from_config
     from ..ingest import expand_paths, ingest_paths
+    from ..ingest.pipeline import prune_missing
 
     files = expand_paths(paths)
     with _client(tenant) as client:
@@ -301,11 +310,15 @@ def ingest(
                         client.build_model_index(embedder.model_name)
             except HipocampoError as exc:
                 raise _fail(exc) from exc
+        pruned = prune_missing(client, kb, paths, summary) if prune else []
         written = summary.documents_ingested + summary.documents_updated
         note = _cross_check_note(client, kb, tenant, source_type, trust) if written and not as_json else None
         babble = _not_language(client, kb, summary) if summary.documents_ingested and not as_json else []
     if as_json:
-        console.print_json(summary.model_dump_json())
+        if prune:
+            console.print_json(data={**summary.model_dump(mode="json"), "pruned": pruned})
+        else:
+            console.print_json(summary.model_dump_json())
     else:
         console.print(
             f"[bold]{summary.kb}[/bold]: {summary.documents_ingested} ingested, "
@@ -313,6 +326,10 @@ def ingest(
             f"{summary.documents_failed} failed; {summary.chunks_written} chunks, "
             f"{summary.pii_replaced} PII replaced, {summary.seconds:.1f} s"
         )
+        if prune:
+            console.print(f"pruned {len(pruned)} documents whose files are gone", highlight=False)
+            for uri in pruned:
+                console.print(f"  - {escape(uri)}", highlight=False, soft_wrap=True)
         for d in summary.documents:
             if d.error:
                 err_console.print(

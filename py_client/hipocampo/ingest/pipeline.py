@@ -38,7 +38,15 @@ from .chunking import Chunk, ChunkingRule, chunk_sentences, chunk_text
 from .loaders import LoadedDocument, load_path
 from .scrub import ScrubProgress, scrub_texts
 
-__all__ = ["DocumentInput", "default_trust", "expand_paths", "ingest_documents", "ingest_paths", "sha256"]
+__all__ = [
+    "DocumentInput",
+    "default_trust",
+    "expand_paths",
+    "ingest_documents",
+    "ingest_paths",
+    "prune_missing",
+    "sha256",
+]
 
 SOURCE_TYPES = (
     "regulation",
@@ -84,6 +92,34 @@ def expand_paths(paths: Iterable[Path]) -> list[Path]:
         else:
             out.append(p)
     return out
+
+
+def prune_missing(client: Hipocampo, kb_name: str, paths: Sequence[Path], summary: IngestSummary) -> list[str]:
+    """Delete the documents of ``kb_name`` that came from under the directories in ``paths``
+    (their ``file://`` URI, a document of a JSON / JSONL file included) and that this run
+    (``summary``) did not read: their files are gone, or no longer hold them (``hipocampo ingest
+    --prune``, never by default; issue 44 §6). Nothing is deleted when a file of the run failed
+    to load: its documents would look gone.
+
+    Returns:
+        The source URIs deleted, sorted.
+
+    Raises:
+        NotFoundError: unknown knowledge base. PermissionDeniedError: the actor may not delete.
+    """
+    if any(d.status == "failed" and not d.source_uri.startswith("file:") for d in summary.documents):
+        return []
+    roots = [p.resolve().as_uri().rstrip("/") + "/" for p in paths if p.is_dir()]
+    read = {d.source_uri for d in summary.documents}
+    kb = client.kb_id(kb_name)
+    gone = [
+        d
+        for d in client.list_documents(kb)
+        if any(d["source_uri"].startswith(r) for r in roots) and d["source_uri"] not in read
+    ]
+    for d in gone:
+        client.delete_document(d["id"])
+    return sorted(d["source_uri"] for d in gone)
 
 
 ProgressHook = Callable[[DocumentResult], None]
