@@ -178,6 +178,13 @@ def test_memory_user_is_checked_and_said(database_url: str) -> None:
     res = runner.invoke(app, ["memory", "consent", "--tenant", slug], env={"HIPOCAMPO_USER": ""})
     assert res.exit_code == 0
     assert f"acting as the local user {LOCAL_USER}" in res.output and f"added {LOCAL_USER} to tenant" in res.output
+    # Naming a uuid never makes it a member (issue 44 §5): a read or a write is refused until added.
+    stranger = str(uuid.uuid4())
+    for command in (["memory", "list"], ["memory", "consent"]):
+        res = runner.invoke(app, [*command, "--tenant", slug, "--user", stranger])
+        assert res.exit_code == 1 and f"error [P0002]: user {stranger} is not a member of tenant {slug}" in res.output
+    members = json.loads(ok("member", "list", "--tenant", slug, "--json"))
+    assert stranger not in {m["user_id"] for m in members}
 
 
 def test_memory_commands_print_tables_and_take_emotion(database_url: str) -> None:
@@ -185,6 +192,7 @@ def test_memory_commands_print_tables_and_take_emotion(database_url: str) -> Non
     ok("tenant", "create", "Condomínio", "--slug", slug)
     user = str(uuid.uuid4())
     base = ["--tenant", slug, "--user", user]
+    ok("member", "add", user, "--tenant", slug)
     ok("memory", "consent", *base)
     out = ok(
         "memory", "remember", "prefs.tom", "formal", "Prefere tom formal no trabalho", "-c", "preference",

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Column, Table
 
 from ..client import Actor, Hipocampo
-from ..errors import HipocampoError, InvalidInputError, MemoryRejected
+from ..errors import HipocampoError, InvalidInputError, MemoryRejected, NotFoundError
 from ..memory import Memory
 from .common import _client, _fail, err_console
 
@@ -70,10 +70,25 @@ def _user(user: str | None) -> uuid.UUID:
 
 
 def _member(service: Hipocampo, tenant: str, uid: uuid.UUID) -> uuid.UUID:
-    """The tenant's id; ``uid`` added to it as a member first when it is not one (said on stderr)."""
+    """The tenant's id, ``uid`` being a member of it. The local user (no --user, no
+    $HIPOCAMPO_USER: the single-user setup) is added as a member when it is not one (said on
+    stderr); any other user must have been added (``hipocampo member add``): naming a uuid never
+    makes it a member (issue 44 §5).
+
+    Raises:
+        typer.Exit: ``uid`` is not a member (exit 1, P0002 with the command that adds them).
+    """
     tid = service.actor.tenant_id
     assert tid is not None
     if service.membership_role(tid, uid) is None:
+        if uid != LOCAL_USER:
+            raise _fail(
+                NotFoundError(
+                    f"user {uid} is not a member of tenant {tenant}: add them first with"
+                    f" `hipocampo member add {uid} --tenant {tenant}`",
+                    "P0002",
+                )
+            )
         service.add_member(tid, uid, "member")
         err_console.print(f"[dim]added {uid} to tenant {tenant} as a member[/dim]", highlight=False, soft_wrap=True)
     return tid
