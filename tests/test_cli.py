@@ -285,3 +285,20 @@ def test_ingest_prune_removes_the_documents_whose_files_are_gone(database_url: s
     assert res.exit_code == 0, res.output
     assert "pruned 1 documents whose files are gone" in res.output and "b.txt" in res.output
     assert docs() == ["a.txt", "c.txt", "fora.txt"]  # a file outside the folder is not the folder's
+
+
+def test_a_new_knowledge_base_is_not_kept_when_every_file_fails(database_url: str, tmp_path: Path) -> None:
+    """Issue 44 §5: `ingest --create-kb` of a folder whose every file fails left an empty
+    knowledge base; a knowledge base that existed before stays."""
+    slug = f"cli-{uuid.uuid4().hex[:8]}"
+    assert runner.invoke(app, ["tenant", "create", "Condomínio", "--slug", slug]).exit_code == 0
+    (tmp_path / "quebrado.pdf").write_bytes(b"%PDF-1.4 not really")
+    res = runner.invoke(app, ["ingest", str(tmp_path), "--kb", "nova", "--create-kb", "--tenant", slug])
+    assert res.exit_code == 1 and "the new knowledge base nova was not kept" in res.output
+    assert json.loads(runner.invoke(app, ["kb", "list", "--tenant", slug, "--json"]).output) == []
+    assert runner.invoke(app, ["kb", "create", "velha", "--tenant", slug]).exit_code == 0
+    res = runner.invoke(app, ["ingest", str(tmp_path), "--kb", "velha", "--create-kb", "--tenant", slug])
+    assert res.exit_code == 1 and "not kept" not in res.output
+    assert [k["name"] for k in json.loads(runner.invoke(app, ["kb", "list", "--tenant", slug, "--json"]).output)] == [
+        "velha"
+    ]

@@ -97,8 +97,9 @@ def test_all_documents_failing_sets_kb_error(
     tmp_path: Path, service_client: Hipocampo, counting: CountingEmbedder
 ) -> None:
     (tmp_path / "bad.docx").write_bytes(b"nope")
+    service_client.create_kb("ruim")  # (one this run creates is not kept: tests/test_cli.py)
     summary = ingest_paths(service_client, "ruim", [tmp_path], counting, count_tokens)
-    assert summary.documents_failed == 1 and counting.calls == 0
+    assert summary.documents_failed == 1 and counting.calls == 0 and not summary.kb_deleted
     assert state(service_client, "ruim")["status"] == "error"
 
 

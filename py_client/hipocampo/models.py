@@ -95,10 +95,13 @@ class DocumentResult(BaseModel):
 
 
 class IngestSummary(BaseModel):
-    """Totals of an ingestion run; ``seconds`` wall time, ``chunks_per_second`` over it."""
+    """Totals of an ingestion run; ``seconds`` wall time, ``chunks_per_second`` over it;
+    ``kb_deleted``: the run created the knowledge base, every document failed, and it was dropped
+    again (no empty knowledge base is left behind)."""
 
     kb: str
     job_id: UUID | None = None
+    kb_deleted: bool = False
     documents_total: int = 0
     documents_ingested: int = 0
     documents_unchanged: int = 0

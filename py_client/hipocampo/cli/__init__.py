@@ -310,7 +310,7 @@ def ingest(
                         client.build_model_index(embedder.model_name)
             except HipocampoError as exc:
                 raise _fail(exc) from exc
-        pruned = prune_missing(client, kb, paths, summary) if prune else []
+        pruned = prune_missing(client, kb, paths, summary) if prune and not summary.kb_deleted else []
         written = summary.documents_ingested + summary.documents_updated
         note = _cross_check_note(client, kb, tenant, source_type, trust) if written and not as_json else None
         babble = _not_language(client, kb, summary) if summary.documents_ingested and not as_json else []
@@ -326,6 +326,10 @@ def ingest(
             f"{summary.documents_failed} failed; {summary.chunks_written} chunks, "
             f"{summary.pii_replaced} PII replaced, {summary.seconds:.1f} s"
         )
+        if summary.kb_deleted:
+            err_console.print(
+                f"nothing was ingested: the new knowledge base {escape(kb)} was not kept", highlight=False
+            )
         if prune:
             console.print(f"pruned {len(pruned)} documents whose files are gone", highlight=False)
             for uri in pruned:

@@ -157,8 +157,15 @@ class _Run:
         self.on_scrub = on_scrub
         self.max_document_bytes = int(float(load_config().get("ingest", {}).get("max_document_mb", 20)) * 1_000_000)
         self.started = time.perf_counter()
+        # Created by this run: dropped again when the run writes nothing (issue 44 §5: a run whose
+        # every file failed left an empty knowledge base behind).
+        self.created = False
         if create_kb:
-            self.kb_id = client.create_kb(kb_name)
+            try:
+                self.kb_id = client.kb_id(kb_name)
+            except NotFoundError:
+                self.kb_id = client.create_kb(kb_name)
+                self.created = True
         else:
             try:
                 self.kb_id = client.kb_id(kb_name)
@@ -410,6 +417,9 @@ class _Run:
             # The KB's status says what it can serve: ready while it holds documents, error only
             # when this run failed and it holds none (issue 19 §1.4).
             self.client.set_kb_status(self.kb_id, "ready" if ok or self.stored else "error")
+        if self.created and not ok and sm.documents_failed:
+            self.client.delete_kb(self.kb_id)  # created here, and nothing went into it
+            sm.kb_deleted = True
         self.summary.seconds = time.perf_counter() - self.started
         if self.summary.seconds:
             self.summary.chunks_per_second = self.summary.chunks_written / self.summary.seconds
