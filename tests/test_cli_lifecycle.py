@@ -296,3 +296,11 @@ def test_a_stopped_embedded_server_is_started_again_out_loud(tmp_path: Path) -> 
         import shutil
 
         shutil.rmtree(data.parent, ignore_errors=True)
+
+
+def test_version() -> None:
+    """Issue 45 §6: the CLI had no --version."""
+    from hipocampo import __version__
+
+    res = runner.invoke(app, ["--version"])
+    assert res.exit_code == 0 and res.output.strip() == f"hipocampo {__version__}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -196,6 +197,8 @@ def test_a_user_who_is_not_a_member_is_refused(tenants: dict[str, Any], database
     """The host chooses the user, but the database decides: a user removed from the tenant after
     the server started is refused on every call (42501), before any work."""
     stranger = str(uuid.uuid4())
+    with Hipocampo(database_url) as root:  # a member when the server starts (naming a uuid adds nobody)
+        root.add_member(root.tenant_id(tenants["a"]), stranger, "member")
 
     async def steps(client: Any) -> Any:
         with Hipocampo(database_url) as root:
@@ -288,3 +291,13 @@ def test_over_http_no_or_a_forged_token_is_401(http_server: str) -> None:
     for auth in (None, f"Bearer {forged}", "Bearer not-a-jwt"):
         h = headers | ({"Authorization": auth} if auth else {})
         assert httpx.post(http_server, json=body, headers=h).status_code == 401
+
+
+def test_the_server_refuses_to_start_for_a_user_who_is_not_a_member(tenants: dict[str, Any]) -> None:
+    """Issue 44 §5: `hipocampo mcp --user <uuid>` made that uuid a tenant member."""
+    stranger = str(uuid.uuid4())
+    proc = subprocess.run(
+        [HIPOCAMPO, "mcp", "--tenant", tenants["a"], "--user", stranger],
+        capture_output=True, text=True, timeout=120, env=dict(os.environ), stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode == 1 and f"user {stranger} is not a member of tenant {tenants['a']}" in proc.stderr

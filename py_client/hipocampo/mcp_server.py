@@ -31,6 +31,7 @@ from .embeddings import EmbeddingProvider, provider_from_config
 from .embeddings.factory import query_vector
 from .errors import HipocampoError, PermissionDeniedError
 from .memory import Memory
+from .memory.vocabulary import Category, Emotion
 from .text import plain_text
 
 if TYPE_CHECKING:
@@ -292,10 +293,8 @@ def _memory_tools(server: MCPServer, s: _Session) -> None:
         key: Annotated[str, Field(description="A stable dotted key, e.g. prefs.short_answers or projects.garden.")],
         value: Annotated[Any, Field(description="The value (string, number, boolean or a small JSON object).")],
         description: Annotated[str, Field(description="One sentence saying what to remember, in the user's words.")],
-        category: Annotated[
-            str, Field(description="preference, projects, tools_integrations, relationships, goals, … (see docs).")
-        ],
-        emotion: Annotated[str | None, Field(description="How the user felt about it, if they said.")] = None,
+        category: Annotated[Category, Field(description="The kind of memory (one of the schema's categories).")],
+        emotion: Annotated[Emotion | None, Field(description="How the user felt about it, if they said.")] = None,
         intensity: Annotated[float | None, Field(ge=0, le=10, description="How much it matters, 0..10.")] = None,
     ) -> dict[str, Any]:
         """Store or update one memory of the user (one active value per key; the old value is kept

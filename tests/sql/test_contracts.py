@@ -291,3 +291,25 @@ def test_no_sql_function_grows_past_the_limit() -> None:
     shrunk = sorted(name for name in SQL_TOO_LONG if sizes.get(name, 0) <= SQL_FUNCTION_LINES)
     assert grown == {}, "split these into named steps (or, for a listed one, do not grow it)"
     assert shrunk == [], "these now fit the limit: remove them from SQL_TOO_LONG"
+
+
+@pytest.mark.parametrize(
+    ("constraint", "values"),
+    [
+        ("memories_category_check", "CATEGORIES"),
+        ("memories_emotion_check", "EMOTIONS"),
+        ("memories_life_domain_check", "LIFE_DOMAINS"),
+    ],
+)
+def test_the_memory_vocabularies_are_the_schema_s(db: Conn, constraint: str, values: str) -> None:
+    """Issue 45 §5: the MCP remember tool suggested categories the gate refused (23514); the CLI
+    help and the MCP tools' schemas now take their values from hipocampo.memory.vocabulary, which
+    must list exactly what the check constraint allows."""
+    from hipocampo.memory import vocabulary
+
+    row = db.execute(
+        "select pg_get_constraintdef(oid) as d from pg_constraint where conname = %s", (constraint,)
+    ).fetchone()
+    assert row is not None
+    allowed = set(re.findall(r"'([a-z_]+)'::text", row["d"]))
+    assert allowed == set(getattr(vocabulary, values))

@@ -541,6 +541,24 @@ app.command()(serve)
 app.command()(calibrate)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        console.print(f"hipocampo {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print hipocampo's version and exit.", callback=_print_version, is_eager=True),
+    ] = False,
+) -> None:
+    """hipocampo: Supabase-native RAG and AI memory."""
+
+
 def main() -> None:
     """The ``hipocampo`` command: the Typer app, with any error that escapes a command (a lost
     database connection mid-run, a driver error) reported as one line on stderr, never a

@@ -22,7 +22,7 @@ from rich.table import Column, Table
 
 from ..client import Actor, Hipocampo
 from ..errors import HipocampoError, InvalidInputError, MemoryRejected, NotFoundError
-from ..memory import Memory
+from ..memory import Memory, vocabulary
 from .common import _client, _fail, err_console
 
 __all__ = ["LOCAL_USER", "memory_app"]
@@ -43,11 +43,8 @@ UserOpt = Annotated[
     typer.Option("--user", "-u", help="User id, a uuid (default $HIPOCAMPO_USER, else the local user)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-EMOTIONS = (
-    "alegria, tristeza, ansiedade, raiva, medo, surpresa, calma, nojo, frustracao, gratidao, esperanca,"
-    " orgulho, vergonha, culpa, neutro"
-)
-LIFE_DOMAINS = "trabalho, relacionamentos, saude, financas, outros"
+EMOTIONS = ", ".join(vocabulary.EMOTIONS)
+LIFE_DOMAINS = ", ".join(vocabulary.LIFE_DOMAINS)
 
 
 def _user(user: str | None) -> uuid.UUID:
@@ -167,7 +164,7 @@ def remember(
     key: Annotated[str, typer.Argument(help="Dotted snake_case key, e.g. prefs.short_answers.")],
     value: Annotated[str, typer.Argument(help="A JSON value (plain text is stored as a string).")],
     description: Annotated[str, typer.Argument(help="The memory in words (what recall searches).")],
-    category: Annotated[str, typer.Option("--category", "-c", help="identity_profile | preference | …")],
+    category: Annotated[str, typer.Option("--category", "-c", help=" | ".join(vocabulary.CATEGORIES))],
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Tag (repeatable; snake_case).")] = None,
     intensity: Annotated[float | None, typer.Option(help="0..10; below 7 goes to staging.")] = None,
     confidence: Annotated[float, typer.Option(help="0..1")] = 0.9,
