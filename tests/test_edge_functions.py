@@ -857,3 +857,20 @@ def test_the_client_address_rules(tmp_path: Path) -> None:
         cwd=REPO, env=env, capture_output=True, text=True, check=True, timeout=300,
     )  # fmt: skip
     assert json.loads(out.stdout) == ["198.51.100.7", "203.0.113.9", "10.0.0.1", "203.0.113.9"]
+
+
+def test_the_embed_function_names_its_own_situation(env: Env, fn: dict[str, EdgeFunction]) -> None:
+    """Issue 45 §5: with the offline model active, the embed function answered "query_embedding is
+    required", an input it does not take (copied from search)."""
+    service = env.root.as_actor(Actor.service(env.tenant))
+    kb = uuid.UUID(env.kb)
+    with env.root.transaction() as cur:  # work for it: chunks without sentence embeddings
+        cur.execute("update hipocampo_private.chunks set sentence_embeddings = null where kb_id = %s", (kb,))
+    service.set_kb_config(kb, "rag", {"sentence_weight": 0.5})
+    try:
+        r = httpx.post(fn["embed"].url, json={"kinds": ["chunk_sentences"]}, headers=bearer(token("service_role")))
+    finally:
+        service.set_kb_config(kb, "rag", {"sentence_weight": None})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"].startswith("the embed function cannot compute these vectors")
+    assert "query_embedding" not in r.json()["error"] and MODEL in r.json()["error"]

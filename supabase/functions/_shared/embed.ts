@@ -49,21 +49,25 @@ export async function embedQuery(tx: Tx, text: string, scope: EmbedScope = {}): 
 
 /**
  * `dims`-long vectors of `texts`, in order, in one request to the active model's endpoint, as
- * `side` (default passages; L2-normalised when rag.embedding_normalize). Errors as embedQuery.
+ * `side` (default passages; L2-normalised when rag.embedding_normalize). Errors as embedQuery;
+ * the 422's message starts with `needed` (default "query_embedding is required": what a search
+ * request lacks; the embed function says what it cannot do instead).
  */
 export async function embedTexts(
   tx: Tx,
   texts: string[],
   scope: EmbedScope = {},
   side: Side = "passage",
+  needed = "query_embedding is required",
 ): Promise<number[][]> {
   const [model] = await tx.unsafe(
     "select name, dims, provider from hipocampo_private.embedding_models where active",
   ) as unknown as ActiveModel[];
   if (!model || model.provider === "local") {
+    // `needed` says what the caller's request lacks (its own input's name), then why.
     throw new HttpError(
       422,
-      `query_embedding is required: the active embedding model ${model?.name ?? "(none)"} ` +
+      `${needed}: the active embedding model ${model?.name ?? "(none)"} ` +
         "runs offline in the Python client (provider local)",
     );
   }

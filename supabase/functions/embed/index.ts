@@ -30,6 +30,10 @@ import { chunkSentences } from "../_shared/sentences.ts";
 import { HttpError } from "../_shared/http.ts";
 import { type RouteContext, serve } from "../_shared/serve.ts";
 
+/** What this function says when the active model is the offline one: it embeds through an
+ * OpenAI-compatible endpoint only, and the Python worker does the offline model's backfill. */
+const OFFLINE = "the embed function cannot compute these vectors (run `hipocampo worker --embed-missing`)";
+
 const KINDS = ["chunks", "chunk_sentences", "memories", "memory_staging", "messages"];
 // OpenAI's embeddings endpoint takes at most 2,048 inputs a request; a batch of chunks may hold
 // more sentences (up to 64 each).
@@ -97,7 +101,9 @@ async function drainSentences(tx: Tx, batchSize: number, maxBatches: number): Pr
     const vectors: number[][] = [];
     try {
       for (let i = 0; i < texts.length; i += MAX_INPUTS) {
-        vectors.push(...await embedTexts(tx, texts.slice(i, i + MAX_INPUTS), { global: true }));
+        vectors.push(
+          ...await embedTexts(tx, texts.slice(i, i + MAX_INPUTS), { global: true }, "passage", OFFLINE),
+        );
       }
     } catch (err) {
       if (err instanceof HttpError && err.status === 422) throw err;
@@ -146,7 +152,7 @@ export async function drain({ actor, body, tx }: RouteContext): Promise<unknown>
       let vectors: number[][];
       try {
         // The model is the project's, so are its endpoint and key: the global rag config.
-        vectors = await embedTexts(tx, rows.map((r) => r.content), { global: true });
+        vectors = await embedTexts(tx, rows.map((r) => r.content), { global: true }, "passage", OFFLINE);
       } catch (err) {
         if (err instanceof HttpError && err.status === 422) throw err; // offline model: nothing to do here
         const error = err instanceof Error ? err.message : String(err);
