@@ -472,3 +472,31 @@ def test_trust_recency_reorders_by_the_configured_weights(db: psycopg.Connection
         rows = search(db, "horário da piscina", match_count=10, rerank="trust_recency", kb_ids=[world.kb_a])
         order[weighs] = [r["title"] for r in rows if r["title"] in ("perto", "confiavel")]
     assert order == {"similarity": ["perto", "confiavel"], "trust": ["confiavel", "perto"]}
+
+
+def test_mmr_puts_a_different_passage_before_a_near_twin(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    """MMR diversifies, shown by an order (issue 45 §1: only its near-duplicate drop was tested)."""
+    from .test_memory_search_behaviour import CLOSE, FAR, QUERY, TWIN
+
+    world.act("service_role")
+    for name, vector in (("perto", CLOSE), ("gemeo", TWIN), ("longe", FAR)):
+        doc = {"title": name, "source_uri": f"test://mmr-{name}", "content_hash": f"mmr-{name}"}
+        chunk = [
+            {
+                "chunk_index": 0,
+                "content": f"Regras da sauna: {name}.",
+                "content_hash": f"mmr-{name}",
+                "embedding": vector.strip("[]").split(","),
+            }
+        ]
+        chunk[0]["embedding"] = [float(x) for x in chunk[0]["embedding"]]
+        db.execute(
+            "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
+            (world.kb_a, json.dumps(doc), json.dumps(chunk), MODEL),
+        )
+    world.act("authenticated", world.member_a, world.tenant_a)
+    order = {}
+    for lam in (1.0, 0.5):
+        rows = search(db, "regras da sauna", emb=QUERY, match_count=3, mmr_lambda=lam, kb_ids=[world.kb_a])
+        order[lam] = [r["title"] for r in rows]
+    assert order == {1.0: ["perto", "gemeo", "longe"], 0.5: ["perto", "longe", "gemeo"]}
