@@ -78,7 +78,7 @@ def test_errors_are_clear(database_url: str) -> None:
     res = runner.invoke(app, ["search", "x", "--kb", "nao-existe", "--tenant", "default"])
     assert res.exit_code == 1 and "error [P0002]: unknown knowledge base: nao-existe" in res.output
     res = runner.invoke(app, ["kb", "list", "--tenant", "nobody-here"])
-    assert res.exit_code == 1 and "unknown tenant 'nobody-here'" in res.output
+    assert res.exit_code == 1 and "error [P0002]: unknown tenant 'nobody-here'" in res.output
 
 
 def test_worker_runs_the_maintenance_jobs_once(database_url: str) -> None:

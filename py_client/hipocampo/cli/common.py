@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from .. import db
 from ..client import Actor, Hipocampo
-from ..errors import ConnectionLostError, HipocampoError
+from ..errors import ConnectionLostError, HipocampoError, NotFoundError
 
 __all__ = [
     "EXIT_DATABASE",
@@ -66,6 +66,6 @@ def _client(tenant: str | None = None, *, create_default: bool = True) -> Hipoca
     if tid is None:
         if tenant != "default" or not create_default:
             client.close()
-            raise _fail(HipocampoError(f"unknown tenant {tenant!r}; create it with `hipocampo tenant create`"))
+            raise _fail(NotFoundError(f"unknown tenant {tenant!r}; create it with `hipocampo tenant create`", "P0002"))
         tid = client.create_tenant("Default", "default")
     return client.as_actor(Actor.service(tid))
