@@ -125,6 +125,7 @@ def test_ingest_needs_create_kb_and_exits_1_on_any_failure(database_url: str, tm
     res = runner.invoke(app, ["ingest", str(tmp_path), "--kb", "regras", "--tenant", slug])
     assert res.exit_code == 1
     assert "error [P0002]: unknown knowledge base 'regras'" in res.output and "--create-kb" in res.output
+    assert f"`hipocampo kb create regras --tenant {slug}`" in res.output  # issue 45 §6: the hint names the tenant
     res = runner.invoke(app, ["kb", "list", "--tenant", slug, "--json"])
     assert json.loads(res.output) == []
     res = runner.invoke(

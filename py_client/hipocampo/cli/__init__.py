@@ -309,6 +309,14 @@ def ingest(
                         progress.update(task, description="building the HNSW index")
                         client.build_model_index(embedder.model_name)
             except HipocampoError as exc:
+                if tenant != "default" and exc.message.startswith("unknown knowledge base"):
+                    # the hint names the tenant too: `kb create` without it creates in "default"
+                    exc = type(exc)(
+                        exc.message.replace(
+                            f"`hipocampo kb create {kb}`", f"`hipocampo kb create {kb} --tenant {tenant}`"
+                        ),
+                        exc.sqlstate,
+                    )
                 raise _fail(exc) from exc
         pruned = prune_missing(client, kb, paths, summary) if prune and not summary.kb_deleted else []
         written = summary.documents_ingested + summary.documents_updated
