@@ -30,13 +30,16 @@ from hipocampo import db as hdb
 from hipocampo.embeddings.e5 import E5_MODEL as E5
 from hipocampo.embeddings.local import MODEL_NAME as MINILM
 
-# Lines a test wants shown after the run (e.g. the security matrix's case count), whatever -q says.
+# Lines a test wants shown after the run (e.g. the security matrix's case count), whatever -q says;
+# and functions that compute one once every test has run (the fuzzer's totals), None for no line.
 SUMMARY: list[str] = []
+SUMMARY_AT_END: list[Callable[[], str | None]] = []
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    for line in SUMMARY:
-        terminalreporter.write_line(line)
+    for line in [*SUMMARY, *(f() for f in SUMMARY_AT_END)]:
+        if line:
+            terminalreporter.write_line(line)
 
 
 DIMS = 384
