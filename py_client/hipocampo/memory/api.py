@@ -67,8 +67,9 @@ class Memory:
             raise InvalidInputError("semantic search needs an embedder")
         return str(Vector(self.embedder.embed_query(text)).to_text())
 
-    def _call(self, fn: str, args: Mapping[str, Any], casts: Mapping[str, str] | None = None) -> Any:
-        """The RPC's value through the client's one caller (``casts`` are the catalog's now)."""
+    def _call(self, fn: str, args: Mapping[str, Any]) -> Any:
+        """The RPC's value through the client's one caller (``rpc.call``: argument types from the
+        catalog)."""
         return self.client.rpc(fn, args)
 
     @staticmethod
@@ -137,17 +138,7 @@ class Memory:
             "expires_at": expires_at,
             **self._subject(),
         }
-        casts = {
-            "value": "::jsonb",
-            "embedding": "::extensions.vector",
-            "intensity": "::numeric",
-            "tags": "::text[]",
-            "conversation_id": "::uuid",
-            "expires_at": "::timestamptz",
-            "user_id": "::uuid",
-            "tenant_id": "::uuid",
-        }
-        return self._result(self._call("remember", args, casts))
+        return self._result(self._call("remember", args))
 
     def correct(self, memory_id: UUID | str, value: Any, description: str) -> RememberResult:
         """ "Isso está errado": replace a memory's value; the old row is deprecated and audited.
