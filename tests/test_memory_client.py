@@ -152,6 +152,7 @@ def test_cli_memory_commands(database_url: str) -> None:
     slug = f"cli-m-{uuid.uuid4().hex[:8]}"
     user = str(uuid.uuid4())
     assert runner.invoke(app, ["tenant", "create", "Mem", "--slug", slug]).exit_code == 0
+    assert runner.invoke(app, ["member", "add", user, "--tenant", slug]).exit_code == 0
     base = ["--tenant", slug, "--user", user]
     res = runner.invoke(
         app, ["memory", "remember", "prefs.tone", '"formal"', "Prefere tom formal", "-c", "preference", *base]
@@ -188,6 +189,7 @@ def test_memory_list_prints_whole_ids(database_url: str) -> None:
     slug = f"ids-{uuid.uuid4().hex[:8]}"
     assert runner.invoke(app, ["tenant", "create", "Ids", "--slug", slug]).exit_code == 0
     user = str(uuid.uuid4())
+    assert runner.invoke(app, ["member", "add", user, "--tenant", slug]).exit_code == 0
     assert runner.invoke(app, ["memory", "consent", "--tenant", slug, "--user", user]).exit_code == 0
     res = runner.invoke(
         app,

@@ -151,13 +151,12 @@ class Memory:
                 "description": description,
                 "embedding": self._vector(description),
             },
-            {"memory_id": "::uuid", "value": "::jsonb", "embedding": "::extensions.vector"},
         )
         return self._result(r)
 
     def forget(self, memory_id: UUID | str) -> bool:
         """ "Esquece isso": soft delete. Returns False when no active memory has that id."""
-        return bool(self._call("forget_memory", {"memory_id": str(memory_id)}, {"memory_id": "::uuid"}))
+        return bool(self._call("forget_memory", {"memory_id": str(memory_id)}))
 
     def promote(self, staging_id: UUID | str, intensity: float, *, override: bool = False) -> RememberResult:
         """Move a staged memory to long-term memory when the recomputed ``intensity`` (0..10) is
@@ -166,7 +165,6 @@ class Memory:
         r = self._call(
             "promote_memory",
             {"staging_id": str(staging_id), "intensity": intensity, "override": override},
-            {"staging_id": "::uuid", "intensity": "::numeric"},
         )
         return self._result(r)
 
@@ -178,7 +176,6 @@ class Memory:
             self._call(
                 "seed_profile",
                 {"profile": json.dumps(dict(profile)), "source_ref": source_ref, **self._subject()},
-                {"profile": "::jsonb", "user_id": "::uuid", "tenant_id": "::uuid"},
             )
         )
         if self.embedder is not None:
@@ -197,7 +194,7 @@ class Memory:
             return 0
         vectors = self.embedder.embed_documents([str(m["description"]) for m in todo])
         items = [{"memory_id": str(m["id"]), "embedding": list(v)} for m, v in zip(todo, vectors, strict=True)]
-        return int(self._call("set_memory_embeddings", {"items": json.dumps(items)}, {"items": "::jsonb"}))
+        return int(self._call("set_memory_embeddings", {"items": json.dumps(items)}))
 
     # -- reads ---------------------------------------------------------------------------------
     def recall(
@@ -262,14 +259,14 @@ class Memory:
     def export(self) -> dict[str, Any]:
         """Everything held about the user as JSON (format ``hipocampo.user_export.v1``): consent,
         memories with history, staged memories, messages, summaries, sessions, events."""
-        return dict(self._call("export_user_data", self._subject(), {"user_id": "::uuid", "tenant_id": "::uuid"}))
+        return dict(self._call("export_user_data", self._subject()))
 
     def erase(self) -> dict[str, Any]:
         """Erase the user from the tenant (LGPD art. 18 VI), one transaction: their data, their
         rate-limit bucket and their membership (the token no longer opens the tenant); one
         pseudonymous audit record remains. Returns the rows deleted per kind and the ``user_ref``
         (a keyed HMAC, docs/SECURITY.md §Erasure)."""
-        return dict(self._call("erase_user", self._subject(), {"user_id": "::uuid", "tenant_id": "::uuid"}))
+        return dict(self._call("erase_user", self._subject()))
 
     # -- conversation history --------------------------------------------------------------------
     def add_message(
@@ -434,7 +431,6 @@ class Memory:
             self._call(
                 "conversation_context",
                 {"conversation_id": str(conversation_id), "last_n": last_n, **self._subject()},
-                {"conversation_id": "::uuid", "user_id": "::uuid", "tenant_id": "::uuid"},
             )
         )
 
