@@ -222,6 +222,65 @@ def kb_status(
         console.print(_kb_table(kbs))
 
 
+def _ingest_progress(quiet: bool) -> Progress:
+    """The ingest progress bar on stderr: documents, chunks, chunks/s, elapsed and ETA."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[chunks]} chunks · {task.fields[rate]:.1f} chunks/s"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=err_console,
+        disable=quiet,
+        transient=True,
+    )
+
+
+def _with_tenant_hint(exc: HipocampoError, kb: str, tenant: str) -> HipocampoError:
+    """The missing knowledge base's hint with the tenant named (`kb create` without --tenant
+    creates in "default"; issue 45 §6)."""
+    if tenant == "default" or not exc.message.startswith("unknown knowledge base"):
+        return exc
+    hint = exc.message.replace(f"`hipocampo kb create {kb}`", f"`hipocampo kb create {kb} --tenant {tenant}`")
+    return type(exc)(hint, exc.sqlstate)
+
+
+def _report_ingest(
+    summary: Any, kb: str, pruned: list[str] | None, note: str | None, babble: list[dict[str, Any]]
+) -> None:
+    """What `hipocampo ingest` says in words: the totals (stdout), then the knowledge base not
+    kept, the documents pruned (``pruned``: None without --prune), each failure, the cross-check
+    note and the documents that do not read as language (stderr)."""
+    console.print(
+        f"[bold]{summary.kb}[/bold]: {summary.documents_ingested} ingested, "
+        f"{summary.documents_unchanged} unchanged, {summary.documents_updated} metadata updated, "
+        f"{summary.documents_failed} failed; {summary.chunks_written} chunks, "
+        f"{summary.pii_replaced} PII replaced, {summary.seconds:.1f} s"
+    )
+    if summary.kb_deleted:
+        err_console.print(f"nothing was ingested: the new knowledge base {escape(kb)} was not kept", highlight=False)
+    if pruned is not None:
+        console.print(f"pruned {len(pruned)} documents whose files are gone", highlight=False)
+        for uri in pruned:
+            console.print(f"  - {escape(uri)}", highlight=False, soft_wrap=True)
+    for d in summary.documents:
+        if d.error:
+            err_console.print(
+                f"[red]failed[/red] {escape(d.source_uri)}: {escape(d.error)}", highlight=False, soft_wrap=True
+            )
+    if note:
+        err_console.print(escape(note), style="yellow", highlight=False)
+    for b in babble:
+        err_console.print(
+            f"[yellow]warning[/yellow] {escape(b['source_uri'])}: its text does not read as language"
+            " (word salad, OCR garbage?): search finds it, answers never cite it (rag.language_*)",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
 # -- ingest and search ------------------------------------------------------------------------
 @app.command()
 def ingest(
@@ -262,18 +321,7 @@ def ingest(
     files = expand_paths(paths)
     with _client(tenant) as client:
         embedder = provider_from_config()
-        progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[chunks]} chunks · {task.fields[rate]:.1f} chunks/s"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=err_console,
-            disable=as_json,
-            transient=True,
-        )
+        progress = _ingest_progress(as_json)
         with progress:
             task = progress.add_task("documents", total=None, chunks=0, rate=0.0)
             state = {"chunks": 0}
@@ -309,15 +357,7 @@ def ingest(
                         progress.update(task, description="building the HNSW index")
                         client.build_model_index(embedder.model_name)
             except HipocampoError as exc:
-                if tenant != "default" and exc.message.startswith("unknown knowledge base"):
-                    # the hint names the tenant too: `kb create` without it creates in "default"
-                    exc = type(exc)(
-                        exc.message.replace(
-                            f"`hipocampo kb create {kb}`", f"`hipocampo kb create {kb} --tenant {tenant}`"
-                        ),
-                        exc.sqlstate,
-                    )
-                raise _fail(exc) from exc
+                raise _fail(_with_tenant_hint(exc, kb, tenant)) from exc
         pruned = prune_missing(client, kb, paths, summary) if prune and not summary.kb_deleted else []
         written = summary.documents_ingested + summary.documents_updated
         note = _cross_check_note(client, kb, tenant, source_type, trust) if written and not as_json else None
@@ -328,34 +368,7 @@ def ingest(
         else:
             console.print_json(summary.model_dump_json())
     else:
-        console.print(
-            f"[bold]{summary.kb}[/bold]: {summary.documents_ingested} ingested, "
-            f"{summary.documents_unchanged} unchanged, {summary.documents_updated} metadata updated, "
-            f"{summary.documents_failed} failed; {summary.chunks_written} chunks, "
-            f"{summary.pii_replaced} PII replaced, {summary.seconds:.1f} s"
-        )
-        if summary.kb_deleted:
-            err_console.print(
-                f"nothing was ingested: the new knowledge base {escape(kb)} was not kept", highlight=False
-            )
-        if prune:
-            console.print(f"pruned {len(pruned)} documents whose files are gone", highlight=False)
-            for uri in pruned:
-                console.print(f"  - {escape(uri)}", highlight=False, soft_wrap=True)
-        for d in summary.documents:
-            if d.error:
-                err_console.print(
-                    f"[red]failed[/red] {escape(d.source_uri)}: {escape(d.error)}", highlight=False, soft_wrap=True
-                )
-        if note:
-            err_console.print(escape(note), style="yellow", highlight=False)
-        for b in babble:
-            err_console.print(
-                f"[yellow]warning[/yellow] {escape(b['source_uri'])}: its text does not read as language"
-                " (word salad, OCR garbage?): search finds it, answers never cite it (rag.language_*)",
-                highlight=False,
-                soft_wrap=True,
-            )
+        _report_ingest(summary, kb, pruned if prune else None, note, babble)
     if summary.documents_failed:
         raise typer.Exit(code=1)
 
