@@ -489,3 +489,37 @@ def test_a_faq_answers_from_the_entry_that_answers_not_its_neighbour(env: Env) -
         assert {s.chunk_id for s in a.sources} == {r["id"] for r in rows if r["q"] == entry}
         assert quoted in a.answer and not_quoted not in a.answer
         assert not a.answer.startswith(entry), "the answer, not the question repeated"
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def test_openai_compatible_embeddings_through_the_real_sdk(env: Env) -> None:
+    """Issue 45 §5: a JavaScript app (or an edge function whose provider openai points here) gets
+    the offline model's vectors from `hipocampo serve`'s POST /v1/embeddings, as any OpenAI client
+    calls it; `input_type` picks the query or passage side."""
+    import openai
+
+    app = create_app(env.url, env.embedder, jwt_secret=SECRET)
+    with TestClient(app) as http:
+        client = openai.OpenAI(api_key=token(env.member, env.tenant), base_url="http://testserver/v1", http_client=http)
+        texts = ["O salão de festas fecha à meia-noite.", "A piscina abre às oito."]
+        got = client.embeddings.create(model=env.embedder.model_name, input=texts, encoding_format="float")
+        want = env.embedder.embed_documents(texts)
+        assert [d.index for d in got.data] == [0, 1] and got.model == env.embedder.model_name
+        for d, w in zip(got.data, want, strict=True):
+            assert len(d.embedding) == env.embedder.dims and cosine(d.embedding, w) > 0.9999
+        q = "quando fecha o salão?"
+        query = client.embeddings.create(  # the SDK's default encoding: base64
+            model=env.embedder.model_name, input=q, extra_body={"input_type": "query"}
+        )
+        assert cosine(query.data[0].embedding, env.embedder.embed_query(q)) > 0.9999
+        assert got.usage.total_tokens > 0
+        with pytest.raises(openai.NotFoundError, match="is not served here"):
+            client.embeddings.create(model="text-embedding-3-small", input="x")
+        with pytest.raises(openai.UnprocessableEntityError, match="input must hold 1 to 2048 texts"):
+            client.embeddings.create(model=env.embedder.model_name, input=[])
+        stranger = openai.OpenAI(api_key="not-a-token", base_url="http://testserver/v1", http_client=http)
+        with pytest.raises(openai.AuthenticationError):
+            stranger.embeddings.create(model=env.embedder.model_name, input="x")

@@ -1,5 +1,7 @@
-"""The HTTP API (``hipocampo serve``): POST /ask, POST /context-pack, GET /healthz, GET /readyz, and
-the knowledge-base hub's pages at /hub (:mod:`hipocampo.hub`).
+"""The HTTP API (``hipocampo serve``): POST /ask, POST /context-pack, POST /v1/embeddings (OpenAI's
+shape, the server's offline model: for JavaScript apps and the edge functions, whose provider
+openai may point at it), GET /healthz, GET /readyz, and the knowledge-base hub's pages at /hub
+(:mod:`hipocampo.hub`).
 
 Auth: ``Authorization: Bearer <JWT>``, a Supabase-style token: HS256 with the project's JWT secret
 (environment variable named by ``[http] jwt_secret_env`` in config.toml), or ES256 / RS256 with the
@@ -23,8 +25,8 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Literal
 from uuid import UUID
 
 import jwt
@@ -37,7 +39,7 @@ from ..answers import Orchestrator
 from ..client import Actor, Hipocampo
 from ..config import load_config
 from ..db import readiness_problems
-from ..embeddings import EmbeddingProvider
+from ..embeddings import EmbeddingProvider, count_tokens
 from ..errors import (
     DimensionMismatchError,
     HipocampoError,
@@ -61,6 +63,20 @@ class AskRequest(BaseModel):
     agent: str | None = Field(default=None, description="agent binding name")
     use_cache: bool = True
     tenant_id: UUID | None = Field(default=None, description="service_role only: the tenant to act on")
+
+
+class EmbeddingsRequest(BaseModel):
+    """Body of POST /v1/embeddings, OpenAI's shape (issue 45 §5: a JavaScript app or an edge
+    function gets the offline model's vectors from `hipocampo serve`)."""
+
+    input: str | list[str] = Field(description="one text or 1..2,048 texts, each 1..32,768 characters")
+    model: str | None = Field(default=None, description="the served model's name (others: 404)")
+    input_type: Literal["query", "passage"] = Field(
+        default="passage",
+        description="which side of a query/passage model (multilingual-e5-small): search inputs are queries",
+    )
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: int | None = Field(default=None, description="must be the model's, when given")
 
 
 class ContextPackRequest(BaseModel):
@@ -159,6 +175,16 @@ def _error(status: int, message: str, trace: str, **headers: str) -> JSONRespons
     return JSONResponse({"error": message, "trace_id": trace}, status, headers={"X-Trace-ID": trace, **headers})
 
 
+def _openai_error(response: JSONResponse) -> JSONResponse:
+    """An error of /v1/embeddings in OpenAI's shape ({"error": {"message", "type", "code"}}), so
+    that OpenAI's SDKs show its message."""
+    body = json.loads(bytes(response.body))
+    kind = {401: "authentication_error", 404: "not_found_error", 429: "rate_limit_error"}
+    error = {"message": body["error"], "type": kind.get(response.status_code, "invalid_request_error"), "code": None}
+    headers = {k: v for k, v in response.headers.items() if k.lower() in ("x-trace-id", "retry-after")}
+    return JSONResponse({"error": error, "trace_id": body.get("trace_id")}, response.status_code, headers=headers)
+
+
 class _Endpoints:
     """The routes' handlers over one connection pool (``root``, acting as service_role)."""
 
@@ -244,6 +270,40 @@ class _Endpoints:
             "confidence": 0.0,
         }
         return JSONResponse(payload, 503, headers={"X-Answer-Source": "REFUSAL", "X-Trace-ID": trace})
+
+    def embeddings(
+        self, body: EmbeddingsRequest, request: Request, authorization: str | None = Header(default=None)
+    ) -> JSONResponse:
+        """OpenAI-compatible embeddings with the server's model (any valid token of the project;
+        the per-address rate limit applies). Vectors are L2-normalised; ``input_type`` "query" embeds
+        as a search input (e5's "query: " side), "passage" as stored text. Errors: 401 no or bad
+        token; 404 another model; 422 bad input; 429 rate limited."""
+        trace = str(uuid.uuid4())
+        limited = self.ip_limited(request, trace)
+        if limited:
+            return _openai_error(limited)
+        try:
+            self.verifier.actor(authorization, None)
+        except _AuthError as exc:
+            return _openai_error(_error(exc.status, str(exc), trace))
+        embedder = self.embedder()
+        texts = [body.input] if isinstance(body.input, str) else list(body.input)
+        problem = _embeddings_problem(body, texts, embedder)
+        if problem:
+            return _openai_error(_error(problem[0], problem[1], trace))
+        vectors = (
+            [embedder.embed_query(t) for t in texts] if body.input_type == "query" else embedder.embed_documents(texts)
+        )
+        tokens = sum(count_tokens(t) for t in texts)
+        data = [
+            {"object": "embedding", "index": i, "embedding": _encoded(v, body.encoding_format)}
+            for i, v in enumerate(vectors)
+        ]
+        return JSONResponse(
+            {"object": "list", "data": data, "model": embedder.model_name,
+             "usage": {"prompt_tokens": tokens, "total_tokens": tokens}},
+            headers={"X-Trace-ID": trace},
+        )  # fmt: skip
 
     def context_pack(
         self, body: ContextPackRequest, request: Request, authorization: str | None = Header(default=None)
@@ -335,6 +395,7 @@ def create_app(
     app.get("/readyz")(endpoints.readyz)
     app.post("/ask")(endpoints.ask)
     app.post("/context-pack")(endpoints.context_pack)
+    app.post("/v1/embeddings")(endpoints.embeddings)
     hub = Hub(root, lambda token: verifier.actor(f"Bearer {token}", None), endpoints.embedder, dev_user)
     mount_hub(app, hub)  # the knowledge-base hub's pages at /hub (issue 21)
     if mcp_app is not None:
@@ -370,6 +431,32 @@ def _mcp(url: str, embedder: EmbeddingProvider | None, verifier: _JwtVerifier, h
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     return app, server
+
+
+def _embeddings_problem(
+    body: EmbeddingsRequest, texts: list[str], embedder: EmbeddingProvider
+) -> tuple[int, str] | None:
+    """(status, message) of what /v1/embeddings refuses in ``body``, or None."""
+    if body.model and body.model != embedder.model_name:
+        return 404, f"model {body.model!r} is not served here: this server embeds with {embedder.model_name}"
+    if body.dimensions is not None and body.dimensions != embedder.dims:
+        return 422, f"dimensions must be {embedder.dims} ({embedder.model_name}), got {body.dimensions}"
+    if not 1 <= len(texts) <= 2048:
+        return 422, f"input must hold 1 to 2048 texts (got {len(texts)})"
+    bad = next((i for i, t in enumerate(texts) if not 1 <= len(t) <= 32_768), None)
+    if bad is not None:
+        return 422, f"input[{bad}] must have 1 to 32768 characters (got {len(texts[bad])})"
+    return None
+
+
+def _encoded(vector: Sequence[float], encoding: str) -> list[float] | str:
+    """A vector as OpenAI returns it: floats, or base64 of little-endian float32."""
+    if encoding == "float":
+        return [float(x) for x in vector]
+    import base64
+    import struct
+
+    return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
 
 
 def _inet(host: str) -> str:
