@@ -121,10 +121,12 @@ def test_tenant_delete_asks_and_deletes_everything(database_url: str, tmp_path: 
 def test_config_show_and_set(database_url: str) -> None:
     slug = f"life-{uuid.uuid4().hex[:8]}"
     ok("tenant", "create", "Condomínio", "--slug", slug)
-    assert json.loads(ok("config", "show", "rag", "--tenant", slug))["top_k"] == 4
+    assert json.loads(ok("config", "show", "rag", "--tenant", slug, "--json"))["top_k"] == 4
     assert json.loads(ok("config", "set", "rag", '{"top_k": 6}', "--tenant", slug)) == {"top_k": 6}
-    assert json.loads(ok("config", "show", "rag", "--tenant", slug))["top_k"] == 6
-    assert json.loads(ok("config", "show", "retrieval", "--tenant", slug))["default_trust"]["regulation"] == 0.9
+    assert json.loads(ok("config", "show", "rag", "--tenant", slug, "--json"))["top_k"] == 6
+    assert (
+        json.loads(ok("config", "show", "retrieval", "--tenant", slug, "--json"))["default_trust"]["regulation"] == 0.9
+    )
     for patch, said in [
         ('{"top_k": 99}', "error [22003]: rag.top_k must lie in [1, 20]"),
         ('{"nope": 1}', "error [22023]: unknown key rag.nope"),
@@ -146,8 +148,11 @@ def test_config_set_for_one_model_of_a_knowledge_base(database_url: str, tmp_pat
         "config", "set", "retrieval", '{"dense_weight": 1.3}', "--tenant", slug, "--kb", "regras", "--model", MODEL
     )
     assert json.loads(out) == {"dense_weight": 1.3}
-    assert json.loads(ok("config", "show", "retrieval", "--tenant", slug, "--kb", "regras"))["dense_weight"] == 1.3
-    assert json.loads(ok("config", "show", "retrieval", "--tenant", slug))["dense_weight"] != 1.3
+    assert (
+        json.loads(ok("config", "show", "retrieval", "--tenant", slug, "--kb", "regras", "--json"))["dense_weight"]
+        == 1.3
+    )
+    assert json.loads(ok("config", "show", "retrieval", "--tenant", slug, "--json"))["dense_weight"] != 1.3
     for args, said in [
         (
             ["rag", '{"top_k": 3}', "--kb", "regras", "--model", MODEL],
@@ -162,10 +167,13 @@ def test_config_set_for_one_model_of_a_knowledge_base(database_url: str, tmp_pat
     # tuning still wins for that knowledge base.
     out = ok("config", "set", "memory", '{"answer_threshold": 0.61}', "--tenant", slug, "--model", MODEL)
     assert json.loads(out) == {"answer_threshold": 0.61}
-    assert json.loads(ok("config", "show", "memory", "--tenant", slug))["answer_threshold"] == 0.61
+    assert json.loads(ok("config", "show", "memory", "--tenant", slug, "--json"))["answer_threshold"] == 0.61
     ok("config", "set", "retrieval", '{"dense_weight": 0.7}', "--tenant", slug, "--model", MODEL)
-    assert json.loads(ok("config", "show", "retrieval", "--tenant", slug))["dense_weight"] == 0.7
-    assert json.loads(ok("config", "show", "retrieval", "--tenant", slug, "--kb", "regras"))["dense_weight"] == 1.3
+    assert json.loads(ok("config", "show", "retrieval", "--tenant", slug, "--json"))["dense_weight"] == 0.7
+    assert (
+        json.loads(ok("config", "show", "retrieval", "--tenant", slug, "--kb", "regras", "--json"))["dense_weight"]
+        == 1.3
+    )
 
 
 def test_memory_user_is_checked_and_said(database_url: str) -> None:
@@ -304,3 +312,16 @@ def test_version() -> None:
 
     res = runner.invoke(app, ["--version"])
     assert res.exit_code == 0 and res.output.strip() == f"hipocampo {__version__}"
+
+
+def test_config_show_is_a_table_by_default(database_url: str) -> None:
+    """Issue 45 §6: `config show` printed the raw rows (every *_range and list key as JSON); now a
+    table of key, value and bound, the raw rows with --json."""
+    slug = f"life-{uuid.uuid4().hex[:8]}"
+    ok("tenant", "create", "Condomínio", "--slug", slug)
+    out = ok("config", "show", "rag", "--tenant", slug)
+    top_k = next(line for line in out.splitlines() if " top_k " in f" {line} ")
+    assert "4" in top_k and "1..20" in top_k
+    assert "top_k_range" not in out and "operator_only" not in out
+    assert any("provider" in line and "operator" in line for line in out.splitlines())
+    assert json.loads(ok("config", "show", "rag", "--tenant", slug, "--json"))["top_k_range"] == [1, 20]

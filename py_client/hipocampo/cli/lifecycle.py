@@ -288,9 +288,11 @@ def config_show(
     kb: Annotated[
         str | None, typer.Option("--kb", help="With this knowledge base's tuning for the active model and overrides.")
     ] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """The configuration in force for the tenant (global ← the active model's calibration ← tenant
-    ← KB tuning for that model ← KB overrides), as JSON."""
+    ← KB tuning for that model ← KB overrides): a table of each key, its value and its bounds
+    (fixed: tenant_locked; operator: operator_only), or the raw rows with --json."""
     with _client(tenant) as client:
         try:
             cfg = client.effective_config(client.kb_id(kb) if kb else None)
@@ -306,7 +308,46 @@ def config_show(
         if section not in cfg:
             raise _fail(InvalidInputError(f"unknown section {section!r}; one of {', '.join(sorted(cfg))}", "22023"))
         cfg = cfg[section]
-    _dump(cfg)
+    if as_json:
+        _dump(cfg)
+        return
+    for name, values in [(section, cfg)] if section is not None else sorted(cfg.items()):
+        console.print(_config_table(str(name), values))
+
+
+_BOUND_SUFFIXES = ("_range", "_max_length", "_max_items", "_regex")
+
+
+def _config_table(section: str, values: Any) -> Table:
+    """One section as rows of key, value and bound; the bound keys themselves are not rows."""
+    table = Table(
+        Column("key", overflow="fold"),
+        Column("value", overflow="fold"),
+        Column("bound", overflow="fold"),
+        title=section,
+    )
+    if not isinstance(values, dict):
+        table.add_row("", json.dumps(values, ensure_ascii=False), "")
+        return table
+    locked = set(values.get("tenant_locked") or [])
+    operator = set(values.get("operator_only") or [])
+    for key in sorted(values):
+        if key.endswith(_BOUND_SUFFIXES) or key in ("tenant_locked", "operator_only", "tenant_id"):
+            continue
+        bound = []
+        if f"{key}_range" in values:
+            low, high = values[f"{key}_range"]
+            bound.append(f"{low}..{high}")
+        if f"{key}_max_length" in values:
+            bound.append(f"≤ {values[f'{key}_max_length']} chars")
+        if f"{key}_max_items" in values:
+            bound.append(f"≤ {values[f'{key}_max_items']} items")
+        if key in locked:
+            bound.append("fixed")
+        if key in operator:
+            bound.append("operator")
+        table.add_row(key, json.dumps(values[key], ensure_ascii=False), ", ".join(bound))
+    return table
 
 
 @config_app.command("set")
