@@ -289,8 +289,11 @@ def test_a_stopped_embedded_server_is_started_again_out_loud(tmp_path: Path) -> 
         return subprocess.run([HIPOCAMPO, *args], env=env, capture_output=True, text=True, timeout=300)
 
     try:
+        fresh = run("kb", "list", "--json")  # issue 45 §6: a new, empty database is said, not silent
+        assert fresh.returncode == 0 and json.loads(fresh.stdout) == []
+        assert f"creating a new, empty embedded database in {data}" in fresh.stderr, fresh.stderr
         first = run("db", "start")
-        assert first.returncode == 0 and "starting the embedded PostgreSQL server" in first.stderr, first.stderr
+        assert first.returncode == 0, first.stderr
         assert run("db", "status").returncode == 0
         assert run("db", "stop").stdout.strip() == "stopped"
         stopped = run("db", "status")

@@ -48,10 +48,21 @@ def _fail(exc: Exception) -> typer.Exit:
 
 
 def _database_url() -> str:
-    """The database's URL; starting the embedded server when it is not running, and saying so."""
+    """The database's URL; starting the embedded server when it is not running, and saying so.
+    A data directory that does not exist yet is a new, empty database: said in yellow, with how to
+    point at another one (issue 45 §6: forgetting HIPOCAMPO_DATA_DIR silently started a
+    second, empty database)."""
     if db.external_url() is None and not db.status().running:
+        where = db.data_dir()
+        if not (where / "PG_VERSION").exists():  # (stderr: --json output stays JSON)
+            err_console.print(
+                f"[yellow]creating a new, empty embedded database in {where}[/yellow] (to use another one, set"
+                " HIPOCAMPO_DATA_DIR or [database] data_dir)",
+                highlight=False,
+                soft_wrap=True,
+            )
         err_console.print(
-            f"[dim]starting the embedded PostgreSQL server ({db.data_dir()})…[/dim]", highlight=False, soft_wrap=True
+            f"[dim]starting the embedded PostgreSQL server ({where})…[/dim]", highlight=False, soft_wrap=True
         )
     return db.ensure_database()
 
