@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import typer
+from rich.console import Console
 from typer.testing import CliRunner
 
 from hipocampo.cli import app
@@ -328,3 +329,25 @@ def test_config_show_is_a_table_by_default(database_url: str) -> None:
     assert "top_k_range" not in out and "operator_only" not in out
     assert any("provider" in line and "operator" in line for line in out.splitlines())
     assert json.loads(ok("config", "show", "rag", "--tenant", slug, "--json"))["top_k_range"] == [1, 20]
+
+
+def test_doc_list_keeps_titles_whole_at_80_columns(database_url: str, tmp_path: Path) -> None:
+    """Issue 45 §6: at 80 columns the title column was five characters wide and wrapped its words
+    letter by letter; below 100 columns each document is two lines, the title whole on the second."""
+    from hipocampo.cli import common
+
+    slug = tenant_with_kb(tmp_path)
+    narrow = Console(width=80, soft_wrap=True)
+    original = common.console
+    try:
+        common.console = narrow
+        import hipocampo.cli.lifecycle as lifecycle
+
+        lifecycle.console = narrow
+        with narrow.capture() as captured:
+            ok("doc", "list", "--kb", "regras", "--tenant", slug)
+    finally:
+        common.console = original
+        lifecycle.console = original
+    lines = captured.get().splitlines()
+    assert len(lines) == 2 and lines[0].endswith("1 chunks") and lines[1].strip() == "regimento"

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from uuid import UUID
 
 import typer
+from rich.markup import escape
 from rich.table import Column, Table
 
 from ..client import Actor, Hipocampo
@@ -185,6 +186,14 @@ def doc_list(
         err_console.print(f"{limit} documents shown, more follow: --after {nxt}", highlight=False, markup=False)
     if as_json:
         _dump(rows)
+        return
+    if console.width < 100:  # (issue 45 §6: a title column of five characters wrapped letter by letter)
+        for d in rows:
+            console.print(
+                f"{d['id']}  {d['trust_score']:.2f}  {d['source_type']}  {d['status']}  {d['chunk_count']} chunks",
+                highlight=False,
+            )
+            console.print(f"    {escape(str(d['title']))}", highlight=False)
         return
     # Borderless, the whole id first (doc show/update/delete need it), the title last (it wraps).
     table = Table(
