@@ -12,15 +12,13 @@ a new migration, and both must agree.
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
-from psycopg import sql
 
+from hipocampo import db as hdb
 from tools.catalog import diff, snapshot
 from tools.schema_build import build_from_schemas, schema_files
 
@@ -29,16 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def schema_database(database_url: str) -> Iterator[str]:
-    name = f"hipocampo_schema_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
-    url = psycopg.conninfo.make_conninfo(database_url, dbname=name)
-    try:
+    with hdb.scratch_database("hipocampo_schema", migrate=False) as url:
         build_from_schemas(url)
         yield url
-    finally:
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            conn.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
 
 
 def test_config_lists_every_schema_file() -> None:

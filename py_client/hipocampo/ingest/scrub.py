@@ -67,21 +67,24 @@ def scrub_texts(
     counts: list[Counter[str]] = [Counter() for _ in texts]
     done = 0
     batch: list[tuple[int, str]] = []
+    batch_chars = 0
 
     def flush() -> None:
-        nonlocal done
-        for (i, piece), result in zip(batch, client.scrub_pii([p for _, p in batch]), strict=True):
+        nonlocal done, batch_chars
+        for (i, _), result in zip(batch, client.scrub_pii([p for _, p in batch]), strict=True):
             parts[i].append(result.text)
             counts[i].update(result.counts)
-            done += len(piece)
+        done += batch_chars
         batch.clear()
+        batch_chars = 0
         if on_progress:
             on_progress(done, total)
 
     for i, piece in pieces:
-        if batch and sum(len(p) for _, p in batch) + len(piece) > per_call:
+        if batch and batch_chars + len(piece) > per_call:
             flush()
         batch.append((i, piece))
+        batch_chars += len(piece)
     if batch:
         flush()
     return [ScrubResult(text="".join(parts[i]), counts=dict(counts[i])) for i in range(len(texts))]
