@@ -86,6 +86,7 @@ def test_worker_runs_the_maintenance_jobs_once(database_url: str) -> None:
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert set(out) == {
+        "reads",
         "decayed",
         "deactivated",
         "expired",

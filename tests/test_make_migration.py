@@ -3,7 +3,8 @@ a tool writes, and the catalog comparison accepts it.
 
 The checkout's schema files and migrations agree, so the tool finds nothing to write. On a copy of
 ``supabase/`` edited the way a change is made (a function's body, a new column with a comment, a
-new security definer RPC with its grants and comment, a view with ``security_invoker``), the tool
+new security definer RPC with its grants and comment, a view with ``security_invoker``, an
+extension, a table granted whole to a role), the tool
 writes one migration: DDL only, lowercase outside the bodies, no docblock, the definer reason
 line; the migrations plus it build the catalog the edited schema files build; and a second run
 finds nothing left.
@@ -50,6 +51,12 @@ comment on function hipocampo.count_tenants_for_test() is 'Counts the tenants (t
 
 create view hipocampo.tenant_names_for_test with (security_invoker = true) as
 select t.name from hipocampo_private.tenants as t;
+
+create extension if not exists fuzzystrmatch with schema extensions;
+
+create table hipocampo_private.notes_for_test (id bigint primary key);
+alter table hipocampo_private.notes_for_test enable row level security;
+grant all on hipocampo_private.notes_for_test to service_role;
 """
 
 
@@ -98,6 +105,11 @@ def test_a_schema_edit_becomes_a_migration_the_catalog_comparison_accepts(edited
     assert "grant execute on function hipocampo.count_tenants_for_test() to service_role;" in text
     assert "comment on column hipocampo_private.tenants.note_for_test is 'A note (test).';" in text
     assert "security_invoker" in text
+    # The extension once (not its functions, types), and "all" rather than each privilege: PostgreSQL
+    # 15 has no maintain.
+    assert "\n\ncreate extension if not exists fuzzystrmatch with schema extensions;\n" in text
+    assert "levenshtein" not in text
+    assert "grant all on table hipocampo_private.notes_for_test to service_role;" in text and "maintain" not in text
 
     # Independently of the tool's own check: the migrations with the new one build the catalog
     # the edited schema files build.

@@ -77,6 +77,11 @@ where n.nspname = any(%(schemas)s) and a.grantee <> n.nspowner
 """
 
 # Comments on the product's objects, by pg_identify_object's type and identity.
+# The extensions (but plpgsql) and their schemas.
+EXTENSIONS = """
+select e.extname, n.nspname from pg_extension as e inner join pg_namespace as n on e.extnamespace = n.oid
+where e.extname <> 'plpgsql'
+"""
 COMMENTS = """
 select o.type, o.identity, d.description
 from pg_description as d, pg_identify_object(d.classoid, d.objoid, d.objsubid) as o
@@ -126,16 +131,40 @@ def migra_sql(source: str, target: str) -> str:
     from migra import Migration
     from sqlbag import S
 
+    # The extensions schema is the extensions' own: migra would restate an extension's members
+    # (dblink's types) beside its create extension; the extensions themselves are compared here.
     with S(_sqlalchemy_url(source)) as a, S(_sqlalchemy_url(target)) as b:
-        migration = Migration(a, b)
+        migration = Migration(a, b, exclude_schema="extensions")
         migration.set_safety(False)
         migration.add_all_changes(privileges=False)
-        return str(migration.sql).strip()
+        ddl = str(migration.sql).strip()
+    have = {name: schema for name, schema in _rows(source, EXTENSIONS)}
+    want = {name: schema for name, schema in _rows(target, EXTENSIONS)}
+    added = [f"create extension if not exists {n} with schema {want[n]};" for n in sorted(set(want) - set(have))]
+    dropped = [f"drop extension if exists {n};" for n in sorted(set(have) - set(want))]
+    return "\n".join([*added, *([ddl] if ddl else []), *dropped]).strip()
+
+
+# Every privilege a table may hold, up to PostgreSQL 17's maintain: a grant of all of them is
+# written "all", which PostgreSQL 15 (without maintain) also reads.
+TABLE_ALL = {"SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER"}
+
+
+def _collapsed(rows: set[tuple[Any, ...]]) -> set[tuple[Any, ...]]:
+    """Rows with every table privilege of one grantee on one table folded into one ALL row."""
+    out = set(rows)
+    tables = {(k, o, g) for k, o, g, _ in rows if k == "table"}
+    for kind, obj, grantee in tables:
+        held = {str(p) for k, o, g, p in rows if (k, o, g) == (kind, obj, grantee)}
+        if held >= TABLE_ALL:
+            out -= {(kind, obj, grantee, p) for p in held}
+            out.add((kind, obj, grantee, "ALL"))
+    return out
 
 
 def _privilege_statements(have: set[tuple[Any, ...]], want: set[tuple[Any, ...]]) -> list[str]:
     out: list[str] = []
-    for verb, rows, word in (("revoke", have - want, "from"), ("grant", want - have, "to")):
+    for verb, rows, word in (("revoke", _collapsed(have - want), "from"), ("grant", _collapsed(want - have), "to")):
         for kind, obj, grantee, privilege in sorted(rows, key=str):
             if kind == "column":
                 out.append(f"{verb} {str(privilege).lower()} {obj} {word} {grantee};")

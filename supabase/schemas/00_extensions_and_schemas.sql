@@ -16,6 +16,10 @@ create extension if not exists pg_trgm with schema extensions;
 
 create extension if not exists unaccent with schema extensions;
 
+-- dblink: a read in a read-only transaction (a hot standby) records itself on the primary
+-- (hipocampo_private._enqueue_read_on_primary). Available on Supabase (Database → Extensions).
+create extension if not exists dblink with schema extensions;
+
 create schema if not exists hipocampo;
 
 create schema if not exists hipocampo_private;

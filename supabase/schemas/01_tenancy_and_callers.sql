@@ -311,8 +311,11 @@ begin
     delete from hipocampo_private.tenants as x where x.id = tn.id;
     delete from hipocampo_private.settings as s where s.tenant_id = tn.id;
     with e as (delete from hipocampo_private.memory_events as e where e.tenant_id = tn.id returning 1),
-        l as (delete from hipocampo_private.data_access_log as l where l.tenant_id = tn.id returning 1)
-    select out || jsonb_build_object('audit_rows', (select count(*) from e) + (select count(*) from l))
+        l as (delete from hipocampo_private.data_access_log as l where l.tenant_id = tn.id returning 1),
+        q as (delete from hipocampo_private.read_queue as q where q.tenant_id = tn.id returning 1)
+    select out || jsonb_build_object(
+        'audit_rows', (select count(*) from e) + (select count(*) from l) + (select count(*) from q)
+    )
     into out;
     return out;
 end;
@@ -343,7 +346,7 @@ comment on function hipocampo.remove_member(uuid, uuid) is
 -- _require_admin did nothing when no tenant resolved. _memory_actor took the user_id argument
 -- whenever auth.uid() was null, so a JWT with role authenticated and no sub could export or erase
 -- any user (export_user_data, erase_user). The definer helpers that write (_touch_chunks,
--- _touch_memories, _memory_event, _log_access) wrote into whatever tenant they were given.
+-- _touch_memories, _memory_event, _log_access; now _record_read) wrote into whatever tenant they were given.
 --
 -- Now hipocampo_private._caller() resolves the caller once, from the request (the JWT claims that
 -- PostgREST, the edge functions and the Python client set with `set local role`), never from

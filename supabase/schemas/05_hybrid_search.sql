@@ -110,8 +110,8 @@ Example:
     query_text => 'prazo para trancamento de matrícula',
     query_embedding => '[0.01, …]'::extensions.vector,
     kb_ids => array['…']::uuid[], match_count => 5);
-Side effects: the returned chunks' access times (chunk_access, at most once every 5 minutes),
-  one data_access_log row.
+Side effects: one row appended to read_queue (_enqueue_read; in a read-only transaction, on the
+  primary), which drain_read_queue turns into a data_access_log row and the chunks' access times.
 */
 -- definer because under RLS every statement re-resolved the caller's membership (a definer call
 -- per table read, about a fifth of a 250-chunk search; docs/BENCHMARKS.md §Hybrid search on a
@@ -578,19 +578,12 @@ begin
     inner join hipocampo_private.documents as d on d.id = c.document_id
     order by o.ord;
 
-    -- Side effects, as the owner (members may not write access times nor read the log). The
-    -- access times live in chunk_access, a narrow row per chunk (see its table); written in chunk
-    -- order, so that two searches touching the same chunks lock them in one order (no deadlock).
-    insert into hipocampo_private.chunk_access as a (chunk_id, tenant_id, last_accessed_at)
-    select f_ids[x], t, now() from unnest(sel_pos) as x
-    order by 1
-    on conflict on constraint chunk_access_pkey do update
-    set last_accessed_at = excluded.last_accessed_at
-    where a.last_accessed_at < excluded.last_accessed_at - interval '5 minutes';
-    perform hipocampo_private._write_access_log(
-        t, 'hybrid_search', cardinality(sel_pos),
-        encode(sha256(convert_to(query_text, 'UTF8')), 'hex'),
-        extract(epoch from clock_timestamp() - started) * 1000
+    -- The read's record, appended to the read queue (in a read-only transaction: on the primary),
+    -- which drain_read_queue turns into the access log and the chunks' access times.
+    perform hipocampo_private._enqueue_read(
+        t, 'hybrid_search', cardinality(sel_pos), encode(sha256(convert_to(query_text, 'UTF8')), 'hex'),
+        extract(epoch from clock_timestamp() - started) * 1000, array(select f_ids[x] from unnest(sel_pos) as x),
+        '{}'
     );
 end;
 $$;

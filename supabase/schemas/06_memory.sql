@@ -91,8 +91,8 @@ create table hipocampo_private.memories (
     constraint memories_embedding_model check ((embedding is null) = (embedding_model is null)),
     constraint memories_tags_unique check (hipocampo_private.tags_are_unique(tags))
 )
--- Room on each page so that the access-count update of every search
--- (hipocampo_private._touch_memories: access_count, last_accessed_at, no indexed column) can be a
+-- Room on each page so that the access-count update of each drain of the read queue
+-- (hipocampo.drain_read_queue: access_count, last_accessed_at, no indexed column) can be a
 -- HOT update: with full pages it writes a new tuple into every index, the HNSW one included.
 with (fillfactor = 80);
 
@@ -687,7 +687,7 @@ lookup_memories(key text default null, category text default null, include_histo
   -> setof hipocampo_private.memories
 
 Purpose: exact lookup by key and/or category of the caller's visible memories (active ones,
-  or the whole history with include_history). Counts as an access.
+  or the whole history with include_history). Counts as an access (_record_read).
 Returns: memories rows (every column; clients drop the embedding), newest first within a key.
 Errors: 42501 as _resolve_tenant.
 Example: select value from hipocampo.lookup_memories(key => 'user.name');
@@ -702,6 +702,7 @@ set search_path = ''
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(null);
+    n integer;
 begin
     return query
     with found as (
@@ -713,41 +714,16 @@ begin
           and ((select auth.uid()) is null or m.user_id = (select auth.uid()) or m.scope = 'tenant_shared')
     )
     select * from found order by found.key, found.valid_from desc;
-    perform hipocampo_private._touch_memories(
-        array(select m.id from hipocampo_private.memories as m
+    get diagnostics n = row_count;
+    perform hipocampo_private._record_read(
+        t, 'lookup_memories', n, null, null,
+        memory_ids => array(select m.id from hipocampo_private.memories as m
               where m.tenant_id = t and m.status = 'active'
                 and (lookup_memories.key is null or m.key = lookup_memories.key)
                 and (lookup_memories.category is null or m.category = lookup_memories.category)
-                and ((select auth.uid()) is null or m.user_id = (select auth.uid()) or m.scope = 'tenant_shared')),
-        t
+                and ((select auth.uid()) is null or m.user_id = (select auth.uid()) or m.scope = 'tenant_shared')
+              limit 10000)
     );
-end;
-$$;
-
-/*
-_touch_memories(ids uuid[], tenant_id uuid) -> void
-
-Purpose: access_count + 1 and last_accessed_at = now() for memories (either tier) just read, only
-  the given tenant's, which must be the caller's (service_role: any).
-Errors: 42501 as _resolve_tenant.
-Returns: nothing.
-Example: perform hipocampo_private._touch_memories(array[m], t);
-*/
--- definer because reading a shared memory must count as an access although only admins may update it.
-create or replace function hipocampo_private._touch_memories(ids uuid[], tenant_id uuid)
-returns void
-language plpgsql
-security definer
-set search_path = ''
-as $$
-begin
-    perform hipocampo_private._resolve_tenant(_touch_memories.tenant_id);
-    update hipocampo_private.memories as m
-    set access_count = m.access_count + 1, last_accessed_at = now()
-    where m.id = any(_touch_memories.ids) and m.tenant_id = _touch_memories.tenant_id;
-    update hipocampo_private.memory_staging as s
-    set access_count = s.access_count + 1, last_accessed_at = now()
-    where s.id = any(_touch_memories.ids) and s.tenant_id = _touch_memories.tenant_id;
 end;
 $$;
 
@@ -1347,6 +1323,36 @@ as $$
 $$;
 
 /*
+_some_memory_tagged(tenant uuid, who uuid, tags text[], include_staging boolean) -> boolean
+
+Purpose: search_memories' tag fallback test: whether any memory the caller may read (who's own,
+  or the tenant's shared ones; every one for a null who) carries one of tags, among the active
+  long-term memories and, with include_staging, the staged ones.
+Returns: true when one does.
+Errors: none.
+Example: select hipocampo_private._some_memory_tagged(t, auth.uid(), array['cafe'], true);
+*/
+create or replace function hipocampo_private._some_memory_tagged(
+    tenant uuid, who uuid, tags text[], include_staging boolean
+)
+returns boolean
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select exists (
+        select 1 from hipocampo_private.memories as m
+        where m.tenant_id = tenant and m.status = 'active' and m.tags && _some_memory_tagged.tags
+          and (who is null or m.user_id = who or m.scope = 'tenant_shared')
+        union all
+        select 1 from hipocampo_private.memory_staging as s
+        where include_staging and s.tenant_id = tenant and s.tags && _some_memory_tagged.tags
+          and (who is null or s.user_id = who or s.scope = 'tenant_shared')
+    );
+$$;
+
+/*
 search_memories(query_embedding vector, mode text default 'context', match_count integer default null,
   filter_tags text[] default null, filter_emotion text default null, filter_life_domain text default null,
   filter_category text default null, filter_scope text default null, min_score double precision default null,
@@ -1359,7 +1365,8 @@ Purpose: semantic memory search for the caller (own personal memories + the tena
   min_score; MMR (memory.mmr_lambda) with near-duplicates (cosine > duplicate_cosine) dropped.
   Tag filtering with an empty tag list, or with tags no memory carries, falls back to searching
   without the tag filter and says so in `fallback` ('empty_tags' | 'no_memory_with_tags').
-  Returned memories count as accessed (access_count, last_accessed_at).
+  Returned memories count as accessed (access_count, last_accessed_at), once drain_read_queue
+  has taken the read's record (_record_read).
 Parameters: query_embedding of the active model; mode 'context' | 'answer'; match_count k,
   1..100 (default memory.match_count); filters; min_score overrides the mode's threshold
   (cosine, -1..1.05).
@@ -1429,15 +1436,7 @@ begin
     if use_tags is not null and cardinality(use_tags) = 0 then
         why := 'empty_tags';
         use_tags := null;
-    elsif use_tags is not null and not exists (
-        select 1 from hipocampo_private.memories as m
-        where m.tenant_id = t and m.status = 'active' and m.tags && use_tags
-          and (me is null or m.user_id = me or m.scope = 'tenant_shared')
-        union all
-        select 1 from hipocampo_private.memory_staging as s
-        where include_staging and s.tenant_id = t and s.tags && use_tags
-          and (me is null or s.user_id = me or s.scope = 'tenant_shared')
-    ) then
+    elsif use_tags is not null and not hipocampo_private._some_memory_tagged(t, me, use_tags, include_staging) then
         why := 'no_memory_with_tags';
         use_tags := null;
     end if;
@@ -1496,7 +1495,8 @@ begin
             null::text [], null::boolean, null::real, null::double precision, null::double precision,
             0, why, null::text;
     end if;
-    perform hipocampo_private._touch_memories(array(select ids[x] from unnest(sel) as x), t);
+    perform hipocampo_private._record_read(t, 'search_memories', cardinality(sel), null, null,
+        memory_ids => array(select ids[x] from unnest(sel) as x));
 end;
 $$;
 

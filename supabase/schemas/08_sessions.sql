@@ -84,7 +84,7 @@ Purpose: the caller's live session, locked; renewed (last_activity_at = now(), e
   least(now() + sessions.inactivity_ttl_minutes, absolute_expires_at)) when renew. The sessions
   config is read from the config rows only.
 Errors: 42501 as _caller (before any other work); P0002 "unknown or expired session"; 55000 "sessions config is incomplete: …".
-Returns: the sessions row, locked for update.
+Returns: the sessions row (locked for update when renew).
 Example: select (hipocampo_private._session(s, false)).id;
 */
 create or replace function hipocampo_private._session(session_id uuid, renew boolean)
@@ -98,10 +98,17 @@ declare
     s hipocampo_private.sessions;
     cfg jsonb;
 begin
-    select * into s from hipocampo_private.sessions as x
-    where x.id = _session.session_id and x.expires_at > now()
-      and ((select auth.uid()) is null or x.user_id = (select auth.uid()))
-    for update;
+    -- Locked only to renew it: a read without renewal must run in a read-only transaction (a replica).
+    if renew then
+        select * into s from hipocampo_private.sessions as x
+        where x.id = _session.session_id and x.expires_at > now()
+          and ((select auth.uid()) is null or x.user_id = (select auth.uid()))
+        for update;
+    else
+        select * into s from hipocampo_private.sessions as x
+        where x.id = _session.session_id and x.expires_at > now()
+          and ((select auth.uid()) is null or x.user_id = (select auth.uid()));
+    end if;
     if s.id is null then
         raise exception 'unknown or expired session: %', session_id using errcode = 'P0002';
     end if;

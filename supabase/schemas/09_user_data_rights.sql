@@ -249,6 +249,8 @@ begin
     counts := counts || jsonb_build_object('events', n);
     update hipocampo_private.data_access_log as l set caller = null
     where l.tenant_id = a.actor_tenant and l.caller = a.actor_user;
+    update hipocampo_private.read_queue as q set caller = null
+    where q.tenant_id = a.actor_tenant and q.caller = a.actor_user;
     update hipocampo_private.ingestion_jobs as j set created_by = null
     where j.tenant_id = a.actor_tenant and j.created_by = a.actor_user;
     -- The user's rate-limit bucket (keyed by the pseudonym; by the raw id in older databases).

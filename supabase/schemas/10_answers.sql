@@ -1320,7 +1320,6 @@ declare
     dropped_memories integer := 0;
     dropped_messages integer := 0;
     dropped_chunks integer := 0;
-    touched uuid[] := '{}';
 begin
     if query is null or char_length(btrim(query)) not between 1 and (cfg #>> '{rag,question_max_chars}')::integer then
         raise exception 'query must have 1 to % characters', cfg #>> '{rag,question_max_chars}' using errcode = '22023';
@@ -1357,12 +1356,12 @@ begin
             if used + cost <= budget then
                 used := used + cost;
                 memories := memories || jsonb_build_array(item);
-                touched := touched || (item ->> 'memory_id')::uuid;
             else
                 dropped_memories := dropped_memories + 1;
             end if;
         end loop;
-        perform hipocampo_private._touch_memories(touched, a.actor_tenant);
+        perform hipocampo_private._record_read(a.actor_tenant, 'context_pack', jsonb_array_length(memories), null, null,
+            memory_ids => array(select (j ->> 'memory_id')::uuid from jsonb_array_elements(memories) as j));
     end if;
 
     -- 2. Session: the rolling summary and the window of recent messages, the task state.
@@ -1396,7 +1395,7 @@ begin
     end if;
 
     if context_pack.session_id is not null then
-        sess := hipocampo_private._session(context_pack.session_id, true);
+        sess := hipocampo_private._session(context_pack.session_id, not current_setting('transaction_read_only')::boolean);
     else
         select * into sess from hipocampo_private.sessions as s
         where s.tenant_id = a.actor_tenant and s.user_id = a.actor_user

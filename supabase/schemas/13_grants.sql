@@ -41,6 +41,7 @@ grant select, insert, update, delete on hipocampo_private.conversation_summaries
 grant all on hipocampo_private.conversation_summaries to service_role;
 grant select on hipocampo_private.data_access_log to authenticated;
 grant all on hipocampo_private.data_access_log to service_role;
+grant all on hipocampo_private.read_queue to service_role;
 grant select, insert, update, delete on hipocampo_private.documents to authenticated;
 grant all on hipocampo_private.documents to service_role;
 grant select on hipocampo_private.embedding_models to authenticated;
@@ -148,6 +149,7 @@ grant execute on function hipocampo.promote_user_memory(staging_id uuid, intensi
 grant execute on function hipocampo.purge_expired(now timestamp with time zone) to service_role;
 grant execute on function hipocampo.purge_sessions(now timestamp with time zone) to service_role;
 grant execute on function hipocampo.purge_transient_state(now timestamp with time zone) to service_role;
+grant execute on function hipocampo.drain_read_queue(max_rows integer) to service_role;
 grant execute on function hipocampo.question_refusal(question text, min_chars integer, max_chars integer) to authenticated, service_role;
 grant execute on function hipocampo.rag_config(kb_id uuid, agent text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.record_answer(trace_id uuid, question text, answer_source text, reason text, confidence real, candidates integer, filtered integer, evidence_chunk_ids bigint[], timings_ms jsonb, latency_ms real, kb_ids uuid[], agent text, user_id uuid, tenant_id uuid) to authenticated, service_role;
@@ -215,7 +217,8 @@ grant execute on function hipocampo_private._ensure_model_index(model_name text)
 grant execute on function hipocampo_private._hmac_sha256(key bytea, message bytea) to service_role;
 grant execute on function hipocampo_private._ingest_item(document jsonb, chunks jsonb, embedding_model text, dims integer) to authenticated, service_role;
 grant execute on function hipocampo_private._kb(kb_id uuid) to authenticated, service_role;
-grant execute on function hipocampo_private._log_access(tenant_id uuid, rpc text, rows_returned integer, query_hash text, latency_ms double precision) to authenticated, service_role;
+grant execute on function hipocampo_private._some_memory_tagged(tenant uuid, who uuid, tags text[], include_staging boolean) to authenticated, service_role;
+grant execute on function hipocampo_private._record_read(tenant_id uuid, rpc text, rows_returned integer, query_hash text, latency_ms double precision, chunk_ids bigint[], memory_ids uuid[]) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_actor(user_id uuid, tenant_id uuid, out actor_tenant uuid, out actor_user uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_config(section_config jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_event(tenant_id uuid, user_id uuid, memory_id uuid, event text, reason text, detail jsonb) to authenticated, service_role;
@@ -259,7 +262,6 @@ grant execute on function hipocampo_private._session(session_id uuid, renew bool
 grant execute on function hipocampo_private._session_view(s hipocampo_private.sessions) to authenticated, service_role;
 grant execute on function hipocampo_private._sessions_config(section_config jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._take_token(bucket text, per_minute double precision, cost double precision) to service_role;
-grant execute on function hipocampo_private._touch_memories(ids uuid[], tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._user_memory(memory_id uuid, tenant_id uuid) to service_role;
 grant execute on function hipocampo_private._user_ref(tenant_id uuid, user_id uuid) to service_role;
 grant execute on function hipocampo_private._write_documents(k hipocampo_private.knowledge_bases, items jsonb, embedding_model text) to authenticated, service_role;

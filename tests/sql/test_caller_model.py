@@ -115,8 +115,7 @@ ATTACKS: dict[str, str] = {
                               tenant_id => %(tenant)s)""",
     "_memory_event": """select hipocampo_private._memory_event(%(tenant)s, %(user)s, null, 'memory.consent',
                         null, '{}')""",
-    "_log_access": "select hipocampo_private._log_access(%(tenant)s, 'forged', 1, 'x', 1)",
-    "_touch_memories": "select hipocampo_private._touch_memories(array[gen_random_uuid()], %(tenant)s)",
+    "_record_read": "select hipocampo_private._record_read(%(tenant)s, 'forged', 1, 'x', 1)",
 }
 
 

@@ -81,6 +81,11 @@ def use_everything(db: Conn, world: World) -> None:
     db.execute("select hipocampo.session_add_message(%s, 'user', 'E a multa?')", (sid,))
     db.execute("""select hipocampo.add_pending_confirmation(%s, 'forget', '{"key": "prefs.cafe"}')""", (sid,))
     db.execute("select * from hipocampo.hybrid_search('prazo', %s::extensions.vector)", (vec_text(unit_vector(1)),))
+    # That read drained into the access log, a second one still queued (read_queue).
+    world.act("service_role")
+    db.execute("select hipocampo.drain_read_queue()")
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    db.execute("select * from hipocampo.hybrid_search('multa', %s::extensions.vector)", (vec_text(unit_vector(2)),))
     db.execute("select hipocampo.take_rate_limit()")
     db.execute(
         "select hipocampo.record_answer(gen_random_uuid(), 'Qual o prazo?', 'REFUSAL', 'low_confidence',"

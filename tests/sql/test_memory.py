@@ -260,9 +260,12 @@ def test_search_thresholds_pinned_bonus_dedupe_and_access(db: Conn, user_a: Worl
             "select key from hipocampo.search_memories(%s::extensions.vector, %s)", (vec_text(q), mode)
         ).fetchall()
         assert [h["key"] for h in hits] == ["prefs.exact"]
-    row = db.execute(
-        "select access_count, last_accessed_at from hipocampo_private.memories where key = 'prefs.exact'"
-    ).fetchone()
+    # Three reads returned it: counted when the read queue is drained, not by the reads.
+    read = "select access_count, last_accessed_at from hipocampo_private.memories where key = 'prefs.exact'"
+    assert db.execute(read).fetchone() == {"access_count": 0, "last_accessed_at": None}
+    user_a.act("service_role")
+    db.execute("select hipocampo.drain_read_queue()")
+    row = db.execute(read).fetchone()
     assert row is not None and row["access_count"] == 3 and row["last_accessed_at"] is not None
 
 

@@ -131,6 +131,8 @@ def test_search_covers_both_tiers_and_can_leave_staging_out(db: Conn, user_a: Wo
         (q,),
     ).fetchall()
     assert [r["key"] for r in rows] == ["projects.b"]
+    user_a.act("service_role")
+    db.execute("select hipocampo.drain_read_queue()")
     touched = db.execute("select access_count from hipocampo_private.memory_staging").fetchone()
     assert touched == {"access_count": 1}
 

@@ -38,8 +38,9 @@ TENANT_COLUMN = {"tenants": "id"}
 PERSONAL_TABLES = {"messages", "conversation_summaries", "sessions"}  # rows of one user, tested in test_conversations
 # The shared model registry and its calibrations: readable by all, written by service_role.
 GLOBAL_TABLES = {"embedding_models", "model_calibrations"}
-# No client role reads or writes these: only their RPCs (cache_get/cache_put, take_rate_limit).
-SERVICE_ONLY_TABLES = {"answer_cache", "embedding_failures", "project_secrets", "rate_limit_buckets"}
+# No client role reads or writes these: only their RPCs (cache_get/cache_put, take_rate_limit,
+# the read RPCs through _record_read).
+SERVICE_ONLY_TABLES = {"answer_cache", "embedding_failures", "project_secrets", "rate_limit_buckets", "read_queue"}
 
 
 def test_every_table_is_covered(db: psycopg.Connection[dict[str, Any]]) -> None:
@@ -217,6 +218,9 @@ def test_access_log_is_admin_only_and_per_tenant(db: psycopg.Connection[dict[str
         "select * from hipocampo.hybrid_search('prazo', %s::extensions.vector)",
         (vec_text(unit_vector(1)),),
     )
+    world.act("service_role")
+    db.execute("select hipocampo.drain_read_queue()")
+    world.act("authenticated", world.member_a, world.tenant_a)
     assert count(db, "data_access_log", world.tenant_a) == 0  # members cannot read the log
     world.act("authenticated", world.admin_a, world.tenant_a)
     assert count(db, "data_access_log", world.tenant_a) == 1

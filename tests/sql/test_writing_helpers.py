@@ -1,5 +1,5 @@
 """The writing helpers write what they resolved, and bounded values (issue 44 §5): a member who
-calls _log_access or _memory_event directly gets rows of their own tenant about themselves, never
+calls _record_read or _memory_event directly gets rows of their own tenant about themselves, never
 a row without a tenant or about nobody, cannot forge an erasure or inspection record, and cannot
 store a 20 MB detail."""
 
@@ -18,8 +18,9 @@ Conn = psycopg.Connection[dict[str, Any]]
 
 def test_a_null_tenant_in_the_access_log_is_the_caller_s_own(db: Conn, world: World) -> None:
     world.act("authenticated", world.member_a, world.tenant_a)
-    db.execute("select hipocampo_private._log_access(null, 'probe_rpc', 1, 'h', 1)")
+    db.execute("select hipocampo_private._record_read(null, 'probe_rpc', 1, 'h', 1)")
     world.act("service_role")
+    db.execute("select hipocampo.drain_read_queue()")
     rows = db.execute("select tenant_id, caller from hipocampo_private.data_access_log where rpc = 'probe_rpc'")
     assert rows.fetchall() == [{"tenant_id": world.tenant_a, "caller": world.member_a}]
 
@@ -27,16 +28,17 @@ def test_a_null_tenant_in_the_access_log_is_the_caller_s_own(db: Conn, world: Wo
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("x" * 64, 1, "h", 1.0), "rpc must be 1..63 characters of [a-z_]"),
-        (("Forged RPC!", 1, "h", 1.0), "rpc must be 1..63 characters of [a-z_]"),
-        (("probe_rpc", 1, "h" * 20_000_000, 1.0), "query_hash must be at most 128 characters"),
-        (("probe_rpc", -1, "h", 1.0), "rows_returned and latency_ms must be >= 0"),
+        (("x" * 64, 1, "h", 1.0, []), "rpc must be 1..63 characters of [a-z_]"),
+        (("Forged RPC!", 1, "h", 1.0, []), "rpc must be 1..63 characters of [a-z_]"),
+        (("probe_rpc", 1, "h" * 20_000_000, 1.0, []), "query_hash must be at most 128 characters"),
+        (("probe_rpc", -1, "h", 1.0, []), "rows_returned and latency_ms must be >= 0"),
+        (("probe_rpc", 1, "h", 1.0, list(range(1001))), "at most 1000 chunk ids and 10000 memory ids"),
     ],
 )
 def test_the_access_log_takes_bounded_values(db: Conn, world: World, args: tuple[Any, ...], message: str) -> None:
     world.act("authenticated", world.member_a, world.tenant_a)
     with pytest.raises(psycopg.errors.InvalidParameterValue, match=message.replace("[", r"\[").replace("]", r"\]")):
-        db.execute("select hipocampo_private._log_access(null, %s, %s, %s, %s)", args)
+        db.execute("select hipocampo_private._record_read(null, %s, %s, %s, %s, %s::bigint[])", args)
 
 
 def test_a_memory_event_is_about_the_resolved_subject(db: Conn, world: World) -> None:

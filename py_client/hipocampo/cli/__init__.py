@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .. import db
+from ..client import Hipocampo
 from ..errors import HipocampoError, from_db_error
 from ..text import plain_text
 from .answers import ask, serve
@@ -105,6 +106,27 @@ def db_migrate(as_json: JsonOpt = False) -> None:
             f"[yellow]warning:[/yellow] migration {version} was edited after this database applied it;"
             " add a new migration for the change (local database: `hipocampo db reset`)"
         )
+
+
+@db_app.command("link-primary")
+def db_link_primary(
+    url: Annotated[
+        str | None,
+        typer.Argument(help="The primary's connection URL as its standbys reach it (default: this database's)."),
+    ] = None,
+) -> None:
+    """Link this database (the primary) to itself for its read replicas: a read on a hot standby
+    records itself on the primary through dblink (server hipocampo_primary), so replica reads are
+    in the access log too. Run once on the primary, as the database owner; replication copies the
+    link to every standby. Without it a read RPC on a standby fails (25006) rather than go unrecorded."""
+    import psycopg
+
+    from ..db import replica
+
+    target = _database_url()
+    with psycopg.connect(target, autocommit=True) as conn:
+        replica.link_primary(conn, url or target)
+    console.print(f"linked: reads in read-only transactions are recorded on {(url or target).split('@')[-1]}")
 
 
 @db_app.command("reset")
@@ -494,7 +516,10 @@ def mcp_stdio(
 
 @app.command()
 def worker(
-    interval: Annotated[float, typer.Option(help="Seconds between runs.")] = 3600.0,
+    interval: Annotated[float, typer.Option(help="Seconds between maintenance runs.")] = 3600.0,
+    drain_interval: Annotated[
+        float, typer.Option(help="Seconds between drains of the read queue (the access log's delay).")
+    ] = 60.0,
     once: Annotated[bool, typer.Option("--once", help="Run once and exit.")] = False,
     embed_missing: Annotated[
         bool,
@@ -503,33 +528,48 @@ def worker(
 ) -> None:
     """Run maintenance on a schedule: the local stand-in for pg_cron's jobs.
 
-    Each run: memory decay/expiry, staging purge, expired sessions, expired documents and chunks,
-    expired cached answers and idle rate-limit buckets, ingestion jobs whose lease expired (what
-    hipocampo.schedule_maintenance schedules with pg_cron on Supabase). With --embed-missing each
-    run also does what `hipocampo db embed-missing` does (the configured embedding model).
+    Every --drain-interval seconds: the read queue into the access log and the access counters
+    (drain_read_queue). Every --interval seconds: memory decay/expiry, staging purge, expired
+    sessions, expired documents and chunks, expired cached answers and idle rate-limit buckets,
+    ingestion jobs whose lease expired (what hipocampo.schedule_maintenance schedules with pg_cron
+    on Supabase). With --embed-missing each maintenance run also does what `hipocampo db
+    embed-missing` does (the configured embedding model). Each run prints one JSON line.
     """
     import time
 
-    from ..backfill import backfill_chunk_sentences, backfill_message_tokens, embed_missing_rows
     from ..embeddings import provider_from_config
 
     embedder = provider_from_config() if embed_missing else None
+    due = 0.0
     with _client() as client:
         while True:
+            now = time.monotonic()
             with client.transaction() as cur:
-                result: dict[str, Any] = dict(client.rpc_in(cur, "run_memory_maintenance") or {})
-                result["sessions_purged"] = client.rpc_in(cur, "purge_sessions")
-                result["retention"] = client.rpc_in(cur, "purge_expired")
-                result["transient"] = client.rpc_in(cur, "purge_transient_state")
-                result["ingestion"] = client.rpc_in(cur, "recover_ingestion_jobs")
-            if embedder is not None:
-                result["embedded"] = embed_missing_rows(client, embedder)
-                result["message_tokens_stored"] = backfill_message_tokens(client, embedder)
-                result["chunk_sentences_stored"] = backfill_chunk_sentences(client, embedder)
+                result: dict[str, Any] = {"reads": client.rpc_in(cur, "drain_read_queue")}
+            if now >= due:
+                result |= _maintenance_run(client, embedder)
+                due = now + interval
             console.print(json.dumps(result))
             if once:
                 return
-            time.sleep(interval)
+            time.sleep(max(0.0, min(drain_interval, due - time.monotonic())))
+
+
+def _maintenance_run(client: Hipocampo, embedder: Any) -> dict[str, Any]:
+    """One run of the periodic jobs (and, with an embedder, the backfills): their results by name."""
+    from ..backfill import backfill_chunk_sentences, backfill_message_tokens, embed_missing_rows
+
+    with client.transaction() as cur:
+        result: dict[str, Any] = dict(client.rpc_in(cur, "run_memory_maintenance") or {})
+        result["sessions_purged"] = client.rpc_in(cur, "purge_sessions")
+        result["retention"] = client.rpc_in(cur, "purge_expired")
+        result["transient"] = client.rpc_in(cur, "purge_transient_state")
+        result["ingestion"] = client.rpc_in(cur, "recover_ingestion_jobs")
+    if embedder is not None:
+        result["embedded"] = embed_missing_rows(client, embedder)
+        result["message_tokens_stored"] = backfill_message_tokens(client, embedder)
+        result["chunk_sentences_stored"] = backfill_chunk_sentences(client, embedder)
+    return result
 
 
 @app.command()

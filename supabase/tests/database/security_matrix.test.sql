@@ -97,6 +97,8 @@ begin
     perform hipocampo.update_conversation_summary(conv_a, 'Voo segredoalfa', message_a, member_a, tenant_a);
     session_a := (hipocampo.open_session(conv_a, member_a, tenant_a) ->> 'session_id')::uuid;
     perform hipocampo.hybrid_search('prazo', pg_temp.unit_vector(1), tenant_id => tenant_a);
+    perform hipocampo.drain_read_queue();  -- into the access log and chunk_access
+    perform hipocampo.hybrid_search('prazo', pg_temp.unit_vector(1), tenant_id => tenant_a);  -- queued
     delete from hipocampo_private.memberships as m where m.tenant_id = tenant_a and m.user_id = removed_a;
     perform set_config('t.admin_a', admin_a::text, true), set_config('t.member_a', member_a::text, true),
         set_config('t.removed_a', removed_a::text, true), set_config('t.admin_b', admin_b::text, true),
@@ -204,6 +206,7 @@ insert into calls values
 ('hipocampo.purge_expired', 'select hipocampo.purge_expired(now() + interval ''3650 days'')'),
 ('hipocampo.purge_sessions', 'select hipocampo.purge_sessions(now() + interval ''3650 days'')'),
 ('hipocampo.purge_transient_state', 'select hipocampo.purge_transient_state(now() + interval ''3650 days'')'),
+('hipocampo.drain_read_queue', 'select hipocampo.drain_read_queue()'),
 ('hipocampo.rag_config', 'select hipocampo.rag_config({kb_a}, tenant_id => {tenant_a})'),
 ('hipocampo.record_answer', 'select hipocampo.record_answer(gen_random_uuid(), ''q'', ''LLM'', null, 0.9, 1, 1, null, ''{}'', 1, null, tenant_id => {tenant_a})'),
 ('hipocampo.register_embedding_model', 'select hipocampo.register_embedding_model(''matrix-model'', ''local'', 8)'),
@@ -244,9 +247,8 @@ insert into calls values
 ('hipocampo_private._caller', 'select hipocampo_private._caller()'),
 ('hipocampo_private.current_tenant_id', 'select hipocampo_private.current_tenant_id()'),
 ('hipocampo_private.current_tenant_role', 'select hipocampo_private.current_tenant_role()'),
-('hipocampo_private._touch_memories', 'select hipocampo_private._touch_memories(array[{memory_a}]::uuid[], {tenant_a})'),
 ('hipocampo_private._memory_event', 'select hipocampo_private._memory_event({tenant_a}, {member_a}, null, ''memory.consent'', null, ''{}'')'),
-('hipocampo_private._log_access', 'select hipocampo_private._log_access({tenant_a}, ''forged'', 1, ''x'', 1)'),
+('hipocampo_private._record_read', 'select hipocampo_private._record_read({tenant_a}, ''forged'', 1, ''x'', 1, memory_ids => array[{memory_a}]::uuid[])'),
 ('hipocampo_private._ensure_model_index', 'select hipocampo_private._ensure_model_index({model})'),
 ('hipocampo_private._invalidate_answer_cache', 'select hipocampo_private._invalidate_answer_cache()'),
 ('hipocampo_private._chunks_stats_after_insert', 'select hipocampo_private._chunks_stats_after_insert()'),
@@ -463,7 +465,7 @@ insert into expected values
 ('hipocampo.ingest_documents', 'call', '42501 42501 42501 P0002 42501 42501 P0002 write write'),
 ('hipocampo.knowledge_base_id', 'call', '42501 42501 42501 42501 42501 none 42501 none none'),
 ('hipocampo.list_knowledge_bases', 'call', '42501 42501 42501 42501 42501 none 42501 none none'),
-('hipocampo.lookup_memories', 'call', '42501 42501 42501 none 42501 read+write none none 42501'),
+('hipocampo.lookup_memories', 'call', '42501 42501 42501 none 42501 read+write none write 42501'),
 ('hipocampo.messages_without_tokens', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 read'),
 ('hipocampo.heartbeat_ingestion_job', 'call', '42501 42501 42501 P0002 42501 P0002 P0002 none none'),
 ('hipocampo.recover_ingestion_jobs', 'call', '42501 42501 42501 none 42501 none none none write'),
@@ -488,6 +490,7 @@ insert into expected values
 ('hipocampo.purge_expired', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo.purge_sessions', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo.purge_transient_state', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
+('hipocampo.drain_read_queue', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo.rag_config', 'call', '42501 42501 42501 42501 42501 none 42501 none none'),
 ('hipocampo.record_answer', 'call', '42501 42501 42501 42501 42501 write 42501 write write'),
 ('hipocampo.register_embedding_model', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
@@ -498,7 +501,7 @@ insert into expected values
 ('hipocampo.schedule_maintenance', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
 ('hipocampo.schedule_embedding_queue', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
 ('hipocampo.search_history', 'call', '42501 42501 42501 42501 42501 read 42501 42501 read'),
-('hipocampo.search_memories', 'call', '42501 42501 42501 none 42501 read+write none none 42501'),
+('hipocampo.search_memories', 'call', '42501 42501 42501 none 42501 read+write none write 42501'),
 ('hipocampo.seed_profile', 'call', '42501 42501 42501 42501 42501 write 42501 42501 write'),
 ('hipocampo.session_add_message', 'call', '42501 42501 42501 P0002 42501 write P0002 P0002 write'),
 ('hipocampo.set_agent_binding', 'call', '42501 42501 42501 42501 42501 42501 42501 none none'),
@@ -532,9 +535,8 @@ insert into expected values
 ('hipocampo_private._chunks_stats_after_insert', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
 ('hipocampo_private._ensure_model_index', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
 ('hipocampo_private._invalidate_answer_cache', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
-('hipocampo_private._log_access', 'call', '42501 42501 42501 42501 42501 write 42501 write write'),
+('hipocampo_private._record_read', 'call', '42501 42501 42501 42501 42501 write 42501 write write'),
 ('hipocampo_private._memory_event', 'call', '42501 42501 42501 42501 42501 write 42501 write write'),
-('hipocampo_private._touch_memories', 'call', '42501 42501 42501 42501 42501 write 42501 write write'),
 ('hipocampo_private.current_tenant_id', 'call', '42501 none none none none none none none none'),
 ('hipocampo_private.current_tenant_role', 'call', '42501 none none none none none none none none'),
 ('hipocampo.embedding_stats', 'select', '42501 none none none none read none read read'),
@@ -549,6 +551,7 @@ insert into expected values
 ('hipocampo_private.agent_bindings', 'select', '42501 none none none none read none read read'),
 ('hipocampo_private.answer_audit', 'select', '42501 none none none none none none read read'),
 ('hipocampo_private.answer_cache', 'select', '42501 42501 42501 42501 42501 42501 42501 42501 read'),
+('hipocampo_private.read_queue', 'select', '42501 42501 42501 42501 42501 42501 42501 42501 read'),
 ('hipocampo_private.chunks', 'select', '42501 none none none none read none read read'),
 ('hipocampo_private.conversation_summaries', 'select', '42501 none none none none read none none read'),
 ('hipocampo_private.data_access_log', 'select', '42501 none none none none none none read read'),
@@ -576,6 +579,7 @@ insert into expected values
 ('hipocampo_private.agent_bindings', 'insert', '42501 42501 42501 42501 42501 42501 42501 23505 23505'),
 ('hipocampo_private.answer_audit', 'insert', '42501 42501 42501 42501 42501 42501 42501 42501 23505'),
 ('hipocampo_private.answer_cache', 'insert', '42501 42501 42501 42501 42501 42501 42501 42501 23505'),
+('hipocampo_private.read_queue', 'insert', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.chunks', 'insert', '42501 42501 42501 42501 42501 42501 42501 23505 23505'),
 ('hipocampo_private.conversation_summaries', 'insert', '42501 42501 42501 42501 42501 23505 42501 42501 23505'),
 ('hipocampo_private.data_access_log', 'insert', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
@@ -603,6 +607,7 @@ insert into expected values
 ('hipocampo_private.agent_bindings', 'update', '42501 none none none none none none write write'),
 ('hipocampo_private.answer_audit', 'update', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.answer_cache', 'update', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
+('hipocampo_private.read_queue', 'update', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.chunks', 'update', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.conversation_summaries', 'update', '42501 none none none none write none none write'),
 ('hipocampo_private.data_access_log', 'update', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
@@ -630,6 +635,7 @@ insert into expected values
 ('hipocampo_private.agent_bindings', 'delete', '42501 none none none none none none write write'),
 ('hipocampo_private.answer_audit', 'delete', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.answer_cache', 'delete', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
+('hipocampo_private.read_queue', 'delete', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.chunks', 'delete', '42501 none none none none none none write write'),
 ('hipocampo_private.conversation_summaries', 'delete', '42501 none none none none write none none write'),
 ('hipocampo_private.data_access_log', 'delete', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
@@ -756,7 +762,8 @@ insert into shared_expected values
 ('hipocampo.cache_put', '42501'),
 ('hipocampo.chunks_without_sentences', '42501'),
 ('hipocampo.close_session', 'none'),
-('hipocampo.context_pack', 'none'),
+-- a read-queue row of tenant A about the member's read (the memories' access counters, once drained)
+('hipocampo.context_pack', 'shared'),
 ('hipocampo.conversation_context', 'none'),
 ('hipocampo.correct_memory', 'none'),
 ('hipocampo.correct_user_memory', 'none'),
@@ -782,7 +789,7 @@ insert into shared_expected values
 ('hipocampo.get_session', 'none'),
 ('hipocampo.hard_delete_memory', '42501'),
 ('hipocampo.heartbeat_ingestion_job', 'P0002'),
--- the chunks it returns: their access times (chunk_access)
+-- a read-queue row of tenant A about the member's read (the access log and chunk_access, once drained)
 ('hipocampo.hybrid_search', 'shared'),
 ('hipocampo.ingest_document', '42501'),
 ('hipocampo.ingest_documents', '42501'),
@@ -792,7 +799,8 @@ insert into shared_expected values
 ('hipocampo.list_knowledge_bases', 'none'),
 ('hipocampo.list_members', '42501'),
 ('hipocampo.list_tenants', '42501'),
-('hipocampo.lookup_memories', 'none'),
+-- a read-queue row (as context_pack)
+('hipocampo.lookup_memories', 'shared'),
 ('hipocampo.membership_role', 'none'),
 ('hipocampo.memories_without_embedding', 'none'),
 ('hipocampo.memory_consent', 'none'),
@@ -806,6 +814,7 @@ insert into shared_expected values
 ('hipocampo.purge_expired', '42501'),
 ('hipocampo.purge_sessions', '42501'),
 ('hipocampo.purge_transient_state', '42501'),
+('hipocampo.drain_read_queue', '42501'),
 ('hipocampo.question_refusal', 'none'),
 ('hipocampo.rag_config', 'none'),
 ('hipocampo.record_answer', 'none'),
@@ -823,7 +832,8 @@ insert into shared_expected values
 ('hipocampo.schedule_maintenance', '42501'),
 ('hipocampo.scrub_pii', 'none'),
 ('hipocampo.search_history', 'none'),
-('hipocampo.search_memories', 'none'),
+-- a read-queue row (as context_pack)
+('hipocampo.search_memories', 'shared'),
 ('hipocampo.search_model', 'none'),
 ('hipocampo.documents_not_language', 'none'),
 ('hipocampo.seed_profile', 'none'),
@@ -860,11 +870,10 @@ insert into shared_expected values
 ('hipocampo_private._drop_model_index', '42501'),
 ('hipocampo_private._ensure_model_index', '42501'),
 ('hipocampo_private._invalidate_answer_cache', '42501'),
--- an access-log row (issue 44 §5: the writing helpers still take raw arguments)
-('hipocampo_private._log_access', 'shared'),
+-- a read-queue row of their own reads (issue 44 §5: the writing helpers still take raw arguments)
+('hipocampo_private._record_read', 'shared'),
 ('hipocampo_private._memory_event', 'none'),
 ('hipocampo_private._pseudonym', '42501'),
-('hipocampo_private._touch_memories', 'none'),
 ('hipocampo_private.current_tenant_id', 'none'),
 ('hipocampo_private.current_tenant_role', 'none');
 

@@ -1,0 +1,296 @@
+-- Function bodies may name objects of later schema files; they are checked when called (as in
+-- pg_dump output), so the files apply in the order of [db.migrations] schema_paths.
+set check_function_bodies = off;
+
+-- Reads that do not write (issue 46 §1). A read RPC (hybrid_search, answer_evidence through it,
+-- search_memories, lookup_memories, context_pack) used to write its side effects in the reading
+-- transaction: a data_access_log row, the access times of the chunks it returned (chunk_access),
+-- the access counters of the memories it returned. On a hot standby every one of them failed
+-- (25006), and on the primary they cost row locks and index updates on hot rows. Now a read
+-- appends one narrow row to read_queue and nothing else; drain_read_queue (pg_cron every minute,
+-- or `hipocampo worker`) turns the queue into the access log, the chunk access times and the
+-- memory counters, in one transaction that deletes what it turned (a drain that dies rolls back
+-- and the next one takes the same rows). In a read-only transaction (a hot standby, or a
+-- PostgREST GET) the row is appended on the primary through dblink (server hipocampo_primary,
+-- `hipocampo db link-primary`), so a replica's reads are in the audit trail too.
+
+-- The queue: one row per read, appended by _record_read, deleted by drain_read_queue. A logged
+-- table (an unlogged one is emptied by a crash of the server, and these rows are the audit trail
+-- until they are drained); no foreign keys (a row is checked when drained: a tenant deleted in
+-- the meantime leaves nothing behind) and no index besides its key, so an append is cheap.
+create table hipocampo_private.read_queue (
+    id bigint generated always as identity primary key,
+    at timestamptz not null default now(),
+    caller uuid,
+    caller_role text not null,
+    tenant_id uuid not null,
+    rpc text not null,
+    rows_returned integer not null,
+    query_hash text,
+    latency_ms double precision not null,
+    chunk_ids bigint[] not null default '{}',
+    memory_ids uuid[] not null default '{}'
+);
+
+-- No policy: only the definer functions below read or write it.
+alter table hipocampo_private.read_queue enable row level security;
+
+comment on table hipocampo_private.read_queue is
+'Reads not yet drained into data_access_log, chunk_access and the memory counters (drain_read_queue).';
+
+/*
+_enqueue_read(tenant_id uuid, rpc text, rows_returned integer, query_hash text, latency_ms double
+  precision, chunk_ids bigint[], memory_ids uuid[], at timestamptz default null, caller uuid default
+  null, caller_role text default null) -> void
+
+Purpose: append one row to read_queue, as given: here, or in a read-only transaction (a hot
+  standby, a PostgREST GET) on the primary through dblink (_enqueue_read_on_primary, which calls
+  this function there with at, caller and caller_role filled in). at, caller and caller_role
+  default to now() and the request's (auth.uid(); auth.role(), else the role set, else the session
+  user). No check: granted to nobody; called by _record_read and by definer RPCs that resolved the
+  tenant and bounded every value (hybrid_search).
+Errors: 25006 and 08006 as _enqueue_read_on_primary.
+Returns: nothing.
+Example: perform hipocampo_private._enqueue_read(t, 'hybrid_search', 1, 'ab12…', 2.5, array[12], '{}');
+*/
+create or replace function hipocampo_private._enqueue_read(
+    tenant_id uuid,
+    rpc text,
+    rows_returned integer,
+    query_hash text,
+    latency_ms double precision,
+    chunk_ids bigint[],
+    memory_ids uuid[],
+    at timestamptz default null,
+    caller uuid default null,
+    caller_role text default null
+)
+returns void
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    -- A call from the primary's side of the link has at, caller and caller_role filled in: it is
+    -- appended there (never sent on, so a read-only primary fails rather than call itself).
+    if _enqueue_read.caller_role is null then
+        at := now();
+        caller := (select auth.uid());
+        caller_role := coalesce((select auth.role()), nullif(current_setting('role'), 'none'), session_user::text);
+        if current_setting('transaction_read_only')::boolean then
+            perform hipocampo_private._enqueue_read_on_primary(format(
+                'select 1 from hipocampo_private._enqueue_read(%L::uuid, %L, %L::integer, %L, %L::double precision, '
+                '%L::bigint[], %L::uuid[], pg_catalog.to_timestamp(%L::numeric), %L::uuid, %L)',
+                _enqueue_read.tenant_id, _enqueue_read.rpc, _enqueue_read.rows_returned, _enqueue_read.query_hash,
+                _enqueue_read.latency_ms, coalesce(_enqueue_read.chunk_ids, '{}'),
+                coalesce(_enqueue_read.memory_ids, '{}'), extract(epoch from _enqueue_read.at), _enqueue_read.caller,
+                _enqueue_read.caller_role
+            ));
+            return;
+        end if;
+    end if;
+    insert into hipocampo_private.read_queue
+        (at, caller, caller_role, tenant_id, rpc, rows_returned, query_hash, latency_ms, chunk_ids, memory_ids)
+    values (
+        _enqueue_read.at, _enqueue_read.caller, _enqueue_read.caller_role, _enqueue_read.tenant_id,
+        _enqueue_read.rpc, _enqueue_read.rows_returned, _enqueue_read.query_hash, _enqueue_read.latency_ms,
+        coalesce(_enqueue_read.chunk_ids, '{}'), coalesce(_enqueue_read.memory_ids, '{}')
+    );
+end;
+$$;
+
+/*
+_enqueue_read_on_primary(statement text) -> void
+
+Purpose: run one _enqueue_read call (a select of one row) on the primary through dblink, on this session's connection
+  to the foreign server hipocampo_primary (opened on first use, opened again once if the primary
+  closed it). Used by _record_read in a read-only transaction (a hot standby, a PostgREST GET).
+Errors: 25006 "a read in a read-only transaction is recorded on the primary: link it with
+  hipocampo db link-primary" (no server hipocampo_primary); 08006 "the read could not be recorded
+  on the primary: …" (the primary refused or cannot be reached: the read fails rather than go
+  unrecorded).
+Returns: nothing.
+Example: perform hipocampo_private._enqueue_read_on_primary('select 1 from hipocampo_private._enqueue_read(…)');
+*/
+create or replace function hipocampo_private._enqueue_read_on_primary(statement text)
+returns void
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    if not exists (select 1 from pg_catalog.pg_foreign_server where srvname = 'hipocampo_primary') then
+        raise exception 'a read in a read-only transaction is recorded on the primary: link it with '
+            'hipocampo db link-primary' using errcode = '25006';
+    end if;
+    for attempt in 1..2 loop
+        begin
+            if 'hipocampo_primary' <> all(coalesce(extensions.dblink_get_connections(), '{}')) then
+                perform extensions.dblink_connect('hipocampo_primary', 'hipocampo_primary');
+            end if;
+            perform 1 from extensions.dblink('hipocampo_primary', statement) as r (ok integer);
+            return;
+        exception when others then
+            if 'hipocampo_primary' = any(coalesce(extensions.dblink_get_connections(), '{}')) then
+                perform extensions.dblink_disconnect('hipocampo_primary');
+            end if;
+            if attempt = 2 then
+                raise exception 'the read could not be recorded on the primary: %', sqlerrm using errcode = '08006';
+            end if;
+        end;
+    end loop;
+end;
+$$;
+
+/*
+_record_read(tenant_id uuid, rpc text, rows_returned integer, query_hash text, latency_ms double
+  precision, chunk_ids bigint[] default '{}', memory_ids uuid[] default '{}') -> void
+
+Purpose: record one read for the audit trail and the access statistics, without writing the
+  access log, chunk_access or the memory counters in the reading transaction: one row appended to
+  read_queue (in a read-only transaction: on the primary, through dblink), turned into them by
+  drain_read_queue. Caller and role are taken from the request; the tenant is _resolve_tenant's
+  (a null tenant_id is the caller's own); a null latency_ms is the time since the statement began
+  (the RPC call). Bounded (issue 44 §5): rpc 1..63 characters of [a-z_],
+  query_hash at most 128 characters, rows_returned and latency_ms >= 0, at most 1000 chunk ids and
+  10000 memory ids (a user's active memories: memory.max_active_per_user is at most 10000).
+Errors: 42501 as _resolve_tenant; 22023 "read record: rpc must be 1..63 characters of [a-z_]" /
+  "read record: query_hash must be at most 128 characters" / "read record: rows_returned and
+  latency_ms must be >= 0" / "read record: at most 1000 chunk ids and 10000 memory ids"; 25006 and
+  08006 as _enqueue_read_on_primary.
+Returns: nothing.
+Example: perform hipocampo_private._record_read(t, 'search_memories', 2, null, 1.5, memory_ids => ids);
+*/
+-- definer because callers may append a record of their own reads but never read or change the queue.
+create or replace function hipocampo_private._record_read(
+    tenant_id uuid,
+    rpc text,
+    rows_returned integer,
+    query_hash text,
+    latency_ms double precision,
+    chunk_ids bigint[] default '{}',
+    memory_ids uuid[] default '{}'
+)
+returns void
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(_record_read.tenant_id);
+begin
+    if coalesce(_record_read.rpc, '') !~ '^[a-z_]{1,63}$' then
+        raise exception 'read record: rpc must be 1..63 characters of [a-z_]' using errcode = '22023';
+    end if;
+    if char_length(_record_read.query_hash) > 128 then
+        raise exception 'read record: query_hash must be at most 128 characters' using errcode = '22023';
+    end if;
+    if _record_read.rows_returned < 0 or _record_read.latency_ms < 0 then
+        raise exception 'read record: rows_returned and latency_ms must be >= 0' using errcode = '22023';
+    end if;
+    if cardinality(_record_read.chunk_ids) > 1000 or cardinality(_record_read.memory_ids) > 10000 then
+        raise exception 'read record: at most 1000 chunk ids and 10000 memory ids' using errcode = '22023';
+    end if;
+    perform hipocampo_private._enqueue_read(
+        t, _record_read.rpc, _record_read.rows_returned, _record_read.query_hash,
+        coalesce(_record_read.latency_ms, extract(epoch from clock_timestamp() - statement_timestamp()) * 1000),
+        _record_read.chunk_ids, _record_read.memory_ids
+    );
+end;
+$$;
+
+/*
+drain_read_queue(max_rows integer default 10000) -> jsonb
+
+Purpose: turn up to max_rows recorded reads, oldest first, into what they stand for: one
+  data_access_log row each (at = the read's time), the access time of each chunk returned
+  (chunk_access: its latest read), access_count + (times returned) and last_accessed_at of each
+  memory returned (long-term or staged); and delete them, in the same statement (a drain that dies
+  rolls back and leaves them to the next). Rows of a tenant deleted since, and chunks or memories
+  deleted since, leave nothing behind. Several drains may run at once (skip locked). Run every
+  minute by pg_cron (maintenance.read_queue_cron) or by `hipocampo worker`: a read is in the access
+  log within that delay.
+Parameters: max_rows - 1..100000 rows per call.
+Run as: service_role (or the database owner: pg_cron).
+Returns: {"reads": n, "chunks_touched": n, "memories_touched": n, "left": n (rows still queued)}.
+Errors: 22023 "max_rows must be 1..100000 (got n)".
+Example: select hipocampo.drain_read_queue();
+*/
+create or replace function hipocampo.drain_read_queue(max_rows integer default 10000)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    result jsonb;
+begin
+    if max_rows is null or max_rows not between 1 and 100000 then
+        raise exception 'max_rows must be 1..100000 (got %)', max_rows using errcode = '22023';
+    end if;
+    with batch as (
+        delete from hipocampo_private.read_queue as q
+        where q.id in (
+            select x.id from hipocampo_private.read_queue as x order by x.id limit max_rows for update skip locked
+        )
+        returning q.*
+    ),
+
+    live as (
+        select b.* from batch as b
+        where exists (select 1 from hipocampo_private.tenants as tn where tn.id = b.tenant_id)
+    ),
+
+    logged as (
+        insert into hipocampo_private.data_access_log
+            (at, caller, caller_role, tenant_id, rpc, rows_returned, query_hash, latency_ms)
+        select l.at, l.caller, l.caller_role, l.tenant_id, l.rpc, l.rows_returned, l.query_hash, l.latency_ms
+        from live as l order by l.id
+        returning 1
+    ),
+
+    -- In chunk order, so that two drains lock the same rows in one order (no deadlock).
+    chunks as (
+        insert into hipocampo_private.chunk_access as a (chunk_id, tenant_id, last_accessed_at)
+        select c.id, c.tenant_id, max(l.at)
+        from live as l
+        cross join lateral unnest(l.chunk_ids) as x (chunk_id)
+        inner join hipocampo_private.chunks as c on x.chunk_id = c.id and l.tenant_id = c.tenant_id
+        group by c.id, c.tenant_id
+        order by c.id
+        on conflict on constraint chunk_access_pkey do update
+        set last_accessed_at = greatest(a.last_accessed_at, excluded.last_accessed_at)
+        returning 1
+    ),
+
+    touched as (
+        select x.memory_id, l.tenant_id, count(*) as times, max(l.at) as last_at
+        from live as l cross join lateral unnest(l.memory_ids) as x (memory_id)
+        group by x.memory_id, l.tenant_id
+    ),
+
+    memories as (
+        update hipocampo_private.memories as m
+        set access_count = m.access_count + t.times, last_accessed_at = greatest(m.last_accessed_at, t.last_at)
+        from touched as t where m.id = t.memory_id and m.tenant_id = t.tenant_id
+        returning 1
+    ),
+
+    staged as (
+        update hipocampo_private.memory_staging as s
+        set access_count = s.access_count + t.times, last_accessed_at = greatest(s.last_accessed_at, t.last_at)
+        from touched as t where s.id = t.memory_id and s.tenant_id = t.tenant_id
+        returning 1
+    )
+
+    select jsonb_build_object(
+        'reads', (select count(*) from logged),
+        'chunks_touched', (select count(*) from chunks),
+        'memories_touched', (select count(*) from memories) + (select count(*) from staged)
+    ) into result;
+    return result || jsonb_build_object('left', (select count(*) from hipocampo_private.read_queue));
+end;
+$$;
+
+comment on function hipocampo.drain_read_queue(integer) is
+'Turn recorded reads into the access log, chunk access times and memory counters (pg_cron / worker).';

@@ -1,0 +1,236 @@
+"""Reads that do not write (issue 46 §1): a read RPC appends one read_queue row and nothing else;
+drain_read_queue turns the rows into the access log, the chunks' access times and the memories'
+counters; in a read-only transaction (a hot standby, a PostgREST GET) the row is appended on the
+primary through dblink, and without that link the read fails rather than go unrecorded."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+
+from hipocampo.db import replica
+
+from ..conftest import World, unit_vector, vec_text
+from .memory_helpers import remember
+
+Conn = psycopg.Connection[dict[str, Any]]
+
+# Each read RPC as a member of tenant A calls it, with the memories and chunks it records.
+READS = {
+    "hybrid_search": "select * from hipocampo.hybrid_search(query_text => 'prazo',"
+    " query_embedding => %(v)s::extensions.vector, min_similarity => -1)",
+    "answer_evidence": "select hipocampo.answer_evidence('Qual o prazo?', %(v)s::extensions.vector,"
+    " array[%(kb)s]::uuid[])",
+    "search_memories": "select * from hipocampo.search_memories(%(v)s::extensions.vector, min_score => -1)",
+    "lookup_memories": "select * from hipocampo.lookup_memories()",
+    "context_pack": "select hipocampo.context_pack(%(conv)s, 'Qual o prazo?', %(v)s::extensions.vector,"
+    " session_id => %(session)s)",
+    "search_history": "select * from hipocampo.search_history('prazo')",
+    "get_session": "select hipocampo.get_session(%(session)s, renew => false)",
+    "conversation_context": "select hipocampo.conversation_context(%(conv)s)",
+    "evidence_support": "select hipocampo.evidence_support('prazo', array[]::bigint[])",
+}
+# The reads that record themselves, with the rpc name of their record.
+RECORDED = {
+    "hybrid_search": "hybrid_search",
+    "answer_evidence": "hybrid_search",
+    "search_memories": "search_memories",
+    "lookup_memories": "lookup_memories",
+    "context_pack": "context_pack",
+}
+
+
+@pytest.fixture(scope="module")
+def linked(database_url: str) -> Iterator[str]:
+    """The session database linked to itself as its own primary (hipocampo_primary), as a standby
+    of it would be; unlinked afterwards."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        replica.link_primary(conn, database_url)
+    yield database_url
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        replica.unlink_primary(conn)
+        # What the reads recorded there (committed by the link) about the tests' rolled-back tenants.
+        conn.execute(
+            "delete from hipocampo_private.read_queue as q"
+            " where not exists (select 1 from hipocampo_private.tenants as t where t.id = q.tenant_id)"
+        )
+
+
+def _reader(db: Conn, world: World) -> dict[str, Any]:
+    """Member A with a memory, a conversation and a session: the arguments of READS."""
+    world.act("authenticated", world.member_a, world.tenant_a)
+    db.execute("select hipocampo.set_memory_consent(true)")
+    remember(db, "prefs.prazo", "curto", "Prefere prazos curtos", seed=1)
+    conv = uuid.uuid4()
+    db.execute("select hipocampo.add_message(%s, 'user', 'Qual o prazo de trancamento?')", (conv,))
+    row = db.execute("select hipocampo.open_session(%s) as v", (conv,)).fetchone()
+    assert row is not None
+    return {"v": vec_text(unit_vector(1)), "conv": conv, "session": row["v"]["session_id"], "kb": world.kb_a}
+
+
+def _queued(db: Conn, tenant: Any) -> list[dict[str, Any]]:
+    return db.execute(
+        "select rpc, caller, caller_role, rows_returned, cardinality(chunk_ids) as chunks,"
+        " cardinality(memory_ids) as memories from hipocampo_private.read_queue where tenant_id = %s order by id",
+        (tenant,),
+    ).fetchall()
+
+
+@pytest.mark.parametrize("read", sorted(READS))
+def test_a_read_writes_nothing_but_its_queue_row(db: Conn, world: World, read: str) -> None:
+    args = _reader(db, world)
+    world.act("service_role")
+    before = db.execute(
+        "select (select count(*) from hipocampo_private.data_access_log) as log,"
+        " (select count(*) from hipocampo_private.chunk_access) as touched,"
+        " (select sum(access_count) from hipocampo_private.memories) as counted"
+    ).fetchone()
+    world.act("authenticated", world.member_a, world.tenant_a)
+    db.execute(READS[read], args)
+    world.act("service_role")
+    after = db.execute(
+        "select (select count(*) from hipocampo_private.data_access_log) as log,"
+        " (select count(*) from hipocampo_private.chunk_access) as touched,"
+        " (select sum(access_count) from hipocampo_private.memories) as counted"
+    ).fetchone()
+    assert after == before
+    queued = _queued(db, world.tenant_a)
+    if read in RECORDED:
+        assert [(q["rpc"], q["caller"], q["caller_role"]) for q in queued] == [
+            (RECORDED[read], world.member_a, "authenticated")
+        ]
+    else:
+        assert queued == []
+
+
+@pytest.mark.parametrize("read", sorted(READS))
+def test_every_read_runs_in_a_read_only_transaction(db: Conn, world: World, linked: str, read: str) -> None:
+    args = _reader(db, world)
+    db.execute("set transaction_read_only = on")
+    db.execute(READS[read], args)
+    # Recorded on the primary (here the same server, through dblink: committed there already).
+    world.act("service_role")
+    queued = _queued(db, world.tenant_a)
+    assert [q["rpc"] for q in queued] == ([RECORDED[read]] if read in RECORDED else [])
+    assert all(q["caller"] == world.member_a and q["caller_role"] == "authenticated" for q in queued)
+
+
+def test_without_the_link_a_read_only_read_fails_rather_than_go_unrecorded(db: Conn, world: World) -> None:
+    args = _reader(db, world)
+    db.execute("reset role")
+    replica.unlink_primary(db)  # inside the test's transaction (linked or not, session-wide)
+    world.act("authenticated", world.member_a, world.tenant_a)
+    db.execute("set transaction_read_only = on")
+    with pytest.raises(psycopg.errors.ReadOnlySqlTransaction) as exc:
+        db.execute(READS["search_memories"], args)
+    assert exc.value.diag.message_primary == (
+        "a read in a read-only transaction is recorded on the primary: link it with hipocampo db link-primary"
+    )
+
+
+def test_a_drain_turns_reads_into_the_log_the_access_times_and_the_counters(db: Conn, world: World) -> None:
+    args = _reader(db, world)
+    chunks = {r["chunk_id"] for r in db.execute(READS["hybrid_search"], args).fetchall()}
+    for _ in range(2):
+        db.execute(READS["search_memories"], args)
+    world.act("service_role")
+    out = db.execute("select hipocampo.drain_read_queue() as v").fetchone()
+    assert out is not None
+    assert out["v"]["reads"] == 3 and out["v"]["chunks_touched"] == len(chunks)
+    assert out["v"]["memories_touched"] == 1 and _queued(db, world.tenant_a) == []
+    log = db.execute(
+        "select rpc, caller from hipocampo_private.data_access_log where tenant_id = %s order by id", (world.tenant_a,)
+    ).fetchall()
+    assert [(r["rpc"], r["caller"]) for r in log] == [("hybrid_search", world.member_a)] + [
+        ("search_memories", world.member_a)
+    ] * 2
+    touched = db.execute("select chunk_id from hipocampo_private.chunk_access where tenant_id = %s", (world.tenant_a,))
+    assert {r["chunk_id"] for r in touched.fetchall()} == chunks
+    memory = db.execute("select access_count from hipocampo_private.memories where key = 'prefs.prazo'").fetchone()
+    assert memory == {"access_count": 2}
+
+
+def test_a_drain_skips_what_was_deleted_since(db: Conn, world: World) -> None:
+    args = _reader(db, world)
+    db.execute(READS["hybrid_search"], args)
+    world.act("authenticated", world.member_b, world.tenant_b)
+    db.execute(READS["hybrid_search"], {**args})
+    world.act("service_role")
+    db.execute("select hipocampo.delete_tenant(%s)", (world.tenant_b,))
+    db.execute("delete from hipocampo_private.chunks where tenant_id = %s", (world.tenant_a,))
+    out = db.execute("select hipocampo.drain_read_queue() as v").fetchone()
+    assert out is not None and out["v"]["reads"] == 1 and out["v"]["chunks_touched"] == 0
+    left = db.execute("select count(*) as n from hipocampo_private.read_queue where tenant_id = %s", (world.tenant_b,))
+    assert left.fetchone() == {"n": 0}
+
+
+@pytest.mark.parametrize("max_rows", [0, 100_001, None])
+def test_a_drain_takes_a_bounded_batch(db: Conn, max_rows: int | None) -> None:
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match=r"max_rows must be 1\.\.100000"):
+        db.execute("select hipocampo.drain_read_queue(%s)", (max_rows,))
+
+
+def test_members_neither_drain_nor_read_the_queue(db: Conn, world: World) -> None:
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    for sql in ("select hipocampo.drain_read_queue()", "select * from hipocampo_private.read_queue"):
+        db.execute("savepoint s")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            db.execute(sql)
+        db.execute("rollback to savepoint s")
+
+
+_DRAIN_AND_HANG = """
+import sys, time, psycopg
+with psycopg.connect(sys.argv[1]) as conn:
+    conn.execute("select hipocampo.drain_read_queue()")
+    print("drained", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_a_drain_killed_before_it_commits_leaves_its_rows_to_the_next(database_url: str) -> None:
+    """kill -9 of the worker mid-drain: its transaction rolls back, the rows stay queued, the next
+    drain writes each read once (nothing lost, nothing twice)."""
+    with psycopg.connect(database_url, autocommit=True, row_factory=dict_row) as conn:
+        slug = f"drain-{uuid.uuid4().hex[:8]}"
+        row = conn.execute("select hipocampo.create_tenant('Drain', %s, null) as v", (slug,)).fetchone()
+        assert row is not None
+        tenant = row["v"]
+        try:
+            for i in range(5):
+                conn.execute(
+                    "select hipocampo_private._enqueue_read(%s, 'probe_kill', %s, null, 1, '{}', '{}')", (tenant, i)
+                )
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _DRAIN_AND_HANG, database_url], stdout=subprocess.PIPE, text=True
+            )
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "drained"
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+            # The server notices the dead client and rolls its transaction back.
+            conn.execute(
+                "select pg_terminate_backend(pid, 10000) from pg_stat_activity"
+                " where query = 'select hipocampo.drain_read_queue()' and pid <> pg_backend_pid()"
+            )
+            left = conn.execute(
+                "select count(*) as n from hipocampo_private.read_queue where tenant_id = %s", (tenant,)
+            ).fetchone()
+            assert left == {"n": 5}
+            conn.execute("select hipocampo.drain_read_queue()")
+            logged = conn.execute(
+                "select count(*) as n from hipocampo_private.data_access_log"
+                " where tenant_id = %s and rpc = 'probe_kill'",
+                (tenant,),
+            ).fetchone()
+            assert logged == {"n": 5}
+        finally:
+            conn.execute("select hipocampo.delete_tenant(%s)", (tenant,))
