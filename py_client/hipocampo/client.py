@@ -24,7 +24,7 @@ from .errors import from_db_error
 from .models import KnowledgeBase, ScrubResult, SearchHit
 from .rpc import Shape, Signatures, call, load_signatures
 
-__all__ = ["Actor", "Hipocampo", "vector_text"]
+__all__ = ["READ_RPCS", "Actor", "Hipocampo", "vector_text"]
 
 
 def vector_text(v: Sequence[float]) -> str:
@@ -85,6 +85,33 @@ class Actor:
         return Actor(self.role, claims, None)
 
 
+# The RPCs that only read (issue 46 §1: their record goes to the read queue, on the primary through
+# dblink from a standby): a read replica can serve them.
+READ_RPCS = frozenset(
+    {
+        "hybrid_search",
+        "answer_evidence",
+        "search_memories",
+        "lookup_memories",
+        "search_history",
+        "context_pack",
+        "evidence_support",
+        "conversation_context",
+    }
+)
+
+
+@dataclass
+class _Routing:
+    """What the clients sharing a pool share about the read replica: its pool, the primary's LSN
+    after each actor's last write (read-your-writes), and where the reads went."""
+
+    read_pool: ConnectionPool | None
+    wait_s: float
+    written: dict[str, str] = field(default_factory=dict)
+    reads: dict[str, int] = field(default_factory=lambda: {"replica": 0, "primary": 0, "primary_after_write": 0})
+
+
 class Hipocampo:
     """Client of a hipocampo database.
 
@@ -93,23 +120,42 @@ class Hipocampo:
         actor: who the calls act as (default service_role without tenant).
         pool_size: connections kept open (psycopg_pool), default 4.
         pool_timeout_s: seconds to wait for a connection (default 30); then PoolTimeout.
+        read_url: a read replica (a hot standby of ``url``'s database): the read RPCs
+            (:data:`READ_RPCS`) go there, everything else to ``url``. None: everything to ``url``.
+        read_your_writes_wait_ms: after an actor's write, how long its next read waits for the
+            replica to replay that write (the primary's LSN after the commit) before reading from
+            the primary instead (``[database] read_your_writes_wait_ms``, 200 ms).
 
     Errors from the database are raised as :mod:`hipocampo.errors` types carrying the SQLSTATE.
     """
 
     def __init__(
-        self, url: str, actor: Actor | None = None, *, pool_size: int = 4, pool_timeout_s: float = 30.0
+        self,
+        url: str,
+        actor: Actor | None = None,
+        *,
+        pool_size: int = 4,
+        pool_timeout_s: float = 30.0,
+        read_url: str | None = None,
+        read_your_writes_wait_ms: float = 200.0,
     ) -> None:
         self.url = url
         self.actor = actor or Actor.service()
+        kwargs = {"connect_timeout": max(1, int(pool_timeout_s))}
         self._pool = ConnectionPool(
-            url,
-            min_size=1,
-            max_size=pool_size,
-            open=True,
-            timeout=pool_timeout_s,
-            kwargs={"connect_timeout": max(1, int(pool_timeout_s))},
+            url, min_size=1, max_size=pool_size, open=True, timeout=pool_timeout_s, kwargs=kwargs
         )
+        read_pool = None
+        if read_url:
+            read_pool = ConnectionPool(
+                read_url,
+                min_size=1,
+                max_size=pool_size,
+                open=True,
+                timeout=pool_timeout_s,
+                kwargs={**kwargs, "autocommit": True},
+            )
+        self._routing = _Routing(read_pool, max(0.0, read_your_writes_wait_ms) / 1000)
         # The RPCs' argument types, read from the catalog on the first call (hipocampo.rpc).
         self._signatures: Signatures = {}
 
@@ -124,8 +170,10 @@ class Hipocampo:
         return SupabaseHipocampo(url, anon_key, access_token)
 
     def close(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pools."""
         self._pool.close()
+        if self._routing.read_pool is not None:
+            self._routing.read_pool.close()
 
     def __enter__(self) -> Hipocampo:
         return self
@@ -139,27 +187,102 @@ class Hipocampo:
         other.url = self.url
         other.actor = actor
         other._pool = self._pool
+        other._routing = self._routing
         other._signatures = self._signatures
         return other
 
+    @property
+    def read_counts(self) -> dict[str, int]:
+        """Where the read RPCs went: ``{"replica", "primary", "primary_after_write"}`` (the last:
+        read from the primary because the replica had not replayed the actor's write in time)."""
+        return dict(self._routing.reads)
+
+    def replica_status(self) -> Any:
+        """The read replica's lag behind the primary (:class:`hipocampo.db.replica.ReplicaStatus`:
+        WAL bytes and ms not replayed), or None without a read URL.
+
+        Raises:
+            ConnectionLostError: either server is unreachable.
+        """
+        from .db.replica import replica_status
+
+        if self._routing.read_pool is None:
+            return None
+        try:
+            with self._pool.connection() as p, self._routing.read_pool.connection() as r:
+                return replica_status(p, r)
+        except psycopg.Error as err:
+            raise from_db_error(err) from err
+
     @contextmanager
-    def transaction(self) -> Iterator[psycopg.Cursor[dict[str, Any]]]:
-        """A cursor in a transaction with the actor's role and JWT claims set (``set local``).
+    def _acting(self, conn: psycopg.Connection[Any]) -> Iterator[psycopg.Cursor[dict[str, Any]]]:
+        """A cursor in a transaction of ``conn`` with the actor's role and JWT claims (``set local``)."""
+        with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(f"set local role {sql.Identifier(self.actor.role).as_string(conn)}")
+            cur.execute("select set_config('request.jwt.claims', %s, true)", (json.dumps(self.actor.claims),))
+            yield cur
+
+    def _actor_key(self) -> str:
+        return json.dumps([self.actor.role, self.actor.claims, str(self.actor.tenant_id)], sort_keys=True)
+
+    def _note_write(self) -> None:
+        """After a committed transaction on the primary: the LSN the replica must replay before this
+        actor reads from it (read-your-writes)."""
+        with self._pool.connection() as conn:
+            row = conn.execute("select pg_catalog.pg_current_wal_lsn()::text").fetchone()
+        if row:
+            self._routing.written[self._actor_key()] = str(row[0])
+
+    def _replayed(self, conn: psycopg.Connection[Any]) -> bool:
+        """Whether the replica has replayed this actor's last write, waiting up to the
+        read-your-writes wait (a server not in recovery has nothing to replay)."""
+        import time
+
+        key = self._actor_key()
+        lsn = self._routing.written.get(key)
+        deadline = time.monotonic() + self._routing.wait_s
+        while lsn is not None:
+            row = conn.execute(
+                "select coalesce(pg_catalog.pg_last_wal_replay_lsn() >= %s::pg_lsn, true)", (lsn,)
+            ).fetchone()
+            if row and row[0]:
+                self._routing.written.pop(key, None)
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+    def _read_rpc(self, name: str, args: Mapping[str, Any] | None, shape: Shape) -> Any:
+        """A read RPC on the replica, or on the primary when it has not replayed the actor's write."""
+        pool = self._routing.read_pool
+        assert pool is not None
+        try:
+            with pool.connection() as conn:
+                if self._replayed(conn):
+                    with self._acting(conn) as cur:
+                        result = self.rpc_in(cur, name, args, shape)
+                    self._routing.reads["replica"] += 1
+                    return result
+        except psycopg.Error as err:
+            raise from_db_error(err) from err
+        self._routing.reads["primary_after_write"] += 1
+        with self.transaction(track=False) as cur:
+            return self.rpc_in(cur, name, args, shape)
+
+    @contextmanager
+    def transaction(self, *, track: bool = True) -> Iterator[psycopg.Cursor[dict[str, Any]]]:
+        """A cursor in a transaction on the primary with the actor's role and JWT claims set
+        (``set local``). With a read replica, what it committed is tracked (``track``): the actor's
+        next read on the replica waits for it.
 
         Raises the typed error of a database error (``from_db_error``), also when no connection
         can be had (:class:`~hipocampo.errors.ConnectionLostError` after the pool timeout)."""
         try:
-            with (
-                self._pool.connection() as conn,
-                conn.transaction(),
-                conn.cursor(row_factory=dict_row) as cur,
-            ):
-                cur.execute(f"set local role {sql.Identifier(self.actor.role).as_string(conn)}")
-                cur.execute(
-                    "select set_config('request.jwt.claims', %s, true)",
-                    (json.dumps(self.actor.claims),),
-                )
+            with self._pool.connection() as conn, self._acting(conn) as cur:
                 yield cur
+            if track and self._routing.read_pool is not None:
+                self._note_write()
         except psycopg.Error as err:
             raise from_db_error(err) from err
 
@@ -171,9 +294,15 @@ class Hipocampo:
         """Call ``hipocampo.<name>`` with named ``args`` as this client's actor, in one transaction
         (:func:`hipocampo.rpc.call`: arguments cast to their declared types, an unknown one is
         InvalidInputError, database errors typed by SQLSTATE). ``shape``: ``value`` | ``row`` |
-        ``rows`` | ``none``."""
+        ``rows`` | ``none``. With a read replica, the read RPCs (:data:`READ_RPCS`) run there.
+        """
+        if name in READ_RPCS and self._routing.read_pool is not None:
+            return self._read_rpc(name, args, shape)
         with self.transaction() as cur:
-            return self.rpc_in(cur, name, args, shape)
+            result = self.rpc_in(cur, name, args, shape)
+        if name in READ_RPCS:
+            self._routing.reads["primary"] += 1
+        return result
 
     def rpc_in(
         self,

@@ -84,7 +84,7 @@ class SupabaseHipocampo(Hipocampo):
         raise HipocampoError("over HTTP every call acts as the access token's user", "0A000")
 
     @contextmanager
-    def transaction(self) -> Iterator[Any]:
+    def transaction(self, *, track: bool = True) -> Iterator[Any]:
         raise HipocampoError("no database connection over HTTP: use the RPC methods", "0A000")
         yield  # pragma: no cover
 

@@ -19,34 +19,10 @@ from psycopg.rows import dict_row
 
 from hipocampo.db import replica
 
-from ..conftest import World, unit_vector, vec_text
-from .memory_helpers import remember
+from ..conftest import World
+from ..reads import READS, RECORDED, reader
 
 Conn = psycopg.Connection[dict[str, Any]]
-
-# Each read RPC as a member of tenant A calls it, with the memories and chunks it records.
-READS = {
-    "hybrid_search": "select * from hipocampo.hybrid_search(query_text => 'prazo',"
-    " query_embedding => %(v)s::extensions.vector, min_similarity => -1)",
-    "answer_evidence": "select hipocampo.answer_evidence('Qual o prazo?', %(v)s::extensions.vector,"
-    " array[%(kb)s]::uuid[])",
-    "search_memories": "select * from hipocampo.search_memories(%(v)s::extensions.vector, min_score => -1)",
-    "lookup_memories": "select * from hipocampo.lookup_memories()",
-    "context_pack": "select hipocampo.context_pack(%(conv)s, 'Qual o prazo?', %(v)s::extensions.vector,"
-    " session_id => %(session)s)",
-    "search_history": "select * from hipocampo.search_history('prazo')",
-    "get_session": "select hipocampo.get_session(%(session)s, renew => false)",
-    "conversation_context": "select hipocampo.conversation_context(%(conv)s)",
-    "evidence_support": "select hipocampo.evidence_support('prazo', array[]::bigint[])",
-}
-# The reads that record themselves, with the rpc name of their record.
-RECORDED = {
-    "hybrid_search": "hybrid_search",
-    "answer_evidence": "hybrid_search",
-    "search_memories": "search_memories",
-    "lookup_memories": "lookup_memories",
-    "context_pack": "context_pack",
-}
 
 
 @pytest.fixture(scope="module")
@@ -65,18 +41,6 @@ def linked(database_url: str) -> Iterator[str]:
         )
 
 
-def _reader(db: Conn, world: World) -> dict[str, Any]:
-    """Member A with a memory, a conversation and a session: the arguments of READS."""
-    world.act("authenticated", world.member_a, world.tenant_a)
-    db.execute("select hipocampo.set_memory_consent(true)")
-    remember(db, "prefs.prazo", "curto", "Prefere prazos curtos", seed=1)
-    conv = uuid.uuid4()
-    db.execute("select hipocampo.add_message(%s, 'user', 'Qual o prazo de trancamento?')", (conv,))
-    row = db.execute("select hipocampo.open_session(%s) as v", (conv,)).fetchone()
-    assert row is not None
-    return {"v": vec_text(unit_vector(1)), "conv": conv, "session": row["v"]["session_id"], "kb": world.kb_a}
-
-
 def _queued(db: Conn, tenant: Any) -> list[dict[str, Any]]:
     return db.execute(
         "select rpc, caller, caller_role, rows_returned, cardinality(chunk_ids) as chunks,"
@@ -87,7 +51,7 @@ def _queued(db: Conn, tenant: Any) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("read", sorted(READS))
 def test_a_read_writes_nothing_but_its_queue_row(db: Conn, world: World, read: str) -> None:
-    args = _reader(db, world)
+    args = reader(db, world)
     world.act("service_role")
     before = db.execute(
         "select (select count(*) from hipocampo_private.data_access_log) as log,"
@@ -114,7 +78,7 @@ def test_a_read_writes_nothing_but_its_queue_row(db: Conn, world: World, read: s
 
 @pytest.mark.parametrize("read", sorted(READS))
 def test_every_read_runs_in_a_read_only_transaction(db: Conn, world: World, linked: str, read: str) -> None:
-    args = _reader(db, world)
+    args = reader(db, world)
     db.execute("set transaction_read_only = on")
     db.execute(READS[read], args)
     # Recorded on the primary (here the same server, through dblink: committed there already).
@@ -125,7 +89,7 @@ def test_every_read_runs_in_a_read_only_transaction(db: Conn, world: World, link
 
 
 def test_without_the_link_a_read_only_read_fails_rather_than_go_unrecorded(db: Conn, world: World) -> None:
-    args = _reader(db, world)
+    args = reader(db, world)
     db.execute("reset role")
     replica.unlink_primary(db)  # inside the test's transaction (linked or not, session-wide)
     world.act("authenticated", world.member_a, world.tenant_a)
@@ -138,7 +102,7 @@ def test_without_the_link_a_read_only_read_fails_rather_than_go_unrecorded(db: C
 
 
 def test_a_drain_turns_reads_into_the_log_the_access_times_and_the_counters(db: Conn, world: World) -> None:
-    args = _reader(db, world)
+    args = reader(db, world)
     chunks = {r["chunk_id"] for r in db.execute(READS["hybrid_search"], args).fetchall()}
     for _ in range(2):
         db.execute(READS["search_memories"], args)
@@ -160,7 +124,7 @@ def test_a_drain_turns_reads_into_the_log_the_access_times_and_the_counters(db: 
 
 
 def test_a_drain_skips_what_was_deleted_since(db: Conn, world: World) -> None:
-    args = _reader(db, world)
+    args = reader(db, world)
     db.execute(READS["hybrid_search"], args)
     world.act("authenticated", world.member_b, world.tenant_b)
     db.execute(READS["hybrid_search"], {**args})

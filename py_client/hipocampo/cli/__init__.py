@@ -62,15 +62,29 @@ def db_stop() -> None:
     console.print("stopped" if db.stop() else "not running")
 
 
+def _replica_line(as_json: bool) -> dict[str, Any] | None:
+    """The read replica's lag (with a read URL configured), printed unless ``as_json``."""
+    if not db.read_url():
+        return None
+    with _client() as client:
+        lag = client.replica_status()
+    out = {"read_url": str(db.read_url()).split("@")[-1], "lag_bytes": lag.lag_bytes, "lag_ms": round(lag.lag_ms, 1)}
+    if not as_json:
+        console.print(f"read replica: {out['read_url']}, {lag.lag_bytes} bytes / {out['lag_ms']} ms behind")
+    return out
+
+
 @db_app.command("status")
 def db_status(as_json: JsonOpt = False) -> None:
-    """Whether the embedded server runs (exit 1 when it does not)."""
+    """Whether the embedded server runs (exit 1 when it does not); with a read replica configured
+    (``HIPOCAMPO_READ_DATABASE_URL``), how far it is behind (WAL bytes and ms not replayed)."""
     url = db.external_url()
     if url:
-        if as_json:
-            console.print_json(json.dumps({"external": True, "host": url.split("@")[-1]}))
-        else:
+        if not as_json:
             console.print(f"external database configured: {url.split('@')[-1]}")
+        replica = _replica_line(as_json)
+        if as_json:
+            console.print_json(json.dumps({"external": True, "host": url.split("@")[-1], "replica": replica}))
         return
     st = db.status()
     if as_json:

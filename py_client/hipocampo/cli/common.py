@@ -70,7 +70,9 @@ def _database_url() -> str:
 def _client(tenant: str | None = None, *, create_default: bool = True) -> Hipocampo:
     url = _database_url()
     # A server that went away is reported after 10 s (one line, exit 1), not the library's 30.
-    client = Hipocampo(url, pool_timeout_s=10.0)
+    client = Hipocampo(
+        url, pool_timeout_s=10.0, read_url=db.read_url(), read_your_writes_wait_ms=db.read_your_writes_wait_ms()
+    )
     if tenant is None:
         return client
     tid = client.tenant_id(tenant)

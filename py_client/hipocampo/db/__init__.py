@@ -40,6 +40,8 @@ __all__ = [
     "ensure_database",
     "external_url",
     "migrations_dir",
+    "read_url",
+    "read_your_writes_wait_ms",
     "readiness_problems",
     "reset",
     "schedule_maintenance",
@@ -81,6 +83,25 @@ def external_url() -> str | None:
         return env
     url = str(load_config().get("database", {}).get("url", "")).strip()
     return url or None
+
+
+def read_url() -> str | None:
+    """The configured read replica URL (``HIPOCAMPO_READ_DATABASE_URL`` wins over ``[database]
+    read_url``), or None: the read RPCs then go to the primary too (issue 46 §2)."""
+    env = os.environ.get("HIPOCAMPO_READ_DATABASE_URL")
+    if env:
+        return env
+    url = str(load_config().get("database", {}).get("read_url", "")).strip()
+    return url or None
+
+
+def read_your_writes_wait_ms() -> float:
+    """``[database] read_your_writes_wait_ms``: how long a read waits for the replica to replay the
+    actor's last write before it reads from the primary (ms, >= 0; default 200)."""
+    value = float(load_config().get("database", {}).get("read_your_writes_wait_ms", 200))
+    if value < 0:
+        raise ValueError(f"[database] read_your_writes_wait_ms must be >= 0, got {value}")
+    return value
 
 
 def data_dir() -> Path:
