@@ -15,9 +15,10 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
+from tools.replica_pair import ReplicaPair
+
 from .conftest import World
 from .reads import READS, RECORDED, reader
-from .replica_servers import ReplicaPair
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("HIPOCAMPO_TEST_SERVER_URL")),
@@ -204,3 +205,59 @@ def test_db_status_shows_the_replica_lag(pair: ReplicaPair, monkeypatch: pytest.
     replica = json.loads(res.output)["replica"]
     assert replica["read_url"] == f"127.0.0.1:{pair.standby_port}/postgres?sslmode=disable"
     assert replica["lag_bytes"] >= 0 and replica["lag_ms"] >= 0
+
+
+def test_serve_reads_from_the_replica(pair: ReplicaPair, data: dict[str, Any], embedder: Any) -> None:
+    from fastapi.testclient import TestClient
+
+    from hipocampo.http import create_app
+
+    from .test_answers import SECRET, token
+
+    world: World = data["world"]
+    app = create_app(pair.primary_url, embedder, jwt_secret=SECRET, read_url=pair.standby_url)
+    body = {"conversation_id": str(data["args"]["conv"]), "query": "Qual o prazo?", "kb_ids": [str(world.kb_a)]}
+    with TestClient(app) as http:
+        pack = http.post(
+            "/context-pack", json=body, headers={"authorization": "Bearer " + token(world.member_a, world.tenant_a)}
+        )
+        assert pack.status_code == 200, pack.text
+        ready = http.get("/readyz").json()
+    assert ready["status"] == "ready" and ready["replica"]["reads"]["replica"] == 1
+    assert ready["replica"]["lag_bytes"] >= 0
+
+
+def test_an_edge_function_reads_from_the_replica_and_its_caller_s_writes_back(
+    late_pair: ReplicaPair, embedder: Any
+) -> None:
+    """memory/lookup reads from the replica (2 s late here); a client that sends back the
+    X-Hipocampo-LSN of its write as X-Hipocampo-After-LSN reads that write (from the primary)."""
+    import httpx
+
+    from hipocampo.client import Hipocampo
+
+    from .test_edge_functions import EdgeFunction, bearer, token
+
+    user = uuid.uuid4()
+    with Hipocampo(late_pair.primary_url) as service:
+        tenant = service.create_tenant("Edge", f"edge-{uuid.uuid4().hex[:6]}", user)
+    late_pair.wait_for_replay()
+    fn = EdgeFunction("memory", late_pair.primary_url, {"HIPOCAMPO_READ_DATABASE_URL": late_pair.standby_url})
+    try:
+        me = bearer(token("authenticated", user, tenant))
+        consent = httpx.post(f"{fn.url}/consent", json={"granted": True}, headers=me)
+        assert consent.status_code == 200 and "x-hipocampo-lsn" in consent.headers
+        text = "Prefere respostas curtas e diretas"
+        body = {"key": "prefs.curtas", "value": True, "description": text, "category": "preference",
+                "embedding": list(embedder.embed_query(text))}  # fmt: skip
+        written = httpx.post(f"{fn.url}/remember", json=body, headers=me)
+        assert written.status_code == 200, written.text
+        after = {**me, "X-Hipocampo-After-LSN": written.headers["x-hipocampo-lsn"]}
+        stale = httpx.post(f"{fn.url}/lookup", json={}, headers=me).json()["results"]
+        fresh = httpx.post(f"{fn.url}/lookup", json={}, headers=after).json()["results"]
+        assert ([m["key"] for m in stale], [m["key"] for m in fresh]) == ([], ["prefs.curtas"])
+        late_pair.wait_for_replay()
+        replayed = httpx.post(f"{fn.url}/lookup", json={}, headers=me).json()["results"]
+        assert [m["key"] for m in replayed] == ["prefs.curtas"]
+    finally:
+        fn.stop()

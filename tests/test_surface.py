@@ -1,7 +1,7 @@
 """Python calls the public RPC surface only (issue 17 §2), and the package's layers import
 downwards only (issue 17 §3): surfaces (cli, http) → services (answers, memory, ingest,
 embeddings, agents, backfill, evaluation, kb_eval, datasets, calibration, answer_sets) → the client
-(client, rpc, models, errors, text, config, resources) → the database bootstrap (db)."""
+(client, rpc, models, errors, text, config, resources, replication) → the database bootstrap (db)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ SERVICES = {
     "answers", "memory", "ingest", "embeddings", "agents", "backfill", "evaluation", "datasets", "calibration",
     "answer_sets", "kb_eval",
 }  # fmt: skip
-CLIENT = {"client", "rpc", "models", "errors", "config", "resources", "text", "supabase_client"}
+CLIENT = {"client", "rpc", "models", "errors", "config", "resources", "text", "supabase_client", "replication"}
 DB = {"db"}
 
 

@@ -198,13 +198,13 @@ class Hipocampo:
         return dict(self._routing.reads)
 
     def replica_status(self) -> Any:
-        """The read replica's lag behind the primary (:class:`hipocampo.db.replica.ReplicaStatus`:
+        """The read replica's lag behind the primary (:class:`hipocampo.replication.ReplicaStatus`:
         WAL bytes and ms not replayed), or None without a read URL.
 
         Raises:
             ConnectionLostError: either server is unreachable.
         """
-        from .db.replica import replica_status
+        from .replication import replica_status
 
         if self._routing.read_pool is None:
             return None

@@ -128,6 +128,7 @@ def db_link_primary(
         str | None,
         typer.Argument(help="The primary's connection URL as its standbys reach it (default: this database's)."),
     ] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Link this database (the primary) to itself for its read replicas: a read on a hot standby
     records itself on the primary through dblink (server hipocampo_primary), so replica reads are
@@ -140,7 +141,11 @@ def db_link_primary(
     target = _database_url()
     with psycopg.connect(target, autocommit=True) as conn:
         replica.link_primary(conn, url or target)
-    console.print(f"linked: reads in read-only transactions are recorded on {(url or target).split('@')[-1]}")
+    where = (url or target).split("@")[-1]
+    if as_json:
+        console.print_json(json.dumps({"linked": where}))
+    else:
+        console.print(f"linked: reads in read-only transactions are recorded on {where}")
 
 
 @db_app.command("reset")

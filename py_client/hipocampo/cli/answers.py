@@ -123,7 +123,14 @@ def serve(
             "your project's asymmetric signing keys) before serving"
         )
         raise typer.Exit(code=1)
-    app = create_app(url, provider_from_config(), jwt_secret=secret or None, dev_user=local)
+    app = create_app(
+        url,
+        provider_from_config(),
+        jwt_secret=secret or None,
+        dev_user=local,
+        read_url=db.read_url(),
+        read_your_writes_wait_ms=db.read_your_writes_wait_ms(),
+    )
     at = port or int(http.get("port", 8000))
     console.print(f"hub: http://{bind}:{at}/hub" + ("  (sign in as the local development user)" if local else ""))
     uvicorn.run(app, host=bind, port=at)

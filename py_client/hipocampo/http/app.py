@@ -222,7 +222,9 @@ class _Endpoints:
     def readyz(self) -> JSONResponse:
         """Readiness: 200 when the database answers and is seeded; 503 with ``status``
         "unavailable" (unreachable) or "not_configured" (``problems``: config keys not seeded, no
-        active embedding model; see :func:`hipocampo.db.readiness_problems`)."""
+        active embedding model; see :func:`hipocampo.db.readiness_problems`). With a read replica,
+        ``replica``: its lag (``lag_bytes``, ``lag_ms``) and where the reads went (``reads``:
+        replica, primary, primary_after_write); an unreachable replica is "unavailable"."""
         try:
             with self.root.transaction() as cur:  # service_role: may read the config rows
                 problems = readiness_problems(cur.connection)
@@ -230,7 +232,14 @@ class _Endpoints:
             return JSONResponse({"status": "unavailable", "error": str(exc)}, 503)
         if problems:
             return JSONResponse({"status": "not_configured", "problems": problems}, 503)
-        return JSONResponse({"status": "ready"})
+        try:
+            lag = self.root.replica_status()
+        except HipocampoError as exc:
+            return JSONResponse({"status": "unavailable", "error": f"read replica: {exc}"}, 503)
+        if lag is None:
+            return JSONResponse({"status": "ready"})
+        replica = {"lag_bytes": lag.lag_bytes, "lag_ms": round(lag.lag_ms, 1), "reads": self.root.read_counts}
+        return JSONResponse({"status": "ready", "replica": replica})
 
     def ask(self, body: AskRequest, request: Request, authorization: str | None = Header(default=None)) -> JSONResponse:
         """Answer with cited sources or refuse (see ``Orchestrator.ask``)."""
@@ -342,6 +351,8 @@ def create_app(
     jwks_url: str | None = None,
     pool_timeout_s: float = 5.0,
     dev_user: DevUser | None = None,
+    read_url: str | None = None,
+    read_your_writes_wait_ms: float = 200.0,
 ) -> FastAPI:
     """The FastAPI app over the database at ``url``.
 
@@ -355,6 +366,9 @@ def create_app(
             the secret, ES256 / RS256 the JWKS key named by its ``kid``.
         pool_timeout_s: seconds to wait for a connection before answering 503.
         dev_user: the hub's local development user (``hipocampo serve --dev-user``), or None.
+        read_url: a read replica of ``url``'s database: the read RPCs go there, with each
+            caller's own writes read back (:class:`hipocampo.client.Hipocampo`'s ``read_url`` and
+            ``read_your_writes_wait_ms``).
 
     Raises:
         RuntimeError: neither a JWT secret nor a JWKS URL configured.
@@ -368,7 +382,9 @@ def create_app(
     if not secret and not jwks_at:
         raise RuntimeError(f"no JWT key: set ${secret_env} (HS256) or ${jwks_env} (asymmetric signing keys)")
     verifier = _JwtVerifier(secret, jwks_at, str(http.get("jwt_audience", "authenticated")))
-    root = Hipocampo(url, pool_timeout_s=pool_timeout_s)
+    root = Hipocampo(
+        url, pool_timeout_s=pool_timeout_s, read_url=read_url, read_your_writes_wait_ms=read_your_writes_wait_ms
+    )
     endpoints = _Endpoints(root, verifier, embedder, str(config.get("rag", {}).get("refusal_message", "")))
 
     mcp_app, mcp_server = _mcp(url, embedder, verifier, http)

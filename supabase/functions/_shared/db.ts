@@ -47,10 +47,63 @@ export function database(): Sql {
   return shared;
 }
 
-/** Runs `work` in one transaction as `actor` (role + JWT claims); rolled back if it throws. */
-export async function asActor<T>(actor: Actor, work: (tx: Tx) => Promise<T>): Promise<T> {
+let replica: Sql | null | undefined;
+
+/**
+ * The read replica's pool (`HIPOCAMPO_READ_DATABASE_URL`: a Supabase read replica's connection
+ * string, or a streaming standby), or null when none is configured (issue 46 §2).
+ */
+export function readDatabase(): Sql | null {
+  if (replica === undefined) {
+    const url = Deno.env.get("HIPOCAMPO_READ_DATABASE_URL");
+    replica = url ? connect(url) : null;
+  }
+  return replica;
+}
+
+/** A WAL position (`0/3A1B2C8`), as PostgreSQL prints a pg_lsn. */
+const LSN = /^[0-9A-F]{1,8}\/[0-9A-F]{1,8}$/i;
+
+/**
+ * Whether the replica has replayed the write at `lsn` (read-your-writes), waiting up to
+ * `HIPOCAMPO_READ_YOUR_WRITES_WAIT_MS` (default 200, as `[database] read_your_writes_wait_ms`).
+ * No lsn (or not a WAL position): nothing to wait for.
+ */
+export async function replayed(sql: Sql, lsn: string | null): Promise<boolean> {
+  if (!lsn || !LSN.test(lsn)) return true;
+  const waitMs = Math.max(0, Number(Deno.env.get("HIPOCAMPO_READ_YOUR_WRITES_WAIT_MS") ?? "200") || 0);
+  const deadline = performance.now() + waitMs;
+  for (;;) {
+    const rows = await sql.unsafe(
+      "select coalesce(pg_catalog.pg_last_wal_replay_lsn() >= $1::pg_lsn, true) as done",
+      [lsn],
+    );
+    if (rows[0]?.done) return true;
+    if (performance.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** The primary's WAL position after a committed write: the token a later read waits for. */
+export async function writePosition(): Promise<string> {
+  const rows = await database().unsafe("select pg_catalog.pg_current_wal_lsn()::text as lsn");
+  return String(rows[0].lsn);
+}
+
+/**
+ * Runs `work` in one transaction as `actor` (role + JWT claims); rolled back if it throws. With
+ * `read.replica` the transaction runs on the read replica when one is configured and has replayed
+ * `read.after` (the caller's last write, `X-Hipocampo-After-LSN`); else on the primary.
+ */
+export async function asActor<T>(
+  actor: Actor,
+  work: (tx: Tx) => Promise<T>,
+  read: { replica: boolean; after: string | null } = { replica: false, after: null },
+): Promise<T> {
   const role = actor.role === "service_role" ? "service_role" : "authenticated";
-  return await database().begin(async (tx) => {
+  const standby = read.replica ? readDatabase() : null;
+  const sql = standby && await replayed(standby, read.after) ? standby : database();
+  return await sql.begin(async (tx) => {
     await tx.unsafe(`set local role ${role}`);
     await tx.unsafe("select set_config('request.jwt.claims', $1, true)", [JSON.stringify(actor.claims)]);
     return await work(tx);

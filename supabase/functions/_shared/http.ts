@@ -6,9 +6,9 @@
 
 export const corsHeaders: Record<string, string> = {
   "Access-Control-Allow-Origin": "*",
-  "Access-Control-Allow-Headers": "authorization, x-client-info, apikey, content-type",
+  "Access-Control-Allow-Headers": "authorization, x-client-info, apikey, content-type, x-hipocampo-after-lsn",
   "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
-  "Access-Control-Expose-Headers": "x-trace-id, retry-after",
+  "Access-Control-Expose-Headers": "x-trace-id, retry-after, x-hipocampo-lsn",
 };
 
 /** An error that becomes an HTTP response `{"error", "trace_id"}` with `status` and `headers`. */

@@ -6,7 +6,7 @@
  */
 import { isIP } from "node:net";
 import { type Actor, actorOf } from "./auth.ts";
-import { asActor, takeIpRateLimit, type Tx } from "./db.ts";
+import { asActor, readDatabase, takeIpRateLimit, type Tx, writePosition } from "./db.ts";
 import {
   corsHeaders,
   HttpError,
@@ -24,9 +24,17 @@ export interface RouteContext {
   tx: Tx;
 }
 
-/** A route: its method and what it answers (JSON, status 200; a `Reply` sets another status). */
+/**
+ * A route: its method and what it answers (JSON, status 200; a `Reply` sets another status).
+ * `reads`: it only reads (search, recall, lookup, history, context pack), so a read replica may
+ * serve it (`HIPOCAMPO_READ_DATABASE_URL`); the others run on the primary and, with a replica
+ * configured, answer the primary's WAL position in `X-Hipocampo-LSN`, which a client sends back
+ * as `X-Hipocampo-After-LSN` to read its own write (the read waits for the replica to replay it,
+ * then reads from the primary).
+ */
 export interface Route {
   method: "GET" | "POST";
+  reads?: boolean;
   run: (ctx: RouteContext) => Promise<unknown>;
 }
 
@@ -121,10 +129,16 @@ export function handler(
       const body = route.method === "POST"
         ? await readObject(req)
         : Object.fromEntries(new URL(req.url).searchParams) as Record<string, unknown>;
-      const result = await asActor(actor, (tx) => route.run({ actor, body, tx }));
+      const result = await asActor(actor, (tx) => route.run({ actor, body, tx }), {
+        replica: route.reads === true,
+        after: req.headers.get("x-hipocampo-after-lsn"),
+      });
+      const written = !route.reads && readDatabase()
+        ? { "X-Hipocampo-LSN": await writePosition() }
+        : undefined;
       response = result instanceof Reply
-        ? json({ ...result.body, trace_id: trace }, result.status, trace)
-        : json(result, 200, trace);
+        ? json({ ...result.body, trace_id: trace }, result.status, trace, written)
+        : json(result, 200, trace, written);
     } catch (err) {
       response = errorResponse(err, trace);
     }

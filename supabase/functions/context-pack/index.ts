@@ -37,5 +37,7 @@ export const contextPack: Rpc = {
 };
 
 if (import.meta.main) {
-  serve("context-pack", { "": { method: "POST", run: ({ tx, body }) => callRpc(tx, contextPack, body) } });
+  serve("context-pack", {
+    "": { method: "POST", reads: true, run: ({ tx, body }) => callRpc(tx, contextPack, body) },
+  });
 }

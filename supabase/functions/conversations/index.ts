@@ -72,6 +72,7 @@ export const routes: Record<string, Route> = {
   },
   history: {
     method: "POST",
+    reads: true,
     run: async ({ tx, body }) => ({ results: await callRpc(tx, conversationRpcs.history, body) }),
   },
 };

@@ -136,10 +136,12 @@ export const routes: Record<string, Route> = {
   remember: { method: "POST", run: ({ tx, body }) => remember(tx, body) },
   recall: {
     method: "POST",
+    reads: true,
     run: async ({ tx, body }) => ({ results: await callRpc(tx, memoryRpcs.recall, body) }),
   },
   lookup: {
     method: "POST",
+    reads: true,
     run: async ({ tx, body }) => ({ results: withoutEmbeddings(await callRpc(tx, memoryRpcs.lookup, body)) }),
   },
   correct: { method: "POST", run: ({ tx, body }) => callRpc(tx, memoryRpcs.correct, body) },

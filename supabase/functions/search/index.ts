@@ -43,6 +43,10 @@ export const hybridSearch: Rpc = {
 
 if (import.meta.main) {
   serve("search", {
-    "": { method: "POST", run: async ({ tx, body }) => ({ results: await callRpc(tx, hybridSearch, body) }) },
+    "": {
+      method: "POST",
+      reads: true,
+      run: async ({ tx, body }) => ({ results: await callRpc(tx, hybridSearch, body) }),
+    },
   });
 }

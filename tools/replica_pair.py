@@ -1,4 +1,5 @@
-"""A primary and its streaming hot standby on loopback, of the embedded server's binaries (issue 46 §2).
+"""A primary and its streaming hot standby on loopback, of the embedded server's binaries (issue 46
+§2: tests/test_replica.py, benchmarks/replica.py).
 
 ``ReplicaPair.start()`` initialises a primary (trust auth, TCP on 127.0.0.1, a free port), applies
 the shim and the migrations, links it to itself for reads recorded from a standby
