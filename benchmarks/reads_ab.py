@@ -1,7 +1,7 @@
 """The read RPCs with and without their writes, in the same run (issue 46 §1).
 
-Usage:  .venv/bin/python benchmarks/reads_ab.py [--ref fe36eff] [--sets faquad,scifact] [--memories 300]
-        [--queries 100] [--rounds 3] [--write]
+Usage:  .venv/bin/python benchmarks/reads_ab.py [--ref fe36eff] [--sets faquad,scifact] [--memories 200]
+        [--queries 100] [--rounds 3] [--latency-tenants] [--write]
 
 ``before`` = ``hybrid_search`` and ``search_memories`` as ``supabase/schemas/`` defined them at git
 ``--ref`` (the last version whose reads wrote: a data_access_log row and the chunks' access times
@@ -9,8 +9,11 @@ for a search, the access counters of the memories for a recall), installed for t
 ``bench_ref.*`` with the helpers they wrote through, and dropped afterwards; ``after`` = the current
 ones, whose only write is one read_queue row. Each set's corpus is a knowledge base of tenant
 ``bench`` (as benchmarks/retrieval.py builds it, analysed), its test questions asked as the tenant's
-member (RLS, JWT claims); the memories are ``--memories`` SciFact questions remembered by that
-member (all-MiniLM-L6-v2), recalled with the next ``--queries`` (``min_score => -1``: k rows). The
+member (RLS, JWT claims); with ``--latency-tenants`` also SciFact questions over
+benchmarks/latency.py's 100k chunks in 50 tenants, each as the member of one tenant in its
+knowledge base. The memories are ``--memories`` SciFact questions offered to ``remember`` by that
+member (all-MiniLM-L6-v2; those the memory gate keeps), recalled with the next ``--queries``
+(``min_score => -1``: k rows). The
 two versions in turn, which first alternating per round, one transaction per call; both must
 return the same rows and scores (the run fails otherwise). Then the work the reads no longer do
 is timed where it went: ``drain_read_queue`` over the rows the ``after`` calls queued (ms per
@@ -25,6 +28,7 @@ import shlex
 import statistics
 import sys
 import time
+import uuid
 from typing import Any
 
 import psycopg
@@ -56,21 +60,23 @@ def _vec(v: Any) -> str:
 
 def _ab(
     conn: psycopg.Connection[Any],
-    claims: str,
+    claims: str | list[str],
     call: str,
     fns: tuple[str, str],
     params: list[tuple[Any, ...]],
     rounds: int,
 ) -> dict[str, list[float]]:
-    """Time ``call`` with each version over ``params``; fail when their answers differ."""
+    """Time ``call`` with each version over ``params`` (call i as ``claims[i]``, or all as one
+    member); fail when their answers differ."""
     times: dict[str, list[float]] = {"before": [], "after": []}
     answers: dict[str, list[Any]] = {}
     versions = [("before", fns[0]), ("after", fns[1])]
+    who = claims if isinstance(claims, list) else [claims] * len(params)
     for n_round in range(rounds):
         for label, fn in versions if n_round % 2 == 0 else versions[::-1]:
             answers[label] = []
-            for p in params:
-                with as_member(conn, claims) as cur:
+            for p, member in zip(params, who, strict=True):
+                with as_member(conn, member) as cur:
                     t0 = time.perf_counter()
                     cur.execute(call.format(fn=fn), p)  # type: ignore[arg-type]
                     got = cur.fetchall()
@@ -101,13 +107,39 @@ def _row(name: str, size: str, times: dict[str, list[float]]) -> str:
     return f"| {name} | {size} | {len(times['after'])} | {before} | {after} | {b / a:.2f}× |"
 
 
+def _at_scale(conn: psycopg.Connection[Any], embedder: Any, args: argparse.Namespace) -> str:
+    """hybrid_search over benchmarks/latency.py's tenants (lat-00 …, 2,000 SciFact chunks each):
+    query i as the member of tenant i mod n, in that tenant's knowledge base."""
+    scopes = conn.execute(
+        "select t.id, k.id, t.slug from hipocampo_private.tenants as t"
+        " join hipocampo_private.knowledge_bases as k on k.tenant_id = t.id and k.name = 'scifact'"
+        " where t.slug like 'lat-%%' order by t.slug"
+    ).fetchall()
+    if not scopes:
+        sys.exit("--latency-tenants: no lat-NN tenants; run benchmarks/latency.py first")
+    total = conn.execute("select count(*) from hipocampo_private.chunks").fetchone()
+    texts = list(load_beir("scifact").queries.values())[: args.queries]
+    params, who = [], []
+    for i, q in enumerate(texts):
+        tid, kb, slug = scopes[i % len(scopes)]
+        member = uuid.uuid5(uuid.NAMESPACE_URL, f"hipocampo-bench/{slug}")
+        who.append(json.dumps({"sub": str(member), "role": "authenticated", "app_metadata": {"tenant_id": str(tid)}}))
+        params.append((q, _vec(embedder.embed_query(q)), str(kb)))
+    fns = ("bench_ref.hybrid_search", "hipocampo.hybrid_search")
+    size = f"{(total or [0])[0]:,} chunks, {len(scopes)} tenants"
+    return _row("hybrid_search, latency tenants", size, _ab(conn, who, SEARCH, fns, params, args.rounds))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--ref", default="fe36eff", help="git revision of the writing reads")
     ap.add_argument("--sets", default="faquad,scifact")
-    ap.add_argument("--memories", type=int, default=300)
+    ap.add_argument("--memories", type=int, default=200)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument(
+        "--latency-tenants", action="store_true", help="also hybrid_search over benchmarks/latency.py's 50 tenants"
+    )
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     url = db.ensure_database()
@@ -138,7 +170,13 @@ def main() -> None:
                 )
                 queued += len(params) * args.rounds
                 print(rows[-1], flush=True)
+            if args.latency_tenants:
+                rows.append(_at_scale(conn, embedder, args))
+                queued += args.queries * args.rounds
+                print(rows[-1], flush=True)
             notes = list(load_beir("scifact").queries.values())
+            if len(notes) < args.memories + args.queries:
+                sys.exit(f"SciFact has {len(notes)} questions: --memories + --queries must not exceed it")
             member = root.as_actor(Actor(
                 "authenticated", json.loads(claims), None
             ))  # fmt: skip

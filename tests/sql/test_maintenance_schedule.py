@@ -24,6 +24,7 @@ JOBS = {
     "hipocampo-retention-purge": ("37 3 * * *", "select hipocampo.purge_expired()"),
     "hipocampo-transient-purge": ("*/30 * * * *", "select hipocampo.purge_transient_state()"),
     "hipocampo-interrupted-ingestion": ("*/5 * * * *", "select hipocampo.recover_ingestion_jobs()"),
+    "hipocampo-read-queue": ("* * * * *", "select hipocampo.drain_read_queue()"),
 }
 
 
@@ -91,6 +92,7 @@ def test_rescheduling_follows_the_config_and_keeps_one_job_each(db: Conn) -> Non
         "hipocampo-retention-purge": "37 3 * * *",
         "hipocampo-transient-purge": "*/30 * * * *",
         "hipocampo-interrupted-ingestion": "*/5 * * * *",
+        "hipocampo-read-queue": "* * * * *",
     }
     assert _jobs(db) == {**JOBS, "hipocampo-memory-maintenance": ("0 4 * * 0", JOBS["hipocampo-memory-maintenance"][1])}
 

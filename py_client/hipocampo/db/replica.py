@@ -37,7 +37,7 @@ def link_primary(conn: psycopg.Connection[Any], primary_url: str) -> None:
         psycopg.Error: the owner may not create servers (needs usage on dblink_fdw), or dblink is
             not installed (migrations install it).
     """
-    parts = {k: v for k, v in conninfo_to_dict(primary_url).items() if v is not None}
+    parts = {k: v for k, v in conninfo_to_dict(primary_url).items() if v not in (None, "")}
     server = {k: str(v) for k, v in parts.items() if k in _SERVER_OPTIONS}
     mapping: dict[str, str] = {k: str(parts[k]) for k in ("user", "password") if k in parts}
     with conn.transaction():
