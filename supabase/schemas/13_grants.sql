@@ -150,6 +150,8 @@ grant execute on function hipocampo.purge_expired(now timestamp with time zone) 
 grant execute on function hipocampo.purge_sessions(now timestamp with time zone) to service_role;
 grant execute on function hipocampo.purge_transient_state(now timestamp with time zone) to service_role;
 grant execute on function hipocampo.drain_read_queue(max_rows integer) to service_role;
+grant execute on function hipocampo.tenant_digest(tenant_id uuid) to service_role;
+grant execute on function hipocampo_private._tenant_tables() to service_role;
 grant execute on function hipocampo.question_refusal(question text, min_chars integer, max_chars integer) to authenticated, service_role;
 grant execute on function hipocampo.rag_config(kb_id uuid, agent text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.record_answer(trace_id uuid, question text, answer_source text, reason text, confidence real, candidates integer, filtered integer, evidence_chunk_ids bigint[], timings_ms jsonb, latency_ms real, kb_ids uuid[], agent text, user_id uuid, tenant_id uuid) to authenticated, service_role;

@@ -25,7 +25,16 @@ from .answers import ask, serve
 from .calibrate import calibrate
 from .common import JsonOpt, TenantOpt, _client, _database_url, _fail, console, err_console
 from .evaluate import kb_eval
-from .lifecycle import config_app, doc_app, kb_delete, member_app, tenant_delete, tenant_list
+from .lifecycle import (
+    config_app,
+    doc_app,
+    kb_delete,
+    member_app,
+    tenant_delete,
+    tenant_export,
+    tenant_import,
+    tenant_list,
+)
 from .memory import memory_app
 from .model import model_app
 
@@ -614,6 +623,8 @@ app.add_typer(config_app, name="config")
 app.add_typer(model_app, name="model")
 tenant_app.command("list")(tenant_list)
 tenant_app.command("delete")(tenant_delete)
+tenant_app.command("export")(tenant_export)
+tenant_app.command("import")(tenant_import)
 kb_app.command("delete")(kb_delete)
 kb_app.command("eval")(kb_eval)
 app.command()(ask)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -14,7 +15,7 @@ from rich.table import Column, Table
 
 from ..client import Actor, Hipocampo
 from ..errors import HipocampoError, InvalidInputError, NotFoundError
-from .common import JsonOpt, TenantOpt, _client, _fail, console, err_console
+from .common import JsonOpt, TenantOpt, _client, _database_url, _fail, console, err_console
 
 __all__ = ["config_app", "doc_app", "kb_delete", "member_app", "tenant_delete", "tenant_list"]
 
@@ -90,6 +91,42 @@ def tenant_delete(
         f"{out['memories']} memories, {out['messages']} messages, {out['members']} members",
         as_json,
     )
+
+
+def tenant_export(
+    slug: Annotated[str, typer.Argument(help="The tenant's slug (or id).")],
+    file: Annotated[Path, typer.Argument(help="The file to write (a gzipped tar).")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Write a tenant, every table that holds it, to a file (one consistent snapshot), with the
+    digest `tenant import` checks: the offline way to move a tenant to another database."""
+    from ..db.tenant_copy import export_tenant
+
+    try:
+        manifest = export_tenant(_database_url(), slug, file)
+    except HipocampoError as exc:
+        raise _fail(exc) from exc
+    rows = {name: d["rows"] for name, d in manifest["digest"].items()}
+    out = {"tenant": manifest["tenant"], "file": str(file), "rows": rows}
+    _say(out, f"exported tenant {manifest['tenant']['slug']} to {file}: {sum(rows.values())} rows", as_json)
+
+
+def tenant_import(
+    file: Annotated[Path, typer.Argument(help="A file `tenant export` wrote.")],
+    to: Annotated[str | None, typer.Option("--to", help="The target database's URL (default: this database).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write an exported tenant into a database with the same migrations, in one transaction: its
+    rows (the BM25 tables rebuilt), identity sequences moved past the source's, and the tenant's
+    digest compared with the source's; on any difference or collision nothing is kept."""
+    from ..db.tenant_copy import import_tenant
+
+    try:
+        digest = import_tenant(to or _database_url(), file)
+    except HipocampoError as exc:
+        raise _fail(exc) from exc
+    rows = {name: d["rows"] for name, d in digest.items()}
+    _say({"file": str(file), "rows": rows}, f"imported {file}: {sum(rows.values())} rows, digest checked", as_json)
 
 
 @member_app.command("add")
