@@ -1099,6 +1099,8 @@ SERVICE_SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] =
     "run_memory_maintenance": _texts(now=NOW),
     "take_ip_rate_limit": _texts(ip=IP),
     "cache_put": _cache_put,
+    "drain_read_queue": _texts(max_rows=INT),
+    "tenant_digest": _ids("tenant_id", default="tenant_a"),
 }
 
 # A parameter whose type differs between RPCs of the same name.
