@@ -27,8 +27,9 @@ Conn = psycopg.Connection[dict[str, Any]]
 # The reads whose answers hold no time of the reading (context_pack and get_session carry expiries).
 SAME = ("hybrid_search", "answer_evidence", "search_memories", "lookup_memories", "search_history",
         "evidence_support", "conversation_context")  # fmt: skip
-# Tables that hold a tenant's rows but are not copied: a copy starts with an empty answer cache.
-NOT_COPIED = {"answer_cache"}
+# Tables that hold a tenant's rows but are not copied: a copy starts with an empty answer cache;
+# tenant_moves is the source's record of where its tenants went.
+NOT_COPIED = {"answer_cache", "tenant_moves"}
 
 
 def _act(conn: Conn, role: str, sub: Any = None, tenant: Any = None) -> None:

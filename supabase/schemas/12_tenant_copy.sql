@@ -15,8 +15,9 @@ Purpose: every table of hipocampo_private that holds a tenant's rows, in an orde
   references, numbered again by the target) and whether the table is derived (kb_postings,
   kb_term_stats, kb_text_stats: rebuilt by the chunks' triggers when the chunks are written, so
   copied by rebuilding and checked by the digest). Left out: answer_cache (a copy starts with an
-  empty cache), rate_limit_buckets and embedding_failures (transient), and the global tables
-  (embedding_models, model_calibrations, project_secrets, the global settings row).
+  empty cache), rate_limit_buckets and embedding_failures (transient), tenant_moves (the source's
+  record of its moves), and the global tables (embedding_models, model_calibrations,
+  project_secrets, the global settings row).
 Returns: one row per table, ord ascending.
 Errors: none.
 Example: select name from hipocampo_private._tenant_tables() order by ord;
@@ -98,3 +99,55 @@ $$;
 
 comment on function hipocampo.tenant_digest(uuid) is
 'Row counts and md5 of a tenant''s rows per table: the check of a tenant copied to another database.';
+
+-- The online move (`hipocampo tenant move`): on the source, the tenants being moved. While a
+-- row's frozen_at is set, the move's triggers (_refuse_moving_tenant, created on the tenant tables
+-- for the move and dropped after it) refuse the tenant's writes; moved_at is the cut-over.
+create table hipocampo_private.tenant_moves (
+    tenant_id uuid primary key,
+    target text not null,
+    started_at timestamptz not null default now(),
+    frozen_at timestamptz,
+    moved_at timestamptz
+);
+
+-- No policy: the operator's table (the move runs as the database owner).
+alter table hipocampo_private.tenant_moves enable row level security;
+
+comment on table hipocampo_private.tenant_moves is
+'Tenants moved (or being moved) to another database: target (host and database, no secret), freeze and cut-over times.';
+
+/*
+_refuse_moving_tenant() -> trigger
+
+Purpose: the freeze of a tenant move: a row trigger (before insert, update or delete) that the
+  move creates on each tenant table with the tenant column as its argument, refusing any write of
+  a row of a tenant whose tenant_moves row is frozen. Other tenants' writes pass. Each write holds
+  the tenant's advisory lock shared until it commits; the freeze takes it exclusively, so no write
+  that passed the check commits after the freeze (the move's position after the freeze covers it).
+Errors: 55000 "tenant … is moving to another database: retry in a moment".
+Returns: the row, unchanged.
+Example: create trigger hipocampo_moving before insert or update or delete on hipocampo_private.chunks
+  for each row execute function hipocampo_private._refuse_moving_tenant('tenant_id');
+*/
+-- definer because a member's write must read the move table, which no client role reads.
+create or replace function hipocampo_private._refuse_moving_tenant()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    t uuid;
+begin
+    execute format('select ($1).%I', tg_argv[0]) into t using coalesce(new, old);
+    -- Held until this write commits: the freeze takes it exclusively, so it waits for this write.
+    perform pg_catalog.pg_advisory_xact_lock_shared(pg_catalog.hashtextextended(t::text, 0));
+    if exists (
+        select 1 from hipocampo_private.tenant_moves as m where m.tenant_id = t and m.frozen_at is not null
+    ) then
+        raise exception 'tenant % is moving to another database: retry in a moment', t using errcode = '55000';
+    end if;
+    return coalesce(new, old);
+end;
+$$;

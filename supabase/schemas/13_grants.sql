@@ -42,6 +42,7 @@ grant all on hipocampo_private.conversation_summaries to service_role;
 grant select on hipocampo_private.data_access_log to authenticated;
 grant all on hipocampo_private.data_access_log to service_role;
 grant all on hipocampo_private.read_queue to service_role;
+grant all on hipocampo_private.tenant_moves to service_role;
 grant select, insert, update, delete on hipocampo_private.documents to authenticated;
 grant all on hipocampo_private.documents to service_role;
 grant select on hipocampo_private.embedding_models to authenticated;

@@ -34,6 +34,7 @@ from .lifecycle import (
     tenant_export,
     tenant_import,
     tenant_list,
+    tenant_move,
 )
 from .memory import memory_app
 from .model import model_app
@@ -625,6 +626,7 @@ tenant_app.command("list")(tenant_list)
 tenant_app.command("delete")(tenant_delete)
 tenant_app.command("export")(tenant_export)
 tenant_app.command("import")(tenant_import)
+tenant_app.command("move")(tenant_move)
 kb_app.command("delete")(kb_delete)
 kb_app.command("eval")(kb_eval)
 app.command()(ask)

@@ -68,10 +68,15 @@ def _database_url() -> str:
 
 
 def _client(tenant: str | None = None, *, create_default: bool = True) -> Hipocampo:
-    url = _database_url()
+    # A tenant moved to a database of its own (`hipocampo tenant move`) is served from there.
+    moved = db.tenant_database_url(tenant) if tenant else None
+    url = moved or _database_url()
     # A server that went away is reported after 10 s (one line, exit 1), not the library's 30.
     client = Hipocampo(
-        url, pool_timeout_s=10.0, read_url=db.read_url(), read_your_writes_wait_ms=db.read_your_writes_wait_ms()
+        url,
+        pool_timeout_s=10.0,
+        read_url=None if moved else db.read_url(),
+        read_your_writes_wait_ms=db.read_your_writes_wait_ms(),
     )
     if tenant is None:
         return client

@@ -129,6 +129,40 @@ def tenant_import(
     _say({"file": str(file), "rows": rows}, f"imported {file}: {sum(rows.values())} rows, digest checked", as_json)
 
 
+def tenant_move(
+    slug: Annotated[str, typer.Argument(help="The tenant's slug (or id).")],
+    to: Annotated[str | None, typer.Option("--to", help="The target database's URL (same migrations).")] = None,
+    finish: Annotated[
+        bool, typer.Option("--finish", help="After the grace period: delete the moved tenant's rows here.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Move a tenant to another database online (logical replication): its rows copied while it
+    keeps working, then its writes refused for the cut-over (seconds), the copy checked table by
+    table, its users moved there. Then point `[database.tenants]` at the target; `--finish` deletes
+    what stays here after the grace period."""
+    from ..db.tenant_move import finish_move, move_tenant
+
+    try:
+        if finish:
+            out = finish_move(_database_url(), slug)
+            _say(out, f"deleted the moved tenant {slug} from this database", as_json)
+            return
+        if not to:
+            raise _fail(InvalidInputError("give the target database: --to URL", "22023"))
+        out = move_tenant(_database_url(), slug, to, say=lambda line: err_console.print(line, highlight=False))
+    except HipocampoError as exc:
+        raise _fail(exc) from exc
+    rows = {name: d["rows"] for name, d in out["digest"].items()}
+    summary = {"tenant": out["tenant"], "target": out["target"], "freeze_ms": round(out["freeze_ms"]), "rows": rows}
+    _say(
+        summary,
+        f"moved {slug} to {out['target']} ({sum(rows.values())} rows, writes paused {summary['freeze_ms']} ms); add "
+        f'`{slug} = "<its URL>"` under [database.tenants] in config.toml',
+        as_json,
+    )
+
+
 @member_app.command("add")
 def member_add(
     user: Annotated[str, typer.Argument(help="The user's auth id (uuid: the JWT's sub).")],

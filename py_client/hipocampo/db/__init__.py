@@ -50,6 +50,7 @@ __all__ = [
     "start",
     "status",
     "stop",
+    "tenant_database_url",
 ]
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,14 @@ def read_url() -> str | None:
     if env:
         return env
     url = str(load_config().get("database", {}).get("read_url", "")).strip()
+    return url or None
+
+
+def tenant_database_url(slug: str) -> str | None:
+    """The database of a tenant moved out of the main one (``hipocampo tenant move``): ``[database.tenants]``
+    in config.toml maps its slug to the URL (``sol = "postgresql://…"``); None for the main database."""
+    tenants = load_config().get("database", {}).get("tenants", {})
+    url = str(tenants.get(slug, "")).strip() if isinstance(tenants, dict) else ""
     return url or None
 
 
