@@ -21,7 +21,7 @@ SUPABASE_CLI := .supabase-cli/node_modules/.bin/supabase
 PGTAP := .pgtap/stamp
 PGTAP_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
 CHROMIUM := .chromium/stamp
-PG15 := .pg15/stamp-with-plpgsql-check
+PG15 := .pg15/stamp-with-client
 PG15_BIN := .pg15/usr/lib/postgresql/15/bin
 export DENO_DIR := $(CURDIR)/.deno/cache
 export HF_HUB_OFFLINE := 1
@@ -67,14 +67,15 @@ $(CHROMIUM):
 	rm -rf .chromium/debs
 	touch $(CHROMIUM)
 
-# PostgreSQL 15, the oldest major version Supabase runs: Debian's server, pg_cron and plpgsql_check
-# packages (plpgsql_check for `supabase db lint`), with
+# PostgreSQL 15, the oldest major version Supabase runs: Debian's server, client, pg_cron and
+# plpgsql_check packages (plpgsql_check for `supabase db lint`; the client's pg_basebackup for the
+# standby of tests/test_replica.py), with
 # pgvector 0.5.1 built for 15 taken from the pgserver 0.0.9 wheel (Debian has no pgvector),
 # unpacked into .pg15/ without installing anything.
 $(PG15): $(STAMP)
 	@command -v apt-get >/dev/null || { echo "make test needs Debian's apt-get for pgTAP and PostgreSQL 15 (.pgtap/, .pg15/)" >&2; exit 1; }
 	rm -rf .pg15 && mkdir -p .pg15/debs
-	cd .pg15/debs && apt-get download postgresql-15 postgresql-15-cron postgresql-15-plpgsql-check
+	cd .pg15/debs && apt-get download postgresql-15 postgresql-client-15 postgresql-15-cron postgresql-15-plpgsql-check
 	for deb in .pg15/debs/*.deb; do dpkg-deb -x "$$deb" .pg15; done
 	$(BIN)/pip download -q --no-deps --only-binary=:all: -d .pg15/debs pgserver==0.0.9
 	cd .pg15 && unzip -q -o debs/pgserver-0.0.9-*.whl 'pgserver/pginstall/lib/postgresql/vector.so' \

@@ -73,7 +73,8 @@ def main(argv: list[str]) -> int:
     subprocess.run([*pg_ctl, "-o", options, "-l", str(log), "start"], check=True, user=user, stdout=subprocess.DEVNULL)
     try:
         url = f"postgresql://postgres:@/postgres?host={root}&port={port}"
-        env = {**os.environ, "HIPOCAMPO_TEST_SERVER_URL": url}
+        # The binaries too: tests that start servers of their own (a standby, a move's target) use them.
+        env = {**os.environ, "HIPOCAMPO_TEST_SERVER_URL": url, "HIPOCAMPO_TEST_SERVER_BIN": str(bin_dir)}
         if args.tcp:
             env["HIPOCAMPO_TEST_SERVER_TCP_URL"] = f"postgresql://postgres@127.0.0.1:{port}/postgres?sslmode=disable"
         if args.extensions:

@@ -6,7 +6,6 @@ rows as on the primary, RLS and the caller model intact, and every read recorded
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -20,10 +19,6 @@ from tools.replica_pair import ReplicaPair
 from .conftest import World
 from .reads import READS, RECORDED, reader
 
-pytestmark = pytest.mark.skipif(
-    bool(os.environ.get("HIPOCAMPO_TEST_SERVER_URL")),
-    reason="the replica runs the embedded server's binaries: `make test`'s PostgreSQL 18 phase",
-)
 Conn = psycopg.Connection[dict[str, Any]]
 # Volatile parts of an answer: timestamps the server stamps on reading (a session's expiry).
 VOLATILE = {"expires_at", "latency_ms"}

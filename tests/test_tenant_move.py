@@ -6,7 +6,6 @@ tenant's users and still serves the other tenant, and --finish deletes what stay
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import uuid
@@ -23,11 +22,6 @@ from tools.replica_pair import ReplicaPair
 from .conftest import World
 from .reads import READS, reader
 from .test_tenant_copy import SAME, _act, _read
-
-pytestmark = pytest.mark.skipif(
-    bool(os.environ.get("HIPOCAMPO_TEST_SERVER_URL")),
-    reason="the two servers run the embedded server's binaries: `make test`'s PostgreSQL 18 phase",
-)
 
 
 @pytest.fixture(scope="module")

