@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -56,3 +57,16 @@ def reader(db: Conn, world: World) -> dict[str, Any]:
         "kb": world.kb_a,
         "chunk": first["id"],
     }
+
+
+def act_on(conn: Conn, role: str, sub: Any = None, tenant: Any = None) -> None:
+    """What the ``act`` fixture does, on any connection: the rest of its transaction as ``role``
+    with the JWT claims of ``sub`` in ``tenant``."""
+    claims: dict[str, Any] = {"role": role}
+    if sub:
+        claims["sub"] = str(sub)
+    if tenant:
+        claims["app_metadata"] = {"tenant_id": str(tenant)}
+    conn.execute("reset role")
+    conn.execute(f"set local role {role}")
+    conn.execute("select set_config('request.jwt.claims', %s, true)", (json.dumps(claims),))

@@ -17,7 +17,7 @@ from psycopg.rows import dict_row
 from tools.replica_pair import ReplicaPair
 
 from .conftest import World
-from .reads import READS, RECORDED, reader
+from .reads import READS, RECORDED, act_on, reader
 
 Conn = psycopg.Connection[dict[str, Any]]
 # Volatile parts of an answer: timestamps the server stamps on reading (a session's expiry).
@@ -25,17 +25,7 @@ VOLATILE = {"expires_at", "latency_ms"}
 
 
 def _actor(conn: Conn) -> Callable[..., None]:
-    def act(role: str, sub: Any = None, tenant: Any = None) -> None:
-        claims: dict[str, Any] = {"role": role}
-        if sub:
-            claims["sub"] = str(sub)
-        if tenant:
-            claims["app_metadata"] = {"tenant_id": str(tenant)}
-        conn.execute("reset role")
-        conn.execute(f"set local role {role}")
-        conn.execute("select set_config('request.jwt.claims', %s, true)", (json.dumps(claims),))
-
-    return act
+    return lambda *who: act_on(conn, *who)
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from hipocampo import db as hdb
 from hipocampo.db.tenant_copy import TenantCopyError, export_tenant, import_tenant
 
 from .conftest import World
-from .reads import READS, reader
+from .reads import READS, act_on, reader
 
 Conn = psycopg.Connection[dict[str, Any]]
 # The reads whose answers hold no time of the reading (context_pack and get_session carry expiries).
@@ -32,15 +32,7 @@ SAME = ("hybrid_search", "answer_evidence", "search_memories", "lookup_memories"
 NOT_COPIED = {"answer_cache", "tenant_moves"}
 
 
-def _act(conn: Conn, role: str, sub: Any = None, tenant: Any = None) -> None:
-    claims: dict[str, Any] = {"role": role}
-    if sub:
-        claims["sub"] = str(sub)
-    if tenant:
-        claims["app_metadata"] = {"tenant_id": str(tenant)}
-    conn.execute("reset role")
-    conn.execute(f"set local role {role}")
-    conn.execute("select set_config('request.jwt.claims', %s, true)", (json.dumps(claims),))
+_act = act_on
 
 
 @pytest.fixture(scope="module")

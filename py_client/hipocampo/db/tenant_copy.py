@@ -210,9 +210,10 @@ def _write_tables(conn: psycopg.Connection[Any], manifest: dict[str, Any], files
         raise _DigestMismatch(f"the copy differs from the source in {', '.join(differ)}: nothing was imported")
 
 
-def _move_sequences(conn: psycopg.Connection[Any], sequences: dict[str, int]) -> None:
-    """Each kept identity's sequence past both the source's last value and the target's rows, so
-    that neither side's next rows collide with the copied ones."""
+def _move_sequences(conn: psycopg.Connection[Any], sequences: dict[str, int], margin: int = 0) -> None:
+    """Each identity's sequence (``{"table.column": the source's last value}``) past both that
+    value (plus ``margin``) and the rows the table holds, so that neither side's next rows collide
+    with the copied ones."""
     for key, last in sequences.items():
         table, column = key.split(".", 1)
         conn.execute(
@@ -222,7 +223,7 @@ def _move_sequences(conn: psycopg.Connection[Any], sequences: dict[str, int]) ->
             ).format(
                 t=sql.Literal(f"hipocampo_private.{table}"),
                 c=sql.Literal(column),
-                last=sql.Literal(max(1, last)),
+                last=sql.Literal(max(1, last) + margin),
                 col=sql.Identifier(column),
                 tbl=sql.Identifier(table),
             )

@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -31,7 +32,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from ..errors import HipocampoError
-from .tenant_copy import _last_migration, _sequences, _Table, _tables
+from .tenant_copy import _last_migration, _move_sequences, _sequences, _Table, _tables
 
 __all__ = ["TenantMoveError", "finish_move", "move_tenant"]
 
@@ -66,23 +67,6 @@ def _check(source: psycopg.Connection[Any], target: psycopg.Connection[Any], ten
     level = source.execute("select current_setting('wal_level') as v").fetchone()
     if not level or level["v"] != "logical":
         raise TenantMoveError("the source's wal_level must be logical (Supabase's is) to move a tenant online", "55000")
-
-
-def _move_sequences(target: psycopg.Connection[Any], sequences: dict[str, int]) -> None:
-    for key, last in sequences.items():
-        table, column = key.split(".", 1)
-        target.execute(
-            sql.SQL(
-                "select pg_catalog.setval(pg_catalog.pg_get_serial_sequence({t}, {c}),"
-                " greatest({last}, (select coalesce(max({col}), 1) from hipocampo_private.{tbl})))"
-            ).format(
-                t=sql.Literal(f"hipocampo_private.{table}"),
-                c=sql.Literal(column),
-                last=sql.Literal(max(1, last) + 1000),
-                col=sql.Identifier(column),
-                tbl=sql.Identifier(table),
-            )
-        )
 
 
 def _all_sequences(conn: psycopg.Connection[Any], tables: list[_Table]) -> dict[str, int]:
@@ -198,7 +182,6 @@ def move_tenant(
             wal_level is not logical (55000 / 23505: nothing was changed); a step timed out
             (57014) or the digests differ after the cut-over (XX000): the move was undone.
     """
-    name = f"hipocampo_move_{uuid.uuid4().hex[:12]}"
     with (
         psycopg.connect(source_url, autocommit=True, row_factory=dict_row) as source,
         psycopg.connect(target_url, autocommit=True, row_factory=dict_row) as target,
@@ -209,46 +192,30 @@ def move_tenant(
         ).fetchone()
         if row is None:
             raise TenantMoveError(f"unknown tenant: {tenant}", "P0002")
-        tid: uuid.UUID = row["id"]
-        _check(source, target, tid)
-        tables = _tables(source)
+        _check(source, target, row["id"])
+        m = _Move(source, target, _tables(source), row["id"], f"hipocampo_move_{uuid.uuid4().hex[:12]}")
         source.execute(
             "insert into hipocampo_private.tenant_moves (tenant_id, target) values (%s, %s)"
             " on conflict (tenant_id) do update set target = excluded.target, started_at = now(), frozen_at = null,"
             " moved_at = null",
-            (tid, _where(target_url)),
+            (m.tenant, _where(target_url)),
         )
-        full = _publish(source, tables, tid, name)
+        m.full = _publish(source, m.tables, m.tenant, m.name)
         try:
-            _move_sequences(target, _all_sequences(source, tables))
-            say(f"copying tenant {row['slug']} ({len(tables)} tables)")
-            started = time.monotonic()
-            target.execute(
-                sql.SQL("create subscription {} connection {} publication {} with (copy_data = true)").format(
-                    sql.Identifier(name), sql.Literal(source_url), sql.Identifier(name)
-                )
-            )
-            _wait("the initial copy", lambda: _synced(target, name), timeout_s)
-            copy_ms = (time.monotonic() - started) * 1000
+            say(f"copying tenant {row['slug']} ({len(m.tables)} tables)")
+            copy_ms = _copy(m, source_url, timeout_s)
             say("copied; freezing the tenant's writes for the cut-over")
-            _triggers(source, tables, True)
             frozen = time.monotonic()
-            _freeze(source, tid)
-            lsn = source.execute("select pg_catalog.pg_current_wal_lsn()::text as v").fetchone()
-            assert lsn is not None
-            _wait("the subscription to catch up", lambda: _caught_up(source, name, lsn["v"]), timeout_s)
-            differ = _digests_differ(source, target, tid)
-            if differ:
-                raise TenantMoveError(f"the copy differs from the source in {', '.join(differ)}", "XX000")
+            _check_after_freeze(m, timeout_s)
         except BaseException:
-            _undo(source, target, tables, tid, name, full)
+            _undo(m)
             raise
-        _cut_over(source, target, tables, tid, name, full)
+        _cut_over(m)
         freeze_ms = (time.monotonic() - frozen) * 1000
-        digest = target.execute("select hipocampo.tenant_digest(%s) as v", (tid,)).fetchone()
+        digest = target.execute("select hipocampo.tenant_digest(%s) as v", (m.tenant,)).fetchone()
     say(f"moved: the tenant's writes were refused for {freeze_ms:.0f} ms")
     return {
-        "tenant": str(tid),
+        "tenant": str(m.tenant),
         "target": _where(target_url),
         "digest": digest["v"] if digest else {},
         "copy_ms": copy_ms,
@@ -256,49 +223,75 @@ def move_tenant(
     }
 
 
+@dataclass
+class _Move:
+    """One move: both connections (autocommit), the tenant tables, the tenant, the publication's
+    and subscription's name, the tables set to replica identity full for it."""
+
+    source: psycopg.Connection[Any]
+    target: psycopg.Connection[Any]
+    tables: list[_Table]
+    tenant: uuid.UUID
+    name: str
+    full: list[str] = field(default_factory=list)
+
+
+def _copy(m: _Move, source_url: str, timeout_s: float) -> float:
+    """The target's sequences past the source's, then the subscription, until its initial copy
+    is done; returns its time in ms."""
+    _move_sequences(m.target, _all_sequences(m.source, m.tables), margin=1000)
+    started = time.monotonic()
+    m.target.execute(
+        sql.SQL("create subscription {} connection {} publication {} with (copy_data = true)").format(
+            sql.Identifier(m.name), sql.Literal(source_url), sql.Identifier(m.name)
+        )
+    )
+    _wait("the initial copy", lambda: _synced(m.target, m.name), timeout_s)
+    return (time.monotonic() - started) * 1000
+
+
+def _check_after_freeze(m: _Move, timeout_s: float) -> None:
+    """The move's triggers, the freeze, the subscription caught up with the source's position
+    after it, the digests equal."""
+    _triggers(m.source, m.tables, True)
+    _freeze(m.source, m.tenant)
+    lsn = m.source.execute("select pg_catalog.pg_current_wal_lsn()::text as v").fetchone()
+    assert lsn is not None
+    _wait("the subscription to catch up", lambda: _caught_up(m.source, m.name, lsn["v"]), timeout_s)
+    differ = _digests_differ(m.source, m.target, m.tenant)
+    if differ:
+        raise TenantMoveError(f"the copy differs from the source in {', '.join(differ)}", "XX000")
+
+
 def _drop_subscription(target: psycopg.Connection[Any], name: str) -> None:
     if target.execute("select 1 from pg_catalog.pg_subscription where subname = %s", (name,)).fetchone():
         target.execute(sql.SQL("drop subscription {}").format(sql.Identifier(name)))
 
 
-def _undo(
-    source: psycopg.Connection[Any],
-    target: psycopg.Connection[Any],
-    tables: list[_Table],
-    tenant: uuid.UUID,
-    name: str,
-    full: list[str],
-) -> None:
+def _undo(m: _Move) -> None:
     """A move that failed: the subscription and publication gone, the target's copy deleted, the
     source as it was (writes allowed again, identities restored, no move recorded)."""
-    _drop_subscription(target, name)
-    _unpublish(source, name, full)
-    source.execute("delete from hipocampo_private.tenant_moves where tenant_id = %s", (tenant,))
-    if not source.execute("select 1 from hipocampo_private.tenant_moves where moved_at is null").fetchone():
-        _triggers(source, tables, False)
-    if target.execute("select 1 from hipocampo_private.tenants where id = %s", (tenant,)).fetchone():
-        target.execute("select hipocampo.delete_tenant(%s)", (tenant,))
+    _drop_subscription(m.target, m.name)
+    _unpublish(m.source, m.name, m.full)
+    m.source.execute("delete from hipocampo_private.tenant_moves where tenant_id = %s", (m.tenant,))
+    if not m.source.execute("select 1 from hipocampo_private.tenant_moves where moved_at is null").fetchone():
+        _triggers(m.source, m.tables, False)
+    if m.target.execute("select 1 from hipocampo_private.tenants where id = %s", (m.tenant,)).fetchone():
+        m.target.execute("select hipocampo.delete_tenant(%s)", (m.tenant,))
 
 
-def _cut_over(
-    source: psycopg.Connection[Any],
-    target: psycopg.Connection[Any],
-    tables: list[_Table],
-    tenant: uuid.UUID,
-    name: str,
-    full: list[str],
-) -> None:
-    _drop_subscription(target, name)
-    _unpublish(source, name, full)
-    _move_sequences(target, _all_sequences(source, tables))
+def _cut_over(m: _Move) -> None:
+    _drop_subscription(m.target, m.name)
+    _unpublish(m.source, m.name, m.full)
+    _move_sequences(m.target, _all_sequences(m.source, m.tables), margin=1000)
     # Its users' tokens no longer open the tenant here; its frozen rows wait for finish_move. The
     # freeze is lifted for this transaction's own delete only (others see it frozen throughout).
-    with source.transaction():
-        source.execute("update hipocampo_private.tenant_moves set frozen_at = null where tenant_id = %s", (tenant,))
-        source.execute("delete from hipocampo_private.memberships where tenant_id = %s", (tenant,))
-        source.execute(
+    with m.source.transaction():
+        m.source.execute("update hipocampo_private.tenant_moves set frozen_at = null where tenant_id = %s", (m.tenant,))
+        m.source.execute("delete from hipocampo_private.memberships where tenant_id = %s", (m.tenant,))
+        m.source.execute(
             "update hipocampo_private.tenant_moves set frozen_at = now(), moved_at = now() where tenant_id = %s",
-            (tenant,),
+            (m.tenant,),
         )
 
 
