@@ -6,10 +6,13 @@ tenant's users and still serves the other tenant, and --finish deletes what stay
 
 from __future__ import annotations
 
+import json
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -117,6 +120,7 @@ def test_a_tenant_moves_online_with_writes_during_the_copy(servers: ReplicaPair,
         s.commit()
         left = s.execute("select count(*) from pg_publication").fetchone()
     assert left == (0,)
+    _the_cli_serves_the_moved_tenant_from_its_database(servers, world)
     deleted = finish_move(servers.primary_url, world.tenant_a)
     assert deleted["tenant_id"] == str(world.tenant_a)
     with psycopg.connect(servers.primary_url) as s:
@@ -136,3 +140,27 @@ def test_a_move_that_cannot_start_changes_nothing(servers: ReplicaPair, data: di
         assert s.execute("select count(*) from hipocampo_private.tenant_moves where moved_at is null").fetchone() == (
             0,
         )
+
+
+def _the_cli_serves_the_moved_tenant_from_its_database(servers: ReplicaPair, world: World) -> None:
+    """[database.tenants] names the tenant's new database: the CLI reads and writes it there."""
+    from typer.testing import CliRunner
+
+    from hipocampo.cli import app
+
+    with psycopg.connect(servers.primary_url) as s:
+        row = s.execute("select slug from hipocampo_private.tenants where id = %s", (world.tenant_a,)).fetchone()
+    assert row is not None
+    slug = row[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp) / "config.toml"
+        config.write_text(f'[database.tenants]\n"{slug}" = "{servers.standby_url}"\n', "utf-8")
+        env = {"HIPOCAMPO_CONFIG": str(config), "HIPOCAMPO_DATABASE_URL": servers.primary_url}
+        runner = CliRunner()
+        made = runner.invoke(app, ["kb", "create", "so-no-destino", "--tenant", slug, "--json"], env=env)
+        assert made.exit_code == 0, made.output
+        listed = runner.invoke(app, ["kb", "list", "--tenant", slug, "--json"], env=env)
+    assert "so-no-destino" in {k["name"] for k in json.loads(listed.stdout)}
+    with psycopg.connect(servers.primary_url) as s:
+        here = s.execute("select count(*) from hipocampo_private.knowledge_bases where name = 'so-no-destino'")
+        assert here.fetchone() == (0,)
