@@ -127,7 +127,7 @@ def test_a_tenant_moves_online_with_writes_during_the_copy(servers: ReplicaPair,
         assert s.execute("select count(*) from pg_trigger where tgname = 'hipocampo_moving'").fetchone() == (0,)
 
 
-def test_a_move_that_cannot_start_changes_nothing(servers: ReplicaPair, data: dict[str, Any]) -> None:
+def test_a_move_that_cannot_start_or_fails_changes_nothing(servers: ReplicaPair, data: dict[str, Any]) -> None:
     world: World = data["world"]
     with pytest.raises(TenantMoveError, match="is already in the target") as exc:
         move_tenant(servers.standby_url, world.tenant_a, servers.standby_url)
@@ -136,6 +136,24 @@ def test_a_move_that_cannot_start_changes_nothing(servers: ReplicaPair, data: di
         move_tenant(servers.primary_url, uuid.uuid4(), servers.standby_url)
     with pytest.raises(TenantMoveError, match="has not been moved"):
         finish_move(servers.primary_url, world.tenant_b)
+    # A move that fails midway (here: no time to copy) is undone on both sides.
+    with pytest.raises(TenantMoveError, match="timed out waiting for the initial copy") as exc:
+        move_tenant(servers.primary_url, world.tenant_b, servers.standby_url, timeout_s=0)
+    assert exc.value.sqlstate == "57014"
+    with psycopg.connect(servers.primary_url) as s:
+        assert s.execute("select count(*) from pg_publication").fetchone() == (0,)
+        assert s.execute("select count(*) from pg_replication_slots").fetchone() == (0,)
+        full = s.execute(
+            "select count(*) from pg_class"
+            " where relnamespace = 'hipocampo_private'::regnamespace and relreplident = 'f'"
+        )
+        assert full.fetchone() == (0,)
+        assert s.execute("select count(*) from pg_trigger where tgname = 'hipocampo_moving'").fetchone() == (0,)
+    with psycopg.connect(servers.standby_url) as t:
+        assert t.execute("select count(*) from pg_subscription").fetchone() == (0,)
+        assert t.execute(
+            "select count(*) from hipocampo_private.tenants where id = %s", (world.tenant_b,)
+        ).fetchone() == (0,)
     with psycopg.connect(servers.primary_url) as s:
         assert s.execute("select count(*) from hipocampo_private.tenant_moves where moved_at is null").fetchone() == (
             0,

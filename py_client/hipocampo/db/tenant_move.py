@@ -75,20 +75,22 @@ def _all_sequences(conn: psycopg.Connection[Any], tables: list[_Table]) -> dict[
     return _sequences(conn, keep)
 
 
-def _publish(source: psycopg.Connection[Any], tables: list[_Table], tenant: uuid.UUID, name: str) -> list[str]:
-    """Replica identity full where the key lacks the tenant column, then the publication; returns
-    the tables whose identity was changed (restored by :func:`_unpublish`)."""
-    full = [t.name for t in tables if not _key_has_tenant(source, t)]
-    for table in full:
-        source.execute(sql.SQL("alter table hipocampo_private.{} replica identity full").format(sql.Identifier(table)))
+def _publish(m: _Move) -> None:
+    """Replica identity full where the key lacks the tenant column (each table noted in ``m.full``
+    first, so that an undo restores what was changed), then the publication."""
+    for t in m.tables:
+        if not _key_has_tenant(m.source, t):
+            m.full.append(t.name)
+            m.source.execute(
+                sql.SQL("alter table hipocampo_private.{} replica identity full").format(sql.Identifier(t.name))
+            )
     members = sql.SQL(", ").join(
         sql.SQL("hipocampo_private.{} where ({} = {})").format(
-            sql.Identifier(t.name), sql.Identifier(t.tenant_column), sql.Literal(str(tenant))
+            sql.Identifier(t.name), sql.Identifier(t.tenant_column), sql.Literal(str(m.tenant))
         )
-        for t in tables
+        for t in m.tables
     )
-    source.execute(sql.SQL("create publication {} for table {}").format(sql.Identifier(name), members))
-    return full
+    m.source.execute(sql.SQL("create publication {} for table {}").format(sql.Identifier(m.name), members))
 
 
 def _unpublish(source: psycopg.Connection[Any], name: str, full: list[str]) -> None:
@@ -200,8 +202,8 @@ def move_tenant(
             " moved_at = null",
             (m.tenant, _where(target_url)),
         )
-        m.full = _publish(source, m.tables, m.tenant, m.name)
         try:
+            _publish(m)
             say(f"copying tenant {row['slug']} ({len(m.tables)} tables)")
             copy_ms = _copy(m, source_url, timeout_s)
             say("copied; freezing the tenant's writes for the cut-over")
