@@ -1023,7 +1023,7 @@ comment on table hipocampo_private.kb_postings is
 'BM25 inverted index: term frequency of each lexeme in each chunk, with the chunk length (trigger-maintained).';
 
 comment on table hipocampo_private.chunk_access is
-'When a search last returned each chunk (hybrid_search writes it at most every 5 minutes; embedding_stats reads it).';
+'When a search last returned each chunk (drain_read_queue writes it from the searches'' records; embedding_stats reads it).';
 
 comment on table hipocampo_private.kb_text_stats is
 'BM25 chunk count and total length per knowledge base and embedding model (trigger-maintained).';
