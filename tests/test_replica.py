@@ -111,7 +111,8 @@ def test_rls_and_the_caller_model_hold_on_the_standby(pair: ReplicaPair, data: d
 
 
 @pytest.mark.parametrize(
-    "view", ["rag_search_stats", "memory_metrics", "memory_events_daily", "embedding_stats", "rag_answer_stats"]
+    "view",
+    ["rag_search_stats", "read_stats", "memory_metrics", "memory_events_daily", "embedding_stats", "rag_answer_stats"],
 )
 def test_the_dashboard_views_read_the_same_on_the_standby(pair: ReplicaPair, data: dict[str, Any], view: str) -> None:
     world: World = data["world"]

@@ -141,6 +141,24 @@ from hipocampo_private.data_access_log as l
 where l.rpc = 'hybrid_search'
 group by l.tenant_id, date_trunc('day', l.at);
 
+-- Every recorded read (search, recall, lookup, context pack: the read queue's rows, once drained
+-- into the access log), per tenant, RPC and day: the p95 latency of the memory search the memory
+-- design asks to watch, beside the search's.
+create view hipocampo.read_stats
+with (security_invoker = true)
+as
+select
+    l.tenant_id,
+    l.rpc,
+    date_trunc('day', l.at) as day,
+    count(*) as calls,
+    percentile_cont(0.5) within group (order by l.latency_ms) as latency_p50_ms,
+    percentile_cont(0.95) within group (order by l.latency_ms) as latency_p95_ms,
+    percentile_cont(0.99) within group (order by l.latency_ms) as latency_p99_ms,
+    round(avg(l.rows_returned), 2) as rows_per_call
+from hipocampo_private.data_access_log as l
+group by l.tenant_id, l.rpc, date_trunc('day', l.at);
+
 -- Embeddings per tenant, knowledge base and model; stale = not retrieved for 90 days (never
 -- retrieved counts from the chunk's creation).
 create view hipocampo.embedding_stats
@@ -347,3 +365,6 @@ $$;
 
 comment on function hipocampo.tenant_metrics(integer, uuid) is
 'One tenant''s observability over its last days: answers, searches, refusals by reason, memory events, refused memory writes by reason (tenant admins).';
+
+comment on view hipocampo.read_stats is
+'Recorded reads per tenant, RPC and day: calls, latency p50/p95/p99 (ms), rows per call (admins: their tenant).';

@@ -29,6 +29,8 @@ grant select on hipocampo.rag_refusals to authenticated;
 grant select on hipocampo.rag_refusals to service_role;
 grant select on hipocampo.rag_search_stats to authenticated;
 grant select on hipocampo.rag_search_stats to service_role;
+grant select on hipocampo.read_stats to authenticated;
+grant select on hipocampo.read_stats to service_role;
 grant select, insert, update, delete on hipocampo_private.agent_bindings to authenticated;
 grant all on hipocampo_private.agent_bindings to service_role;
 grant select on hipocampo_private.answer_audit to authenticated;

@@ -198,3 +198,30 @@ def test_a_drain_killed_before_it_commits_leaves_its_rows_to_the_next(database_u
             assert logged == {"n": 5}
         finally:
             conn.execute("select hipocampo.delete_tenant(%s)", (tenant,))
+
+
+def test_read_stats_gives_each_rpc_s_latency_percentiles_to_the_tenant_s_admins(db: Conn, world: World) -> None:
+    args = reader(db, world)
+    db.execute(READS["search_memories"], args)  # a real recall, drained below
+    world.act("service_role")
+    db.execute("select hipocampo.drain_read_queue()")
+    # A frozen day of 20 recalls of 1 … 20 ms.
+    db.execute(
+        "insert into hipocampo_private.data_access_log (at, caller, caller_role, tenant_id, rpc, rows_returned,"
+        " latency_ms) select '2026-01-05 10:00Z', %s, 'authenticated', %s, 'search_memories', 3, n"
+        " from generate_series(1, 20) as n",
+        (world.member_a, world.tenant_a),
+    )
+    query = (
+        "select rpc, calls, latency_p50_ms, latency_p95_ms, rows_per_call from hipocampo.read_stats"
+        " where tenant_id = %s and day = date_trunc('day', '2026-01-05 10:00Z'::timestamptz)"
+    )
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    row = db.execute(query, (world.tenant_a,)).fetchone()
+    assert row is not None and (row["rpc"], row["calls"], row["latency_p50_ms"]) == ("search_memories", 20, 10.5)
+    assert abs(row["latency_p95_ms"] - 19.05) < 1e-9 and row["rows_per_call"] == 3
+    today = db.execute("select rpc from hipocampo.read_stats where day = date_trunc('day', now())").fetchall()
+    assert {r["rpc"] for r in today} == {"search_memories"}
+    for who in (("authenticated", world.member_a, world.tenant_a), ("authenticated", world.admin_b, world.tenant_b)):
+        world.act(*who)
+        assert db.execute(query, (world.tenant_a,)).fetchone() is None  # members and other tenants: nothing

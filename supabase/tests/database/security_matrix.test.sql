@@ -552,6 +552,7 @@ insert into expected values
 ('hipocampo.rag_answer_stats', 'select', '42501 none none none none none none read read'),
 ('hipocampo.rag_refusals', 'select', '42501 none none none none none none none none'),
 ('hipocampo.rag_search_stats', 'select', '42501 none none none none none none read read'),
+('hipocampo.read_stats', 'select', '42501 none none none none none none read read'),
 ('hipocampo_private.agent_bindings', 'select', '42501 none none none none read none read read'),
 ('hipocampo_private.answer_audit', 'select', '42501 none none none none none none read read'),
 ('hipocampo_private.answer_cache', 'select', '42501 42501 42501 42501 42501 42501 42501 42501 read'),
