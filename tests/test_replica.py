@@ -179,6 +179,23 @@ def test_a_user_reads_their_own_write_from_a_late_replica(late_pair: ReplicaPair
         assert me.read_counts == {"replica": 2, "primary": 0, "primary_after_write": 1}
 
 
+def test_a_transaction_that_only_read_does_not_hold_back_the_next_read(late_pair: ReplicaPair) -> None:
+    """Only a transaction that wrote (it has an xid) notes an LSN to wait for: one that read does not
+    make the actor's next read wait for other users' writes to be replayed."""
+    from hipocampo.client import Actor, Hipocampo
+
+    user = uuid.uuid4()
+    with Hipocampo(late_pair.primary_url, read_url=late_pair.standby_url, read_your_writes_wait_ms=200) as service:
+        tenant = service.create_tenant("Leitor", f"leitor-{uuid.uuid4().hex[:6]}", user)
+        late_pair.wait_for_replay()
+        me = service.as_actor(Actor.user(user, tenant))
+        service.create_tenant("Outro", f"outro-{uuid.uuid4().hex[:6]}", uuid.uuid4())  # WAL the replica lacks
+        with me.transaction() as cur:
+            cur.execute("select 1")
+        me.rpc("lookup_memories", None, "rows")
+        assert me.read_counts == {"replica": 1, "primary": 0, "primary_after_write": 0}
+
+
 def test_db_status_shows_the_replica_lag(pair: ReplicaPair, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 

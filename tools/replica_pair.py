@@ -54,6 +54,7 @@ class ReplicaPair:
     user: str | None = None
 
     def url(self, port: int) -> str:
+        """The superuser URL (TCP on 127.0.0.1, no TLS) of this pair's server listening on ``port``."""
         return f"postgresql://postgres@127.0.0.1:{port}/postgres?sslmode=disable"
 
     @property

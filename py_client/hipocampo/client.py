@@ -100,6 +100,9 @@ READ_RPCS = frozenset(
     }
 )
 
+# Asked at the end of a tracked transaction: whether it was assigned an xid (it wrote).
+_WROTE = "select pg_catalog.pg_current_xact_id_if_assigned() is not null as wrote"
+
 
 @dataclass
 class _Routing:
@@ -225,11 +228,10 @@ class Hipocampo:
     def _actor_key(self) -> str:
         return json.dumps([self.actor.role, self.actor.claims, str(self.actor.tenant_id)], sort_keys=True)
 
-    def _note_write(self) -> None:
-        """After a committed transaction on the primary: the LSN the replica must replay before this
-        actor reads from it (read-your-writes)."""
-        with self._pool.connection() as conn:
-            row = conn.execute("select pg_catalog.pg_current_wal_lsn()::text").fetchone()
+    def _note_write(self, conn: psycopg.Connection[Any]) -> None:
+        """After a transaction of ``conn`` that wrote committed on the primary: the LSN the replica
+        must replay before this actor reads from it (read-your-writes)."""
+        row = conn.execute("select pg_catalog.pg_current_wal_lsn()::text").fetchone()
         if row:
             self._routing.written[self._actor_key()] = str(row[0])
 
@@ -278,11 +280,15 @@ class Hipocampo:
 
         Raises the typed error of a database error (``from_db_error``), also when no connection
         can be had (:class:`~hipocampo.errors.ConnectionLostError` after the pool timeout)."""
+        track = track and self._routing.read_pool is not None
         try:
-            with self._pool.connection() as conn, self._acting(conn) as cur:
-                yield cur
-            if track and self._routing.read_pool is not None:
-                self._note_write()
+            with self._pool.connection() as conn:
+                with self._acting(conn) as cur:
+                    yield cur
+                    # Only a transaction that wrote has an xid: a read-only one moves no replica.
+                    wrote = track and cur.execute(_WROTE).fetchone() == {"wrote": True}
+                if wrote:
+                    self._note_write(conn)
         except psycopg.Error as err:
             raise from_db_error(err) from err
 

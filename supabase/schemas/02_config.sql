@@ -52,6 +52,38 @@ comment on table hipocampo_private.model_calibrations is
 'Per embedding model: the config keys that depend on its score distribution (seeded from config.toml [calibration."<model>"]).';
 
 /*
+_operator_limit(section text, key text) -> integer
+
+Purpose: an integer limit of the global config row (the operator's, tenant_locked), e.g. the bounds
+  of the audit rows the database writes (maintenance.read_record_max_chunk_ids). For definer
+  functions, which read the global row whoever calls them.
+Parameters: section, key - e.g. 'maintenance', 'memory_event_detail_max_bytes'.
+Returns: the value.
+Errors: 55000 "<section>.<key> is not configured (seed it from config.toml: hipocampo db migrate)".
+Example: select hipocampo_private._operator_limit('maintenance', 'read_record_max_chunk_ids');  -- 1000
+*/
+create or replace function hipocampo_private._operator_limit(section text, key text)
+returns integer
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    v integer := (
+        select (g.config -> _operator_limit.section ->> _operator_limit.key)::integer
+        from hipocampo_private.settings as g where g.tenant_id is null
+    );
+begin
+    if v is null then
+        raise exception '%.% is not configured (seed it from config.toml: hipocampo db migrate)', section, key
+            using errcode = '55000';
+    end if;
+    return v;
+end;
+$$;
+
+/*
 _calibrated_keys() -> jsonb
 
 Purpose: which config keys belong to an embedding model's calibration rather than to the global

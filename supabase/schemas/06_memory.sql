@@ -211,13 +211,15 @@ _memory_event(tenant_id uuid, user_id uuid, memory_id uuid, event text, reason t
 Purpose: append one row to the memory event log. A user appends events of their own tenant about
   themselves, a tenant admin also about a member of their tenant (_data_subject); service_role any.
   What is written is what _data_subject resolved (a null user or tenant is the caller's own, never
-  a row about nobody), and the values are bounded (issue 44 §5): reason at most 200 characters,
-  detail at most 131,072 bytes (twice the largest memory value memory.value_max_bytes allows);
+  a row about nobody), and the values are bounded (issue 44 §5): reason at most
+  maintenance.memory_event_reason_max_chars characters (200), detail at most
+  maintenance.memory_event_detail_max_bytes bytes (131,072: twice the largest memory value
+  memory.value_max_bytes allows);
   'user.erased' and 'memory.inspected' are written by erase_user and
   inspect_user_memory alone, never through this helper.
 Errors: 42501 / P0002 as _data_subject; 22023 "memory event: … is written only by its RPC" /
-  "memory event: reason must be at most 200 characters" / "memory event: detail must be at most
-  131072 bytes"; 23514 an unknown event (memory_events_event_check).
+  "memory event: reason must be at most n characters (…)" / "memory event: detail must be at most
+  n bytes (…)"; 55000 as _operator_limit; 23514 an unknown event (memory_events_event_check).
 Returns: nothing.
 Example: perform hipocampo_private._memory_event(t, u, null, 'memory.consent', null, '{}');
 */
@@ -233,6 +235,8 @@ as $$
 declare
     t uuid := _memory_event.tenant_id;
     u uuid := _memory_event.user_id;
+    most_reason integer := hipocampo_private._operator_limit('maintenance', 'memory_event_reason_max_chars');
+    most_detail integer := hipocampo_private._operator_limit('maintenance', 'memory_event_detail_max_bytes');
 begin
     if (hipocampo_private._caller()).kind <> 'service' then
         select s.actor_tenant, s.actor_user into t, u
@@ -241,11 +245,13 @@ begin
     if _memory_event.event in ('user.erased', 'memory.inspected') then
         raise exception 'memory event: % is written only by its RPC', _memory_event.event using errcode = '22023';
     end if;
-    if char_length(_memory_event.reason) > 200 then
-        raise exception 'memory event: reason must be at most 200 characters' using errcode = '22023';
+    if char_length(_memory_event.reason) > most_reason then
+        raise exception 'memory event: reason must be at most % characters (maintenance.memory_event_reason_max_chars)',
+            most_reason using errcode = '22023';
     end if;
-    if octet_length(_memory_event.detail::text) > 131072 then
-        raise exception 'memory event: detail must be at most 131072 bytes' using errcode = '22023';
+    if octet_length(_memory_event.detail::text) > most_detail then
+        raise exception 'memory event: detail must be at most % bytes (maintenance.memory_event_detail_max_bytes)',
+            most_detail using errcode = '22023';
     end if;
     insert into hipocampo_private.memory_events (tenant_id, user_id, memory_id, event, reason, detail)
     values (t, u, _memory_event.memory_id, _memory_event.event, _memory_event.reason,

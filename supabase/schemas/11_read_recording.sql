@@ -152,12 +152,13 @@ Purpose: record one read for the audit trail and the access statistics, without 
   drain_read_queue. Caller and role are taken from the request; the tenant is _resolve_tenant's
   (a null tenant_id is the caller's own); a null latency_ms is the time since the statement began
   (the RPC call). Bounded (issue 44 §5): rpc 1..63 characters of [a-z_],
-  query_hash at most 128 characters, rows_returned and latency_ms >= 0, at most 1000 chunk ids and
-  10000 memory ids (a user's active memories: memory.max_active_per_user is at most 10000).
+  query_hash at most 128 characters, rows_returned and latency_ms >= 0, at most
+  maintenance.read_record_max_chunk_ids chunk ids (1000) and read_record_max_memory_ids memory ids
+  (10000: a user's active memories, memory.max_active_per_user, are at most 10000).
 Errors: 42501 as _resolve_tenant; 22023 "read record: rpc must be 1..63 characters of [a-z_]" /
   "read record: query_hash must be at most 128 characters" / "read record: rows_returned and
-  latency_ms must be >= 0" / "read record: at most 1000 chunk ids and 10000 memory ids"; 25006 and
-  08006 as _enqueue_read_on_primary.
+  latency_ms must be >= 0" / "read record: at most n chunk ids and m memory ids (…)"; 55000 as
+  _operator_limit; 25006 and 08006 as _enqueue_read_on_primary.
 Returns: nothing.
 Example: perform hipocampo_private._record_read(t, 'search_memories', 2, null, 1.5, memory_ids => ids);
 */
@@ -178,6 +179,8 @@ set search_path = ''
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(_record_read.tenant_id);
+    most_chunks integer := hipocampo_private._operator_limit('maintenance', 'read_record_max_chunk_ids');
+    most_memories integer := hipocampo_private._operator_limit('maintenance', 'read_record_max_memory_ids');
 begin
     if coalesce(_record_read.rpc, '') !~ '^[a-z_]{1,63}$' then
         raise exception 'read record: rpc must be 1..63 characters of [a-z_]' using errcode = '22023';
@@ -188,8 +191,9 @@ begin
     if _record_read.rows_returned < 0 or _record_read.latency_ms < 0 then
         raise exception 'read record: rows_returned and latency_ms must be >= 0' using errcode = '22023';
     end if;
-    if cardinality(_record_read.chunk_ids) > 1000 or cardinality(_record_read.memory_ids) > 10000 then
-        raise exception 'read record: at most 1000 chunk ids and 10000 memory ids' using errcode = '22023';
+    if cardinality(_record_read.chunk_ids) > most_chunks or cardinality(_record_read.memory_ids) > most_memories then
+        raise exception 'read record: at most % chunk ids and % memory ids (maintenance.read_record_max_chunk_ids, read_record_max_memory_ids)',
+            most_chunks, most_memories using errcode = '22023';
     end if;
     perform hipocampo_private._enqueue_read(
         t, _record_read.rpc, _record_read.rows_returned, _record_read.query_hash,

@@ -69,3 +69,36 @@ def test_a_member_cannot_forge_or_flood_the_memory_log(
             "select hipocampo_private._memory_event(%s, null, null, %s, %s, %s::jsonb)",
             (world.tenant_a, event, reason, json.dumps(detail)),
         )
+
+
+def test_the_audit_bounds_are_the_operator_s_config(db: Conn, world: World) -> None:
+    """The bounds come from the global row (maintenance.*), not from SQL: raised, they let more in."""
+    db.execute(
+        "update hipocampo_private.settings set config = jsonb_set(jsonb_set(config,"
+        " '{maintenance,read_record_max_chunk_ids}', '2000'), '{maintenance,memory_event_reason_max_chars}', '300')"
+        " where tenant_id is null"
+    )
+    world.act("authenticated", world.member_a, world.tenant_a)
+    db.execute(
+        "select hipocampo_private._record_read(null, 'probe_rpc', 1, 'h', 1, %s::bigint[])", (list(range(1001)),)
+    )
+    db.execute(
+        "select hipocampo_private._memory_event(%s, null, null, 'memory.consent', %s, '{}')",
+        (world.tenant_a, "r" * 201),
+    )
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="at most 2000 chunk ids"):
+        db.execute(
+            "select hipocampo_private._record_read(null, 'probe_rpc', 1, 'h', 1, %s::bigint[])", (list(range(2001)),)
+        )
+
+
+def test_an_unseeded_bound_is_refused_not_ignored(db: Conn, world: World) -> None:
+    db.execute(
+        "update hipocampo_private.settings set config = config #- '{maintenance,read_record_max_chunk_ids}'"
+        " where tenant_id is null"
+    )
+    world.act("authenticated", world.member_a, world.tenant_a)
+    with pytest.raises(
+        psycopg.errors.ObjectNotInPrerequisiteState, match=r"maintenance\.read_record_max_chunk_ids is not configured"
+    ):
+        db.execute("select hipocampo_private._record_read(null, 'probe_rpc', 1, 'h', 1)")

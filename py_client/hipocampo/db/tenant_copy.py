@@ -87,6 +87,26 @@ def _sequences(conn: psycopg.Connection[Any], tables: list[_Table]) -> dict[str,
     return out
 
 
+def find_tenant(
+    conn: psycopg.Connection[dict[str, Any]], tenant: UUID | str, error: type[HipocampoError]
+) -> dict[str, Any]:
+    """The row of tenant ``tenant`` (its id or slug): ``id``, ``slug``, ``name`` and ``moved_at``
+    (when it was moved to another database, else None).
+
+    Raises:
+        error: no such tenant (``error(message, "P0002")``).
+    """
+    found = conn.execute(
+        "select t.id, t.slug, t.name, m.moved_at from hipocampo_private.tenants as t"
+        " left join hipocampo_private.tenant_moves as m on m.tenant_id = t.id"
+        " where t.id::text = %s or t.slug = %s",
+        (str(tenant), str(tenant)),
+    ).fetchone()
+    if found is None:
+        raise error(f"unknown tenant: {tenant}", "P0002")
+    return found
+
+
 def export_tenant(url: str, tenant: UUID | str, path: Path) -> dict[str, Any]:
     """Write tenant ``tenant`` (its id or slug) of the database at ``url`` to ``path`` (a gzipped
     tar); returns the manifest (``tenant``, ``last_migration``, ``digest``: rows and md5 per table).
@@ -96,12 +116,8 @@ def export_tenant(url: str, tenant: UUID | str, path: Path) -> dict[str, Any]:
     """
     with psycopg.connect(url, row_factory=dict_row) as conn:
         conn.execute("set transaction isolation level repeatable read, read only")
-        found = conn.execute(
-            "select id, slug, name from hipocampo_private.tenants where id::text = %s or slug = %s",
-            (str(tenant), str(tenant)),
-        ).fetchone()
-        if found is None:
-            raise TenantCopyError(f"unknown tenant: {tenant}", "P0002")
+        row = find_tenant(conn, tenant, TenantCopyError)
+        found = {k: row[k] for k in ("id", "slug", "name")}
         tables = _tables(conn)
         manifest: dict[str, Any] = {
             "format": FORMAT,

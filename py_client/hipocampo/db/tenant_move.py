@@ -32,7 +32,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from ..errors import HipocampoError
-from .tenant_copy import _last_migration, _move_sequences, _sequences, _Table, _tables
+from .tenant_copy import _last_migration, _move_sequences, _sequences, _Table, _tables, find_tenant
 
 __all__ = ["TenantMoveError", "finish_move", "move_tenant"]
 
@@ -188,12 +188,7 @@ def move_tenant(
         psycopg.connect(source_url, autocommit=True, row_factory=dict_row) as source,
         psycopg.connect(target_url, autocommit=True, row_factory=dict_row) as target,
     ):
-        row = source.execute(
-            "select id, slug from hipocampo_private.tenants where id::text = %s or slug = %s",
-            (str(tenant), str(tenant)),
-        ).fetchone()
-        if row is None:
-            raise TenantMoveError(f"unknown tenant: {tenant}", "P0002")
+        row = find_tenant(source, tenant, TenantMoveError)
         _check(source, target, row["id"])
         m = _Move(source, target, _tables(source), row["id"], f"hipocampo_move_{uuid.uuid4().hex[:12]}")
         source.execute(
@@ -305,14 +300,7 @@ def finish_move(source_url: str, tenant: uuid.UUID | str) -> dict[str, Any]:
         TenantMoveError: the tenant has not been moved (55000) or is unknown (P0002).
     """
     with psycopg.connect(source_url, autocommit=True, row_factory=dict_row) as source:
-        row = source.execute(
-            "select t.id, m.moved_at from hipocampo_private.tenants as t"
-            " left join hipocampo_private.tenant_moves as m on m.tenant_id = t.id"
-            " where t.id::text = %s or t.slug = %s",
-            (str(tenant), str(tenant)),
-        ).fetchone()
-        if row is None:
-            raise TenantMoveError(f"unknown tenant: {tenant}", "P0002")
+        row = find_tenant(source, tenant, TenantMoveError)
         if row["moved_at"] is None:
             raise TenantMoveError(f"tenant {tenant} has not been moved: nothing to finish", "55000")
         tables = _tables(source)
