@@ -2,8 +2,9 @@
 
 The real ``hipocampo ingest`` runs as a subprocess on a folder of generated documents. Killed
 mid-run, it leaves no partial document (one transaction per document), and its job is recovered
-by the lease (migration 004600): failed (interrupted), the knowledge base ready again; a second
-run completes without duplicates. When the server dies under it, the CLI says so in one line and
+at once, its session having ended with it (issue 44 §5; the lease covers clients that do not hold
+their session): failed (interrupted), the knowledge base ready again; a second run completes
+without duplicates. When the server dies under it, the CLI says so in one line and
 exits 3, without a traceback.
 """
 
@@ -92,8 +93,23 @@ def test_a_killed_ingest_is_recovered_and_a_rerun_completes(database_url: str, t
     written = s["docs"]
     assert 0 < written < n
 
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute("select hipocampo.recover_ingestion_jobs(now() + interval '1 hour')")
+    # The killed client's session ended with it: its job needs no lease to run out (issue 44 §5).
+    with psycopg.connect(database_url, autocommit=True, row_factory=dict_row) as conn:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and conn.execute(
+            "select bool_or(hipocampo_private._job_session_alive(j.id)) as alive"
+            " from hipocampo_private.ingestion_jobs as j where j.status = 'running' and j.session_bound"
+        ).fetchone() == {"alive": True}:
+            time.sleep(0.05)
+        assert conn.execute("select hipocampo.recover_ingestion_jobs() as v").fetchone() == {
+            "v": {"interrupted": 1, "knowledge_bases": 1}
+        }
+        error = conn.execute(
+            "select j.errors -> -1 ->> 'error' as e from hipocampo_private.ingestion_jobs as j"
+            " join hipocampo_private.tenants as t on t.id = j.tenant_id where t.slug = %s",
+            (slug,),
+        ).fetchone()
+    assert error is not None and error["e"].startswith("interrupted: the session that ran it ended")
     s = state(database_url, slug)
     assert (s["kb"], s["jobs"]) == ("ready", ["failed"])
 
@@ -104,6 +120,24 @@ def test_a_killed_ingest_is_recovered_and_a_rerun_completes(database_url: str, t
     assert (summary["documents_unchanged"], summary["documents_ingested"]) == (written, n - written)
     s = state(database_url, slug)
     assert s == {**s, "kb": "ready", "docs": n, "jobs": ["failed", "succeeded"], "partial": 0, "duplicates": 0}
+
+
+def test_a_rerun_right_after_a_kill_finds_the_killed_job_interrupted(database_url: str, tmp_path: Path) -> None:
+    """No recovery run in between, no lease to wait for: the rerun's start recovers the job."""
+    n = 160
+    write_documents(tmp_path, n)
+    slug = f"crash-{uuid.uuid4().hex[:8]}"
+    with Hipocampo(database_url) as root:
+        root.create_tenant("Crash", slug)
+    proc = ingest(database_url, tmp_path, slug)
+    wait_for(lambda: 0 < state(database_url, slug).get("docs", 0) < n, 180, proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    rerun = ingest(database_url, tmp_path, slug)
+    _, err = rerun.communicate(timeout=300)
+    assert rerun.returncode == 0, err
+    s = state(database_url, slug)
+    assert s == {**s, "kb": "ready", "docs": n, "jobs": ["failed", "succeeded"], "partial": 0}
 
 
 def test_a_lost_server_is_one_line_and_exit_3(tmp_path: Path) -> None:

@@ -161,6 +161,8 @@ class Hipocampo:
         self._routing = _Routing(read_pool, max(0.0, read_your_writes_wait_ms) / 1000)
         # The RPCs' argument types, read from the catalog on the first call (hipocampo.rpc).
         self._signatures: Signatures = {}
+        # The sessions of the ingestion jobs this client runs (start_job), by job id.
+        self._job_sessions: dict[UUID, psycopg.Connection[Any]] = {}
 
     @classmethod
     def from_supabase(cls, url: str, anon_key: str, access_token: str) -> Hipocampo:
@@ -173,7 +175,10 @@ class Hipocampo:
         return SupabaseHipocampo(url, anon_key, access_token)
 
     def close(self) -> None:
-        """Close the connection pools."""
+        """Close the connection pools and the sessions of unfinished jobs (they count as
+        interrupted)."""
+        for job in list(self._job_sessions):
+            self.end_job_session(job)
         self._pool.close()
         if self._routing.read_pool is not None:
             self._routing.read_pool.close()
@@ -192,6 +197,7 @@ class Hipocampo:
         other._pool = self._pool
         other._routing = self._routing
         other._signatures = self._signatures
+        other._job_sessions = self._job_sessions
         return other
 
     @property
@@ -661,13 +667,52 @@ class Hipocampo:
         self.rpc("heartbeat_ingestion_job", {"job_id": job_id}, "none")
 
     def start_job(self, kb_id: UUID, documents_total: int) -> UUID:
-        """Open an ingestion-job record (the knowledge base's interrupted jobs are recovered first)."""
-        return UUID(str(self.rpc("start_ingestion_job", {"kb_id": kb_id, "documents_total": documents_total})))
+        """Open an ingestion-job record (the knowledge base's interrupted jobs are recovered first)
+        on a database session of its own, kept open until :meth:`finish_job` or
+        :meth:`end_job_session` (``start_ingestion_job(hold_session => true)``): when this process
+        is killed its session ends, and the job counts as interrupted at once
+        (``recover_ingestion_jobs``, e.g. by the next run), not when its lease (300 s) runs out.
+
+        Raises the typed error of a database error (NotFoundError: unknown knowledge base)."""
+        args = {"kb_id": kb_id, "documents_total": documents_total, "hold_session": True}
+        try:
+            conn = psycopg.connect(self.url, autocommit=True)
+        except psycopg.Error as err:
+            raise from_db_error(err) from err
+        try:
+            with self._acting(conn) as cur:
+                job = UUID(str(self.rpc_in(cur, "start_ingestion_job", args)))
+        except psycopg.Error as err:
+            conn.close()
+            raise from_db_error(err) from err
+        except BaseException:
+            conn.close()
+            raise
+        self._job_sessions[job] = conn
+        return job
 
     def finish_job(self, job_id: UUID, status: str, counts: dict[str, int], errors: list[dict[str, Any]]) -> None:
-        """Close an ingestion-job record."""
+        """Close an ingestion-job record, on the job's own session when this client started it
+        (which it then ends)."""
         args = {"job_id": job_id, "status": status, "counts": counts, "errors": errors}
-        self.rpc("finish_ingestion_job", args, "none")
+        conn = self._job_sessions.pop(job_id, None)
+        if conn is None:
+            self.rpc("finish_ingestion_job", args, "none")
+            return
+        try:
+            with self._acting(conn) as cur:
+                self.rpc_in(cur, "finish_ingestion_job", args, "none")
+        except psycopg.Error as err:
+            raise from_db_error(err) from err
+        finally:
+            conn.close()
+
+    def end_job_session(self, job_id: UUID) -> None:
+        """End the session of a job this client started and did not finish (a run that stopped on
+        an error): the job counts as interrupted from now on. No-op for any other job."""
+        conn = self._job_sessions.pop(job_id, None)
+        if conn is not None:
+            conn.close()
 
     # -- retrieval ---------------------------------------------------------------------------
     def search_model(self, kb_ids: Sequence[UUID] | None = None) -> str | None:

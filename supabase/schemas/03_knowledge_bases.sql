@@ -1045,6 +1045,9 @@ create table hipocampo_private.ingestion_jobs (
     finished_at timestamptz,
     -- The run's lease: renewed by heartbeat_ingestion_job; see recover_ingestion_jobs.
     heartbeat_at timestamptz not null default now(),
+    -- Started with hold_session: the client's session holds the job's advisory lock until it ends,
+    -- so a killed client's job is interrupted at once, not when its lease runs out.
+    session_bound boolean not null default false,
     constraint ingestion_jobs_status_check check (
         status in ('running', 'succeeded', 'partial', 'failed')
     ),
@@ -2426,17 +2429,24 @@ end;
 $$;
 
 /*
-start_ingestion_job(kb_id uuid, documents_total integer) -> uuid
+start_ingestion_job(kb_id uuid, documents_total integer, hold_session boolean default false) -> uuid
 
 Purpose: open an ingestion run (status running, lease renewed by heartbeat_ingestion_job). It
   first recovers the knowledge base's interrupted jobs (recover_ingestion_jobs), so a run after a
   crash finds the earlier job failed (interrupted) instead of running forever.
+Parameters: kb_id; documents_total >= 0; hold_session - true when the caller keeps this database
+  session open for the whole run (a direct connection, as the Python client's; never through
+  PostgREST, whose sessions are pooled): the session holds the job's advisory lock
+  (_job_lock_key) until finish_ingestion_job or its end, and once the session has ended the job
+  counts as interrupted without waiting for its lease (issue 44 §5).
 Returns: the job's id.
 Errors: 42501 as _caller (before any other work); P0002 unknown knowledge base; 22023
   "documents_total must be >= 0".
-Example: select hipocampo.start_ingestion_job(kb, 12);
+Example: select hipocampo.start_ingestion_job(kb, 12, hold_session => true);
 */
-create or replace function hipocampo.start_ingestion_job(kb_id uuid, documents_total integer)
+create or replace function hipocampo.start_ingestion_job(
+    kb_id uuid, documents_total integer, hold_session boolean default false
+)
 returns uuid
 language plpgsql
 security invoker
@@ -2451,9 +2461,12 @@ begin
         raise exception 'documents_total must be >= 0 (got %)', documents_total using errcode = '22023';
     end if;
     perform hipocampo.recover_ingestion_jobs(now(), k.id);
-    insert into hipocampo_private.ingestion_jobs (tenant_id, kb_id, documents_total, created_by)
-    values (k.tenant_id, k.id, documents_total, (select auth.uid()))
+    insert into hipocampo_private.ingestion_jobs (tenant_id, kb_id, documents_total, created_by, session_bound)
+    values (k.tenant_id, k.id, documents_total, (select auth.uid()), coalesce(hold_session, false))
     returning id into job;
+    if hold_session then
+        perform pg_catalog.pg_advisory_lock(k1, k2) from hipocampo_private._job_lock_key(job);
+    end if;
     return job;
 end;
 $$;
@@ -2491,6 +2504,12 @@ begin
     if not found then
         raise exception 'unknown ingestion job: %', job_id using errcode = 'P0002';
     end if;
+    -- The session that started the job with hold_session lets its lock go (no-op elsewhere).
+    perform pg_catalog.pg_advisory_unlock(key.k1, key.k2)
+    from hipocampo_private._job_lock_key(finish_ingestion_job.job_id) as key
+    inner join pg_catalog.pg_locks as l
+        on l.locktype = 'advisory' and l.pid = pg_catalog.pg_backend_pid() and l.classid = key.k1::oid
+        and l.objid = key.k2::oid and l.objsubid = 2 and l.granted;
 end;
 $$;
 
@@ -2553,7 +2572,7 @@ comment on function hipocampo.set_document_metadata(uuid, jsonb) is
 comment on function hipocampo.purge_expired(timestamptz) is
 'Delete documents and chunks past their expires_at.';
 
-comment on function hipocampo.start_ingestion_job(uuid, integer) is 'Open an ingestion-job record.';
+comment on function hipocampo.start_ingestion_job(uuid, integer, boolean) is 'Open an ingestion-job record.';
 
 comment on function hipocampo.finish_ingestion_job(uuid, text, jsonb, jsonb) is
 'Close an ingestion-job record with its status, counts and errors.';
@@ -3054,11 +3073,64 @@ end;
 $$;
 
 /*
+_job_lock_key(job_id uuid) -> table (k1 integer, k2 integer)
+
+Purpose: the advisory lock (two-key form) a session holds while it runs an ingestion job started
+  with hold_session: k1 names hipocampo's ingestion jobs, k2 is the job id's hash. Two jobs whose
+  hashes collide only make each other look alive; their leases still end them.
+Parameters: job_id.
+Returns: one row (k1, k2).
+Errors: none.
+Example: select pg_advisory_lock(k1, k2) from hipocampo_private._job_lock_key(j);
+*/
+create or replace function hipocampo_private._job_lock_key(job_id uuid)
+returns table (k1 integer, k2 integer)
+language sql
+immutable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+    -- 1751740515 is 'hipc' in ASCII.
+    select 1751740515, pg_catalog.hashtext(_job_lock_key.job_id::text)
+$$;
+
+/*
+_job_session_alive(job_id uuid) -> boolean
+
+Purpose: whether some session of this database holds the job's advisory lock (_job_lock_key):
+  the session that started it with hold_session is still open. pg_locks shows every session's
+  locks to every role.
+Parameters: job_id.
+Returns: true while the lock is held.
+Errors: none.
+Example: select hipocampo_private._job_session_alive(j);
+*/
+create or replace function hipocampo_private._job_session_alive(job_id uuid)
+returns boolean
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select exists (
+        select 1
+        from hipocampo_private._job_lock_key(_job_session_alive.job_id) as key
+        inner join pg_catalog.pg_locks as l
+            on l.locktype = 'advisory' and l.classid = key.k1::oid and l.objid = key.k2::oid
+            and l.objsubid = 2 and l.granted
+        where l.database = (select d.oid from pg_catalog.pg_database as d where d.datname = pg_catalog.current_database())
+    )
+$$;
+
+/*
 recover_ingestion_jobs(now timestamptz default now(), kb_id uuid default null) -> jsonb
 
 Purpose: mark running jobs whose lease expired (heartbeat_at older than
   maintenance.ingestion_lease_seconds) as failed, with the error {"error": "interrupted: no
-  heartbeat since …"}, and give each of their knowledge bases left 'indexing' with no running
+  heartbeat since …"}, and so those started with hold_session whose session has ended (the
+  client was killed: "interrupted: the session that ran it ended …"), and give each of their
+  knowledge bases left 'indexing' with no running
   job its status back: ready when it holds documents, error otherwise. Optionally only one
   knowledge base.
 Parameters: now - the time to judge leases by (service_role only; users always use now());
@@ -3093,8 +3165,13 @@ begin
             status = 'failed',
             finished_at = at,
             errors = j.errors || jsonb_build_array(jsonb_build_object(
-                'error', format('interrupted: no heartbeat since %s (lease %s s)', j.heartbeat_at, lease)))
-        where j.status = 'running' and j.heartbeat_at < at - make_interval(secs => lease)
+                'error', case when j.heartbeat_at < at - make_interval(secs => lease)
+                    then format('interrupted: no heartbeat since %s (lease %s s)', j.heartbeat_at, lease)
+                    else format('interrupted: the session that ran it ended (last heartbeat %s)', j.heartbeat_at)
+                end))
+        where j.status = 'running'
+          and (j.heartbeat_at < at - make_interval(secs => lease)
+               or (j.session_bound and not hipocampo_private._job_session_alive(j.id)))
           and (recover_ingestion_jobs.kb_id is null or j.kb_id = recover_ingestion_jobs.kb_id)
         returning j.kb_id
     )

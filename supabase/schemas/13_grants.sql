@@ -189,7 +189,7 @@ grant execute on function hipocampo.requeue_embedding_failures(kind text) to ser
 grant execute on function hipocampo.set_tenant_config(section text, patch jsonb, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.set_tenant_tuning(model text, section text, patch jsonb, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.staged_memories() to authenticated, service_role;
-grant execute on function hipocampo.start_ingestion_job(kb_id uuid, documents_total integer) to authenticated, service_role;
+grant execute on function hipocampo.start_ingestion_job(kb_id uuid, documents_total integer, hold_session boolean) to authenticated, service_role;
 grant execute on function hipocampo.take_ip_rate_limit(ip inet) to service_role;
 grant execute on function hipocampo.take_rate_limit(cost double precision, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.tenant_by_slug(slug text) to authenticated, service_role;
@@ -216,6 +216,8 @@ grant execute on function hipocampo_private._check_config_text(section text, key
 grant execute on function hipocampo_private._check_message_tokens(token_ids integer[], token_bits bit varying[], dims integer, name text) to authenticated, service_role;
 grant execute on function hipocampo_private._correct_memory(old hipocampo_private.memories, value jsonb, description text, embedding extensions.vector, event_user uuid, reason text, detail jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._data_subject(user_id uuid, tenant_id uuid, out actor_tenant uuid, out actor_user uuid) to authenticated, service_role;
+grant execute on function hipocampo_private._job_lock_key(job_id uuid) to authenticated, service_role;
+grant execute on function hipocampo_private._job_session_alive(job_id uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._date_words(day date, config regconfig) to authenticated, service_role;
 grant execute on function hipocampo_private._drop_model_index(model_name text) to service_role;
 grant execute on function hipocampo_private._ensure_model_index(model_name text) to service_role;

@@ -472,6 +472,8 @@ def ingest_documents(
         return run.close()
     finally:
         run._writer.shutdown(wait=True)  # also when the run stops on an error
+        if run.job is not None:
+            client.end_job_session(run.job)  # a run that stopped on an error: interrupted now
 
 
 def context_header(title: str, chunk: Chunk) -> str:
