@@ -137,12 +137,29 @@ def migra_sql(source: str, target: str) -> str:
         migration = Migration(a, b, exclude_schema="extensions")
         migration.set_safety(False)
         migration.add_all_changes(privileges=False)
-        ddl = str(migration.sql).strip()
+        ddl = _with_identity_changes_in_order(str(migration.sql).strip())
     have = {name: schema for name, schema in _rows(source, EXTENSIONS)}
     want = {name: schema for name, schema in _rows(target, EXTENSIONS)}
     added = [f"create extension if not exists {n} with schema {want[n]};" for n in sorted(set(want) - set(have))]
     dropped = [f"drop extension if exists {n};" for n in sorted(set(have) - set(want))]
     return "\n".join([*added, *([ddl] if ddl else []), *dropped]).strip()
+
+
+_DROP_IDENTITY = re.compile(r"^alter table .+ alter column .+ drop identity;$")
+_SET_DEFAULT = re.compile(r"^alter table .+ alter column .+ set default .+;$")
+
+
+def _with_identity_changes_in_order(ddl: str) -> str:
+    """migra's statements with an identity column turned into one with a default put in an order
+    PostgreSQL takes: each ``drop identity`` first (a column cannot have both), each ``set
+    default`` last (its function may be created by the statements between)."""
+    statements = [part for part in ddl.split("\n\n") if part.strip()]
+    drops = [p for p in statements if _DROP_IDENTITY.match(p.strip())]
+    defaults = [p for p in statements if _SET_DEFAULT.match(p.strip())]
+    if not drops:
+        return ddl
+    rest = [p for p in statements if p not in drops and p not in defaults]
+    return "\n\n".join([*drops, *rest, *defaults])
 
 
 # Every privilege a table may hold, up to PostgreSQL 17's maintain: a grant of all of them is

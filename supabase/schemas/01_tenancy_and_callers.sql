@@ -2,6 +2,102 @@
 -- pg_dump output), so the files apply in the order of [db.migrations] schema_paths.
 set check_function_bodies = off;
 
+-- Ids that reveal no other tenant's activity (issue 44 §5). A sequence shared by all tenants let a
+-- member count every tenant's messages (or memory events, reads, chunks) from the gap between two
+-- of their own ids; such an id is now the microseconds since 2026-01-01 and a keyed permutation of
+-- a private counter (_opaque_id), the default of every id a user can see that is not a uuid
+-- (messages, memory_events, data_access_log, chunks, settings).
+create sequence hipocampo_private.id_counter as bigint;
+
+-- The secret keys of the id permutations, made on first use; nobody but their definer functions
+-- reads them.
+create table hipocampo_private.id_keys (
+    name text primary key,
+    key text not null
+);
+
+alter table hipocampo_private.id_keys enable row level security;
+
+comment on table hipocampo_private.id_keys is
+'Secret keys of the id permutations (_opaque_id): made on first use, read by definer functions only.';
+
+/*
+_permuted_low_bits(key text, t bigint, n integer) -> integer
+
+Purpose: a keyed permutation of 0..1023 for each microsecond t: a four-round Feistel network over
+  two 5-bit halves whose round function is a keyed hash of (t, round, half). For a given key and t
+  it maps n to a distinct value, so ids sharing a microsecond never collide; without the key the
+  values reveal nothing of n.
+Parameters: key - the secret (id_keys); t - the id's microsecond; n - 0..1023.
+Returns: 0..1023.
+Errors: none.
+Example: select hipocampo_private._permuted_low_bits('k', 1, 5);
+*/
+create or replace function hipocampo_private._permuted_low_bits(key text, t bigint, n integer)
+returns integer
+language plpgsql
+immutable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+declare
+    l integer := (n >> 5) & 31;
+    r integer := n & 31;
+    f integer;
+begin
+    for step in 1..4 loop
+        f := (pg_catalog.hashtextextended(key || ':' || t || ':' || step || ':' || r, 0) & 31)::integer;
+        select r, l # f into l, r;
+    end loop;
+    return (l << 5) | r;
+end;
+$$;
+
+/*
+_opaque_id() -> bigint
+
+Purpose: a new id (the default of messages.id, memory_events.id, data_access_log.id, chunks.id,
+  settings.id):
+  in its high 53 bits the microseconds since 2026-01-01 (one more than this session's last id's
+  when the clock has not moved on, so the rows a session writes keep their order), in its low 10
+  bits _permuted_low_bits of the next value of id_counter. Ids are in the order of time and unique
+  while fewer than 1,024 rows share a microsecond; the gap between two ids tells the time between
+  them, not how many rows other tenants wrote (issue 44 §5). Ids before this scheme (small
+  numbers) stay, all lower.
+Returns: the id.
+Errors: none.
+Example: select hipocampo_private._opaque_id();
+*/
+-- definer because the permutation's key (id_keys) is read and made by nobody else.
+create or replace function hipocampo_private._opaque_id()
+returns bigint
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+    t bigint := floor(extract(epoch from pg_catalog.clock_timestamp() - timestamptz '2026-01-01 00:00:00+00')
+        * 1000000)::bigint;
+    last bigint := nullif(pg_catalog.current_setting('hipocampo.last_opaque_id_us', true), '')::bigint;
+    k text := (select i.key from hipocampo_private.id_keys as i where i.name = 'ids');
+begin
+    if last is not null and t <= last then
+        t := last + 1;
+    end if;
+    perform pg_catalog.set_config('hipocampo.last_opaque_id_us', t::text, false);
+    if k is null then
+        insert into hipocampo_private.id_keys (name, key) values ('ids', pg_catalog.gen_random_uuid()::text)
+        on conflict (name) do nothing;
+        k := (select i.key from hipocampo_private.id_keys as i where i.name = 'ids');
+    end if;
+    return (t << 10) | hipocampo_private._permuted_low_bits(
+        k, t, (pg_catalog.nextval('hipocampo_private.id_counter') % 1024)::integer
+    );
+end;
+$$;
+
 -- Tenants, memberships and the caller's tenant.
 --
 -- The caller's tenant comes from the JWT claims (app_metadata.tenant_id, or a top-level

@@ -3,7 +3,7 @@
 set check_function_bodies = off;
 
 create table hipocampo_private.settings (
-    id bigint generated always as identity primary key,
+    id bigint primary key default hipocampo_private._opaque_id(),
     tenant_id uuid,
     config jsonb not null default '{}'::jsonb,
     updated_at timestamptz not null default now(),

@@ -253,7 +253,7 @@ end;
 $$;
 
 create table hipocampo_private.chunks (
-    id bigint generated always as identity primary key,
+    id bigint primary key default hipocampo_private._opaque_id(),
     tenant_id uuid not null,
     kb_id uuid not null,
     document_id uuid not null,
@@ -1059,7 +1059,7 @@ create table hipocampo_private.ingestion_jobs (
 alter table hipocampo_private.ingestion_jobs enable row level security;
 
 create table hipocampo_private.data_access_log (
-    id bigint generated always as identity primary key,
+    id bigint primary key default hipocampo_private._opaque_id(),
     at timestamptz not null default now(),
     caller uuid,
     caller_role text not null,

@@ -123,7 +123,7 @@ where supersedes is not null;
 
 
 create table hipocampo_private.memory_events (
-    id bigint generated always as identity primary key,
+    id bigint primary key default hipocampo_private._opaque_id(),
     at timestamptz not null default now(),
     tenant_id uuid not null,
     -- Pseudonymous after erasure: user_id is replaced by a hash.

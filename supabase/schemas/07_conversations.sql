@@ -5,7 +5,7 @@ set check_function_bodies = off;
 -- Conversation history: messages (chat and voice share a conversation_id) and a rolling summary
 -- per conversation. History is never promoted to memory by itself: nothing here writes memories.
 create table hipocampo_private.messages (
-    id bigint generated always as identity primary key,
+    id bigint primary key default hipocampo_private._opaque_id(),
     tenant_id uuid not null references hipocampo_private.tenants (id) on delete cascade,
     user_id uuid not null,
     conversation_id uuid not null,

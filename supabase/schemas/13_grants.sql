@@ -217,6 +217,7 @@ grant execute on function hipocampo_private._check_message_tokens(token_ids inte
 grant execute on function hipocampo_private._correct_memory(old hipocampo_private.memories, value jsonb, description text, embedding extensions.vector, event_user uuid, reason text, detail jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._data_subject(user_id uuid, tenant_id uuid, out actor_tenant uuid, out actor_user uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._job_lock_key(job_id uuid) to authenticated, service_role;
+grant execute on function hipocampo_private._opaque_id() to authenticated, service_role;
 grant execute on function hipocampo_private._job_session_alive(job_id uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._date_words(day date, config regconfig) to authenticated, service_role;
 grant execute on function hipocampo_private._drop_model_index(model_name text) to service_role;

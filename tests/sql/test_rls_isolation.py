@@ -43,6 +43,7 @@ GLOBAL_TABLES = {"embedding_models", "model_calibrations"}
 SERVICE_ONLY_TABLES = {
     "answer_cache",
     "embedding_failures",
+    "id_keys",
     "project_secrets",
     "rate_limit_buckets",
     "read_queue",
