@@ -127,15 +127,70 @@ as $$
 $$;
 
 /*
+_pii_stretch_kind(groups text[], seps text[], i integer, j integer) -> text
+
+Purpose: the kind of PII that groups i..j of a run of digits are, read as one number (_pii_kind),
+  or null. A stretch of several groups neither starts with nor holds two one-digit groups (a list
+  of small numbers is not a phone number), except one digit per line. Two writings count only as
+  a number whose shape and check digits leave no doubt (issue 44 §3): groups joined by commas
+  (a CPF 3,3,3,2, a CNPJ 2,3,3,4,2, a card 4,4,4,4 or a mobile with its DDD 2,5,4, and no "." among
+  the separators, so an amount such as 123.456.789,09 stays), and one digit per line (a CPF, CNPJ
+  or card, whose check digits a list of small numbers fails 99 times in 100).
+Parameters: groups - the run's digit groups; seps - the run's separators (seps[1] before the first
+  group, seps[x + 1] after group x); i, j - the stretch (1 <= i <= j <= cardinality(groups)).
+Returns: 'CPF' | 'CNPJ' | 'TELEFONE' | 'CARTAO' | null.
+Errors: none (a pure function).
+Example: select hipocampo_private._pii_stretch_kind('{529,982,247,25}', '{"",",",",","-",""}', 1, 4); -- CPF
+*/
+create or replace function hipocampo_private._pii_stretch_kind(groups text[], seps text[], i integer, j integer)
+returns text
+language plpgsql
+immutable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+declare
+    lengths integer [] := array(select char_length(x) from unnest(groups[i:j]) as x);
+    shape text := array_to_string(lengths, ',');
+    between_groups text := coalesce(array_to_string(seps[i + 1:j], ''), '');
+    one_per_line boolean := j > i and shape ~ '^1(,1)*$'
+        and (select bool_and(x ~ '\n') from unnest(seps[i + 1:j]) as x);
+    kind text;
+begin
+    if not (i = j or one_per_line or (lengths[1] > 1 and (select count(*) from unnest(lengths) as x where x = 1) < 2)) then
+        return null;
+    end if;
+    -- (what _pii_kind reads of the separators: any dash is "-", markup is nothing)
+    -- (one digit per line is read as one group: the digits of one number)
+    kind := hipocampo_private._pii_kind(array_to_string(groups[i:j], ''),
+        case when one_per_line then array[j - i + 1] else lengths end,
+        regexp_replace(translate((case when i = 1 then seps[1] else '' end)
+            || (select string_agg(groups[x] || case when x < j then seps[x + 1] else '' end, '' order by x)
+                from generate_series(i, j) as x),
+            '‐‑‒–—―', '------'), '</?[A-Za-z][A-Za-z0-9]*>', '', 'g'));
+    if between_groups ~ ',' and (between_groups ~ '[.]' or not (kind, shape) in (
+        ('CPF', '3,3,3,2'), ('CNPJ', '2,3,3,4,2'), ('CARTAO', '4,4,4,4'), ('TELEFONE', '2,5,4')
+    )) then
+        return null;
+    end if;
+    if one_per_line and kind not in ('CPF', 'CNPJ', 'CARTAO') then
+        return null;
+    end if;
+    return kind;
+end;
+$$;
+
+/*
 _pii_scrub_numbers(input text) -> (text text, counts jsonb)
 
 Purpose: the scrubber's number step: runs of digits joined by separators (at most five of
   . ( ) / _ | \ space, a hyphen or dash (U+2010..2015), an HTML tag such as </b>, or a line
-  break with its indentation; not a comma, which joins page ranges, dates and amounts in prose, nor
-  the minus sign of ranges such as 30−60) are read group
-  by group, and from each group the longest stretch (at most seven
-  groups, 9..19 digits, not a list of one-digit numbers) that _pii_kind names is replaced by
-  its placeholder ([CPF] [CNPJ] [TELEFONE] [CARTAO]). The pieces are joined once at the end (a
+  break with its indentation; or one comma directly between digits; not a comma and a space,
+  which join page ranges, dates and amounts in prose, nor the minus sign of ranges such as 30−60)
+  are read group by group, and from each group the longest stretch (at most seven groups, or
+  nineteen one digit per line; 9..19 digits) that _pii_stretch_kind names is replaced by its placeholder ([CPF] [CNPJ] [TELEFONE]
+  [CARTAO]). The pieces are joined once at the end (a
   string grown at every number was quadratic: 37 s for 4 MB).
 Parameters: input - folded text (_pii_fold).
 Returns: text - the text with numbers replaced; counts - {"CPF": n, …}.
@@ -151,7 +206,7 @@ set search_path = ''
 as $$
 declare
     sep constant text := '(?:[ .()/_|\\\u2010-\u2015-]|</?[A-Za-z][A-Za-z0-9]*>|[ \t]*\r?\n[ \t]*)';
-    number_run constant text := '\+?\(?[0-9](?:' || sep || '{1,5}[0-9]|[0-9])*';
+    number_run constant text := '\+?\(?[0-9](?:' || sep || '{1,5}[0-9]|,[0-9]|[0-9])*';
     runs text [] := array(select m[1] from regexp_matches(input, '(' || number_run || ')', 'g') as m);
     gaps text [];
     parts text [];
@@ -164,7 +219,6 @@ declare
     best integer;
     kind text;
     piece text;
-    digits text;
     c jsonb := '{}'::jsonb;
 begin
     text := input;
@@ -188,21 +242,11 @@ begin
         while i <= g loop
             best := null;
             kind := null;
-            j := least(g, i + 6);
+            -- at most seven groups, or nineteen written one digit per line
+            j := least(g, i + case when char_length(groups[i]) = 1 and seps[i + 1] ~ '\n' then 18 else 6 end);
             while j >= i and best is null loop
-                digits := array_to_string(groups[i:j], '');
-                -- A stretch of several groups neither starts with nor holds two one-digit
-                -- groups (a list of small numbers is not a phone number).
-                if char_length(digits) between 9 and 19 and (i = j or (char_length(groups[i]) > 1
-                    and (select count(*) from unnest(groups[i:j]) as x where char_length(x) = 1) < 2))
-                then
-                    -- (what _pii_kind reads of the separators: any dash is "-", markup is nothing)
-                    kind := hipocampo_private._pii_kind(digits,
-                        array(select char_length(x) from unnest(groups[i:j]) as x),
-                        regexp_replace(translate((case when i = 1 then seps[1] else '' end)
-                            || (select string_agg(groups[x] || case when x < j then seps[x + 1] else '' end, ''
-                                order by x) from generate_series(i, j) as x),
-                            '‐‑‒–—―', '------'), '</?[A-Za-z][A-Za-z0-9]*>', '', 'g'));
+                if char_length(array_to_string(groups[i:j], '')) between 9 and 19 then
+                    kind := hipocampo_private._pii_stretch_kind(groups, seps, i, j);
                     if kind is not null then
                         best := j;
                     end if;

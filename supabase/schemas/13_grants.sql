@@ -238,6 +238,7 @@ grant execute on function hipocampo_private._mmr(embeddings extensions.vector[],
 grant execute on function hipocampo_private._near_duplicates(chunk_ids bigint[], kb_ids uuid[], tenant uuid, min_cosine double precision, per_chunk integer) to authenticated, service_role;
 grant execute on function hipocampo_private._pack_tokens(t text) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_kind(digits text, groups integer[], span text) to authenticated, service_role;
+grant execute on function hipocampo_private._pii_stretch_kind(groups text[], seps text[], i integer, j integer) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_problem(content text, cfg jsonb, what text) to authenticated, service_role;
 grant execute on function hipocampo_private._embedding_kind(kind text) to service_role;
 grant execute on function hipocampo_private._calibrated_keys() to authenticated, service_role;

@@ -40,6 +40,7 @@ SEPARATORS = {
     "html tags": "</b>.<b>",
     "line break": "\n",
     "space": " ",
+    "comma": ",",
 }
 EMAILS = [
     "carla.souza＠exemplo.com",
@@ -59,6 +60,10 @@ def variants() -> Iterator[tuple[str, str, str]]:
             for sep_name, sep in SEPARATORS.items():
                 written = sep.join(g.translate(table) for g in groups)
                 yield f"{kind} {script} {sep_name}", f"Dados: {written} fim.", kind
+        if kind != "TELEFONE":  # one digit per line: the numbers with check digits
+            for script, digits in DIGITS.items():
+                written = "\n".join("".join(groups).translate(str.maketrans("0123456789", digits)))
+                yield f"{kind} {script} one digit per line", f"Dados:\n{written}\nfim.", kind
     for email in EMAILS:
         yield f"EMAIL {email}", f"Escreva para {email} hoje.", "EMAIL"
 
@@ -75,6 +80,26 @@ def test_the_scrubber_reads_every_encoding(db: Conn, world: World) -> None:
     ]
     print(f"PII encodings: {len(CORPUS) - len(missed)} of {len(CORPUS)} variants scrubbed")
     assert len(CORPUS) >= 150 and missed == []
+
+
+# Numbers in prose that are not PII and must come out as they went in: commas and single digits
+# that join page ranges, dates, amounts and lists.
+NOT_PII = [
+    "Pediatrics 85, 2444-2448 (1990).",
+    "Published Jan 20, 2015, 195 patients were included.",
+    "Valor do contrato: R$ 123.456.789,09 em 12 parcelas.",
+    "Total of 1,234,567,890 reads.",
+    "PD173074 (30−60 min) and 529,982,24 units.",
+    "Notas:\n1\n2\n3\n4\n5\n6\n7\n8\n9\n1\n0",
+    "Itens 3,4,5,6,7,8,9,10,11 e 12 do regulamento.",
+]
+
+
+@pytest.mark.parametrize("text", NOT_PII)
+def test_numbers_that_are_not_pii_stay(db: Conn, world: World, text: str) -> None:
+    world.act("authenticated", world.member_a, world.tenant_a)
+    row = db.execute("select text, counts from hipocampo.scrub_pii(%s)", ([text],)).fetchone()
+    assert row == {"text": text, "counts": {}}
 
 
 @pytest.mark.parametrize(
