@@ -44,7 +44,7 @@ OUTCOMES: Counter[str] = Counter()
 NO_NUL = st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",))
 SMALL_TEXT = st.text(NO_NUL, max_size=40)
 HUGE_TEXT = st.builds(
-    lambda c, n: c * n, st.sampled_from(["a", "é", "9", " ", "😀"]), st.sampled_from([2001, 3000, 100_001])
+    lambda c, n: c * n, st.sampled_from(["a", "é", "9", " ", "😀"]), st.sampled_from([201, 2001, 3000, 8001, 100_001])
 )
 TEXT = st.one_of(st.none(), SMALL_TEXT, HUGE_TEXT, st.sampled_from(["", " ", "prazo", "CPF 529.982.247-25"]))
 INT = st.one_of(st.none(), st.sampled_from([-(2**31), -1, 0, 1, 5, 1000, 2**31 - 1]), st.integers(-(2**31), 2**31 - 1))
@@ -222,10 +222,14 @@ def _document() -> st.SearchStrategy[Any]:
     )
 
 
+# One chunk more than a document may take (embedding.max_chunks_per_document, 5,000; issue 44 §4).
+TOO_MANY_CHUNKS = [{"chunk_index": i, "content": "x"} for i in range(5001)]
+
+
 def _chunks() -> st.SearchStrategy[Any]:
     return mostly(
         st.lists(mostly(st.just("ok"), CHUNK_KINDS).map(_chunk), min_size=1, max_size=3),
-        st.one_of(st.none(), JSON, st.just([])),
+        st.one_of(st.none(), JSON, st.just([]), st.just(TOO_MANY_CHUNKS)),
     )
 
 
@@ -294,6 +298,8 @@ TUNED_KEYS = [
     "sentence_weight",
     "answer_threshold",
     "top_k",
+    "context_prompt",
+    "sensitive_patterns",
     "nope",
 ]
 PATCH_VALUE = st.one_of(
@@ -302,6 +308,10 @@ PATCH_VALUE = st.one_of(
     st.sampled_from([-1, 0, 0.5, 1, 2, 1e308, -1e308, 2**31, "0.5", [0.5], {"a": 1}]),
     st.floats(allow_nan=False, allow_infinity=False),
     SMALL_TEXT,
+    # over the bounds of what an admin configures (issue 44 §4): a long prompt, too many or too
+    # long patterns, a pattern that does not compile
+    HUGE_TEXT,
+    st.sampled_from([["(unclosed"], ["a"] * 21, ["x" * 5000], ["(a+)+$"]]),
 )
 PATCH = st.one_of(
     st.dictionaries(st.sampled_from(TUNED_KEYS), PATCH_VALUE, max_size=3).map(json.dumps),
@@ -491,7 +501,9 @@ REAL = st.one_of(
     st.floats(-1e30, 1e30).filter(lambda x: x == 0 or abs(x) > 1e-30),
     st.sampled_from([float("nan"), float("inf"), -1.0, 0.0, 0.5]),
 )
-JSONS = st.one_of(st.none(), JSON.map(json.dumps))
+# (over session.payload_max_bytes, 16,384, and far over)
+HUGE_JSON = st.sampled_from([16_385, 100_000]).map(lambda n: json.dumps({"x": "a" * n}))
+JSONS = st.one_of(st.none(), JSON.map(json.dumps), HUGE_JSON)
 
 
 def _get_session(world: World) -> st.SearchStrategy[dict[str, Any]]:
