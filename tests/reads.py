@@ -36,6 +36,7 @@ RECORDED = {
     "search_memories": "search_memories",
     "lookup_memories": "lookup_memories",
     "context_pack": "context_pack",
+    "search_history": "search_history",
 }
 
 

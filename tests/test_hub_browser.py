@@ -143,7 +143,9 @@ def upload(pg: Any, files: list[Path], source_type: str = "regulation", trust: s
     return {r.locator("th").inner_text(): r.locator("td").nth(0).inner_text() for r in rows.all()}
 
 
-def test_admin_creates_a_kb_uploads_three_files_searches_and_asks(page: Any, hub: str, world: dict[str, Any]) -> None:
+def test_admin_creates_a_kb_uploads_three_files_searches_and_asks(
+    page: Any, hub: str, world: dict[str, Any], database_url: str
+) -> None:
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
     page.goto(hub)
@@ -197,8 +199,14 @@ def test_admin_creates_a_kb_uploads_three_files_searches_and_asks(page: Any, hub
     assert "salao" in page.inner_text("#citations")
     assert page.locator("#timings tr").count() >= 3
 
+    with Hipocampo(database_url) as root:
+        root.rpc("drain_read_queue")  # what pg_cron or the worker does every minute
     page.click("nav >> text=Métricas")
     assert page.locator("#chart-queries rect.bar").count() >= 1
+    # The memory design's metrics (issue 45 §2): the searches' p95 and the quota use.
+    assert page.locator("#chart-p95-hybrid-search rect.bar").count() >= 1
+    assert "Memórias ativas por usuário" in page.inner_text("#memory-quota")
+    assert page.inner_text("#quota-at") == "0"  # member A's two active memories, far below 50
 
     dev_token = next(c for c in page.context.cookies() if c["name"] == "hipocampo_session")
     assert dev_token["httpOnly"] and dev_token["sameSite"] == "Strict"

@@ -4,7 +4,7 @@ set check_function_bodies = off;
 
 -- Ids that reveal no other tenant's activity (issue 44 §5). A sequence shared by all tenants let a
 -- member count every tenant's messages (or memory events, reads, chunks) from the gap between two
--- of their own ids; such an id is now the microseconds since 2026-01-01 and a keyed permutation of
+-- of their own ids; such an id is now the milliseconds since 2026-01-01 and a keyed permutation of
 -- a private counter (_opaque_id), the default of every id a user can see that is not a uuid
 -- (messages, memory_events, data_access_log, chunks, settings).
 create sequence hipocampo_private.id_counter as bigint;
@@ -24,11 +24,11 @@ comment on table hipocampo_private.id_keys is
 /*
 _permuted_low_bits(key text, t bigint, n integer) -> integer
 
-Purpose: a keyed permutation of 0..1023 for each microsecond t: a four-round Feistel network over
+Purpose: a keyed permutation of 0..1023 for each millisecond t: a four-round Feistel network over
   two 5-bit halves whose round function is a keyed hash of (t, round, half). For a given key and t
-  it maps n to a distinct value, so ids sharing a microsecond never collide; without the key the
+  it maps n to a distinct value, so ids sharing a millisecond never collide; without the key the
   values reveal nothing of n.
-Parameters: key - the secret (id_keys); t - the id's microsecond; n - 0..1023.
+Parameters: key - the secret (id_keys); t - the id's millisecond; n - 0..1023.
 Returns: 0..1023.
 Errors: none.
 Example: select hipocampo_private._permuted_low_bits('k', 1, 5);
@@ -55,22 +55,24 @@ end;
 $$;
 
 /*
-_opaque_id() -> bigint
+_opaque_id(in_order boolean default false) -> bigint
 
-Purpose: a new id (the default of messages.id, memory_events.id, data_access_log.id, chunks.id,
-  settings.id):
-  in its high 53 bits the microseconds since 2026-01-01 (one more than this session's last id's
-  when the clock has not moved on, so the rows a session writes keep their order), in its low 10
-  bits _permuted_low_bits of the next value of id_counter. Ids are in the order of time and unique
-  while fewer than 1,024 rows share a microsecond; the gap between two ids tells the time between
-  them, not how many rows other tenants wrote (issue 44 §5). Ids before this scheme (small
-  numbers) stay, all lower.
+Purpose: a new id (the default of chunks.id, data_access_log.id and settings.id; with in_order,
+  of messages.id and memory_events.id): in its high 43 bits the milliseconds since 2026-01-01, in
+  its low 10 bits _permuted_low_bits of the next value of id_counter. With in_order the session
+  waits, when its last such id has this millisecond, for the next one (at most a millisecond), so
+  the rows a session writes keep their order. An id stays below 2^53, so JavaScript's numbers
+  (supabase-js, the edge functions) hold it exactly, until the year 2304. Ids are in the order of
+  time (within a millisecond, in any order) and unique while fewer than 1,024 ids are made in one
+  millisecond; the gap between two ids tells the time between them, not how many rows other
+  tenants wrote (issue 44 §5). Ids before this scheme (small numbers) stay, all lower.
+Parameters: in_order - keep the order of the session's ids (for rows read in that order).
 Returns: the id.
 Errors: none.
-Example: select hipocampo_private._opaque_id();
+Example: select hipocampo_private._opaque_id(true);
 */
 -- definer because the permutation's key (id_keys) is read and made by nobody else.
-create or replace function hipocampo_private._opaque_id()
+create or replace function hipocampo_private._opaque_id(in_order boolean default false)
 returns bigint
 language plpgsql
 volatile
@@ -78,15 +80,19 @@ security definer
 set search_path = ''
 as $$
 declare
-    t bigint := floor(extract(epoch from pg_catalog.clock_timestamp() - timestamptz '2026-01-01 00:00:00+00')
-        * 1000000)::bigint;
-    last bigint := nullif(pg_catalog.current_setting('hipocampo.last_opaque_id_us', true), '')::bigint;
+    epoch constant timestamptz := timestamptz '2026-01-01 00:00:00+00';
+    t bigint := floor(extract(epoch from pg_catalog.clock_timestamp() - epoch) * 1000)::bigint;
+    last bigint := case when in_order
+        then nullif(pg_catalog.current_setting('hipocampo.last_ordered_id_ms', true), '')::bigint end;
     k text := (select i.key from hipocampo_private.id_keys as i where i.name = 'ids');
 begin
-    if last is not null and t <= last then
-        t := last + 1;
+    while t <= last loop
+        perform pg_catalog.pg_sleep(0.0002);
+        t := floor(extract(epoch from pg_catalog.clock_timestamp() - epoch) * 1000)::bigint;
+    end loop;
+    if in_order then
+        perform pg_catalog.set_config('hipocampo.last_ordered_id_ms', t::text, false);
     end if;
-    perform pg_catalog.set_config('hipocampo.last_opaque_id_us', t::text, false);
     if k is null then
         insert into hipocampo_private.id_keys (name, key) values ('ids', pg_catalog.gen_random_uuid()::text)
         on conflict (name) do nothing;

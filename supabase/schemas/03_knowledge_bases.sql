@@ -1067,7 +1067,10 @@ create table hipocampo_private.data_access_log (
     rpc text not null,
     rows_returned integer not null,
     query_hash text,
-    latency_ms double precision not null
+    latency_ms double precision not null,
+    -- A memory read's mean similarity and the conversation it served (read_queue's, drained).
+    conversation_id uuid,
+    similarity real
 );
 
 alter table hipocampo_private.data_access_log enable row level security;

@@ -123,7 +123,7 @@ where supersedes is not null;
 
 
 create table hipocampo_private.memory_events (
-    id bigint primary key default hipocampo_private._opaque_id(),
+    id bigint primary key default hipocampo_private._opaque_id(true),
     at timestamptz not null default now(),
     tenant_id uuid not null,
     -- Pseudonymous after erasure: user_id is replaced by a hash.
@@ -736,7 +736,9 @@ $$;
 /*
 run_memory_maintenance(now timestamptz default now()) -> jsonb
 
-Purpose: decay, expiry and the staging purge, with an explicit clock (tests freeze it).
+Purpose: decay, expiry and the staging purge, with an explicit clock (tests freeze it). Its
+  events take ids in any order within a millisecond (_opaque_id(false)): a run may write
+  thousands, and ordered ids cost a millisecond each.
   Memories not accessed for memory.decay_days lose memory.decay_step confidence, once per
   period; below memory.deactivate_below they expire; explicit_user and pinned memories never
   decay; active memories past expires_at expire; staged memories past expires_at are deleted
@@ -778,8 +780,8 @@ begin
           ) >= period
         returning m.id, m.tenant_id, m.user_id, m.confidence
     ), logged as (
-        insert into hipocampo_private.memory_events (at, tenant_id, user_id, memory_id, event, detail)
-        select run_memory_maintenance.now, d.tenant_id, d.user_id, d.id, 'memory.decayed',
+        insert into hipocampo_private.memory_events (id, at, tenant_id, user_id, memory_id, event, detail)
+        select hipocampo_private._opaque_id(), run_memory_maintenance.now, d.tenant_id, d.user_id, d.id, 'memory.decayed',
             jsonb_build_object('confidence', d.confidence)
         from decayed as d
     )
@@ -791,8 +793,8 @@ begin
         where m.status = 'active' and m.confidence < low and not m.pinned and m.source <> 'explicit_user'
         returning m.id, m.tenant_id, m.user_id
     ), logged as (
-        insert into hipocampo_private.memory_events (at, tenant_id, user_id, memory_id, event, reason)
-        select run_memory_maintenance.now, l.tenant_id, l.user_id, l.id, 'memory.expired', 'low_confidence'
+        insert into hipocampo_private.memory_events (id, at, tenant_id, user_id, memory_id, event, reason)
+        select hipocampo_private._opaque_id(), run_memory_maintenance.now, l.tenant_id, l.user_id, l.id, 'memory.expired', 'low_confidence'
         from low_rows as l
     )
     select count(*) into n_low from low_rows;
@@ -803,8 +805,8 @@ begin
         where m.status = 'active' and m.expires_at <= run_memory_maintenance.now
         returning m.id, m.tenant_id, m.user_id
     ), logged as (
-        insert into hipocampo_private.memory_events (at, tenant_id, user_id, memory_id, event, reason)
-        select run_memory_maintenance.now, g.tenant_id, g.user_id, g.id, 'memory.expired', 'expires_at'
+        insert into hipocampo_private.memory_events (id, at, tenant_id, user_id, memory_id, event, reason)
+        select hipocampo_private._opaque_id(), run_memory_maintenance.now, g.tenant_id, g.user_id, g.id, 'memory.expired', 'expires_at'
         from gone as g
     )
     select count(*) into n_expired from gone;
@@ -814,8 +816,8 @@ begin
         where s.expires_at <= run_memory_maintenance.now and not s.pinned
         returning s.id, s.tenant_id, s.user_id, s.key
     ), logged as (
-        insert into hipocampo_private.memory_events (at, tenant_id, user_id, memory_id, event, reason, detail)
-        select run_memory_maintenance.now, p.tenant_id, p.user_id, p.id, 'memory.purged', 'staging_expired',
+        insert into hipocampo_private.memory_events (id, at, tenant_id, user_id, memory_id, event, reason, detail)
+        select hipocampo_private._opaque_id(), run_memory_maintenance.now, p.tenant_id, p.user_id, p.id, 'memory.purged', 'staging_expired',
             jsonb_build_object('key', p.key)
         from purged as p
     )
@@ -1501,8 +1503,8 @@ begin
             null::text [], null::boolean, null::real, null::double precision, null::double precision,
             0, why, null::text;
     end if;
-    perform hipocampo_private._record_read(t, 'search_memories', cardinality(sel), null, null,
-        memory_ids => array(select ids[x] from unnest(sel) as x));
+    perform hipocampo_private._record_read(t, 'search_memories', cardinality(sel), null, null, memory_ids => array(
+        select ids[x] from unnest(sel) as x), similarity => (select avg(sims[x]) from unnest(sel) as x)::real);
 end;
 $$;
 

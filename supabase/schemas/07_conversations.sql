@@ -5,7 +5,7 @@ set check_function_bodies = off;
 -- Conversation history: messages (chat and voice share a conversation_id) and a rolling summary
 -- per conversation. History is never promoted to memory by itself: nothing here writes memories.
 create table hipocampo_private.messages (
-    id bigint primary key default hipocampo_private._opaque_id(),
+    id bigint primary key default hipocampo_private._opaque_id(true),
     tenant_id uuid not null references hipocampo_private.tenants (id) on delete cascade,
     user_id uuid not null,
     conversation_id uuid not null,
@@ -453,51 +453,17 @@ comment on function hipocampo.set_message_tokens(bigint, integer[], varbit[]) is
 'Store a message''s token ids and contextual token sign bits (search_history''s late-interaction re-rank).';
 
 /*
-search_history(query_text text, query_embedding vector default null,
-  filter_conversation_id uuid default null, match_count integer default null,
-  filter_modality text default null, user_id uuid default null,
-  tenant_id uuid default null, query_token_ids integer[] default null,
-  query_token_bits varbit[] default null) -> setof record
+_search_history(…) -> table (…)
 
-Purpose: search the caller's own conversation history (one conversation, or all). Each message is
-  scored with its context: itself (weight 1) plus the messages before it in its conversation
-  weighted by conversations.context_weights_before (nearest first) and those after it by
-  conversations.context_weights_after (order: created_at, id), read with window functions in one
-  pass per leg. Lexical leg: Okapi BM25 (conversations.bm25_k1 / bm25_b) over the context's
-  weighted term frequencies, which include each message's date words (_date_words of created_at
-  in conversations.time_zone, weight conversations.date_weight; 0 = off); document frequencies
-  and lengths over the searched messages' contexts. Dense leg (when query_embedding is given):
-  cosine to the weighted sum of the context's embeddings of the active model, exact, computed from
-  inner products (the query with each message, each message with its next ones) without building
-  the sum (a zero query_embedding gives no dense score). Both legs
-  are z-scored over every searched message (BM25 0 without a query term; a missing cosine counts
-  as the leg's minimum) and summed with conversations.dense_weight / lexical_weight; messages
-  matched by neither leg are left out. Then, given the query's tokens, the top
-  conversations.token_rerank_candidates are re-ranked: fused score and MaxSim token score, each
-  z-scored over the candidates, weighted 1 and conversations.token_rerank_weight (0 = off); the
-  query tokens' idf is counted over the newest conversations.token_idf_sample searched messages.
-  With filter_modality, neighbours of any modality give context; only messages of that modality
-  are returned.
-Parameters: query_text 1..conversations.max_query_chars (2,000) characters; query_embedding of
-  the active model (optional); filter_conversation_id (null = every conversation of the user);
-  match_count k, 1..100 (default
-  conversations.match_count); filter_modality chat | voice; user_id / tenant_id only for
-  service_role; query_token_ids / query_token_bits - the question's WordPiece ids and the sign
-  bits of its token embeddings (same model as query_embedding, which they need; 1..512 items).
-Returns: message_id, conversation_id, role, content, modality, metadata, created_at,
-  dense_score (cosine of the context), lexical_score (BM25 of the context), score (the ranking
-  score), rank (1-based), token_score (MaxSim in [-1, 1]; null without the re-rank or without
-  the message's tokens).
-Errors: 42501 as _memory_actor; 22023 empty or too long query; 22023 "match_count must be 1..100
-  (got n)"; 22023 "conversations.context_weights_before must be an array of at most 5 numbers in
-  [0, 1]" (and _after); 22023 unknown conversations.time_zone; 22023 "query tokens need
-  query_embedding (their model's)"; 22023 as _check_message_tokens for the query tokens (bits as
-  long as query_embedding's dimensions); 22000 wrong dimensions; 55000 "conversations config is
-  incomplete: …".
-Example: select content, score from hipocampo.search_history('what did Mel paint?', '[…]', '…'::uuid,
-  query_token_ids => array[2054, …], query_token_bits => array[b'0110…', …]);
+Purpose: search_history's ranking, without its read record: the same parameters as
+  hipocampo.search_history (below), which calls it and records the read.
+Returns: as hipocampo.search_history.
+Errors: as hipocampo.search_history: 42501 as _memory_actor; 22023 (the query, match_count, the
+  context weights, the time zone, the query tokens); 22000 wrong dimensions; 55000 incomplete
+  conversations config.
+Example: select content from hipocampo_private._search_history('what did Mel paint?', null, c);
 */
-create or replace function hipocampo.search_history(
+create or replace function hipocampo_private._search_history(
     query_text text,
     query_embedding extensions.vector default null,
     filter_conversation_id uuid default null,
@@ -519,9 +485,9 @@ security invoker
 set search_path = ''
 as $$
 declare
-    a record := hipocampo_private._memory_actor(search_history.user_id, search_history.tenant_id);
+    a record := hipocampo_private._memory_actor(_search_history.user_id, _search_history.tenant_id);
     cfg jsonb := hipocampo.effective_config(a.actor_tenant) -> 'conversations';
-    k integer := coalesce(search_history.match_count, (cfg ->> 'match_count')::integer);
+    k integer := coalesce(_search_history.match_count, (cfg ->> 'match_count')::integer);
     max_chars integer := (cfg ->> 'max_query_chars')::integer;
     k1 double precision := (cfg ->> 'bm25_k1')::double precision;
     b double precision := (cfg ->> 'bm25_b')::double precision;
@@ -604,7 +570,7 @@ begin
     from (
         select distinct m.ts_config from hipocampo_private.messages as m
         where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
-          and (search_history.filter_conversation_id is null or m.conversation_id = search_history.filter_conversation_id)
+          and (_search_history.filter_conversation_id is null or m.conversation_id = _search_history.filter_conversation_id)
     ) as c
     cross join lateral unnest(to_tsvector(c.ts_config, query_text)) as u;
     if lexemes is null then
@@ -632,8 +598,8 @@ begin
             select distinct (m.created_at at time zone tz)::date as day, m.ts_config
             from hipocampo_private.messages as m
             where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
-              and (search_history.filter_conversation_id is null
-                  or m.conversation_id = search_history.filter_conversation_id)
+              and (_search_history.filter_conversation_id is null
+                  or m.conversation_id = _search_history.filter_conversation_id)
         ) as d
         cross join lateral unnest(to_tsvector(d.ts_config, hipocampo_private._date_words(d.day, d.ts_config))) as u
     ),
@@ -655,7 +621,7 @@ begin
         from hipocampo_private.messages as m
         cross join day_len as dl
         where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
-          and (search_history.filter_conversation_id is null or m.conversation_id = search_history.filter_conversation_id)
+          and (_search_history.filter_conversation_id is null or m.conversation_id = _search_history.filter_conversation_id)
     ),
     scoped as materialized (
         -- Position in the conversation and length of the context (weighted tokens, date words
@@ -737,7 +703,7 @@ begin
         cross join lateral (select case when m.embedding_model = model then m.embedding end as e) as x
         where query_embedding is not null
           and m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
-          and (search_history.filter_conversation_id is null or m.conversation_id = search_history.filter_conversation_id)
+          and (_search_history.filter_conversation_id is null or m.conversation_id = _search_history.filter_conversation_id)
         window w as (partition by m.conversation_id order by m.created_at, m.id)
     ),
     dense_parts as materialized (
@@ -763,7 +729,7 @@ begin
         from own_dots as d
         inner join dense_parts as p on p.conversation_id = d.conversation_id and p.pos = d.pos
         where d.has_e and p.den > 0
-          and (search_history.filter_modality is null or d.modality = search_history.filter_modality)
+          and (_search_history.filter_modality is null or d.modality = _search_history.filter_modality)
     ),
     scores as materialized (
         -- One row per searched message with both legs' scores: a union grouped by message, not
@@ -773,7 +739,7 @@ begin
         from (
             select s.id, null::double precision as ds, null::double precision as ls, true as searched
             from scoped as s
-            where search_history.filter_modality is null or s.modality = search_history.filter_modality
+            where _search_history.filter_modality is null or s.modality = _search_history.filter_modality
             union all
             select l.id, null, l.s, false from lexical as l
             union all
@@ -868,6 +834,88 @@ begin
     inner join hipocampo_private.messages as m on m.id = r.id
     order by r.s desc, m.id
     limit k;
+end;
+$$;
+
+/*
+search_history(query_text text, query_embedding vector default null,
+  filter_conversation_id uuid default null, match_count integer default null,
+  filter_modality text default null, user_id uuid default null,
+  tenant_id uuid default null, query_token_ids integer[] default null,
+  query_token_bits varbit[] default null) -> setof record
+
+Purpose: search the caller's own conversation history (one conversation, or all), recorded as one
+  read (_record_read: its latency in hipocampo.read_stats); the ranking is
+  hipocampo_private._search_history's. Each message is scored with its context: itself (weight 1) plus the messages before it in its conversation
+  weighted by conversations.context_weights_before (nearest first) and those after it by
+  conversations.context_weights_after (order: created_at, id), read with window functions in one
+  pass per leg. Lexical leg: Okapi BM25 (conversations.bm25_k1 / bm25_b) over the context's
+  weighted term frequencies, which include each message's date words (_date_words of created_at
+  in conversations.time_zone, weight conversations.date_weight; 0 = off); document frequencies
+  and lengths over the searched messages' contexts. Dense leg (when query_embedding is given):
+  cosine to the weighted sum of the context's embeddings of the active model, exact, computed from
+  inner products (the query with each message, each message with its next ones) without building
+  the sum (a zero query_embedding gives no dense score). Both legs
+  are z-scored over every searched message (BM25 0 without a query term; a missing cosine counts
+  as the leg's minimum) and summed with conversations.dense_weight / lexical_weight; messages
+  matched by neither leg are left out. Then, given the query's tokens, the top
+  conversations.token_rerank_candidates are re-ranked: fused score and MaxSim token score, each
+  z-scored over the candidates, weighted 1 and conversations.token_rerank_weight (0 = off); the
+  query tokens' idf is counted over the newest conversations.token_idf_sample searched messages.
+  With filter_modality, neighbours of any modality give context; only messages of that modality
+  are returned.
+Parameters: query_text 1..conversations.max_query_chars (2,000) characters; query_embedding of
+  the active model (optional); filter_conversation_id (null = every conversation of the user);
+  match_count k, 1..100 (default
+  conversations.match_count); filter_modality chat | voice; user_id / tenant_id only for
+  service_role; query_token_ids / query_token_bits - the question's WordPiece ids and the sign
+  bits of its token embeddings (same model as query_embedding, which they need; 1..512 items).
+Returns: message_id, conversation_id, role, content, modality, metadata, created_at,
+  dense_score (cosine of the context), lexical_score (BM25 of the context), score (the ranking
+  score), rank (1-based), token_score (MaxSim in [-1, 1]; null without the re-rank or without
+  the message's tokens).
+Errors: 42501 as _memory_actor; 22023 empty or too long query; 22023 "match_count must be 1..100
+  (got n)"; 22023 "conversations.context_weights_before must be an array of at most 5 numbers in
+  [0, 1]" (and _after); 22023 unknown conversations.time_zone; 22023 "query tokens need
+  query_embedding (their model's)"; 22023 as _check_message_tokens for the query tokens (bits as
+  long as query_embedding's dimensions); 22000 wrong dimensions; 55000 "conversations config is
+  incomplete: …".
+Example: select content, score from hipocampo.search_history('what did Mel paint?', '[…]', '…'::uuid,
+  query_token_ids => array[2054, …], query_token_bits => array[b'0110…', …]);
+*/
+create or replace function hipocampo.search_history(
+    query_text text,
+    query_embedding extensions.vector default null,
+    filter_conversation_id uuid default null,
+    match_count integer default null,
+    filter_modality text default null,
+    user_id uuid default null,
+    tenant_id uuid default null,
+    query_token_ids integer[] default null,
+    query_token_bits varbit[] default null
+)
+returns table (
+    message_id bigint, conversation_id uuid, role text, content text, modality text, metadata jsonb,
+    created_at timestamptz, dense_score double precision, lexical_score double precision,
+    score double precision, rank integer, token_score double precision
+)
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    n integer;
+begin
+    return query select * from hipocampo_private._search_history(
+        search_history.query_text, search_history.query_embedding, search_history.filter_conversation_id,
+        search_history.match_count, search_history.filter_modality, search_history.user_id,
+        search_history.tenant_id, search_history.query_token_ids, search_history.query_token_bits
+    );
+    get diagnostics n = row_count;
+    perform hipocampo_private._record_read(
+        (hipocampo_private._memory_actor(search_history.user_id, search_history.tenant_id)).actor_tenant,
+        'search_history', n, null, null
+    );
 end;
 $$;
 

@@ -1244,6 +1244,79 @@ as $$
 $$;
 
 /*
+_pack_memories(tenant_id uuid, user_id uuid, query_embedding extensions.vector, model text, mem jsonb,
+  budget integer, conversation_id uuid) -> (memories jsonb, used integer, dropped integer)
+
+Purpose: context_pack's first step: the user's memories for the context, preferences first
+  (category preference or style, or a key under prefs.), then the active memories closest to the
+  query above memory.context_threshold, at most memory.match_count, each added while its tokens
+  fit the budget; recorded as one read of the conversation with the mean similarity of what it
+  returned (_record_read: the per-session similarity of hipocampo.memory_search_similarity).
+Parameters: tenant_id, user_id - the resolved actor; query_embedding - of model; model - the
+  memories' embedding model; mem - the effective memory config; budget - tokens (>= 1);
+  conversation_id - the conversation the pack serves.
+Returns: memories - [{memory_id, key, value, description, category, scope, similarity,
+  preference}]; used - their tokens; dropped - memories left out for the budget.
+Errors: as _record_read.
+Example: select * from hipocampo_private._pack_memories(t, u, e, 'all-MiniLM-L6-v2', cfg -> 'memory', 1200, c);
+*/
+create or replace function hipocampo_private._pack_memories(
+    tenant_id uuid,
+    user_id uuid,
+    query_embedding extensions.vector,
+    model text,
+    mem jsonb,
+    budget integer,
+    conversation_id uuid,
+    out memories jsonb,
+    out used integer,
+    out dropped integer
+)
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    item jsonb;
+    cost integer;
+begin
+    memories := '[]'::jsonb;
+    used := 0;
+    dropped := 0;
+    for item in
+        select jsonb_build_object(
+            'memory_id', m.id, 'key', m.key, 'value', m.value, 'description', m.description,
+            'category', m.category, 'scope', m.scope, 'similarity', 1 - x.distance, 'preference', x.preference
+        ) as j
+        from hipocampo_private.memories as m
+        cross join lateral (
+            select
+                m.category in ('preference', 'style') or m.key like 'prefs.%' as preference,
+                m.embedding operator(extensions.<=>) _pack_memories.query_embedding as distance
+        ) as x
+        where m.tenant_id = _pack_memories.tenant_id and m.status = 'active'
+          and (m.user_id = _pack_memories.user_id and m.scope = 'personal' or m.scope = 'tenant_shared')
+          and m.embedding_model = _pack_memories.model
+          and (x.preference or 1 - x.distance >= (mem ->> 'context_threshold')::double precision)
+        order by x.preference desc, x.distance
+        limit (mem ->> 'match_count')::integer
+    loop
+        cost := hipocampo_private._pack_tokens(item ->> 'description');
+        if used + cost <= budget then
+            used := used + cost;
+            memories := memories || jsonb_build_array(item);
+        else
+            dropped := dropped + 1;
+        end if;
+    end loop;
+    perform hipocampo_private._record_read(_pack_memories.tenant_id, 'context_pack', jsonb_array_length(memories),
+        null, null, memory_ids => array(select (j ->> 'memory_id')::uuid from jsonb_array_elements(memories) as j),
+        similarity => (select avg((j ->> 'similarity')::real)::real from jsonb_array_elements(memories) as j),
+        conversation_id => _pack_memories.conversation_id);
+end;
+$$;
+
+/*
 context_pack(conversation_id uuid, query text, query_embedding vector default null,
   modality text default 'chat', token_budget integer default null, kb_ids uuid[] default null,
   agent text default null, session_id uuid default null, user_id uuid default null,
@@ -1334,34 +1407,9 @@ begin
     -- 1. Memory: preferences first, then the memories closest to the query.
     if query_embedding is not null then
         model := hipocampo_private._active_model(query_embedding, 'query_embedding');
-        for item in
-            select jsonb_build_object(
-                'memory_id', m.id, 'key', m.key, 'value', m.value, 'description', m.description,
-                'category', m.category, 'scope', m.scope, 'similarity', 1 - x.distance, 'preference', x.preference
-            ) as j
-            from hipocampo_private.memories as m
-            cross join lateral (
-                select
-                    m.category in ('preference', 'style') or m.key like 'prefs.%' as preference,
-                    m.embedding operator(extensions.<=>) query_embedding as distance
-            ) as x
-            where m.tenant_id = a.actor_tenant and m.status = 'active'
-              and (m.user_id = a.actor_user and m.scope = 'personal' or m.scope = 'tenant_shared')
-              and m.embedding_model = model
-              and (x.preference or 1 - x.distance >= (mem ->> 'context_threshold')::double precision)
-            order by x.preference desc, x.distance
-            limit (mem ->> 'match_count')::integer
-        loop
-            cost := hipocampo_private._pack_tokens(item ->> 'description');
-            if used + cost <= budget then
-                used := used + cost;
-                memories := memories || jsonb_build_array(item);
-            else
-                dropped_memories := dropped_memories + 1;
-            end if;
-        end loop;
-        perform hipocampo_private._record_read(a.actor_tenant, 'context_pack', jsonb_array_length(memories), null, null,
-            memory_ids => array(select (j ->> 'memory_id')::uuid from jsonb_array_elements(memories) as j));
+        select p.memories, p.used, p.dropped into memories, used, dropped_memories
+        from hipocampo_private._pack_memories(a.actor_tenant, a.actor_user, query_embedding, model, mem, budget,
+            context_pack.conversation_id) as p;
     end if;
 
     -- 2. Session: the rolling summary and the window of recent messages, the task state.

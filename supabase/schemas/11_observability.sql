@@ -159,6 +159,95 @@ select
 from hipocampo.read_stats as r
 where r.rpc = 'hybrid_search';
 
+-- The similarity of what memory reads returned (search_memories, context_pack), per tenant,
+-- conversation (null: a search that named none) and day, averaged over the 7 days that end on that
+-- day, one read weighing as much as another: the memory design's "moving average of similarity per
+-- session over a 7-day window". A falling average says memories match the questions less.
+create view hipocampo.memory_search_similarity
+with (security_invoker = true)
+as
+with daily as (
+    select
+        l.tenant_id,
+        l.conversation_id,
+        date_trunc('day', l.at) as day,
+        count(*) as reads,
+        sum(l.similarity) as similarity_sum
+    from hipocampo_private.data_access_log as l
+    where l.rpc in ('search_memories', 'context_pack') and l.similarity is not null
+    group by l.tenant_id, l.conversation_id, date_trunc('day', l.at)
+)
+
+select
+    d.tenant_id,
+    d.conversation_id,
+    d.day,
+    d.reads,
+    round((sum(w.similarity_sum) / sum(w.reads))::numeric, 4) as similarity_7d,
+    sum(w.reads) as reads_7d
+from daily as d
+inner join daily as w
+    on
+        d.tenant_id = w.tenant_id
+        and d.conversation_id is not distinct from w.conversation_id
+        and w.day between d.day - interval '6 days' and d.day
+group by d.tenant_id, d.conversation_id, d.day, d.reads;
+
+/*
+memory_quota_use(tenant_id uuid default null) -> table (max_active_per_user integer, users bigint,
+  active_p50 double precision, active_p95 double precision, active_max bigint, users_near_quota
+  bigint, users_at_quota bigint)
+
+Purpose: active personal memories per user against the quota (memory.max_active_per_user, the
+  tenant's or the global row's), for one tenant: how many users hold memories, the distribution,
+  and the users at 90 % of the quota or at it (remember refuses them with 53400). Counts only:
+  no user id, no memory.
+Parameters: tenant_id - service_role only (others: their tenant).
+Run as: a tenant admin, or service_role.
+Returns: one row (users 0 and nulls when nobody holds a memory).
+Errors: 42501 as _resolve_tenant (before any other work); 42501 "only tenant admins can read the
+  tenant's metrics".
+Example: select * from hipocampo.memory_quota_use();
+*/
+-- definer because a tenant admin counts every member's memories, which RLS hides from them (the
+-- counts only, never a memory or a user id).
+create or replace function hipocampo.memory_quota_use(tenant_id uuid default null)
+returns table (
+    max_active_per_user integer, users bigint, active_p50 double precision,
+    active_p95 double precision, active_max bigint, users_near_quota bigint, users_at_quota bigint
+)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(memory_quota_use.tenant_id);  -- 42501 before any other work
+    gate record := hipocampo_private._caller();
+    quota integer := coalesce(
+        (select (s.config #>> '{memory,max_active_per_user}')::integer
+         from hipocampo_private.settings as s where s.tenant_id = t),
+        (select (g.config #>> '{memory,max_active_per_user}')::integer
+         from hipocampo_private.settings as g where g.tenant_id is null)
+    );
+begin
+    if gate.kind <> 'service' and gate.tenant_role is distinct from 'admin' then
+        raise exception 'only tenant admins can read the tenant''s metrics' using errcode = '42501';
+    end if;
+    return query
+    select
+        quota, count(*), percentile_cont(0.5) within group (order by u.active),
+        percentile_cont(0.95) within group (order by u.active), max(u.active),
+        count(*) filter (where u.active >= 0.9 * quota), count(*) filter (where u.active >= quota)
+    from (
+        select count(*) as active
+        from hipocampo_private.memories as m
+        where m.tenant_id = t and m.status = 'active' and m.scope = 'personal'
+        group by m.user_id
+    ) as u;
+end;
+$$;
+
 -- Embeddings per tenant, knowledge base and model; stale = not retrieved for 90 days (never
 -- retrieved counts from the chunk's creation).
 create view hipocampo.embedding_stats
@@ -278,11 +367,68 @@ comment on view hipocampo.rag_search_stats is 'hybrid_search calls per tenant an
 comment on view hipocampo.embedding_stats is 'Embeddings per tenant, knowledge base and model; stale = not retrieved in 90 days.';
 
 /*
+_memory_read_metrics(tenant_id uuid, since timestamptz, as_service boolean) -> jsonb
+
+Purpose: tenant_metrics' part for the memory design's three metrics, since a day: each recorded
+  read RPC's calls and p95 latency per day (read_stats), the tenant's 7-day moving average of the
+  similarity memory reads returned per day (every conversation together, one read weighing as
+  much as another; memory_search_similarity has it per conversation), and memory_quota_use.
+Parameters: tenant_id - resolved by the caller; since - the first day; as_service - the caller is
+  service_role (memory_quota_use then takes the tenant as an argument).
+Returns: {"reads": [{"day", "rpc", "calls", "latency_p95_ms"}], "memory_similarity": [{"day",
+  "similarity_7d", "reads_7d"}], "memory_quota": {memory_quota_use's columns}}, days ascending.
+Errors: as memory_quota_use.
+Example: select hipocampo_private._memory_read_metrics(t, now() - interval '7 days', false);
+*/
+create or replace function hipocampo_private._memory_read_metrics(tenant_id uuid, since timestamptz, as_service boolean)
+returns jsonb
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    with daily as (
+        select date_trunc('day', l.at) as day, count(*) as n, sum(l.similarity) as s
+        from hipocampo_private.data_access_log as l
+        where l.tenant_id = _memory_read_metrics.tenant_id and l.similarity is not null
+          and l.rpc in ('search_memories', 'context_pack') and l.at >= since - interval '6 days'
+        group by date_trunc('day', l.at)
+    )
+
+    select jsonb_build_object(
+        'reads', coalesce((
+            select jsonb_agg(jsonb_build_object(
+                'day', r.day::date, 'rpc', r.rpc, 'calls', r.calls, 'latency_p95_ms', r.latency_p95_ms
+            ) order by r.day, r.rpc)
+            from hipocampo.read_stats as r
+            where r.tenant_id = _memory_read_metrics.tenant_id and r.day >= since
+        ), '[]'::jsonb),
+        'memory_similarity', coalesce((
+            select jsonb_agg(jsonb_build_object(
+                'day', d.day::date, 'similarity_7d', round((w.s / w.n)::numeric, 4), 'reads_7d', w.n
+            ) order by d.day)
+            from daily as d
+            cross join lateral (
+                select sum(x.s) as s, sum(x.n) as n from daily as x
+                where x.day between d.day - interval '6 days' and d.day
+            ) as w
+            where d.day >= since
+        ), '[]'::jsonb),
+        'memory_quota', (
+            select to_jsonb(q) from hipocampo.memory_quota_use(
+                case when as_service then _memory_read_metrics.tenant_id end
+            ) as q
+        )
+    )
+$$;
+
+/*
 tenant_metrics(days integer default 30, tenant_id uuid default null) -> jsonb
 
 Purpose: the observability views of one tenant over its last days, in one call, for dashboards
   (the hub's metrics page): answers and searches per day, refusals by reason, memory events per
-  day and refused memory writes by reason. Reads the views as the caller (RLS applies).
+  day and refused memory writes by reason, and the memory design's metrics (reads' p95 latency,
+  memory similarity, quota use). Reads the views as the caller (RLS applies).
 Parameters: days - 1..366, the window ending now (UTC days); tenant_id - service_role only.
 Returns: {"tenant_id", "days",
   "answers": [{"day", "query_count", "latency_p50_ms", "latency_p95_ms", "refusals",
@@ -290,7 +436,9 @@ Returns: {"tenant_id", "days",
   "searches": [{"day", "query_count", "latency_p50_ms", "latency_p95_ms"}],
   "refusals": [{"reason", "refusals"}],
   "memory_events": [{"day", "event", "events"}],
-  "memory_rejections": [{"reason", "rejected"}]}, days ascending, counts descending.
+  "memory_rejections": [{"reason", "rejected"}],
+  and _memory_read_metrics' "reads", "memory_similarity", "memory_quota"}, days ascending, counts
+  descending.
 Errors: 42501 as _resolve_tenant (before any other work); 42501 "only tenant admins can read
   the tenant's metrics"; 22023 "days must lie in [1, 366] (got …)".
 Example: select hipocampo.tenant_metrics(7);
@@ -359,12 +507,18 @@ begin
                 group by coalesce(e.reason, 'unknown')
             ) as r
         ), '[]'::jsonb)
-    );
+    ) || hipocampo_private._memory_read_metrics(t, since, gate.kind = 'service');
 end;
 $$;
 
 comment on function hipocampo.tenant_metrics(integer, uuid) is
 'One tenant''s observability over its last days: answers, searches, refusals by reason, memory events, refused memory writes by reason (tenant admins).';
+
+comment on view hipocampo.memory_search_similarity is
+'Per tenant, conversation and day: the 7-day moving average of the similarity memory reads returned.';
+
+comment on function hipocampo.memory_quota_use(uuid) is
+'One tenant: users with active personal memories, their distribution and the users near or at memory.max_active_per_user (admins).';
 
 comment on view hipocampo.read_stats is
 'Recorded reads per tenant, RPC and day: calls, latency p50/p95/p99 (ms), rows per call (admins: their tenant).';

@@ -29,7 +29,11 @@ create table hipocampo_private.read_queue (
     query_hash text,
     latency_ms double precision not null,
     chunk_ids bigint[] not null default '{}',
-    memory_ids uuid[] not null default '{}'
+    memory_ids uuid[] not null default '{}',
+    -- The mean similarity of what a memory read returned, and the conversation it served (a
+    -- context pack's): the per-session similarity the memory design asks to watch.
+    conversation_id uuid,
+    similarity real
 );
 
 -- No policy: only the definer functions below read or write it.
@@ -41,7 +45,8 @@ comment on table hipocampo_private.read_queue is
 /*
 _enqueue_read(tenant_id uuid, rpc text, rows_returned integer, query_hash text, latency_ms double
   precision, chunk_ids bigint[], memory_ids uuid[], at timestamptz default null, caller uuid default
-  null, caller_role text default null) -> void
+  null, caller_role text default null, similarity real default null, conversation_id uuid default
+  null) -> void
 
 Purpose: append one row to read_queue, as given: here, or in a read-only transaction (a hot
   standby, a PostgREST GET) on the primary through dblink (_enqueue_read_on_primary, which calls
@@ -63,7 +68,9 @@ create or replace function hipocampo_private._enqueue_read(
     memory_ids uuid[],
     at timestamptz default null,
     caller uuid default null,
-    caller_role text default null
+    caller_role text default null,
+    similarity real default null,
+    conversation_id uuid default null
 )
 returns void
 language plpgsql
@@ -80,21 +87,23 @@ begin
         if current_setting('transaction_read_only')::boolean then
             perform hipocampo_private._enqueue_read_on_primary(format(
                 'select 1 from hipocampo_private._enqueue_read(%L::uuid, %L, %L::integer, %L, %L::double precision, '
-                '%L::bigint[], %L::uuid[], pg_catalog.to_timestamp(%L::numeric), %L::uuid, %L)',
+                '%L::bigint[], %L::uuid[], pg_catalog.to_timestamp(%L::numeric), %L::uuid, %L, %L::real, %L::uuid)',
                 _enqueue_read.tenant_id, _enqueue_read.rpc, _enqueue_read.rows_returned, _enqueue_read.query_hash,
                 _enqueue_read.latency_ms, coalesce(_enqueue_read.chunk_ids, '{}'),
                 coalesce(_enqueue_read.memory_ids, '{}'), extract(epoch from _enqueue_read.at), _enqueue_read.caller,
-                _enqueue_read.caller_role
+                _enqueue_read.caller_role, _enqueue_read.similarity, _enqueue_read.conversation_id
             ));
             return;
         end if;
     end if;
     insert into hipocampo_private.read_queue
-        (at, caller, caller_role, tenant_id, rpc, rows_returned, query_hash, latency_ms, chunk_ids, memory_ids)
+        (at, caller, caller_role, tenant_id, rpc, rows_returned, query_hash, latency_ms, chunk_ids, memory_ids,
+         similarity, conversation_id)
     values (
         _enqueue_read.at, _enqueue_read.caller, _enqueue_read.caller_role, _enqueue_read.tenant_id,
         _enqueue_read.rpc, _enqueue_read.rows_returned, _enqueue_read.query_hash, _enqueue_read.latency_ms,
-        coalesce(_enqueue_read.chunk_ids, '{}'), coalesce(_enqueue_read.memory_ids, '{}')
+        coalesce(_enqueue_read.chunk_ids, '{}'), coalesce(_enqueue_read.memory_ids, '{}'),
+        _enqueue_read.similarity, _enqueue_read.conversation_id
     );
 end;
 $$;
@@ -144,20 +153,23 @@ $$;
 
 /*
 _record_read(tenant_id uuid, rpc text, rows_returned integer, query_hash text, latency_ms double
-  precision, chunk_ids bigint[] default '{}', memory_ids uuid[] default '{}') -> void
+  precision, chunk_ids bigint[] default '{}', memory_ids uuid[] default '{}', similarity real default
+  null, conversation_id uuid default null) -> void
 
 Purpose: record one read for the audit trail and the access statistics, without writing the
   access log, chunk_access or the memory counters in the reading transaction: one row appended to
   read_queue (in a read-only transaction: on the primary, through dblink), turned into them by
   drain_read_queue. Caller and role are taken from the request; the tenant is _resolve_tenant's
   (a null tenant_id is the caller's own); a null latency_ms is the time since the statement began
-  (the RPC call). Bounded (issue 44 §5): rpc 1..63 characters of [a-z_],
+  (the RPC call); similarity is the mean similarity of what a memory read returned and
+  conversation_id the conversation it served (null when none). Bounded (issue 44 §5): rpc 1..63
+  characters of [a-z_], similarity in [-1, 1],
   query_hash at most 128 characters, rows_returned and latency_ms >= 0, at most
   maintenance.read_record_max_chunk_ids chunk ids (1000) and read_record_max_memory_ids memory ids
   (10000: a user's active memories, memory.max_active_per_user, are at most 10000).
 Errors: 42501 as _resolve_tenant; 22023 "read record: rpc must be 1..63 characters of [a-z_]" /
   "read record: query_hash must be at most 128 characters" / "read record: rows_returned and
-  latency_ms must be >= 0" / "read record: at most n chunk ids and m memory ids (…)"; 55000 as
+  latency_ms must be >= 0" / "read record: similarity must be in [-1, 1]" / "read record: at most n chunk ids and m memory ids (…)"; 55000 as
   _operator_limit; 25006 and 08006 as _enqueue_read_on_primary.
 Returns: nothing.
 Example: perform hipocampo_private._record_read(t, 'search_memories', 2, null, 1.5, memory_ids => ids);
@@ -170,7 +182,9 @@ create or replace function hipocampo_private._record_read(
     query_hash text,
     latency_ms double precision,
     chunk_ids bigint[] default '{}',
-    memory_ids uuid[] default '{}'
+    memory_ids uuid[] default '{}',
+    similarity real default null,
+    conversation_id uuid default null
 )
 returns void
 language plpgsql
@@ -191,6 +205,9 @@ begin
     if _record_read.rows_returned < 0 or _record_read.latency_ms < 0 then
         raise exception 'read record: rows_returned and latency_ms must be >= 0' using errcode = '22023';
     end if;
+    if _record_read.similarity not between -1 and 1 then
+        raise exception 'read record: similarity must be in [-1, 1]' using errcode = '22023';
+    end if;
     if cardinality(_record_read.chunk_ids) > most_chunks or cardinality(_record_read.memory_ids) > most_memories then
         raise exception 'read record: at most % chunk ids and % memory ids (maintenance.read_record_max_chunk_ids, read_record_max_memory_ids)',
             most_chunks, most_memories using errcode = '22023';
@@ -198,7 +215,8 @@ begin
     perform hipocampo_private._enqueue_read(
         t, _record_read.rpc, _record_read.rows_returned, _record_read.query_hash,
         coalesce(_record_read.latency_ms, extract(epoch from clock_timestamp() - statement_timestamp()) * 1000),
-        _record_read.chunk_ids, _record_read.memory_ids
+        _record_read.chunk_ids, _record_read.memory_ids,
+        similarity => _record_read.similarity, conversation_id => _record_read.conversation_id
     );
 end;
 $$;
@@ -247,8 +265,9 @@ begin
 
     logged as (
         insert into hipocampo_private.data_access_log
-            (at, caller, caller_role, tenant_id, rpc, rows_returned, query_hash, latency_ms)
-        select l.at, l.caller, l.caller_role, l.tenant_id, l.rpc, l.rows_returned, l.query_hash, l.latency_ms
+            (at, caller, caller_role, tenant_id, rpc, rows_returned, query_hash, latency_ms, similarity, conversation_id)
+        select l.at, l.caller, l.caller_role, l.tenant_id, l.rpc, l.rows_returned, l.query_hash, l.latency_ms,
+            l.similarity, l.conversation_id
         from live as l order by l.id
         returning 1
     ),

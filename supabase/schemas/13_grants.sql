@@ -31,6 +31,8 @@ grant select on hipocampo.rag_search_stats to authenticated;
 grant select on hipocampo.rag_search_stats to service_role;
 grant select on hipocampo.read_stats to authenticated;
 grant select on hipocampo.read_stats to service_role;
+grant select on hipocampo.memory_search_similarity to authenticated;
+grant select on hipocampo.memory_search_similarity to service_role;
 grant select, insert, update, delete on hipocampo_private.agent_bindings to authenticated;
 grant all on hipocampo_private.agent_bindings to service_role;
 grant select on hipocampo_private.answer_audit to authenticated;
@@ -170,6 +172,7 @@ grant execute on function hipocampo.chunks_without_sentences(batch_size integer,
 grant execute on function hipocampo.run_memory_maintenance(now timestamp with time zone) to service_role;
 grant execute on function hipocampo.scrub_pii(texts text[]) to authenticated, service_role;
 grant execute on function hipocampo.search_history(query_text text, query_embedding extensions.vector, filter_conversation_id uuid, match_count integer, filter_modality text, user_id uuid, tenant_id uuid, query_token_ids integer[], query_token_bits bit varying[]) to authenticated, service_role;
+grant execute on function hipocampo_private._search_history(query_text text, query_embedding extensions.vector, filter_conversation_id uuid, match_count integer, filter_modality text, user_id uuid, tenant_id uuid, query_token_ids integer[], query_token_bits bit varying[]) to authenticated, service_role;
 grant execute on function hipocampo.search_memories(query_embedding extensions.vector, mode text, match_count integer, filter_tags text[], filter_emotion text, filter_life_domain text, filter_category text, filter_scope text, min_score double precision, include_staging boolean) to authenticated, service_role;
 grant execute on function hipocampo.seed_profile(profile jsonb, source_ref text, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.session_add_message(session_id uuid, role text, content text, modality text, attachments jsonb, embedding extensions.vector, metadata jsonb) to authenticated, service_role;
@@ -217,7 +220,9 @@ grant execute on function hipocampo_private._check_message_tokens(token_ids inte
 grant execute on function hipocampo_private._correct_memory(old hipocampo_private.memories, value jsonb, description text, embedding extensions.vector, event_user uuid, reason text, detail jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._data_subject(user_id uuid, tenant_id uuid, out actor_tenant uuid, out actor_user uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._job_lock_key(job_id uuid) to authenticated, service_role;
-grant execute on function hipocampo_private._opaque_id() to authenticated, service_role;
+grant execute on function hipocampo.memory_quota_use(tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo_private._memory_read_metrics(tenant_id uuid, since timestamp with time zone, as_service boolean) to authenticated, service_role;
+grant execute on function hipocampo_private._opaque_id(in_order boolean) to authenticated, service_role;
 grant execute on function hipocampo_private._job_session_alive(job_id uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._date_words(day date, config regconfig) to authenticated, service_role;
 grant execute on function hipocampo_private._drop_model_index(model_name text) to service_role;
@@ -226,7 +231,8 @@ grant execute on function hipocampo_private._hmac_sha256(key bytea, message byte
 grant execute on function hipocampo_private._ingest_item(document jsonb, chunks jsonb, embedding_model text, dims integer) to authenticated, service_role;
 grant execute on function hipocampo_private._kb(kb_id uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._some_memory_tagged(tenant uuid, who uuid, tags text[], include_staging boolean) to authenticated, service_role;
-grant execute on function hipocampo_private._record_read(tenant_id uuid, rpc text, rows_returned integer, query_hash text, latency_ms double precision, chunk_ids bigint[], memory_ids uuid[]) to authenticated, service_role;
+grant execute on function hipocampo_private._record_read(tenant_id uuid, rpc text, rows_returned integer, query_hash text, latency_ms double precision, chunk_ids bigint[], memory_ids uuid[], similarity real, conversation_id uuid) to authenticated, service_role;
+grant execute on function hipocampo_private._pack_memories(tenant_id uuid, user_id uuid, query_embedding extensions.vector, model text, mem jsonb, budget integer, conversation_id uuid, out memories jsonb, out used integer, out dropped integer) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_actor(user_id uuid, tenant_id uuid, out actor_tenant uuid, out actor_user uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_config(section_config jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_event(tenant_id uuid, user_id uuid, memory_id uuid, event text, reason text, detail jsonb) to authenticated, service_role;

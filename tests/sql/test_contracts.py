@@ -273,7 +273,7 @@ def test_an_argument_out_of_its_range_is_22023_everywhere() -> None:
 SQL_FUNCTION_LINES = 100
 SQL_TOO_LONG = {
     "hipocampo.hybrid_search": 471,
-    "hipocampo.search_history": 373,
+    "hipocampo_private._search_history": 373,
     "hipocampo.context_pack": 231,
     "hipocampo_private._remember": 215,
     "hipocampo.answer_evidence": 209,

@@ -45,7 +45,7 @@ from ..evaluation import MODES
 from ..ingest.pipeline import SOURCE_TYPES
 from ..kb_eval import Judged, KbEvaluation, evaluate_kb, parse_judged, store_confirmed
 from .i18n import pick_language, text
-from .present import bar_chart, highlight
+from .present import Chart, bar_chart, highlight
 from .security import (
     CSRF_COOKIE,
     CSRF_FIELD,
@@ -635,7 +635,18 @@ def _charts(m: dict[str, Any]) -> dict[str, Any]:
         "refusals": bar_chart([(str(r["reason"]), float(r["refusals"])) for r in m.get("refusals") or []]),
         "writes": bar_chart(sorted(writes.items())),
         "rejections": bar_chart([(str(r["reason"]), float(r["rejected"])) for r in m.get("memory_rejections") or []]),
+        "similarity": bar_chart(
+            [(str(x["day"]), float(x["similarity_7d"] or 0)) for x in m.get("memory_similarity") or []]
+        ),
+        **{f"p95_{rpc}": _read_p95(m, rpc) for rpc in ("search_memories", "search_history", "hybrid_search")},
     }
+
+
+def _read_p95(m: dict[str, Any], rpc: str) -> Chart:
+    """A bar chart of one read RPC's p95 latency (ms) per day, from tenant_metrics' ``reads``."""
+    return bar_chart(
+        [(str(r["day"]), float(r["latency_p95_ms"] or 0)) for r in m.get("reads") or [] if r.get("rpc") == rpc]
+    )
 
 
 def _memory_routes(router: APIRouter, hub: Hub) -> None:

@@ -97,6 +97,8 @@ begin
     perform hipocampo.update_conversation_summary(conv_a, 'Voo segredoalfa', message_a, member_a, tenant_a);
     session_a := (hipocampo.open_session(conv_a, member_a, tenant_a) ->> 'session_id')::uuid;
     perform hipocampo.hybrid_search('prazo', pg_temp.unit_vector(1), tenant_id => tenant_a);
+    -- a memory read of the conversation (memory_search_similarity)
+    perform hipocampo.context_pack(conv_a, 'café', pg_temp.unit_vector(2), user_id => member_a, tenant_id => tenant_a);
     perform hipocampo.drain_read_queue();  -- into the access log and chunk_access
     perform hipocampo.hybrid_search('prazo', pg_temp.unit_vector(1), tenant_id => tenant_a);  -- queued
     delete from hipocampo_private.memberships as m where m.tenant_id = tenant_a and m.user_id = removed_a;
@@ -217,6 +219,7 @@ insert into calls values
 ('hipocampo.run_memory_maintenance', 'select hipocampo.run_memory_maintenance(now() + interval ''3650 days'')'),
 ('hipocampo.schedule_maintenance', 'select hipocampo.schedule_maintenance()'),
 ('hipocampo.schedule_embedding_queue', 'select hipocampo.schedule_embedding_queue()'),
+('hipocampo.memory_quota_use', 'select * from hipocampo.memory_quota_use({tenant_a})'),
 ('hipocampo.search_history', 'select * from hipocampo.search_history(''voo segredoalfa'', user_id => {member_a}, tenant_id => {tenant_a})'),
 ('hipocampo.search_memories', 'select * from hipocampo.search_memories({v2}::extensions.vector, min_score => -1)'),
 ('hipocampo.seed_profile', 'select hipocampo.seed_profile(''{"user.name": "Ana"}'', user_id => {member_a}, tenant_id => {tenant_a})'),
@@ -504,7 +507,8 @@ insert into expected values
 ('hipocampo.run_memory_maintenance', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo.schedule_maintenance', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
 ('hipocampo.schedule_embedding_queue', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
-('hipocampo.search_history', 'call', '42501 42501 42501 42501 42501 read 42501 42501 read'),
+('hipocampo.memory_quota_use', 'call', '42501 42501 42501 42501 42501 42501 42501 none none'),
+('hipocampo.search_history', 'call', '42501 42501 42501 42501 42501 read+write 42501 42501 read+write'),
 ('hipocampo.search_memories', 'call', '42501 42501 42501 none 42501 read+write none write 42501'),
 ('hipocampo.seed_profile', 'call', '42501 42501 42501 42501 42501 write 42501 42501 write'),
 ('hipocampo.session_add_message', 'call', '42501 42501 42501 P0002 42501 write P0002 P0002 write'),
@@ -555,6 +559,7 @@ insert into expected values
 ('hipocampo.rag_refusals', 'select', '42501 none none none none none none none none'),
 ('hipocampo.rag_search_stats', 'select', '42501 none none none none none none read read'),
 ('hipocampo.read_stats', 'select', '42501 none none none none none none read read'),
+('hipocampo.memory_search_similarity', 'select', '42501 none none none none none none read read'),
 ('hipocampo_private.agent_bindings', 'select', '42501 none none none none read none read read'),
 ('hipocampo_private.answer_audit', 'select', '42501 none none none none none none read read'),
 ('hipocampo_private.answer_cache', 'select', '42501 42501 42501 42501 42501 42501 42501 42501 read'),
@@ -847,7 +852,9 @@ insert into shared_expected values
 ('hipocampo.schedule_embedding_queue', '42501'),
 ('hipocampo.schedule_maintenance', '42501'),
 ('hipocampo.scrub_pii', 'none'),
-('hipocampo.search_history', 'none'),
+('hipocampo.memory_quota_use', '42501'),
+-- a read-queue row of tenant A about the member's read (its latency in read_stats, once drained)
+('hipocampo.search_history', 'shared'),
 -- a read-queue row (as context_pack)
 ('hipocampo.search_memories', 'shared'),
 ('hipocampo.search_model', 'none'),
