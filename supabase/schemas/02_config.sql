@@ -369,6 +369,40 @@ comment on function hipocampo.set_tenant_config(text, jsonb, uuid) is
 'Tenant admins override config keys of one section, within the bounds the global row declares.';
 
 /*
+_refuse_config_secret(section text, key text, value jsonb) -> void
+
+Purpose: _check_config_patch's first check of each key: a config row never holds a secret. A key
+  named like one (api_key, apikey, password, secret, token) or a string that looks like one (an
+  OpenAI key sk-…, a JWT eyJ….) is refused; a *_secret key holds only the name of a secret of the
+  server (letters, digits, _; at most 128).
+Parameters: section, key - where the value would go; value - the json value.
+Returns: nothing.
+Errors: 22023 "secrets are never stored: give the name of the secret in a *_secret key (…)";
+  22023 "secrets are never stored: <section>.<key> must be the name of a secret (letters, digits, _)".
+Example: perform hipocampo_private._refuse_config_secret('rag', 'api_key_secret', '"OPENAI_API_KEY"');
+*/
+create or replace function hipocampo_private._refuse_config_secret(section text, key text, value jsonb)
+returns void
+language plpgsql
+immutable
+security invoker
+set search_path = ''
+as $$
+begin
+    if key in ('api_key', 'apikey', 'password', 'secret', 'token')
+        or (jsonb_typeof(value) = 'string' and (value #>> '{}') ~ '^(sk-[A-Za-z0-9_-]{8,}|eyJ[A-Za-z0-9_-]{10,}\.)') then
+        raise exception 'secrets are never stored: give the name of the secret in a *_secret key (%.%)',
+            section, key using errcode = '22023';
+    end if;
+    if key like '%\_secret' and jsonb_typeof(value) = 'string'
+        and (value #>> '{}') !~ '^[A-Za-z_][A-Za-z0-9_]{0,127}$' then
+        raise exception 'secrets are never stored: %.% must be the name of a secret (letters, digits, _)',
+            section, key using errcode = '22023';
+    end if;
+end;
+$$;
+
+/*
 _check_config_patch(section text, patch jsonb) -> void
 
 Purpose: validate a patch of one config section against the global row (with the active
@@ -422,17 +456,7 @@ begin
         raise exception 'unknown section: %', section using errcode = '22023';
     end if;
     for item in select e.key, e.value from jsonb_each(patch) as e loop
-        if item.key in ('api_key', 'apikey', 'password', 'secret', 'token')
-            or (jsonb_typeof(item.value) = 'string'
-                and (item.value #>> '{}') ~ '^(sk-[A-Za-z0-9_-]{8,}|eyJ[A-Za-z0-9_-]{10,}\.)') then
-            raise exception 'secrets are never stored: give the name of the secret in a *_secret key (%.%)',
-                section, item.key using errcode = '22023';
-        end if;
-        if item.key like '%\_secret' and jsonb_typeof(item.value) = 'string'
-            and (item.value #>> '{}') !~ '^[A-Za-z_][A-Za-z0-9_]{0,127}$' then
-            raise exception 'secrets are never stored: %.% must be the name of a secret (letters, digits, _)',
-                section, item.key using errcode = '22023';
-        end if;
+        perform hipocampo_private._refuse_config_secret(section, item.key, item.value);
         if not global_section ? item.key or item.key like '%\_range' or item.key like '%\_max\_items'
             or item.key like '%\_max\_length' or item.key like '%\_regex'
             or item.key in ('tenant_locked', 'operator_only') then

@@ -192,6 +192,58 @@ as $$
 $$;
 
 /*
+_topic_facts(query_text text, chunk_ids bigint[], stopwords jsonb) -> table (chunk_id bigint,
+  document_id uuid, title text, trust_score real, sentence text, scope text, kind text, value text,
+  words text[])
+
+Purpose: detect_conflicts' first step: the values (_sentence_values: deadlines, dates, R$) stated
+  in the sentences of the given chunks of active documents that are on the question's topic (they
+  share at least min(2, n) of the question's n terms), each with its sentence's scope (_scope_of)
+  and words (its lexemes, numbers left out: what two sentences on one subject share).
+Parameters: query_text; chunk_ids - visible to the caller (RLS); stopwords - as evidence_support.
+Returns: one row per value stated.
+Errors: none.
+Example: select kind, value from hipocampo_private._topic_facts('Qual o prazo?', array[1, 2], null);
+*/
+create or replace function hipocampo_private._topic_facts(query_text text, chunk_ids bigint[], stopwords jsonb)
+returns table (
+    chunk_id bigint, document_id uuid, title text, trust_score real, sentence text, scope text, kind text,
+    value text, words text[]
+)
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    with c as (
+        select ch.id, ch.document_id, ch.ts_config, ch.content, d.title, d.trust_score
+        from hipocampo_private.chunks as ch
+        inner join hipocampo_private.documents as d on d.id = ch.document_id and d.tenant_id = ch.tenant_id
+        where ch.id = any(_topic_facts.chunk_ids) and d.status = 'active'
+    )
+
+    select c.id, c.document_id, c.title, c.trust_score, s.sentence,
+           hipocampo_private._scope_of(s.sentence), v.kind, v.value,
+           array(
+               select l.lexeme
+               from pg_catalog.unnest(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(c.ts_config, s.sentence)))
+                   as l (lexeme)
+               where l.lexeme !~ '^[0-9]'
+           )
+    from c
+    cross join lateral hipocampo_private._sentences(c.content) as s
+    cross join lateral hipocampo_private._sentence_values(s.sentence) as v
+    cross join lateral (
+        select hipocampo_private._question_lexemes(_topic_facts.query_text, c.ts_config, _topic_facts.stopwords) as terms
+    ) as q
+    where cardinality(q.terms) > 0
+      and (
+          select count(*) from pg_catalog.unnest(q.terms) as t (lexeme)
+          where t.lexeme = any(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(c.ts_config, s.sentence)))
+      ) >= least(2, cardinality(q.terms))
+$$;
+
+/*
 detect_conflicts(query_text text, chunk_ids bigint[], trust_margin double precision default null,
   stopwords jsonb default null, subject_overlap double precision default null) -> jsonb
 
@@ -230,13 +282,6 @@ as $$
         select s.config -> 'rag' as rag from hipocampo_private.settings as s where s.tenant_id is null
     ),
 
-    c as (
-        select ch.id, ch.document_id, ch.ts_config, ch.content, d.title, d.trust_score
-        from hipocampo_private.chunks as ch
-        inner join hipocampo_private.documents as d on d.id = ch.document_id and d.tenant_id = ch.tenant_id
-        where ch.id = any(detect_conflicts.chunk_ids) and d.status = 'active'
-    ),
-
     question_scope as (
         select case
             when hipocampo_private._scope_of(detect_conflicts.query_text) = 'geral' then null
@@ -245,28 +290,10 @@ as $$
     ),
 
     facts as (
-        select c.id as chunk_id, c.document_id, c.title, c.trust_score, s.sentence,
-               hipocampo_private._scope_of(s.sentence) as scope, v.kind, v.value,
-               array(
-                   select l.lexeme
-                   from pg_catalog.unnest(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(c.ts_config, s.sentence)))
-                       as l (lexeme)
-                   where l.lexeme !~ '^[0-9]'
-               ) as words
-        from c
-        cross join lateral hipocampo_private._sentences(c.content) as s
-        cross join lateral hipocampo_private._sentence_values(s.sentence) as v
-        cross join lateral (
-            select hipocampo_private._question_lexemes(
-                detect_conflicts.query_text, c.ts_config,
-                coalesce(detect_conflicts.stopwords, (select cfg.rag -> 'question_stopwords' from cfg))
-            ) as terms
-        ) as q
-        where cardinality(q.terms) > 0
-          and (
-              select count(*) from pg_catalog.unnest(q.terms) as t (lexeme)
-              where t.lexeme = any(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(c.ts_config, s.sentence)))
-          ) >= least(2, cardinality(q.terms))
+        select f.* from hipocampo_private._topic_facts(
+            detect_conflicts.query_text, detect_conflicts.chunk_ids,
+            coalesce(detect_conflicts.stopwords, (select cfg.rag -> 'question_stopwords' from cfg))
+        ) as f
     ),
 
     scoped as (

@@ -216,6 +216,8 @@ grant execute on function hipocampo_private._holds_data_in(tenant_id uuid, user_
 grant execute on function hipocampo_private._client_network(ip inet) to service_role;
 grant execute on function hipocampo_private._check_text_length(label text, value text, cfg jsonb, key text) to authenticated, service_role;
 grant execute on function hipocampo_private._check_config_text(section text, key text, value jsonb, global_section jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._refuse_config_secret(section text, key text, value jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._topic_facts(query_text text, chunk_ids bigint[], stopwords jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._check_message_tokens(token_ids integer[], token_bits bit varying[], dims integer, name text) to authenticated, service_role;
 grant execute on function hipocampo_private._correct_memory(old hipocampo_private.memories, value jsonb, description text, embedding extensions.vector, event_user uuid, reason text, detail jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._data_subject(user_id uuid, tenant_id uuid, out actor_tenant uuid, out actor_user uuid) to authenticated, service_role;
