@@ -304,3 +304,33 @@ def test_a_new_knowledge_base_is_not_kept_when_every_file_fails(database_url: st
     assert [k["name"] for k in json.loads(runner.invoke(app, ["kb", "list", "--tenant", slug, "--json"]).output)] == [
         "velha"
     ]
+
+
+def test_agent_bindings_are_set_listed_shown_and_deleted(database_url: str) -> None:
+    """Issue 45 §5: agent bindings (seed 003's hub) in the CLI, not only in SQL."""
+    slug = f"cli-{uuid.uuid4().hex[:8]}"
+    assert runner.invoke(app, ["tenant", "create", "Agentes", "--slug", slug]).exit_code == 0
+    for kb in ("regras", "faq"):
+        assert runner.invoke(app, ["kb", "create", kb, "--tenant", slug]).exit_code == 0
+    res = runner.invoke(
+        app, ["agent", "set", "portaria", "--kb", "regras", "--kb", "faq", "--set", "top_k=3", "--tenant", slug]
+    )
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["agent", "list", "--tenant", slug, "--json"])
+    (agent,) = json.loads(res.output)
+    assert (agent["name"], agent["kb_names"], agent["rag_overrides"]) == ("portaria", ["regras", "faq"], {"top_k": 3})
+    res = runner.invoke(app, ["agent", "list", "--tenant", slug])
+    assert "portaria" in res.output and "regras, faq" in res.output
+    shown = json.loads(runner.invoke(app, ["agent", "show", "portaria", "--tenant", slug, "--json"]).output)
+    assert shown["top_k"] == 3 and shown["agent"] == "portaria" and len(shown["kb_ids"]) == 2
+    # Bad input: a typed error with its SQLSTATE, nothing stored.
+    res = runner.invoke(app, ["agent", "set", "Portaria!", "--kb", "regras", "--tenant", slug])
+    assert res.exit_code == 1 and "22023" in res.output
+    res = runner.invoke(app, ["agent", "set", "sac", "--kb", "nao-existe", "--tenant", slug])
+    assert res.exit_code == 1 and "P0002" in res.output
+    res = runner.invoke(app, ["agent", "set", "sac", "--kb", "regras", "--set", "top_k", "--tenant", slug])
+    assert res.exit_code == 1 and "key=value" in res.output
+    assert runner.invoke(app, ["agent", "delete", "portaria", "--tenant", slug]).exit_code == 0
+    res = runner.invoke(app, ["agent", "delete", "portaria", "--tenant", slug])
+    assert res.exit_code == 1 and "P0002" in res.output
+    assert json.loads(runner.invoke(app, ["agent", "list", "--tenant", slug, "--json"]).output) == []

@@ -34,7 +34,7 @@ from .jwks_endpoint import LocalJWKS, user_claims
 from .openai_endpoint import LocalOpenAI, local_openai
 
 REPO = Path(__file__).resolve().parents[1]
-FUNCTIONS = ("context-pack", "search", "memory", "conversations", "embed", "ask")
+FUNCTIONS = ("context-pack", "search", "memory", "conversations", "embed", "ask", "knowledge-bases")
 SECRET = "edge-functions-test-secret-0123456789abcdef"
 ESTAGIO = (
     "Regulamento de estágio. O estágio supervisionado tem carga horária mínima de 400 horas. "

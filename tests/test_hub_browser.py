@@ -656,3 +656,26 @@ def test_screenshots(page: Any, hub: str, world: dict[str, Any]) -> None:
     shot("11-memory-members")
     page.goto(f"{hub}/memory/{world['a']['member']}?key=prefs.cafe")
     shot("12-memory-inspector")
+
+
+def test_an_admin_sets_lists_and_deletes_an_agent_binding(page: Any, hub: str, world: dict[str, Any]) -> None:
+    """Issue 45 §5: agent bindings (seed 003's hub) in the hub, not only in SQL."""
+    sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
+    page.click("nav >> text=Agentes")
+    page.fill("#agent-name", "portaria")
+    page.locator("#agent-form input[name=kb_ids]").first.check()
+    page.fill("#agent-overrides", '{"top_k": 3}')
+    page.click("#agent-form button[type=submit]")
+    row = page.locator("#agent-list tbody tr", has_text="portaria")
+    assert row.count() == 1 and '"top_k": 3' in row.inner_text()
+    # A bad override is refused with its SQLSTATE, and nothing is stored.
+    page.fill("#agent-name", "sac")
+    page.locator("#agent-form input[name=kb_ids]").first.check()
+    page.fill("#agent-overrides", '{"top_k": -5}')
+    page.click("#agent-form button[type=submit]")
+    assert "22003" in page.inner_text("main") and page.locator("#agent-list tbody tr", has_text="sac").count() == 0
+    page.locator("#agent-list tbody tr", has_text="portaria").locator("button").click()
+    assert page.locator("#agent-list tbody tr", has_text="portaria").count() == 0
+    sign_in(page, hub, token(world["a"]["member2"], world["a"]["tenant"]))
+    assert page.locator("nav >> text=Agentes").count() == 0
+    assert page.goto(hub + "/agents").status == 403

@@ -197,6 +197,13 @@ def test_the_python_client_over_http_gives_what_it_gives_over_the_database(
         fixed = mem.correct(row.id, False, "Prefere respostas detalhadas e completas")
         out["correct"] = (fixed.status, fixed.superseded == row.id)
         out["forget"] = mem.forget(fixed.memory_id) if fixed.memory_id else None
+        # Knowledge bases by name (issue 45 §5): the knowledge-bases function over HTTP.
+        out["kb_by_name"] = str(client.kb_id("regulamentos"))
+        out["kbs"] = sorted(k.name for k in client.list_kbs())
+        try:
+            client.kb_id("nao-existe")
+        except HipocampoError as exc:
+            out["unknown_kb_name"] = (type(exc).__name__, exc.sqlstate)
         out["search"] = [h.chunk_id for h in client.search(q, env.vec(q), kb_ids=[uuid.UUID(env.kb)])]
         try:
             client.search(q, env.vec(q), kb_ids=[uuid.uuid4()])
@@ -209,6 +216,8 @@ def test_the_python_client_over_http_gives_what_it_gives_over_the_database(
     assert over_db["before_consent"] == ("no_consent", "42501") and over_db["remember"] == "created"
     assert over_db["embeddings_before_consent"] == 0
     assert over_db["unknown_kb"] == ("NotFoundError", "P0002") and over_db["search"]
+    assert over_db["kb_by_name"] == env.kb and "regulamentos" in over_db["kbs"]
+    assert over_db["unknown_kb_name"] == ("NotFoundError", "P0002")
     # ask: the edge function over HTTP, the Orchestrator over the database, one answer.
     from hipocampo.supabase_client import SupabaseHipocampo
 

@@ -16,6 +16,7 @@ from .errors import (
 )
 from .memory import Memory
 from .models import (
+    AgentBinding,
     Answer,
     DocumentResult,
     HistoryHit,
@@ -34,6 +35,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Actor",
+    "AgentBinding",
     "Answer",
     "ConnectionLostError",
     "DimensionMismatchError",

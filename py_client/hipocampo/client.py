@@ -21,7 +21,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from .errors import from_db_error
-from .models import KnowledgeBase, ScrubResult, SearchHit
+from .models import AgentBinding, KnowledgeBase, ScrubResult, SearchHit
 from .rpc import Shape, Signatures, call, load_signatures
 
 __all__ = ["READ_RPCS", "Actor", "Hipocampo", "vector_text"]
@@ -470,6 +470,30 @@ class Hipocampo:
             PermissionDeniedError: the actor is not service_role (42501).
         """
         return dict(self.rpc("set_model_calibration", {"model": model, "calibration": calibration}))
+
+    def set_agent_binding(self, name: str, kb_ids: Sequence[UUID], rag_overrides: dict[str, Any] | None = None) -> UUID:
+        """Create or replace the agent binding ``name`` (``hipocampo.set_agent_binding``): the
+        knowledge bases it answers from and its overrides of the rag section (replaced whole).
+
+        Raises:
+            InvalidInputError: a name not matching ``^[a-z0-9][a-z0-9_.-]{0,62}$``, no knowledge
+                base, an override that is unknown, locked, of the wrong type (22023) or out of range
+                (22003).
+            NotFoundError: a knowledge base of another tenant or none (P0002).
+            PermissionDeniedError: not a tenant admin; an operator-only key (42501).
+        """
+        args = {"name": name, "kb_ids": list(kb_ids), "rag_overrides": rag_overrides or {}, "tenant_id": self._tenant()}
+        return UUID(str(self.rpc("set_agent_binding", args)))
+
+    def list_agent_bindings(self) -> list[AgentBinding]:
+        """The tenant's agent bindings, by name (members read them too)."""
+        rows = self.rpc("list_agent_bindings", {"tenant_id": self._tenant()}, "rows")
+        return [AgentBinding(**r) for r in rows]
+
+    def delete_agent_binding(self, name: str) -> bool:
+        """Delete the agent binding ``name``; False when there is none. Raises PermissionDeniedError
+        (not a tenant admin)."""
+        return bool(self.rpc("delete_agent_binding", {"name": name, "tenant_id": self._tenant()}))
 
     def rag_config(self, kb_id: UUID | None = None, agent: str | None = None) -> dict[str, Any]:
         """The effective rag section (``hipocampo.rag_config``): global <- tenant <- KB <- agent

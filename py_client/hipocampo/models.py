@@ -40,6 +40,19 @@ class KnowledgeBase(BaseModel):
     updated_at: datetime | None = None
 
 
+class AgentBinding(BaseModel):
+    """An assistant of a tenant (``hipocampo.list_agent_bindings``): the knowledge bases it answers
+    from (ids, and names in the same order; None for one deleted since) and its overrides of the
+    rag section."""
+
+    id: UUID
+    name: str
+    kb_ids: list[UUID] = Field(default_factory=list)
+    kb_names: list[str | None] = Field(default_factory=list)
+    rag_overrides: dict[str, Any] = Field(default_factory=dict)
+    updated_at: datetime | None = None
+
+
 class SearchHit(BaseModel):
     """One row of ``hipocampo.hybrid_search``: the chunk, its document (for citation), scores.
 

@@ -42,6 +42,8 @@ ROUTES: dict[str, tuple[str, str]] = {
     "seed_profile": ("memory/seed-profile", ""),
     "erase_user": ("memory/erase", ""),
     "search_history": ("conversations/history", "results"),
+    "knowledge_base_id": ("knowledge-bases/id", "kb_id"),
+    "list_knowledge_bases": ("knowledge-bases", "results"),
 }
 # Arguments the Python client sends as JSON text (jsonb, vector literals); the functions take JSON.
 _JSON_TEXT = ("value", "profile", "embedding", "query_embedding", "metadata", "attachments")

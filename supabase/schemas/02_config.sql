@@ -980,6 +980,68 @@ end;
 $$;
 
 /*
+list_agent_bindings(tenant_id uuid default null) -> table (id uuid, name text, kb_ids uuid[],
+  kb_names text[], rag_overrides jsonb, updated_at timestamptz)
+
+Purpose: the tenant's agent bindings (which assistant answers from which knowledge bases, with
+  which overrides of the rag section), with their knowledge bases' names in kb_ids' order (null
+  for one deleted since). Members read them (RLS), as rag_config does.
+Parameters: tenant_id - service_role only.
+Returns: one row per binding, by name.
+Errors: 42501 as _resolve_tenant.
+Example: select name, kb_names from hipocampo.list_agent_bindings();
+*/
+create or replace function hipocampo.list_agent_bindings(tenant_id uuid default null)
+returns table (
+    id uuid, name text, kb_ids uuid[], kb_names text[], rag_overrides jsonb, updated_at timestamptz
+)
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select a.id, a.name, a.kb_ids,
+        array(
+            select k.name from unnest(a.kb_ids) with ordinality as x (kb_id, ord)
+            left join hipocampo_private.knowledge_bases as k on k.id = x.kb_id and k.tenant_id = a.tenant_id
+            order by x.ord
+        ),
+        a.rag_overrides, a.updated_at
+    from hipocampo_private.agent_bindings as a
+    where a.tenant_id = hipocampo_private._resolve_tenant(list_agent_bindings.tenant_id)
+    order by a.name
+$$;
+
+/*
+delete_agent_binding(name text, tenant_id uuid default null) -> boolean
+
+Purpose: delete an agent binding of the tenant (a tenant admin's, as set_agent_binding).
+Parameters: name - the binding's; tenant_id - service_role only.
+Returns: true when one was deleted, false when the tenant has none of that name.
+Errors: 42501 as _resolve_tenant; 42501 not an admin (_require_admin).
+Example: select hipocampo.delete_agent_binding('portaria');
+*/
+create or replace function hipocampo.delete_agent_binding(name text, tenant_id uuid default null)
+returns boolean
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(delete_agent_binding.tenant_id);
+begin
+    perform hipocampo_private._require_admin();
+    delete from hipocampo_private.agent_bindings as a where a.tenant_id = t and a.name = delete_agent_binding.name;
+    return found;
+end;
+$$;
+
+comment on function hipocampo.list_agent_bindings(uuid) is
+'The tenant''s agent bindings: knowledge bases (ids and names) and rag overrides.';
+
+comment on function hipocampo.delete_agent_binding(text, uuid) is 'Delete one of the tenant''s agent bindings (admins).';
+
+/*
 rag_config(kb_id uuid default null, agent text default null, tenant_id uuid default null) -> jsonb
 
 Purpose: the effective rag section: global row <- the active model's calibration (the sentence

@@ -223,6 +223,8 @@ grant execute on function hipocampo_private._correct_memory(old hipocampo_privat
 grant execute on function hipocampo_private._data_subject(user_id uuid, tenant_id uuid, out actor_tenant uuid, out actor_user uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._job_lock_key(job_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.memory_quota_use(tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.list_agent_bindings(tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.delete_agent_binding(name text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_read_metrics(tenant_id uuid, since timestamp with time zone, as_service boolean) to authenticated, service_role;
 grant execute on function hipocampo_private._opaque_id(in_order boolean) to authenticated, service_role;
 grant execute on function hipocampo_private._job_session_alive(job_id uuid) to authenticated, service_role;

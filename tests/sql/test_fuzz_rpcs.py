@@ -1082,6 +1082,9 @@ SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] = {
     "rag_config": _rag_config,
     "list_knowledge_bases": _ids("tenant_id", default="tenant_a"),
     "active_embedding_model": lambda world: st.just({}),
+    "list_agent_bindings": _ids("tenant_id", default="tenant_a"),
+    "delete_agent_binding": _texts(name=mostly(st.sampled_from(["portaria", "sac.v2"]), TEXT)),
+    "memory_quota_use": _ids("tenant_id", default="tenant_a"),
 }
 
 # The service_role RPCs (the backfill, the model switch, tenancy, maintenance), called as

@@ -21,6 +21,7 @@ from .. import db
 from ..client import Hipocampo
 from ..errors import HipocampoError, from_db_error
 from ..text import plain_text
+from .agents import agent_app
 from .answers import ask, serve
 from .calibrate import calibrate
 from .common import JsonOpt, TenantOpt, _client, _database_url, _fail, console, err_console
@@ -57,6 +58,7 @@ kb_app = typer.Typer(help="Knowledge bases.", no_args_is_help=True, rich_markup_
 app.add_typer(db_app, name="db")
 app.add_typer(tenant_app, name="tenant")
 app.add_typer(kb_app, name="kb")
+app.add_typer(agent_app, name="agent")
 
 
 # -- db ---------------------------------------------------------------------------------------

@@ -167,7 +167,7 @@ class Hub:
         sent = data.get(CSRF_FIELD) or request.headers.get("x-csrf-token")
         if not csrf_matches(request.cookies.get(CSRF_COOKIE), str(sent) if sent else None):
             raise _CsrfError
-        return {k: data.getlist(k) if k == "files" else data.get(k) for k in data}
+        return {k: data.getlist(k) if k in ("files", "kb_ids") else data.get(k) for k in data}
 
     def error_text(self, exc: HipocampoError) -> str:
         """An RPC error as the page shows it: 'SQLSTATE: message'."""
@@ -206,6 +206,7 @@ def mount_hub(app: FastAPI, hub: Hub) -> None:
     _document_routes(router, hub)
     _query_routes(router, hub)
     _memory_routes(router, hub)
+    _agent_routes(router, hub)
     app.include_router(router)
     app.mount("/hub/static", StaticFiles(directory=str(HERE / "static")), name="hub-static")
 
@@ -647,6 +648,45 @@ def _read_p95(m: dict[str, Any], rpc: str) -> Chart:
     return bar_chart(
         [(str(r["day"]), float(r["latency_p95_ms"] or 0)) for r in m.get("reads") or [] if r.get("rpc") == rpc]
     )
+
+
+def _agent_routes(router: APIRouter, hub: Hub) -> None:
+    """The agents page: the tenant's agent bindings (knowledge bases and rag overrides), set and
+    deleted by its admins (issue 45 §5)."""
+
+    def page(request: Request, who: _Who, error: str | None = None, status: int = 200) -> Response:
+        ctx = {"agents": who.client.list_agent_bindings(), "kbs": who.client.list_kbs(), "error": error}
+        return hub.render(request, "agents.html", ctx, status if error is None else 422, who)
+
+    @router.get("/agents")
+    def agents(request: Request) -> Response:
+        return page(request, hub.admin(request))
+
+    @router.post("/agents")
+    async def set_agent(request: Request) -> Response:
+        who = hub.admin(request)
+        form = await hub.form(request)
+        try:
+            overrides = json.loads(str(form.get("rag_overrides") or "{}"))
+            if not isinstance(overrides, dict):
+                raise ValueError("the overrides must be a JSON object")
+            kb_ids = [_uuid(str(k)) for k in form.get("kb_ids") or []]
+            who.client.set_agent_binding(str(form.get("name") or "").strip(), kb_ids, overrides)
+        except ValueError as exc:
+            return page(request, who, f"22023: {exc}")
+        except HipocampoError as exc:
+            return page(request, who, hub.error_text(exc))
+        return _redirect("/hub/agents?done=saved")
+
+    @router.post("/agents/delete")
+    async def delete_agent(request: Request) -> Response:
+        who = hub.admin(request)
+        form = await hub.form(request)
+        try:
+            who.client.delete_agent_binding(str(form.get("name") or ""))
+        except HipocampoError as exc:
+            return page(request, who, hub.error_text(exc))
+        return _redirect("/hub/agents?done=deleted")
 
 
 def _memory_routes(router: APIRouter, hub: Hub) -> None:

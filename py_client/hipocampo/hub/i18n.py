@@ -19,6 +19,16 @@ _PT: dict[str, str] = {
     "nav_playground": "Consultas",
     "nav_memory": "Memória",
     "nav_metrics": "Métricas",
+    "nav_agents": "Agentes",
+    "agents_title": "Agentes",
+    "agents_note": (
+        "Cada agente (um assistente do condomínio, da portaria, do SAC…) responde das bases escolhidas,"
+        " com seus ajustes da seção rag."
+    ),
+    "agent": "Agente",
+    "agent_set": "Criar ou substituir um agente",
+    "no_agents": "Nenhum agente ainda.",
+    "kb_deleted": "(base excluída)",
     "signed_in_as": "Conectado como",
     "role_admin": "administrador",
     "role_member": "membro",
@@ -247,6 +257,16 @@ _EN: dict[str, str] = {
     "nav_playground": "Query playground",
     "nav_memory": "Memory",
     "nav_metrics": "Metrics",
+    "nav_agents": "Agents",
+    "agents_title": "Agents",
+    "agents_note": (
+        "Each agent (an assistant of the building, the front desk, customer service…) answers from the"
+        " knowledge bases chosen, with its own settings of the rag section."
+    ),
+    "agent": "Agent",
+    "agent_set": "Create or replace an agent",
+    "no_agents": "No agents yet.",
+    "kb_deleted": "(deleted knowledge base)",
     "signed_in_as": "Signed in as",
     "role_admin": "admin",
     "role_member": "member",
