@@ -234,22 +234,24 @@ def _knowledge_tools(server: MCPServer, s: _Session) -> None:
             Field(description="Knowledge base names to answer from; omit (and agent) for all of the tenant's."),
         ] = None,
         agent: Annotated[str | None, Field(description="Agent binding (its knowledge bases and settings).")] = None,
+        use_cache: Annotated[
+            bool, Field(description="Read and write the tenant's answer cache (rag.cache_ttl_seconds).")
+        ] = True,
     ) -> dict[str, Any]:
         """Answer from the knowledge bases with numbered citations [n], or refuse with a reason
         when the evidence is weak, conflicting or absent. A refusal is a normal result
-        (refused = true, reason, explanation): tell the user, do not invent an answer."""
+        (refused = true, reason, closest passage): tell the user, do not invent an answer. The
+        result has the fields of every other surface (Orchestrator.ask, POST /ask, the ask edge
+        function): answer, refused, reason, confidence, sources, conflicts, answer_source,
+        trace_id, closest, timings_ms."""
 
         def run() -> dict[str, Any]:
             client = s.client
             kb_ids = s.kb_ids(kb)
             if kb_ids is None and agent is None:  # neither named: every knowledge base of the tenant
                 kb_ids = [k.id for k in client.list_kbs()]
-            ans = Orchestrator(client, s.embedder()).ask(question, kb_ids=kb_ids, agent=agent)
-            out = _dump(ans)
-            return {
-                k: out.get(k)
-                for k in ("answer", "refused", "reason", "explanation", "confidence", "sources", "trace_id")
-            }
+            ans = Orchestrator(client, s.embedder()).ask(question, kb_ids=kb_ids, agent=agent, use_cache=use_cache)
+            return dict(_dump(ans))
 
         return _call(run)
 
