@@ -173,8 +173,9 @@ def test_admin_creates_a_kb_uploads_three_files_searches_and_asks(
     page.click("text=Voltar à base")
     assert page.inner_text("#kb-status") == "pronta"
     assert page.locator("#doc-list tbody tr").count() == 3
-    assert "upload:salao.txt" in page.inner_text("#doc-list")
-    salao = page.locator("#doc-list tbody tr", has_text="upload:salao.txt")
+    # The uploaded name, not a path of the server (issue 45 §6).
+    assert "salao.txt" in page.inner_text("#doc-list") and "upload:" not in page.inner_text("#doc-list")
+    salao = page.locator("#doc-list tbody tr", has_text="salao.txt")
     assert salao.locator(".pii").inner_text() == "2"  # stored with the document, not only shown during upload
 
     page.click("nav >> text=Consultas")
@@ -408,6 +409,9 @@ def test_document_metadata_edit_and_delete(page: Any, hub: str, world: dict[str,
     page.click("text=Voltar à base")
     page.click("#doc-list a >> text=Regulamento da piscina")
     assert page.input_value("#doc-trust") == "0.60"
+    # The document's text as stored, chunk by chunk (issue 45 §6).
+    assert "Texto do documento" in page.inner_text("#doc-text")
+    assert page.locator("#doc-text .chunk").count() >= 1 and "piscina" in page.inner_text("#doc-text").lower()
     page.fill("#doc-trust", "1.5")
     page.click("#doc-form button")
     assert page.inner_text(".error-text").startswith("22023: trust_score must lie in [0, 1]")

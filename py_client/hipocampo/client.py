@@ -652,6 +652,13 @@ class Hipocampo:
         row = self.rpc("get_document", {"document_id": document_id, "tenant_id": self._tenant()}, "row")
         return dict(row) if row else None
 
+    def document_text(self, document_id: UUID) -> list[dict[str, Any]]:
+        """A document's stored (scrubbed) text, chunk by chunk in order
+        (``hipocampo.document_text``): ``[{chunk_index, section, content}]``; [] for a document the
+        tenant does not have."""
+        rows = self.rpc("document_text", {"document_id": document_id, "tenant_id": self._tenant()}, "rows")
+        return [dict(r) for r in rows]
+
     def documents_not_language(self, kb_id: UUID, source_uris: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """The knowledge base's documents whose text does not read as language
         (``hipocampo.documents_not_language``: word salad, OCR garbage; found by search, never

@@ -3318,6 +3318,50 @@ end;
 $$;
 
 /*
+document_text(document_id uuid, tenant_id uuid default null) -> table (chunk_index integer, section
+  text, content text)
+
+Purpose: a document's text as stored, chunk by chunk in order (the hub's document view): the
+  chunks of one embedding model (the search model of its knowledge base, so during a model switch
+  the text is not shown twice), each with its section heading (metadata.section) when it has one.
+  The text is the scrubbed text (PII already replaced).
+Parameters: document_id; tenant_id - service_role names the tenant.
+Returns: one row per chunk, chunk_index ascending; no row for an unknown document or another
+  tenant's.
+Errors: 42501 as _resolve_tenant (before any other work).
+Example: select string_agg(content, E'\n\n' order by chunk_index) from hipocampo.document_text('…');
+*/
+create or replace function hipocampo.document_text(document_id uuid, tenant_id uuid default null)
+returns table (chunk_index integer, section text, content text)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(document_text.tenant_id);  -- 42501 before any other work
+    d hipocampo_private.documents := (
+        select x from hipocampo_private.documents as x where x.id = document_text.document_id and x.tenant_id = t
+    );
+begin
+    if d.id is null then
+        return;
+    end if;
+    return query
+    select c.chunk_index, c.metadata ->> 'section', c.content
+    from hipocampo_private.chunks as c
+    where c.document_id = d.id and c.tenant_id = t
+      and c.embedding_model is not distinct from coalesce(
+          hipocampo_private._search_model(t, array[d.kb_id]),
+          (select min(x.embedding_model) from hipocampo_private.chunks as x where x.document_id = d.id)
+      )
+    order by c.chunk_index;
+end;
+$$;
+
+comment on function hipocampo.document_text(uuid, uuid) is 'A document''s stored (scrubbed) text, chunk by chunk in order.';
+
+/*
 membership_role(user_id uuid default null, tenant_id uuid default null) -> text
 
 Purpose: a user's role in a tenant: admin | member, or null when not a member. A signed-in user

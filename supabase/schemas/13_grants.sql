@@ -224,6 +224,7 @@ grant execute on function hipocampo_private._data_subject(user_id uuid, tenant_i
 grant execute on function hipocampo_private._job_lock_key(job_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.memory_quota_use(tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.list_agent_bindings(tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.document_text(document_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.delete_agent_binding(name text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_read_metrics(tenant_id uuid, since timestamp with time zone, as_service boolean) to authenticated, service_role;
 grant execute on function hipocampo_private._opaque_id(in_order boolean) to authenticated, service_role;

@@ -1054,6 +1054,7 @@ SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] = {
     "open_session": _ids("conversation_id"),
     "delete_document": _ids("document_id", default="doc_a"),
     "get_document": _ids("document_id", default="doc_a"),
+    "document_text": _ids("document_id", default="doc_a"),
     "delete_knowledge_base": _ids("kb_id", default="kb_a"),
     "set_knowledge_base_status": _kb_status,
     "forget_memory": _ids("memory_id"),

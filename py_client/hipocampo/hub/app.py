@@ -45,7 +45,7 @@ from ..evaluation import MODES
 from ..ingest.pipeline import SOURCE_TYPES
 from ..kb_eval import Judged, KbEvaluation, evaluate_kb, parse_judged, store_confirmed
 from .i18n import pick_language, text
-from .present import Chart, bar_chart, highlight
+from .present import Chart, bar_chart, highlight, shown_uri
 from .security import (
     CSRF_COOKIE,
     CSRF_FIELD,
@@ -91,6 +91,13 @@ class _Who:
         return self.role == "admin"
 
 
+def _templates() -> Jinja2Templates:
+    """The pages' templates, with the ``uri`` filter (:func:`present.shown_uri`)."""
+    templates = Jinja2Templates(directory=str(HERE / "templates"))
+    templates.env.filters["uri"] = shown_uri
+    return templates
+
+
 @dataclass
 class Hub:
     """The hub's state: the service pool, the token verifier, the embedder and the uploads."""
@@ -100,7 +107,7 @@ class Hub:
     embedder: Callable[[], EmbeddingProvider]
     dev_user: DevUser | None = None
     uploads: UploadRegistry = field(default_factory=UploadRegistry)
-    templates: Jinja2Templates = field(default_factory=lambda: Jinja2Templates(directory=str(HERE / "templates")))
+    templates: Jinja2Templates = field(default_factory=_templates)
 
     # -- request context --------------------------------------------------------------------
     def who(self, request: Request) -> _Who:
@@ -567,6 +574,7 @@ def _document(hub: Hub, request: Request, who: _Who, kb_id: str, doc_id: str, er
         raise NotFoundError(f"unknown document: {doc_id}", "P0002")
     babble = who.client.documents_not_language(kb.id, [str(doc["source_uri"])])
     ctx = {"kb": kb, "doc": doc, "source_types": SOURCE_TYPES, "error": error, "reads_as_language": not babble}
+    ctx["text"] = who.client.document_text(doc["id"])
     return hub.render(request, "document.html", ctx, 422 if error else 200, who)
 
 

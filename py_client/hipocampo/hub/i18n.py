@@ -20,6 +20,8 @@ _PT: dict[str, str] = {
     "nav_memory": "Memória",
     "nav_metrics": "Métricas",
     "nav_agents": "Agentes",
+    "doc_text": "Texto do documento",
+    "doc_text_note": "O texto guardado, trecho a trecho, como a busca o lê (dados pessoais já substituídos).",
     "agents_title": "Agentes",
     "agents_note": (
         "Cada agente (um assistente do condomínio, da portaria, do SAC…) responde das bases escolhidas,"
@@ -258,6 +260,8 @@ _EN: dict[str, str] = {
     "nav_memory": "Memory",
     "nav_metrics": "Metrics",
     "nav_agents": "Agents",
+    "doc_text": "Document text",
+    "doc_text_note": "The stored text, chunk by chunk, as search reads it (personal data already replaced).",
     "agents_title": "Agents",
     "agents_note": (
         "Each agent (an assistant of the building, the front desk, customer service…) answers from the"

@@ -23,6 +23,20 @@ def _fold(word: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
+def shown_uri(uri: str | None) -> str:
+    """A document's source URI as the hub shows it to tenant users (issue 45 §6): a local file
+    (``file:///srv/import/regimento.pdf#p3``) by its name and fragment (``regimento.pdf#p3``),
+    never the server's absolute path; an upload (``upload:ata.docx``) by its uploaded name; any
+    other URI (https, fuzz://) as it is."""
+    if not uri:
+        return ""
+    if uri.startswith("file:"):
+        path, sep, fragment = uri.partition("#")
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        return name + (sep + fragment if sep else "")
+    return uri.removeprefix("upload:")
+
+
 def highlight(content: str, query: str) -> list[tuple[str, bool]]:
     """``content`` cut into (text, matched) pieces: a piece is matched when its word shares its
     accent-folded first 5 letters with a query word of 4+ letters."""
