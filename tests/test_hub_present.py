@@ -21,3 +21,12 @@ from hipocampo.hub.present import shown_uri
 )
 def test_a_source_is_shown_by_its_name(uri: str | None, shown: str) -> None:
     assert shown_uri(uri) == shown
+
+
+def test_one_day_is_a_narrow_bar_on_an_axis() -> None:
+    from hipocampo.hub.present import AXIS_PX, bar_chart
+
+    (bar,) = bar_chart([("2026-11-28", 12.0)]).bars
+    assert bar.width <= 48 and bar.x >= AXIS_PX and bar.height == 140  # the top of the axis: 12
+    many = bar_chart([(f"d{i}", float(i)) for i in range(1, 31)])
+    assert all(b.x >= AXIS_PX for b in many.bars) and many.top == 30

@@ -44,8 +44,8 @@ from ..errors import HipocampoError, InvalidInputError, NotFoundError, Permissio
 from ..evaluation import MODES
 from ..ingest.pipeline import SOURCE_TYPES
 from ..kb_eval import Judged, KbEvaluation, evaluate_kb, parse_judged, store_confirmed
-from .i18n import pick_language, text
-from .present import Chart, bar_chart, highlight, shown_uri
+from .i18n import code_label, pick_language, text
+from .present import AXIS_PX, Chart, bar_chart, highlight, shown_uri
 from .security import (
     CSRF_COOKIE,
     CSRF_FIELD,
@@ -609,7 +609,8 @@ def _query_routes(router: APIRouter, hub: Hub) -> None:
     def metrics(request: Request) -> Response:
         who = hub.admin(request)
         m = who.client.rpc("tenant_metrics", {"days": 30}) or {}
-        return hub.render(request, "metrics.html", {"m": m, "charts": _charts(m)}, who=who)
+        words = text(pick_language(request.cookies.get(LANG_COOKIE), request.headers.get("accept-language")))
+        return hub.render(request, "metrics.html", {"m": m, "charts": _charts(m, words), "axis_px": AXIS_PX}, who=who)
 
 
 def _search(hub: Hub, who: _Who, q: dict[str, str], kb_ids: list[UUID] | None) -> list[dict[str, Any]]:
@@ -628,8 +629,9 @@ def _search(hub: Hub, who: _Who, q: dict[str, str], kb_ids: list[UUID] | None) -
     return [{"hit": h, "pieces": highlight(h.content, q["question"])} for h in hits]
 
 
-def _charts(m: dict[str, Any]) -> dict[str, Any]:
-    """The metrics page's bar charts, from tenant_metrics' json."""
+def _charts(m: dict[str, Any], words: dict[str, str]) -> dict[str, Any]:
+    """The metrics page's bar charts, from tenant_metrics' json; reason codes in the page's
+    language (``words``)."""
     answers = m.get("answers") or []
     writes: dict[str, float] = {}
     for e in m.get("memory_events") or []:
@@ -641,9 +643,16 @@ def _charts(m: dict[str, Any]) -> dict[str, Any]:
         "p50": bar_chart([(str(a["day"]), float(a["latency_p50_ms"] or 0)) for a in answers]),
         "p95": bar_chart([(str(a["day"]), float(a["latency_p95_ms"] or 0)) for a in answers]),
         "cache": bar_chart([(str(a["day"]), float(a["cache_hit_rate"] or 0)) for a in answers]),
-        "refusals": bar_chart([(str(r["reason"]), float(r["refusals"])) for r in m.get("refusals") or []]),
+        "refusals": bar_chart(
+            [(code_label(words, "why_", str(r["reason"])), float(r["refusals"])) for r in m.get("refusals") or []]
+        ),
         "writes": bar_chart(sorted(writes.items())),
-        "rejections": bar_chart([(str(r["reason"]), float(r["rejected"])) for r in m.get("memory_rejections") or []]),
+        "rejections": bar_chart(
+            [
+                (code_label(words, "why_", str(r["reason"])), float(r["rejected"]))
+                for r in m.get("memory_rejections") or []
+            ]
+        ),
         "similarity": bar_chart(
             [(str(x["day"]), float(x["similarity_7d"] or 0)) for x in m.get("memory_similarity") or []]
         ),

@@ -7,7 +7,7 @@ falls back to Portuguese, so a page never shows a raw key. The language comes fr
 
 from __future__ import annotations
 
-__all__ = ["LANGUAGES", "pick_language", "text"]
+__all__ = ["LANGUAGES", "code_label", "pick_language", "text"]
 
 LANGUAGES = ("pt-BR", "en")
 
@@ -493,9 +493,51 @@ _EN: dict[str, str] = {
 }
 
 
+# Codes the database speaks (source types, refusal and rejection reasons), as a page shows them
+# (issue 45 §6: no English code on a Portuguese page). English shows the code as it is.
+_PT_CODES: dict[str, str] = {
+    "st_regulation": "regulamento",
+    "st_policy": "política",
+    "st_assembly_minutes": "ata de assembleia",
+    "st_reservation": "reserva",
+    "st_decision": "decisão",
+    "st_penalty": "penalidade",
+    "st_metric": "métrica",
+    "st_faq": "perguntas frequentes",
+    "st_manual": "manual",
+    "st_other": "outro",
+    "why_no_evidence": "sem evidência",
+    "why_low_confidence": "evidência fraca",
+    "why_conflicting_sources": "fontes em conflito",
+    "why_cross_check_failed": "sem confirmação de outra fonte",
+    "why_number_not_in_evidence": "número ausente das fontes",
+    "why_not_in_sources": "não está nas fontes",
+    "why_prompt_injection": "tentativa de desviar o assistente",
+    "why_sensitive_data": "dado pessoal na pergunta",
+    "why_secret": "segredo na pergunta",
+    "why_invalid_question": "pergunta inválida",
+    "why_rate_limited": "limite de perguntas",
+    "why_rag_disabled": "respostas desligadas",
+    "why_generation_failed": "falha ao redigir",
+    "why_personal_data": "dado pessoal",
+    "why_sensitive": "dado sensível",
+    "why_noise": "conversa sem conteúdo",
+    "why_quota": "limite de memórias",
+    "why_no_consent": "sem consentimento",
+    "why_explicit_user_wins": "o usuário já disse outra coisa",
+    "why_unknown": "desconhecido",
+}
+
+
+def code_label(words: dict[str, str], prefix: str, code: str) -> str:
+    """A database code as the page's language shows it (``prefix`` "st_" for source types,
+    "why_" for reasons); the code itself when it has no translation."""
+    return words.get(prefix + code, code)
+
+
 def text(lang: str) -> dict[str, str]:
     """The interface words of ``lang`` ('pt-BR' | 'en'); English falls back to Portuguese per key."""
-    return _PT if lang != "en" else {**_PT, **_EN}
+    return {**_PT, **_PT_CODES} if lang != "en" else {**_PT, **_EN}
 
 
 def pick_language(cookie: str | None, accept_language: str | None) -> str:

@@ -66,6 +66,10 @@ class Bar:
     height: float
 
 
+# The room left of the bars for the y axis and its top value's label (px).
+AXIS_PX = 56
+
+
 @dataclass(frozen=True)
 class Chart:
     """A bar chart: its bars, size (px) and the largest value (the axis' top)."""
@@ -77,12 +81,15 @@ class Chart:
 
 
 def bar_chart(points: Sequence[tuple[str, float]], width: int = 640, height: int = 160) -> Chart:
-    """Vertical bars for (label, value) points, scaled to the largest value."""
+    """Vertical bars for (label, value) points, scaled to the largest value (the y axis' top,
+    which the page labels). A bar is at most 48 px wide, so one day is a bar with its date on an
+    axis, not a block filling the chart (issue 45 §6)."""
     top = max((v for _, v in points), default=0.0) or 1.0
     n = max(len(points), 1)
-    slot = width / n
+    slot = (width - AXIS_PX) / n
+    bar = min(slot * 0.8, 48.0)
     bars = []
     for i, (label, value) in enumerate(points):
         h = (height - 20) * (value / top)
-        bars.append(Bar(label, value, i * slot + slot * 0.1, height - 20 - h, slot * 0.8, h))
+        bars.append(Bar(label, value, AXIS_PX + i * slot + (slot - bar) / 2, height - 20 - h, bar, h))
     return Chart(bars, width, height, top)
