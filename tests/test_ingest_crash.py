@@ -78,16 +78,23 @@ def wait_for(predicate: Any, timeout: float, proc: subprocess.Popen[str]) -> Non
     pytest.fail("the ingest did not get under way in time")
 
 
-def test_a_killed_ingest_is_recovered_and_a_rerun_completes(database_url: str, tmp_path: Path) -> None:
-    n = 160
-    write_documents(tmp_path, n)
+def killed_ingest(database_url: str, folder: Path, n: int) -> str:
+    """A new tenant's ``hipocampo ingest`` of ``n`` documents, killed with SIGKILL once some of
+    them (not all) are stored; returns the tenant's slug."""
+    write_documents(folder, n)
     slug = f"crash-{uuid.uuid4().hex[:8]}"
     with Hipocampo(database_url) as root:
         root.create_tenant("Crash", slug)
-    proc = ingest(database_url, tmp_path, slug)
+    proc = ingest(database_url, folder, slug)
     wait_for(lambda: 0 < state(database_url, slug).get("docs", 0) < n, 180, proc)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    return slug
+
+
+def test_a_killed_ingest_is_recovered_and_a_rerun_completes(database_url: str, tmp_path: Path) -> None:
+    n = 160
+    slug = killed_ingest(database_url, tmp_path, n)
     s = state(database_url, slug)
     assert (s["kb"], s["jobs"], s["partial"], s["duplicates"]) == ("indexing", ["running"], 0, 0)
     written = s["docs"]
@@ -125,14 +132,7 @@ def test_a_killed_ingest_is_recovered_and_a_rerun_completes(database_url: str, t
 def test_a_rerun_right_after_a_kill_finds_the_killed_job_interrupted(database_url: str, tmp_path: Path) -> None:
     """No recovery run in between, no lease to wait for: the rerun's start recovers the job."""
     n = 160
-    write_documents(tmp_path, n)
-    slug = f"crash-{uuid.uuid4().hex[:8]}"
-    with Hipocampo(database_url) as root:
-        root.create_tenant("Crash", slug)
-    proc = ingest(database_url, tmp_path, slug)
-    wait_for(lambda: 0 < state(database_url, slug).get("docs", 0) < n, 180, proc)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    slug = killed_ingest(database_url, tmp_path, n)
     rerun = ingest(database_url, tmp_path, slug)
     _, err = rerun.communicate(timeout=300)
     assert rerun.returncode == 0, err

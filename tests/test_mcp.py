@@ -33,6 +33,7 @@ TOOLS = {
     "correct",
     "list_memories",
     "context_pack",
+    "memory_consent",
 }
 
 
@@ -301,3 +302,27 @@ def test_the_server_refuses_to_start_for_a_user_who_is_not_a_member(tenants: dic
         capture_output=True, text=True, timeout=120, env=dict(os.environ), stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert proc.returncode == 1 and f"user {stranger} is not a member of tenant {tenants['a']}" in proc.stderr
+
+
+def test_an_agent_records_a_new_user_s_consent_before_remembering(tenants: dict[str, Any], database_url: str) -> None:
+    """Issue 45 §5: an agent could not store memories for a new user (no consent tool); the
+    memory_consent tool records the user's answer, and remember then works."""
+    user = uuid.uuid4()
+    with Hipocampo(database_url) as root:
+        tid = root.tenant_id(tenants["a"])
+        assert tid is not None
+        root.add_member(tid, user, "member")
+
+    async def steps(client: Any) -> Any:
+        fact = {"key": "prefs.tea", "value": "verde", "description": "Prefere chá verde", "category": "preference"}
+        before = await client.call_tool("remember", fact)
+        state = await client.call_tool("memory_consent", {})
+        granted = await client.call_tool("memory_consent", {"granted": True})
+        after = await client.call_tool("remember", fact)
+        withdrawn = await client.call_tool("memory_consent", {"granted": False})
+        return before, state, granted, after, withdrawn
+
+    before, state, granted, after, withdrawn = call(tenants["a"], str(user), steps)
+    assert "42501" in error_text(before) and "consent" in error_text(before)
+    assert data(state) == {"granted": False} and data(granted) == {"granted": True}
+    assert data(after)["status"] == "created" and data(withdrawn) == {"granted": False}

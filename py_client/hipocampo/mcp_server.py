@@ -178,6 +178,7 @@ def build_server(
     server = MCPServer("hipocampo", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING", **auth)
     _knowledge_tools(server, s)
     _memory_tools(server, s)
+    _consent_tool(server, s)
     _resources(server, s)
     return server
 
@@ -337,6 +338,30 @@ def _memory_tools(server: MCPServer, s: _Session) -> None:
     ) -> dict[str, Any]:
         """Forget a memory when the user asks (soft delete; it stops being recalled)."""
         return _call(lambda: {"forgotten": s.memory(embed=False).forget(memory_id), "memory_id": memory_id})
+
+
+def _consent_tool(server: MCPServer, s: _Session) -> None:
+    @server.tool()
+    def memory_consent(
+        granted: Annotated[
+            bool | None,
+            Field(
+                description="true: the user agrees to be remembered; false: the user withdraws it; "
+                "omit to only read the current state."
+            ),
+        ] = None,
+    ) -> dict[str, Any]:
+        """The user's consent to long-term memory (LGPD art. 7 I): without it every remember is
+        refused (no_consent). Ask the user first, in their words; record their answer here (true
+        or false), never assume it. Returns {"granted": bool}."""
+
+        def run() -> dict[str, Any]:
+            mem = s.memory(embed=False)
+            if granted is not None:
+                mem.consent(granted)
+            return {"granted": mem.has_consent()}
+
+        return _call(run)
 
 
 def _resources(server: MCPServer, s: _Session) -> None:

@@ -94,7 +94,9 @@ def agent_show(
 
 
 @agent_app.command("delete")
-def agent_delete(name: Annotated[str, typer.Argument(help="Agent name.")], tenant: TenantOpt = "default") -> None:
+def agent_delete(
+    name: Annotated[str, typer.Argument(help="Agent name.")], tenant: TenantOpt = "default", as_json: JsonOpt = False
+) -> None:
     """Delete an agent binding (exit 1 when there is none of that name)."""
     with _client(tenant) as client:
         try:
@@ -103,4 +105,4 @@ def agent_delete(name: Annotated[str, typer.Argument(help="Agent name.")], tenan
             raise _fail(exc) from exc
     if not gone:
         raise _fail(HipocampoError(f"unknown agent binding: {name}", "P0002"))
-    console.print(f"deleted {name}")
+    console.print_json(json.dumps({"deleted": name})) if as_json else console.print(f"deleted {name}")

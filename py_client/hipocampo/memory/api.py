@@ -79,6 +79,10 @@ class Memory:
         return RememberResult.model_validate(r)
 
     # -- consent and writes ------------------------------------------------------------------
+    def has_consent(self) -> bool:
+        """Whether the user has consented to long-term memory (``hipocampo.memory_consent``)."""
+        return self._consented()
+
     def consent(self, granted: bool = True) -> None:
         """Record (or revoke) the user's consent to long-term memory (LGPD art. 7 I). Without it
         every write is refused with reason ``no_consent`` (42501)."""
