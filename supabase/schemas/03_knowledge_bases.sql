@@ -3322,8 +3322,9 @@ document_text(document_id uuid, tenant_id uuid default null) -> table (chunk_ind
   text, content text)
 
 Purpose: a document's text as stored, chunk by chunk in order (the hub's document view): the
-  chunks of one embedding model (the search model of its knowledge base, so during a model switch
-  the text is not shown twice), each with its section heading (metadata.section) when it has one.
+  chunks of one embedding model (the search model of its knowledge base when the document has its
+  chunks, else another model's; during a model switch the text is not shown twice), each with its
+  section heading (metadata.section) when it has one.
   The text is the scrubbed text (PII already replaced).
 Parameters: document_id; tenant_id - service_role names the tenant.
 Returns: one row per chunk, chunk_index ascending; no row for an unknown document or another
@@ -3351,9 +3352,13 @@ begin
     select c.chunk_index, c.metadata ->> 'section', c.content
     from hipocampo_private.chunks as c
     where c.document_id = d.id and c.tenant_id = t
-      and c.embedding_model is not distinct from coalesce(
-          hipocampo_private._search_model(t, array[d.kb_id]),
-          (select min(x.embedding_model) from hipocampo_private.chunks as x where x.document_id = d.id)
+      and c.embedding_model is not distinct from (
+          -- the search model's chunks when the document has them, else another model's
+          select x.embedding_model from hipocampo_private.chunks as x
+          where x.document_id = d.id
+          order by x.embedding_model is distinct from hipocampo_private._search_model(t, array[d.kb_id]),
+              x.embedding_model
+          limit 1
       )
     order by c.chunk_index;
 end;

@@ -23,9 +23,13 @@ begin
     select c.chunk_index, c.metadata ->> 'section', c.content
     from hipocampo_private.chunks as c
     where c.document_id = d.id and c.tenant_id = t
-      and c.embedding_model is not distinct from coalesce(
-          hipocampo_private._search_model(t, array[d.kb_id]),
-          (select min(x.embedding_model) from hipocampo_private.chunks as x where x.document_id = d.id)
+      and c.embedding_model is not distinct from (
+          -- the search model's chunks when the document has them, else another model's
+          select x.embedding_model from hipocampo_private.chunks as x
+          where x.document_id = d.id
+          order by x.embedding_model is distinct from hipocampo_private._search_model(t, array[d.kb_id]),
+              x.embedding_model
+          limit 1
       )
     order by c.chunk_index;
 end;
