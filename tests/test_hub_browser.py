@@ -495,6 +495,40 @@ def test_an_upload_that_fails_says_why_in_words(page: Any, hub: str, world: dict
     assert page.inner_text("#kb-status") == "pronta"  # one document made it
 
 
+def test_forbidden_files_are_kept_out_and_say_why(page: Any, hub: str, world: dict[str, Any]) -> None:
+    """Issue 45 §4: a transcript is refused and a file with a key quarantined, each named in
+    Portuguese in the progress; the quarantined one is listed with its kind, and its page says why
+    and shows no text."""
+    forbidden = Path(__file__).resolve().parent / "data" / "forbidden"
+    sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
+    page.fill("#kb-name", "proibidos")
+    page.click("#create-kb button")
+    files = [
+        forbidden / "kind_transcript__chat.txt",
+        forbidden / "kind_credentials__aws.txt",
+        world["files"] / "piscina.md",
+    ]
+    states = upload(page, files)
+    assert states == {
+        "kind_transcript__chat.txt": "recusado",
+        "kind_credentials__aws.txt": "em quarentena",
+        "piscina.md": "pronto",
+    }
+    reasons = {
+        r.locator("th").inner_text(): r.locator("td").nth(4).inner_text()
+        for r in page.locator("#upload-files tbody tr").all()
+    }
+    assert reasons["kind_transcript__chat.txt"] == "é uma conversa com um assistente de IA"
+    assert reasons["kind_credentials__aws.txt"] == "contém credenciais (chave de API, token, senha)"
+    page.click("text=Voltar à base")
+    row = page.locator("#doc-list tbody tr", has_text="kind_credentials__aws")
+    assert "em quarentena: contém credenciais" in row.inner_text()
+    row.locator("a").click()
+    assert "Este arquivo não entrou na base" in page.inner_text("#quarantined")
+    assert page.locator("#doc-text article").count() == 0
+    assert "AKIA" not in page.content()
+
+
 def test_csrf_session_and_headers(page: Any, hub: str, world: dict[str, Any]) -> None:
     import httpx
 

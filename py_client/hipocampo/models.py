@@ -97,7 +97,9 @@ class ScrubResult(BaseModel):
 class DocumentResult(BaseModel):
     """Outcome of one document: ``status`` inserted | replaced (new text) | embedded (same text,
     chunks of another model added: a model switch) | metadata_updated (source type or trust
-    changed, nothing re-embedded) | unchanged | failed."""
+    changed, nothing re-embedded) | unchanged | failed | refused / quarantined (of a forbidden
+    ``forbidden`` kind: credentials, transcript, financial_statement, biometric; ``error`` gives
+    the reason; issue 45 §4)."""
 
     source_uri: str
     title: str
@@ -105,10 +107,12 @@ class DocumentResult(BaseModel):
     chunks: int = 0
     pii_replaced: int = 0
     error: str | None = None
+    forbidden: str | None = None
 
 
 class IngestSummary(BaseModel):
-    """Totals of an ingestion run; ``seconds`` wall time, ``chunks_per_second`` over it;
+    """Totals of an ingestion run (``documents_failed`` counts the refused ones too);
+    ``seconds`` wall time, ``chunks_per_second`` over it;
     ``kb_deleted``: the run created the knowledge base, every document failed, and it was dropped
     again (no empty knowledge base is left behind)."""
 
@@ -120,6 +124,8 @@ class IngestSummary(BaseModel):
     documents_unchanged: int = 0
     documents_updated: int = 0
     documents_failed: int = 0
+    documents_refused: int = 0
+    documents_quarantined: int = 0
     chunks_written: int = 0
     embedding_calls: int = 0
     pii_replaced: int = 0

@@ -458,7 +458,7 @@ begin
     for item in select e.key, e.value from jsonb_each(patch) as e loop
         perform hipocampo_private._refuse_config_secret(section, item.key, item.value);
         if not global_section ? item.key or item.key like '%\_range' or item.key like '%\_max\_items'
-            or item.key like '%\_max\_length' or item.key like '%\_regex'
+            or item.key like '%\_max\_length' or item.key like '%\_regex' or item.key like '%\_values' or item.key like '%\_keys'
             or item.key in ('tenant_locked', 'operator_only') then
             raise exception 'unknown key %.%', section, item.key using errcode = '22023';
         end if;
@@ -564,10 +564,14 @@ Purpose: the bounds of a config value that is text, or a list of texts, a tenant
   member's memory write then took 30 s or failed): `<key>_max_length` bounds the text, or each
   text of the list; `<key>_regex` true requires each to compile as a POSIX regular expression.
   config.toml declares both beside the key; `<key>_max_items` (in _check_config_patch) bounds
-  the list.
+  the list. `<key>_values` lists the texts allowed: every text of the value (at any depth of a
+  list or object, e.g. forbidden_sources.by_source_type's actions) must be one of them;
+  `<key>_keys` the names an object may use (at any depth), which bounds its size.
 Parameters: section, key - the key patched; value - its new value; global_section - the global
   row's section (where the bounds are declared).
-Errors: 22001 "<section>.<key> must be at most N characters (each, for a list)"; 22023
+Errors: 22023 "<section>.<key> must be one of a, b, c (got x)"; 22023 "<section>.<key> may name
+  only a, b, c (got x)";
+  22001 "<section>.<key> must be at most N characters (each, for a list)"; 22023
   "<section>.<key>: <pattern> is not a valid regular expression: …".
 Returns: nothing.
 Example: perform hipocampo_private._check_config_text('memory', 'sensitive_patterns', '["(a"]', g);
@@ -587,7 +591,32 @@ declare
     );
     max_length integer := (global_section ->> (key || '_max_length'))::integer;
     pattern text;
+    allowed jsonb := global_section -> (key || '_values');
+    names jsonb := global_section -> (key || '_keys');
+    other text;
 begin
+    if names is not null then
+        select x #>> '{}' into other
+        from jsonb_path_query(value, 'strict $.** ? (@.type() == "object").keyvalue().key') as x
+        where not names ? (x #>> '{}')
+        limit 1;
+        if other is not null then
+            raise exception '%.% may name only % (got %)', section, key,
+                (select string_agg(a, ', ') from jsonb_array_elements_text(names) as a), other
+                using errcode = '22023';
+        end if;
+    end if;
+    if allowed is not null then
+        select x #>> '{}' into other
+        from jsonb_path_query(value, 'strict $.** ? (@.type() == "string")') as x
+        where not allowed ? (x #>> '{}')
+        limit 1;
+        if other is not null then
+            raise exception '%.% must be one of % (got %)', section, key,
+                (select string_agg(a, ', ') from jsonb_array_elements_text(allowed) as a), other
+                using errcode = '22023';
+        end if;
+    end if;
     if max_length is not null and exists (select 1 from unnest(texts) as t where char_length(t) > max_length) then
         raise exception '%.% must be at most % characters (each, for a list)', section, key, max_length
             using errcode = '22001';
@@ -1150,7 +1179,7 @@ security invoker
 set search_path = ''
 as $$
     select hipocampo_private._require_config(section_config, 'memory', array[
-        'min_chars', 'max_tokens', 'noise', 'sensitive_patterns', 'min_confidence', 'min_confidence_inferred',
+        'min_chars', 'max_tokens', 'noise', 'forbidden_kinds', 'sensitive_patterns', 'min_confidence', 'min_confidence_inferred',
         'max_active_per_user', 'duplicate_cosine', 'staging_below_intensity', 'staging_ttl_days',
         'context_threshold', 'answer_threshold', 'pinned_bonus', 'mmr_lambda', 'match_count',
         'decay_days', 'decay_step', 'deactivate_below', 'value_max_bytes', 'value_max_depth'

@@ -101,6 +101,10 @@ create table hipocampo_private.documents (
     -- odd_transitions), written when its chunks are (_measure_documents_text); the answer gate
     -- reads it (_reads_as_language). Null: never measured.
     text_measures jsonb,
+    -- Why ingestion kept the file out (issue 45 §4, status 'quarantined'): {kind, reason, at},
+    -- kind credentials | transcript | financial_statement | biometric; no text and no chunk is
+    -- stored for it. Cleared when the file is written again (_clear_quarantine).
+    quarantine jsonb,
     constraint documents_source_type_check check (source_type in (
         'regulation', 'policy', 'assembly_minutes', 'reservation', 'decision',
         'penalty', 'metric', 'faq', 'manual', 'other'
@@ -110,7 +114,8 @@ create table hipocampo_private.documents (
     constraint documents_data_classification_check check (
         data_classification in ('public', 'internal', 'confidential', 'restricted')
     ),
-    constraint documents_status_check check (status in ('active', 'superseded', 'archived')),
+    constraint documents_status_check check (status in ('active', 'superseded', 'archived', 'quarantined')),
+    constraint documents_quarantine_reason check ((status = 'quarantined') = (quarantine is not null)),
     constraint documents_title_length check (char_length(title) between 1 and 500),
     constraint documents_kb_source_uri_key unique (kb_id, source_uri),
     constraint documents_id_tenant_key unique (id, tenant_id),
@@ -3233,7 +3238,7 @@ $$;
 /*
 list_documents(kb_id uuid, after_source_uri text default null, max_rows integer default null)
   -> table (id, title, source_uri, source_type, doc_type, status, trust_score, chunk_count,
-  content_hash, published_at, expires_at, created_at, updated_at, pii_replacements)
+  content_hash, published_at, expires_at, created_at, updated_at, pii_replacements, quarantine)
 
 Purpose: the documents of a knowledge base, by source_uri, a page at a time (RLS: the caller's
   tenant). Pages are keyset pages on the (kb_id, source_uri) key: each costs its own rows
@@ -3242,7 +3247,8 @@ Parameters: kb_id - the knowledge base; after_source_uri - only documents whose 
   after this one (the last row of the previous page; null: from the first); max_rows - at most
   this many rows, 1..10000 (null: every document after after_source_uri, as before pages).
 Returns: one row per document; trust_score 0..1; chunk_count chunks of the document (all models);
-  pii_replacements personal data replaced in its text at ingestion (as the client reported it).
+  pii_replacements personal data replaced in its text at ingestion (as the client reported it);
+  quarantine {kind, reason, at} for a file ingestion kept out (status quarantined), else null.
 Errors: 42501 as _caller; P0002 "unknown knowledge base: …"; 22023 "max_rows must lie in
   [1, 10000]: …".
 Example: select source_uri, title from hipocampo.list_documents('…', max_rows => 100);
@@ -3254,7 +3260,7 @@ create or replace function hipocampo.list_documents(
 returns table (
     id uuid, title text, source_uri text, source_type text, doc_type text, status text, trust_score real,
     chunk_count integer, content_hash text, published_at timestamptz, expires_at timestamptz,
-    created_at timestamptz, updated_at timestamptz, pii_replacements integer
+    created_at timestamptz, updated_at timestamptz, pii_replacements integer, quarantine jsonb
 )
 language plpgsql
 stable
@@ -3270,7 +3276,7 @@ begin
     end if;
     return query
     select d.id, d.title, d.source_uri, d.source_type, d.doc_type, d.status, d.trust_score, d.chunk_count,
-        d.content_hash, d.published_at, d.expires_at, d.created_at, d.updated_at, d.pii_replacements
+        d.content_hash, d.published_at, d.expires_at, d.created_at, d.updated_at, d.pii_replacements, d.quarantine
     from hipocampo_private.documents as d
     where d.kb_id = k.id
         and (list_documents.after_source_uri is null or d.source_uri > list_documents.after_source_uri)
@@ -3282,7 +3288,7 @@ $$;
 /*
 get_document(document_id uuid, tenant_id uuid default null) -> table (id, kb_id, kb_name, title,
   source_uri, source_type, doc_type, status, trust_score, chunk_count, content_hash, published_at,
-  expires_at, created_at, updated_at, pii_replacements)
+  expires_at, created_at, updated_at, pii_replacements, quarantine)
 
 Purpose: one document by id, with the knowledge base that holds it, in the caller's tenant
   (_resolve_tenant), without listing a knowledge base to find it.
@@ -3297,7 +3303,8 @@ create or replace function hipocampo.get_document(document_id uuid, tenant_id uu
 returns table (
     id uuid, kb_id uuid, kb_name text, title text, source_uri text, source_type text, doc_type text,
     status text, trust_score real, chunk_count integer, content_hash text, published_at timestamptz,
-    expires_at timestamptz, created_at timestamptz, updated_at timestamptz, pii_replacements integer
+    expires_at timestamptz, created_at timestamptz, updated_at timestamptz, pii_replacements integer,
+    quarantine jsonb
 )
 language plpgsql
 stable
@@ -3310,7 +3317,7 @@ begin
     return query
     select d.id, d.kb_id, k.name, d.title, d.source_uri, d.source_type, d.doc_type, d.status, d.trust_score,
         d.chunk_count, d.content_hash, d.published_at, d.expires_at, d.created_at, d.updated_at,
-        d.pii_replacements
+        d.pii_replacements, d.quarantine
     from hipocampo_private.documents as d
     inner join hipocampo_private.knowledge_bases as k on d.kb_id = k.id
     where d.id = get_document.document_id and d.tenant_id = t;

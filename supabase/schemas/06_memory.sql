@@ -343,8 +343,8 @@ _memory_text_problem(description text, token_count integer, cfg jsonb) -> text[]
 Purpose: the gate's checks of a memory's description: length (memory.min_chars characters,
   memory.max_tokens tokens estimated as ceil(characters / 4) unless the client reports more),
   noise (memory.noise), then personal and sensitive data (_pii_problem).
-Returns: null, or [reason, message] with reason too_short | too_long | noise | personal_data |
-  sensitive_data.
+Returns: null, or [reason, message] with reason too_short | too_long | noise, or one of
+  _pii_problem's.
 Errors: none of its own (55000 from a config missing its keys is raised by _memory_config).
 */
 create or replace function hipocampo_private._memory_text_problem(description text, token_count integer, cfg jsonb)
@@ -1606,11 +1606,14 @@ with check (
 /*
 _pii_problem(content text, cfg jsonb, what text) -> text[]
 
-Purpose: the gate's data check of one text: personal data (any kind the scrubber replaces) or
-  sensitive data (memory.sensitive_patterns over the lower-case, unaccented text).
+Purpose: the gate's data check of one text: personal data (any kind the scrubber replaces), a
+  kind that never becomes a memory (memory.forbidden_kinds: the first kind, by name, one of whose
+  patterns matches the lower-case, unaccented text), or the tenant's sensitive data
+  (memory.sensitive_patterns over the same text).
 Parameters: content - the text; cfg - the memory config; what - how the message names it
   ('memory text', 'memory value').
-Returns: null, or [reason, message] with reason personal_data | sensitive_data.
+Returns: null, or [reason, message] with reason personal_data | credentials | financial_data |
+  health_data | opinion_about_person | user_classification | sensitive_data.
 Errors: none of its own.
 Example: select hipocampo_private._pii_problem('CPF 529 982 247 25', cfg, 'memory value');
   -- {personal_data,"memory value carries personal data (CPF)"}
@@ -1624,7 +1627,9 @@ set search_path = ''
 as $$
 declare
     found jsonb := (hipocampo_private._pii_scrub(content)).counts;
+    plain text := lower(extensions.unaccent(content));
     pattern text;
+    kind text;
 begin
     if found <> '{}'::jsonb then
         return array['personal_data', format('%s carries personal data (%s)', what, (
@@ -1632,9 +1637,18 @@ begin
                 when 'CARTAO' then 'card number' else k end, ', ' order by k)
             from jsonb_object_keys(found) as k))];
     end if;
+    select f.key into kind
+    from jsonb_each(cfg -> 'forbidden_kinds') as f, jsonb_array_elements_text(f.value) as p (pattern)
+    where plain ~* p.pattern
+    order by f.key
+    limit 1;
+    if kind is not null then
+        return array[kind, format('%s is of a kind never stored as a memory: %s (memory.forbidden_kinds)',
+            what, replace(kind, '_', ' '))];
+    end if;
     for pattern in select jsonb_array_elements_text(cfg -> 'sensitive_patterns') loop
-        if lower(extensions.unaccent(content)) ~* pattern then
-            return array['sensitive_data', format('%s carries sensitive data (health or financial details)', what)];
+        if plain ~* pattern then
+            return array['sensitive_data', format('%s carries sensitive data (memory.sensitive_patterns)', what)];
         end if;
     end loop;
     return null;
@@ -1649,8 +1663,8 @@ Purpose: the gate's checks of a memory's value: present, at most memory.value_ma
   an object or array level 1), and no personal or sensitive data in any string or number leaf
   (a number read as its digits), any object key, or the leaves read together (a CPF split across
   fields or written as an array of digits).
-Returns: null, or [reason, message] with reason invalid_value | too_long | personal_data |
-  sensitive_data.
+Returns: null, or [reason, message] with reason invalid_value | too_long, or one of
+  _pii_problem's.
 Errors: none of its own.
 Example: select hipocampo_private._memory_value_problem('{"cpf": "529.982.247-25"}', cfg);
   -- {personal_data,"memory value carries personal data (CPF)"}

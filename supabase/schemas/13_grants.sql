@@ -139,6 +139,10 @@ grant execute on function hipocampo.ingest_document(kb_id uuid, document jsonb, 
 grant execute on function hipocampo.ingest_documents(kb_id uuid, documents jsonb, embedding_model text) to authenticated, service_role;
 grant execute on function hipocampo.knowledge_base_id(name text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.list_documents(kb_id uuid, after_source_uri text, max_rows integer) to authenticated, service_role;
+grant execute on function hipocampo.forbidden_content(texts text[], kb_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.quarantine_document(
+    kb_id uuid, source_uri text, title text, source_type text, kind text, reason text, content_hash text
+) to authenticated, service_role;
 grant execute on function hipocampo.list_knowledge_bases(tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.lookup_memories(key text, category text, include_history boolean) to authenticated, service_role;
 grant execute on function hipocampo.memory_consent(user_id uuid, tenant_id uuid) to authenticated, service_role;
@@ -272,6 +276,13 @@ grant execute on function hipocampo_private._resolve_tenant(requested uuid) to a
 grant execute on function hipocampo_private._scope_of(sentence text) to authenticated, service_role;
 grant execute on function hipocampo_private._scrub_chunk() to authenticated, service_role;
 grant execute on function hipocampo_private._scrub_document() to authenticated, service_role;
+grant execute on function hipocampo_private._clear_quarantine() to authenticated, service_role;
+grant execute on function hipocampo_private._line_of(content text, pos integer) to authenticated, service_role;
+grant execute on function hipocampo_private._credential_found(content text, cfg jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._transcript_found(content text, cfg jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._financial_statement_found(content text, cfg jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._biometric_found(content text, cfg jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._forbidden_kind(content text, cfg jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._scrub_job_errors() to authenticated, service_role;
 grant execute on function hipocampo_private._scrub_message() to authenticated, service_role;
 grant execute on function hipocampo_private._scrub_session() to authenticated, service_role;

@@ -134,7 +134,8 @@ def test_every_number_a_tenant_may_change_has_a_range(db: Conn) -> None:
 
 def test_every_text_a_tenant_may_change_has_a_bound(db: Conn) -> None:
     """Issue 44 §4: every text (or list of texts) of a section a tenant may override declares
-    `<key>_max_length` (and a list `<key>_max_items`), unless it is tenant_locked; its default lies
+    `<key>_max_length` (and a list `<key>_max_items`), or `<key>_values` (the texts it may be),
+    unless it is tenant_locked; its default lies
     inside them. A tenant admin stored 300 regexes of 5 KB as memory.sensitive_patterns and a
     10 MB rag.context_prompt."""
     row = db.execute("select config from hipocampo_private.settings where tenant_id is null").fetchone()
@@ -148,6 +149,8 @@ def test_every_text_a_tenant_may_change_has_a_bound(db: Conn) -> None:
             texts = [value] if isinstance(value, str) else value if isinstance(value, list) else None
             if texts is None or key in locked or not all(isinstance(t, str) for t in texts):
                 continue
+            if key.endswith(("_values", "_keys")) or f"{key}_values" in keys:
+                continue  # the bounds themselves, and a text that must be one of the listed values
             limit = keys.get(f"{key}_max_length")
             if limit is None or (isinstance(value, list) and f"{key}_max_items" not in keys):
                 missing.append(f"{section}.{key}")

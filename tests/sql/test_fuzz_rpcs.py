@@ -682,6 +682,29 @@ def _scrub_pii(world: World) -> st.SearchStrategy[dict[str, Any]]:
     return st.fixed_dictionaries({"texts": TEXTS})
 
 
+def _forbidden_content(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "texts": st.one_of(TEXTS, st.just(["Usuário: oi\nIA: olá\nUsuário: e?\nIA: sim"]), st.just(["x"] * 65)),
+            "kb_id": mostly(st.just("kb_a"), UUID).map(lambda k: an_id(world, k)),
+        }
+    )
+
+
+def _quarantine_document(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "kb_id": mostly(st.just("kb_a"), UUID).map(lambda k: an_id(world, k)),
+            "source_uri": TEXT,
+            "title": TEXT,
+            "source_type": mostly(st.sampled_from(["other", "faq"]), TEXT),
+            "kind": mostly(st.sampled_from(["credentials", "transcript", "financial_statement", "biometric"]), TEXT),
+            "reason": mostly(st.just("a key on line 2"), TEXT),
+            "content_hash": mostly(st.just("h"), TEXT),
+        }
+    )
+
+
 def _start_job(world: World) -> st.SearchStrategy[dict[str, Any]]:
     return st.fixed_dictionaries(
         {"kb_id": mostly(st.just("kb_a"), UUID).map(lambda k: an_id(world, k)), "documents_total": INT}
@@ -1046,6 +1069,8 @@ SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] = {
     "refusal_text": _refusal_text,
     "question_refusal": _question_refusal,
     "scrub_pii": _scrub_pii,
+    "forbidden_content": _forbidden_content,
+    "quarantine_document": _quarantine_document,
     "start_ingestion_job": _start_job,
     "finish_ingestion_job": _finish_job,
     "inspect_user_memory": _inspect_user_memory,

@@ -50,8 +50,8 @@ def test_without_consent_nothing_is_stored_and_the_attempt_is_recorded(db: Conn,
         ("Meu telefone é (11) 98765-4321", {}, "personal_data", "22023"),
         ("Escreva para ana@exemplo.com.br", {}, "personal_data", "22023"),
         ("Cartão 4111 1111 1111 1111", {}, "personal_data", "22023"),
-        ("Recebi o diagnóstico de depressão", {}, "sensitive_data", "22023"),
-        ("Meu salário é 5 mil", {}, "sensitive_data", "22023"),
+        ("Recebi o diagnóstico de depressão", {}, "health_data", "22023"),
+        ("Meu salário é 5 mil", {}, "financial_data", "22023"),
     ],
 )
 def test_gate_refusals(

@@ -40,7 +40,7 @@ def nested(depth: int) -> Any:
         (["ligar", "11 98765-4321"], "personal_data", "22023", "(phone number)"),
         ({"529.982.247-25": "chave"}, "personal_data", "22023", "(CPF)"),
         ({"cartao": "4111 1111 1111 1111"}, "personal_data", "22023", "(card number)"),
-        ({"nota": "tem diagnóstico de depressão"}, "sensitive_data", "22023", "sensitive data"),
+        ({"nota": "tem diagnóstico de depressão"}, "health_data", "22023", "never stored as a memory: health data"),
         ({"blob": "x" * 9000}, "too_long", "22001", "the limit is 8192 (memory.value_max_bytes)"),
         (nested(9), "invalid_value", "22023", "nests deeper than 8 levels"),
     ],

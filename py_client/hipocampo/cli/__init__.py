@@ -304,13 +304,16 @@ def _report_ingest(
     summary: Any, kb: str, pruned: list[str] | None, note: str | None, babble: list[dict[str, Any]]
 ) -> None:
     """What `hipocampo ingest` says in words: the totals (stdout), then the knowledge base not
-    kept, the documents pruned (``pruned``: None without --prune), each failure, the cross-check
+    kept, the documents pruned (``pruned``: None without --prune), each failure or refusal and
+    each quarantine with its reason, the cross-check
     note and the documents that do not read as language (stderr)."""
     console.print(
         f"[bold]{summary.kb}[/bold]: {summary.documents_ingested} ingested, "
         f"{summary.documents_unchanged} unchanged, {summary.documents_updated} metadata updated, "
-        f"{summary.documents_failed} failed; {summary.chunks_written} chunks, "
-        f"{summary.pii_replaced} PII replaced, {summary.seconds:.1f} s"
+        f"{summary.documents_failed} failed"
+        + (f" ({summary.documents_refused} refused)" if summary.documents_refused else "")
+        + (f", {summary.documents_quarantined} quarantined" if summary.documents_quarantined else "")
+        + f"; {summary.chunks_written} chunks, {summary.pii_replaced} PII replaced, {summary.seconds:.1f} s"
     )
     if summary.kb_deleted:
         err_console.print(f"nothing was ingested: the new knowledge base {escape(kb)} was not kept", highlight=False)
@@ -319,7 +322,9 @@ def _report_ingest(
         for uri in pruned:
             console.print(f"  - {escape(uri)}", highlight=False, soft_wrap=True)
     for d in summary.documents:
-        if d.error:
+        if d.status == "quarantined":  # its reason says "quarantined: …"
+            err_console.print(f"[yellow]{escape(d.source_uri)}[/yellow]: {escape(str(d.error))}", highlight=False)
+        elif d.error:
             err_console.print(
                 f"[red]failed[/red] {escape(d.source_uri)}: {escape(d.error)}", highlight=False, soft_wrap=True
             )

@@ -71,6 +71,7 @@ CONFIG_SECTIONS = (
     "maintenance",
     "rag",
     "context_pack",
+    "forbidden_sources",
     # {model: {section: {key: value}}}: each embedding model's calibration, which the seed stores in
     # hipocampo_private.model_calibrations rather than in the global row (issue 22 §2).
     "calibration",

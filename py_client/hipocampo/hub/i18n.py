@@ -106,6 +106,14 @@ _PT: dict[str, str] = {
     "state_indexing": "indexando",
     "state_done": "pronto",
     "state_failed": "falhou",
+    "state_refused": "recusado",
+    "state_quarantined": "em quarentena",
+    "fk_credentials": "contém credenciais (chave de API, token, senha)",
+    "fk_transcript": "é uma conversa com um assistente de IA",
+    "fk_financial_statement": "é um extrato financeiro pessoal",
+    "fk_biometric": "é um registro biométrico",
+    "quarantine_note": "Este arquivo não entrou na base: {kind}. Nenhum texto dele foi guardado e a busca não o "
+    "encontra. Envie-o de novo sem esse conteúdo (o motivo detalhado está em `hipocampo doc show`).",
     "upload_done": "Envio concluído.",
     "cross_check_note": "Documentos do tipo {type} com confiança {trust} não são autoritativos: uma resposta "
     "precisa de {n} documentos que a sustentem, então as perguntas que só um deles responde serão recusadas "
@@ -346,6 +354,14 @@ _EN: dict[str, str] = {
     "state_indexing": "indexing",
     "state_done": "done",
     "state_failed": "failed",
+    "state_refused": "refused",
+    "state_quarantined": "quarantined",
+    "fk_credentials": "it holds credentials (API key, token, password)",
+    "fk_transcript": "it is a conversation with an AI assistant",
+    "fk_financial_statement": "it is an individual financial statement",
+    "fk_biometric": "it is a biometric record",
+    "quarantine_note": "This file was kept out of the knowledge base: {kind}. None of its text was stored and "
+    "search does not find it. Upload it again without that content (the detailed reason: `hipocampo doc show`).",
     "upload_done": "Upload finished.",
     "cross_check_note": "Documents of type {type} at trust {trust} are not authoritative: an answer needs {n} "
     "documents that support it, so questions only one of them answers will be refused (cross_check_failed). "

@@ -44,8 +44,9 @@ def safe_name(name: str) -> str:
 
 @dataclass
 class FileProgress:
-    """One uploaded file: state queued | indexing | done | failed, its documents, chunks written,
-    personal data replaced (count) and the error in words."""
+    """One uploaded file: state queued | indexing | done | failed | refused | quarantined, its
+    documents, chunks written, personal data replaced (count), the error in words and, refused or
+    quarantined, the forbidden kind (issue 45 §4)."""
 
     name: str
     state: str = "queued"
@@ -54,6 +55,7 @@ class FileProgress:
     chunks: int = 0
     pii_replaced: int = 0
     error: str | None = None
+    forbidden: str | None = None
 
 
 @dataclass
@@ -163,6 +165,8 @@ class _Run:
                 if f.state == "queued":
                     f.state = "indexing"
 
+            kept_out: dict[str, str] = {}
+
             def hook(res: DocumentResult) -> None:
                 f = owner[res.source_uri]
                 f.documents_done += 1
@@ -170,8 +174,13 @@ class _Run:
                 f.pii_replaced += res.pii_replaced
                 if res.status == "failed":
                     f.error = f.error or res.error
+                if res.forbidden is not None:  # refused or quarantined (issue 45 §4)
+                    f.forbidden, f.error = res.forbidden, f.error or res.error
+                    kept_out[f.name] = res.status
                 if f.documents_done >= f.documents:
                     f.state = "failed" if f.error and not f.chunks else "done"
+                    if f.name in kept_out and not f.chunks:
+                        f.state = kept_out[f.name]
 
             ingest_documents(
                 self.client,

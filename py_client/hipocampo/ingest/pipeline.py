@@ -7,6 +7,10 @@ a batch the database refuses is written again one document per transaction, so o
 document fails); everything that counts or reports a document runs on that thread, so the
 summary and the progress hook see one document at a time.
 
+Forbidden sources (issue 45 §4): a file that is a credential store, a chat transcript, an
+individual financial statement or a biometric record is refused or quarantined before its scrub
+(:mod:`hipocampo.ingest.forbidden`, config section ``forbidden_sources``).
+
 Content-hash dedupe: a document's hash covers its scrubbed text, its title and the chunking
 rule of its source type. One whose hash is stored and that has chunks of the embedding model is
 skipped before embedding (zero embedding calls, zero writes), or, when only its source type or
@@ -35,6 +39,7 @@ from ..embeddings.base import EmbeddingProvider
 from ..errors import ConnectionLostError, HipocampoError, InvalidInputError, LoaderError, NotFoundError
 from ..models import DocumentResult, IngestSummary
 from .chunking import Chunk, ChunkingRule, chunk_sentences, chunk_text
+from .forbidden import Finding, action_for, find_forbidden
 from .loaders import LoadedDocument, load_path
 from .scrub import ScrubProgress, scrub_texts
 
@@ -178,6 +183,7 @@ class _Run:
         cfg = client.effective_config(self.kb_id)
         self.rules: dict[str, Any] = cfg.get("chunking", {})
         self.default_trust: dict[str, Any] = cfg.get("retrieval", {}).get("default_trust", {})
+        self.forbidden: dict[str, Any] = cfg.get("forbidden_sources", {})
         # The answer gate reads the chunks' sentence embeddings when the active model's calibration
         # weighs them (rag.sentence_weight > 0, docs/design.md §answers): embedded with the chunks.
         # Chunks of a model not yet active get theirs from the sentence backfill once it is.
@@ -231,7 +237,7 @@ class _Run:
                 raise HipocampoError(f"unknown source_type {item.source_type!r}; one of {', '.join(SOURCE_TYPES)}")
         existing = self.client.document_hashes(self.kb_id, self.embedder.model_name)
         self.stored = len(existing)
-        inputs = [item for item in inputs if self.within_size(item)]
+        inputs = self.admissible([item for item in inputs if self.within_size(item)])
         texts = [s for item in inputs for s in (item.doc.text, item.doc.title, item.doc.source_uri)]
         cleaned = scrub_texts(self.client, texts, self.on_scrub)
         prepared: list[tuple[DocumentInput, str, str, int]] = []
@@ -246,6 +252,52 @@ class _Run:
                 continue
             prepared.append((item, scrubbed.text, digest, scrubbed.total + title.total + uri.total))
         return prepared
+
+    def admissible(self, inputs: list[DocumentInput]) -> list[DocumentInput]:
+        """The documents of no forbidden kind, or of one this source type allows (issue 45 §4,
+        :mod:`hipocampo.ingest.forbidden`); the others are refused (status ``refused``, counted
+        as failed, nothing written) or quarantined (``quarantine_document``: status
+        ``quarantined``, no text kept), each with its reason as ``error``."""
+        found = find_forbidden(self.client, self.kb_id, [item.doc.text for item in inputs])
+        kept: list[DocumentInput] = []
+        for item, finding in zip(inputs, found, strict=True):
+            action = "allow" if finding is None else action_for(self.forbidden, item.source_type, finding.kind)
+            if finding is None or action == "allow":
+                kept.append(item)
+                continue
+            res = DocumentResult(
+                source_uri=item.doc.source_uri, title=item.doc.title, status=f"{action}d", forbidden=finding.kind
+            )
+            if action == "quarantine":
+                self.quarantine(item, finding, res)
+            else:
+                self.fail(item, res, InvalidInputError(f"refused: {finding.reason} ({finding.kind})", "22023"))
+                self.summary.documents_refused += 1
+            self.finish(res)
+        return kept
+
+    def quarantine(self, item: DocumentInput, finding: Finding, res: DocumentResult) -> None:
+        """Record ``item`` as quarantined (``hipocampo.quarantine_document``); a database refusal
+        fails the document instead."""
+        args = {
+            "kb_id": self.kb_id,
+            "source_uri": item.doc.source_uri,
+            "title": item.doc.title,
+            "source_type": item.source_type,
+            "kind": finding.kind,
+            "reason": finding.reason[:500],
+            "content_hash": sha256(item.doc.text),
+        }
+        try:
+            self.client.rpc("quarantine_document", args, "value")
+        except ConnectionLostError:
+            raise
+        except HipocampoError as exc:
+            self.fail(item, res, exc)
+            res.status = "failed"
+            return
+        res.error = f"quarantined: {finding.reason} ({finding.kind})"
+        self.summary.documents_quarantined += 1
 
     def within_size(self, item: DocumentInput) -> bool:
         """Whether the document's text fits ``[ingest] max_document_mb`` of config.toml (20 MB);
@@ -417,7 +469,7 @@ class _Run:
             # The KB's status says what it can serve: ready while it holds documents, error only
             # when this run failed and it holds none (issue 19 §1.4).
             self.client.set_kb_status(self.kb_id, "ready" if ok or self.stored else "error")
-        if self.created and not ok and sm.documents_failed:
+        if self.created and not ok and not sm.documents_quarantined and sm.documents_failed:
             self.client.delete_kb(self.kb_id)  # created here, and nothing went into it
             sm.kb_deleted = True
         self.summary.seconds = time.perf_counter() - self.started

@@ -31,6 +31,7 @@ function cell(text, className) {
 function renderUpload(box, up) {
   const states = JSON.parse(box.dataset.states);
   const words = JSON.parse(box.dataset.words);
+  const kinds = JSON.parse(box.dataset.kinds || "{}");
   const bar = document.getElementById("upload-bar");
   bar.max = Math.max(up.documents, 1);
   bar.value = up.documents_done;
@@ -46,7 +47,7 @@ function renderUpload(box, up) {
     th.textContent = f.name;
     tr.append(th, cell(states[f.state] || f.state, `state state-${f.state}`),
       cell(`${f.documents_done}/${f.documents}`, "num"), cell(String(f.chunks), "num"),
-      cell(String(f.pii_replaced), "num"), cell(f.error || ""));
+      cell(String(f.pii_replaced), "num"), cell(f.forbidden ? (kinds[f.forbidden] || f.forbidden) : (f.error || "")));
     return tr;
   }));
   document.getElementById("upload-finished").hidden = !up.finished;
