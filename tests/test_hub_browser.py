@@ -234,7 +234,7 @@ def test_a_member_is_refused_on_admin_pages(page: Any, hub: str, world: dict[str
     assert page.locator("nav >> text=Métricas").count() == 0
     kb_link = page.locator("#kb-list a").first
     kb_url = kb_link.get_attribute("href")
-    for path in ("/hub/metrics", f"{kb_url}/settings", f"{kb_url}/evaluate"):
+    for path in ("/hub/metrics", "/hub/embeddings", f"{kb_url}/settings", f"{kb_url}/evaluate"):
         response = page.goto(hub.removesuffix("/hub") + path)
         assert response.status == 403
         assert "só para administradores" in page.inner_text("main")
@@ -527,6 +527,37 @@ def test_forbidden_files_are_kept_out_and_say_why(page: Any, hub: str, world: di
     assert "Este arquivo não entrou na base" in page.inner_text("#quarantined")
     assert page.locator("#doc-text article").count() == 0
     assert "AKIA" not in page.content()
+
+
+def test_the_embedding_queue_shows_dead_letters_and_requeues_them(
+    page: Any, hub: str, world: dict[str, Any], database_url: str
+) -> None:
+    """Issue 45 §6: a memory whose embedding failed five times is a dead letter on the page, with
+    the provider's error; Reenfileirar gives it back to the backfill."""
+    tenant = world["a"]["tenant"]
+    with Hipocampo(database_url) as root:
+        user = root.as_actor(Actor.user(world["a"]["member2"], tenant))
+        user.rpc("set_memory_consent", {"granted": True}, "none")
+        made = user.rpc(
+            "remember",
+            {"key": "prefs.fila", "value": '"sim"', "description": "Quer avisos da fila", "category": "preference"},
+        )
+        service = root.as_actor(Actor.service(tenant))
+        for _ in range(5):
+            service.rpc(
+                "record_embedding_failure",
+                {"kind": "memories", "row_ids": [str(made["memory_id"])], "error": "HTTP 503 do provedor"},
+            )
+    sign_in(page, hub, token(world["a"]["admin"], tenant))
+    page.click("nav >> text=Embeddings")
+    assert page.inner_text("h1") == "Fila de embeddings"
+    cells = page.locator("#kind-memories td").all_inner_texts()
+    assert page.inner_text("#kind-memories th") == "memórias" and cells[2] == "1"
+    assert "HTTP 503 do provedor" in page.inner_text("#dead-letters")
+    page.click("#kind-memories button")
+    assert "1 linhas reenfileiradas." in page.inner_text("main")
+    assert page.locator("#kind-memories td").all_inner_texts()[2] == "0"
+    assert "Nenhuma linha parada." in page.inner_text("#dead-letters")
 
 
 def test_csrf_session_and_headers(page: Any, hub: str, world: dict[str, Any]) -> None:

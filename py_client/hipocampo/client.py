@@ -495,6 +495,26 @@ class Hipocampo:
         (not a tenant admin)."""
         return bool(self.rpc("delete_agent_binding", {"name": name, "tenant_id": self._tenant()}))
 
+    def embedding_queue(self) -> dict[str, Any]:
+        """The tenant's embedding queue (``hipocampo.tenant_embedding_queue``; admins):
+        ``{"kinds": [{kind, waiting, retrying, dead}], "dead_letters": [{kind, row_id, attempts,
+        last_error, updated_at}]}`` (at most 100 dead letters, newest first).
+
+        Raises:
+            PermissionDeniedError: not a tenant admin (42501).
+        """
+        return dict(self.rpc("tenant_embedding_queue", {"tenant_id": self._tenant()}) or {})
+
+    def requeue_embeddings(self, kind: str | None = None) -> int:
+        """Give the tenant's dead letters and retrying rows (of ``kind``: chunks | memories |
+        memory_staging | messages; None: all) back to the embedding backfill; the number requeued.
+
+        Raises:
+            PermissionDeniedError: not a tenant admin (42501).
+            InvalidInputError: an unknown kind (22023).
+        """
+        return int(self.rpc("requeue_tenant_embeddings", {"kind": kind, "tenant_id": self._tenant()}) or 0)
+
     def rag_config(self, kb_id: UUID | None = None, agent: str | None = None) -> dict[str, Any]:
         """The effective rag section (``hipocampo.rag_config``): global <- tenant <- KB <- agent
         binding, plus ``kb_ids`` (the agent's knowledge bases or ``[kb_id]``) and ``agent``.

@@ -638,12 +638,33 @@ $$;
 _require_admin() -> void
 
 Purpose: only an admin of the caller's tenant or service_role passes (fails closed: a caller
-  _caller() does not resolve is refused).
+  _caller() does not resolve is refused): _require_tenant_admin for the configuration.
 Errors: 42501 as _caller; 42501 "only tenant admins can change the tenant's configuration".
 Returns: nothing; it raises when the caller is not an admin.
 Example: perform hipocampo_private._require_admin();
 */
 create or replace function hipocampo_private._require_admin()
+returns void
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select hipocampo_private._require_tenant_admin('change the tenant''s configuration')
+$$;
+
+/*
+_require_tenant_admin(action text) -> void
+
+Purpose: the admin gate of the RPCs that act on a tenant's shared state: only an admin of the
+  caller's tenant or service_role passes (fails closed: a caller _caller() does not resolve is
+  refused). _require_admin is this gate for the configuration.
+Parameters: action - what the caller tried, for the message ('read the tenant''s metrics').
+Errors: 42501 as _caller; 42501 "only tenant admins can <action>".
+Returns: nothing; it raises when the caller is not an admin.
+Example: perform hipocampo_private._require_tenant_admin('read the tenant''s metrics');
+*/
+create or replace function hipocampo_private._require_tenant_admin(action text)
 returns void
 language plpgsql
 stable
@@ -654,7 +675,7 @@ declare
     c record := hipocampo_private._caller();
 begin
     if c.kind <> 'service' and c.tenant_role is distinct from 'admin' then
-        raise exception 'only tenant admins can change the tenant''s configuration' using errcode = '42501';
+        raise exception 'only tenant admins can %', action using errcode = '42501';
     end if;
 end;
 $$;

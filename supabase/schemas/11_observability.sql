@@ -223,7 +223,6 @@ set search_path = ''
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(memory_quota_use.tenant_id);  -- 42501 before any other work
-    gate record := hipocampo_private._caller();
     quota integer := coalesce(
         (select (s.config #>> '{memory,max_active_per_user}')::integer
          from hipocampo_private.settings as s where s.tenant_id = t),
@@ -231,9 +230,7 @@ declare
          from hipocampo_private.settings as g where g.tenant_id is null)
     );
 begin
-    if gate.kind <> 'service' and gate.tenant_role is distinct from 'admin' then
-        raise exception 'only tenant admins can read the tenant''s metrics' using errcode = '42501';
-    end if;
+    perform hipocampo_private._require_tenant_admin('read the tenant''s metrics');
     return query
     select
         quota, count(*), percentile_cont(0.5) within group (order by u.active),
@@ -455,9 +452,7 @@ declare
     gate record := hipocampo_private._caller();
     since timestamptz;
 begin
-    if gate.kind <> 'service' and gate.tenant_role is distinct from 'admin' then
-        raise exception 'only tenant admins can read the tenant''s metrics' using errcode = '42501';
-    end if;
+    perform hipocampo_private._require_tenant_admin('read the tenant''s metrics');
     if tenant_metrics.days is null or tenant_metrics.days not between 1 and 366 then
         raise exception 'days must lie in [1, 366] (got %)', coalesce(tenant_metrics.days::text, 'null')
             using errcode = '22023';

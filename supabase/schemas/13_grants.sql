@@ -140,6 +140,8 @@ grant execute on function hipocampo.ingest_documents(kb_id uuid, documents jsonb
 grant execute on function hipocampo.knowledge_base_id(name text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.list_documents(kb_id uuid, after_source_uri text, max_rows integer) to authenticated, service_role;
 grant execute on function hipocampo.forbidden_content(texts text[], kb_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.tenant_embedding_queue(tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.requeue_tenant_embeddings(kind text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.quarantine_document(
     kb_id uuid, source_uri text, title text, source_type text, kind text, reason text, content_hash text
 ) to authenticated, service_role;
@@ -271,6 +273,7 @@ grant execute on function hipocampo_private._pseudonym(value text) to service_ro
 grant execute on function hipocampo_private._question_lexemes(query_text text, ts_config regconfig, stopwords jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._remember(key text, value jsonb, description text, category text, embedding extensions.vector, scope text, confidence double precision, source text, source_ref text, conversation_id uuid, tags text[], emotion text, intensity numeric, life_domain text, pinned boolean, token_count integer, expires_at timestamp with time zone, user_id uuid, tenant_id uuid, tier text) to authenticated, service_role;
 grant execute on function hipocampo_private._require_admin() to authenticated, service_role;
+grant execute on function hipocampo_private._require_tenant_admin(action text) to authenticated, service_role;
 grant execute on function hipocampo_private._require_config(section_config jsonb, section text, keys text[]) to authenticated, service_role;
 grant execute on function hipocampo_private._resolve_tenant(requested uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._scope_of(sentence text) to authenticated, service_role;

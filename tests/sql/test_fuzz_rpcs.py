@@ -1111,6 +1111,13 @@ SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] = {
     "list_agent_bindings": _ids("tenant_id", default="tenant_a"),
     "delete_agent_binding": _texts(name=mostly(st.sampled_from(["portaria", "sac.v2"]), TEXT)),
     "memory_quota_use": _ids("tenant_id", default="tenant_a"),
+    "tenant_embedding_queue": _ids("tenant_id", default="tenant_a"),
+    "requeue_tenant_embeddings": lambda world: st.fixed_dictionaries(
+        {
+            "kind": mostly(st.sampled_from([None, "chunks", "memories", "memory_staging", "messages"]), TEXT),
+            "tenant_id": mostly(st.just("tenant_a"), UUID).map(lambda k: an_id(world, k)),
+        }
+    ),
 }
 
 # The service_role RPCs (the backfill, the model switch, tenancy, maintenance), called as

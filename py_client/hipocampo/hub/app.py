@@ -214,6 +214,7 @@ def mount_hub(app: FastAPI, hub: Hub) -> None:
     _query_routes(router, hub)
     _memory_routes(router, hub)
     _agent_routes(router, hub)
+    _embedding_routes(router, hub)
     app.include_router(router)
     app.mount("/hub/static", StaticFiles(directory=str(HERE / "static")), name="hub-static")
 
@@ -704,6 +705,30 @@ def _agent_routes(router: APIRouter, hub: Hub) -> None:
         except HipocampoError as exc:
             return page(request, who, hub.error_text(exc))
         return _redirect("/hub/agents?done=deleted")
+
+
+def _embedding_routes(router: APIRouter, hub: Hub) -> None:
+    """The embedding-queue page (issue 45 §6): the tenant's rows waiting for a vector, retrying
+    and dead-lettered per kind, the newest dead letters with their error, and requeueing them."""
+
+    @router.get("/embeddings")
+    def queue(request: Request) -> Response:
+        who = hub.admin(request)
+        requeued = request.query_params.get("requeued", "")
+        words = text(pick_language(request.cookies.get(LANG_COOKIE), request.headers.get("accept-language")))
+        notice = words["requeued"].format(n=int(requeued)) if requeued.isdigit() else ""
+        return hub.render(request, "embeddings.html", {"q": who.client.embedding_queue(), "notice": notice}, who=who)
+
+    @router.post("/embeddings/requeue")
+    async def requeue(request: Request) -> Response:
+        who = hub.admin(request)
+        form = await hub.form(request)
+        try:
+            n = who.client.requeue_embeddings(str(form.get("kind") or "") or None)
+        except HipocampoError as exc:
+            ctx = {"q": who.client.embedding_queue(), "error": hub.error_text(exc)}
+            return hub.render(request, "embeddings.html", ctx, 422, who)
+        return _redirect(f"/hub/embeddings?requeued={n}")
 
 
 def _memory_routes(router: APIRouter, hub: Hub) -> None:

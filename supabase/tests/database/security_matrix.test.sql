@@ -223,6 +223,8 @@ insert into calls values
 ('hipocampo.schedule_maintenance', 'select hipocampo.schedule_maintenance()'),
 ('hipocampo.schedule_embedding_queue', 'select hipocampo.schedule_embedding_queue()'),
 ('hipocampo.memory_quota_use', 'select * from hipocampo.memory_quota_use({tenant_a})'),
+('hipocampo.tenant_embedding_queue', 'select hipocampo.tenant_embedding_queue({tenant_a})'),
+('hipocampo.requeue_tenant_embeddings', 'select hipocampo.requeue_tenant_embeddings(null, {tenant_a})'),
 ('hipocampo.search_history', 'select * from hipocampo.search_history(''voo segredoalfa'', user_id => {member_a}, tenant_id => {tenant_a})'),
 ('hipocampo.search_memories', 'select * from hipocampo.search_memories({v2}::extensions.vector, min_score => -1)'),
 ('hipocampo.seed_profile', 'select hipocampo.seed_profile(''{"user.name": "Ana"}'', user_id => {member_a}, tenant_id => {tenant_a})'),
@@ -516,6 +518,8 @@ insert into expected values
 ('hipocampo.schedule_maintenance', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
 ('hipocampo.schedule_embedding_queue', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
 ('hipocampo.memory_quota_use', 'call', '42501 42501 42501 42501 42501 42501 42501 none none'),
+('hipocampo.tenant_embedding_queue', 'call', '42501 42501 42501 42501 42501 42501 42501 none none'),
+('hipocampo.requeue_tenant_embeddings', 'call', '42501 42501 42501 42501 42501 42501 42501 none none'),
 ('hipocampo.search_history', 'call', '42501 42501 42501 42501 42501 read+write 42501 42501 read+write'),
 ('hipocampo.search_memories', 'call', '42501 42501 42501 none 42501 read+write none write 42501'),
 ('hipocampo.seed_profile', 'call', '42501 42501 42501 42501 42501 write 42501 42501 write'),
@@ -866,6 +870,8 @@ insert into shared_expected values
 ('hipocampo.schedule_maintenance', '42501'),
 ('hipocampo.scrub_pii', 'none'),
 ('hipocampo.memory_quota_use', '42501'),
+('hipocampo.tenant_embedding_queue', '42501'),
+('hipocampo.requeue_tenant_embeddings', '42501'),
 -- a read-queue row of tenant A about the member's read (its latency in read_stats, once drained)
 ('hipocampo.search_history', 'shared'),
 -- a read-queue row (as context_pack)
