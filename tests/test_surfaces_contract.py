@@ -39,7 +39,7 @@ QUESTIONS = {
     "invalid_question": "oi",
 }
 
-Ask = Callable[[str, bool], dict[str, Any]]
+Ask = Callable[..., dict[str, Any]]  # (question, use_cache, session_id=None)
 
 
 def _view(answer: dict[str, Any]) -> dict[str, Any]:
@@ -70,44 +70,51 @@ def surfaces(env: Env, fn: dict[str, EdgeFunction], gateway: str) -> Iterator[di
     http = Hipocampo.from_supabase(gateway, token("anon"), token("authenticated", user, env.tenant))
     bearer = {"authorization": "Bearer " + token("authenticated", user, env.tenant)}
 
-    def orchestrator(q: str, cache: bool) -> dict[str, Any]:
-        return Orchestrator(direct, env.embedder).ask(q, kb_ids=[kb], use_cache=cache).model_dump(mode="json")
+    def orchestrator(q: str, cache: bool, session: str | None = None) -> dict[str, Any]:
+        ans = Orchestrator(direct, env.embedder).ask(q, kb_ids=[kb], use_cache=cache, session_id=session)
+        return ans.model_dump(mode="json")
 
-    def edge(q: str, cache: bool) -> dict[str, Any]:
+    def edge(q: str, cache: bool, session: str | None = None) -> dict[str, Any]:
         body = {"question": q, "kb_ids": [env.kb], "query_embedding": env.vec(q), "use_cache": cache}
-        r = httpx.post(fn["ask"].url, json=body, headers=bearer, timeout=60)
+        headers = {**bearer, **({"x-chat-session-id": session} if session else {})}
+        r = httpx.post(fn["ask"].url, json=body, headers=headers, timeout=60)
         assert r.status_code in (200, 422, 429), r.text
         return dict(r.json())
 
-    def supabase_py(q: str, cache: bool) -> dict[str, Any]:
-        return http.ask(q, kb_ids=[kb], query_embedding=env.vec(q), use_cache=cache).model_dump(mode="json")
+    def supabase_py(q: str, cache: bool, session: str | None = None) -> dict[str, Any]:
+        ans = http.ask(q, kb_ids=[kb], query_embedding=env.vec(q), use_cache=cache, session_id=session)
+        return ans.model_dump(mode="json")
 
-    def mcp(q: str, cache: bool) -> dict[str, Any]:
+    def mcp(q: str, cache: bool, session: str | None = None) -> dict[str, Any]:
         params = StdioServerParameters(
             command=HIPOCAMPO, args=["mcp", "--tenant", slug, "--user", str(user)], env=dict(os.environ)
         )
 
         async def main() -> Any:
             async with Client(params) as client:
-                return await client.call_tool("ask", {"question": q, "kb": ["regulamentos"], "use_cache": cache})
+                args = {"question": q, "kb": ["regulamentos"], "use_cache": cache, "session_id": session}
+                return await client.call_tool("ask", args)
 
         return dict(data(anyio.run(main)))
 
     app = create_app(env.root.url, env.embedder, jwt_secret=SECRET)
     with TestClient(app) as serve:
 
-        def served(q: str, cache: bool) -> dict[str, Any]:
-            r = serve.post("/ask", json={"question": q, "kb_ids": [env.kb], "use_cache": cache}, headers=bearer)
+        def served(q: str, cache: bool, session: str | None = None) -> dict[str, Any]:
+            headers = {**bearer, **({"x-chat-session-id": session} if session else {})}
+            r = serve.post("/ask", json={"question": q, "kb_ids": [env.kb], "use_cache": cache}, headers=headers)
             assert r.status_code in (200, 422, 429), r.text
             return dict(r.json())
 
-        yield {"orchestrator": orchestrator, "serve": served, "edge": edge, "mcp": mcp, "supabase_py": supabase_py}
+        surfaces = {"orchestrator": orchestrator, "serve": served, "edge": edge, "mcp": mcp, "supabase_py": supabase_py}
+        surfaces["open_session"] = lambda: str(direct.rpc("open_session", {})["session_id"])  # type: ignore[assignment]
+        yield surfaces
     http.close()
 
 
 @pytest.mark.parametrize("case", sorted(QUESTIONS))
 def test_every_surface_gives_the_same_answer(surfaces: dict[str, Ask], case: str) -> None:
-    got = {name: _view(ask(QUESTIONS[case], False)) for name, ask in surfaces.items()}
+    got = {name: _view(ask(QUESTIONS[case], False)) for name, ask in _asking(surfaces).items()}
     expected = got["orchestrator"]
     assert {name: v for name, v in got.items() if v != expected} == {}
     if case == "answered":
@@ -120,6 +127,30 @@ def test_every_surface_gives_the_same_answer(surfaces: dict[str, Ask], case: str
 
 def test_every_surface_reads_the_one_answer_cache(surfaces: dict[str, Ask]) -> None:
     first = surfaces["orchestrator"](ANSWERED, True)  # answers (or finds it cached) and caches it
-    for name, ask in surfaces.items():
+    for name, ask in _asking(surfaces).items():
         again = ask(ANSWERED, True)
         assert (name, again["answer_source"], _view(again)) == (name, "CACHE", _view(first))
+
+
+def _asking(surfaces: dict[str, Ask]) -> dict[str, Ask]:
+    return {name: ask for name, ask in surfaces.items() if name != "open_session"}
+
+
+FOLLOW_UP = "E o prazo do relatório final?"
+
+
+def test_every_surface_resolves_and_reuses_a_session_alike(surfaces: dict[str, Ask]) -> None:
+    """Issue 45 §3: in a session of its own, each surface answers the question, resolves the
+    follow-up against it, and answers the first question again from the session (SESSION)."""
+    got = {}
+    for name, ask in _asking(surfaces).items():
+        session = surfaces["open_session"]()
+        first, follow, again = (ask(q, False, session) for q in (ANSWERED, FOLLOW_UP, ANSWERED))
+        got[name] = [
+            {**_view(a), "resolved_question": a.get("resolved_question"), "answer_source": a["answer_source"]}
+            for a in (first, follow, again)
+        ]
+    expected = got["orchestrator"]
+    assert {name: v for name, v in got.items() if v != expected} == {}
+    assert expected[1]["resolved_question"] == f"{ANSWERED} {FOLLOW_UP}"
+    assert expected[2]["answer_source"] == "SESSION" and expected[2]["answer"] == expected[0]["answer"]

@@ -238,20 +238,30 @@ def _knowledge_tools(server: MCPServer, s: _Session) -> None:
         use_cache: Annotated[
             bool, Field(description="Read and write the tenant's answer cache (rag.cache_ttl_seconds).")
         ] = True,
+        session_id: Annotated[
+            str | None,
+            Field(
+                description="A live session of the user (open_session): a follow-up such as 'e aos domingos?' is"
+                " resolved against its previous turn, a question it already answered is answered again"
+                " (answer_source SESSION), and the turn is recorded in it."
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Answer from the knowledge bases with numbered citations [n], or refuse with a reason
         when the evidence is weak, conflicting or absent. A refusal is a normal result
         (refused = true, reason, closest passage): tell the user, do not invent an answer. The
         result has the fields of every other surface (Orchestrator.ask, POST /ask, the ask edge
         function): answer, refused, reason, confidence, sources, conflicts, answer_source,
-        trace_id, closest, timings_ms."""
+        trace_id, closest, resolved_question, timings_ms."""
 
         def run() -> dict[str, Any]:
             client = s.client
             kb_ids = s.kb_ids(kb)
             if kb_ids is None and agent is None:  # neither named: every knowledge base of the tenant
                 kb_ids = [k.id for k in client.list_kbs()]
-            ans = Orchestrator(client, s.embedder()).ask(question, kb_ids=kb_ids, agent=agent, use_cache=use_cache)
+            ans = Orchestrator(client, s.embedder()).ask(  # the RPC caller checks the uuid (22023)
+                question, kb_ids=kb_ids, agent=agent, use_cache=use_cache, session_id=session_id or None
+            )
             return dict(_dump(ans))
 
         return _call(run)

@@ -223,7 +223,7 @@ class HistoryHit(BaseModel):
     token_score: float | None = None
 
 
-AnswerSource = Literal["CACHE", "LLM", "EXTRACTIVE", "REFUSAL"]
+AnswerSource = Literal["CACHE", "SESSION", "LLM", "EXTRACTIVE", "REFUSAL"]
 
 
 class Source(BaseModel):
@@ -288,7 +288,10 @@ class Answer(BaseModel):
     standard message (rag.refusal_message, "Não encontrei informações confiáveis para responder
     essa pergunta."), followed for conflicts by what the sources disagree on.
 
-    ``answer_source``: CACHE | LLM | EXTRACTIVE | REFUSAL (the HTTP header X-Answer-Source).
+    ``answer_source``: CACHE | SESSION (the session's earlier answer to the same question) | LLM |
+    EXTRACTIVE | REFUSAL (the HTTP header X-Answer-Source). ``resolved_question``: within a
+    session, the question as it was searched when it was a follow-up ("qual o horário da piscina?
+    e aos domingos?"), else None.
     ``reason`` (refusals): invalid_question, prompt_injection, sensitive_data, secret, rate_limited,
     rag_disabled, no_evidence, low_confidence, conflicting_sources, cross_check_failed,
     number_not_in_evidence, not_in_sources (a chat model's reading), generation_failed,
@@ -310,6 +313,7 @@ class Answer(BaseModel):
     trace_id: UUID
     retry_after_ms: int | None = None
     closest: ClosestPassage | None = None
+    resolved_question: str | None = None
     timings_ms: dict[str, float] = Field(default_factory=dict)
 
     @computed_field  # type: ignore[prop-decorator]

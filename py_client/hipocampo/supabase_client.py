@@ -121,6 +121,7 @@ class SupabaseHipocampo(Hipocampo):
         agent: str | None = None,
         query_embedding: Sequence[float] | None = None,
         use_cache: bool = True,
+        session_id: UUID | str | None = None,
     ) -> Answer:
         """Answer ``question`` with cited sources, or refuse, through the ``ask`` edge function:
         what ``Orchestrator.ask`` answers over the database (the same RPCs in the same order).
@@ -132,6 +133,8 @@ class SupabaseHipocampo(Hipocampo):
             query_embedding: the question's vector (``list[float]``, the active model's dims);
                 required when the active model is the offline one (it runs in Python only).
             use_cache: read and write the answer cache (rag.cache_ttl_seconds).
+            session_id: a live session of the user, sent as ``X-Chat-Session-ID`` (follow-ups,
+                reuse, the turn recorded; ``Orchestrator.ask``).
 
         Returns:
             :class:`Answer` (a refusal has ``refused=True`` and its ``reason``).
@@ -149,8 +152,11 @@ class SupabaseHipocampo(Hipocampo):
             body["agent"] = agent
         if query_embedding is not None:
             body["query_embedding"] = [float(x) for x in query_embedding]
+        options: dict[str, Any] = {"body": body, "responseType": "json"}
+        if session_id is not None:
+            options["headers"] = {"X-Chat-Session-ID": str(session_id)}
         try:
-            reply = self._supabase.functions.invoke("ask", {"body": body, "responseType": "json"})
+            reply = self._supabase.functions.invoke("ask", options)
         except FunctionsHttpError as exc:
             raise _error(exc) from None
         return Answer.model_validate(reply)

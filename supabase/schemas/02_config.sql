@@ -1224,7 +1224,8 @@ as $$
     select hipocampo_private._require_config(section_config, 'sessions', array[
         'inactivity_ttl_minutes', 'absolute_max_minutes', 'pending_confirmation_minutes', 'max_concurrent',
         'last_messages', 'summary_max_chars', 'tool_max_chars', 'action_max_chars', 'payload_max_bytes',
-        'max_pending'
+        'max_pending', 'follow_up_max_words', 'follow_up_pattern', 'follow_up_topic_weight', 'reuse_answers',
+        'ask_turns', 'summary_every_messages'
     ])
 $$;
 

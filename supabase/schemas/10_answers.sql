@@ -706,7 +706,7 @@ create table hipocampo_private.answer_audit (
     timings_ms jsonb not null default '{}'::jsonb,
     latency_ms real not null,
     created_at timestamptz not null default now(),
-    constraint answer_audit_source_check check (answer_source in ('CACHE', 'LLM', 'EXTRACTIVE', 'REFUSAL')),
+    constraint answer_audit_source_check check (answer_source in ('CACHE', 'SESSION', 'LLM', 'EXTRACTIVE', 'REFUSAL')),
     constraint answer_audit_timings_is_object check (jsonb_typeof(timings_ms) = 'object')
 );
 

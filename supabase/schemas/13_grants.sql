@@ -140,6 +140,8 @@ grant execute on function hipocampo.ingest_documents(kb_id uuid, documents jsonb
 grant execute on function hipocampo.knowledge_base_id(name text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.list_documents(kb_id uuid, after_source_uri text, max_rows integer) to authenticated, service_role;
 grant execute on function hipocampo.forbidden_content(texts text[], kb_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.session_turn(session_id uuid, question text, query_embedding extensions.vector) to authenticated, service_role;
+grant execute on function hipocampo.session_record_turn(session_id uuid, question text, resolved_question text, answer jsonb) to authenticated, service_role;
 grant execute on function hipocampo.tenant_embedding_queue(tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.requeue_tenant_embeddings(kind text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.quarantine_document(
@@ -286,6 +288,14 @@ grant execute on function hipocampo_private._transcript_found(content text, cfg 
 grant execute on function hipocampo_private._financial_statement_found(content text, cfg jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._biometric_found(content text, cfg jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._forbidden_kind(content text, cfg jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._session_last_answer(s hipocampo_private.sessions) to authenticated, service_role;
+grant execute on function hipocampo_private._follow_up(question text, previous text, cfg jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._topic_vector(query_vector extensions.vector, chunk_ids bigint[], weight double precision) to authenticated, service_role;
+grant execute on function hipocampo_private._norm(v real[]) to authenticated, service_role;
+grant execute on function hipocampo_private._session_reuse(s hipocampo_private.sessions, question_key text) to authenticated, service_role;
+grant execute on function hipocampo_private._answer_style(tenant_id uuid, user_id uuid) to authenticated, service_role;
+grant execute on function hipocampo_private._extractive_summary(tenant_id uuid, conversation_id uuid, max_chars integer) to authenticated, service_role;
+grant execute on function hipocampo_private._roll_summary(s hipocampo_private.sessions, cfg jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._scrub_job_errors() to authenticated, service_role;
 grant execute on function hipocampo_private._scrub_message() to authenticated, service_role;
 grant execute on function hipocampo_private._scrub_session() to authenticated, service_role;

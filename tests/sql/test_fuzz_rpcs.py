@@ -289,6 +289,33 @@ def _session_add_message(world: World) -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
+def _session_turn(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "session_id": mostly(st.just(str(world.session)), UUID.map(lambda k: an_id(world, k))),
+            "question": mostly(st.sampled_from(["e aos domingos?", "Qual o prazo?"]), TEXT),
+            "query_embedding": mostly(UNIT, VECTOR).map(vector),
+        }
+    )
+
+
+def _session_record_turn(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    answers = st.one_of(
+        st.just(json.dumps({"answer": "Sim [1]", "refused": False, "sources": [{"chunk_id": 1}]})),
+        st.none(),
+        JSON.map(json.dumps),
+        HUGE_JSON,
+    )
+    return st.fixed_dictionaries(
+        {
+            "session_id": mostly(st.just(str(world.session)), UUID.map(lambda k: an_id(world, k))),
+            "question": mostly(Q, TEXT),
+            "resolved_question": mostly(st.one_of(st.none(), Q), TEXT),
+            "answer": answers,
+        }
+    )
+
+
 # A config patch: a key of the section (or none) with an edge value, or any json.
 TUNED_KEYS = [
     "dense_weight",
@@ -1035,6 +1062,8 @@ SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] = {
     "ingest_documents": _ingest_many,
     "add_message": _add_message,
     "session_add_message": _session_add_message,
+    "session_turn": _session_turn,
+    "session_record_turn": _session_record_turn,
     "set_knowledge_base_config": _kb_config,
     "set_knowledge_base_tuning": _kb_tuning,
     "set_tenant_config": _tenant_config,

@@ -103,9 +103,12 @@ class ExtractiveAnswerer:
         self.max_quotes = max_quotes
 
     def generate(self, question: str, evidence: Sequence[Evidence], config: Mapping[str, Any]) -> str:
+        """As :meth:`Generator.generate`; ``config["max_quotes"]`` (the user's style within a
+        session: 1 for short answers) overrides ``max_quotes``."""
+        quotes = int(config.get("max_quotes") or self.max_quotes)
         text = self.client.rpc(
             "extractive_answer",
-            {"evidence": list(evidence), "min_support": float(config["min_confidence"]), "max_quotes": self.max_quotes},
+            {"evidence": list(evidence), "min_support": float(config["min_confidence"]), "max_quotes": quotes},
         )
         if not text:
             raise GenerationError("no evidence to quote")
@@ -165,10 +168,8 @@ class ChatAnswerer:
     def generate(self, question: str, evidence: Sequence[Evidence], config: Mapping[str, Any]) -> str:
         context = "\n\n".join(f"[{e['n']}] {e.get('title', '')}\n{e.get('content', '')}" for e in evidence)
         prompt = f"{config['context_prompt']}\n{config['answer_format_prompt']}"
-        messages = [
-            {"role": "system", "content": f"{prompt}\n\n{context}"},
-            {"role": "user", "content": question},
-        ]
+        messages = [{"role": "system", "content": f"{prompt}\n\n{context}"}, *session_messages(config)]
+        messages.append({"role": "user", "content": question})
         import openai
 
         try:
@@ -184,6 +185,57 @@ class ChatAnswerer:
         if not answer:
             raise GenerationError("the chat completion held no answer")
         return answer
+
+    def summarize(self, transcript: str, max_chars: int) -> str:
+        """A conversation's rolling summary by the chat model (issue 45 §3): ``transcript`` is the
+        conversation's lines; the reply is cut to ``max_chars`` characters
+        (sessions.summary_max_chars).
+
+        Raises:
+            GenerationError: the endpoint failed or replied empty.
+        """
+        import openai
+
+        messages = [
+            {
+                "role": "system",
+                "content": "Resuma a conversa abaixo em português, em poucas frases: o que o usuário perguntou"
+                " e o que foi respondido. Não acrescente fatos.",
+            },
+            {"role": "user", "content": transcript},
+        ]
+        try:
+            resp = self._client.chat.completions.create(model=self.model, messages=messages, temperature=0)
+        except (openai.APIStatusError, openai.APIConnectionError) as exc:
+            raise GenerationError(f"summary completion failed: {exc}") from exc
+        text = (resp.choices[0].message.content or "").strip() if resp.choices else ""
+        if not text:
+            raise GenerationError("the summary completion was empty")
+        return text[:max_chars]
+
+
+def session_messages(config: Mapping[str, Any]) -> list[dict[str, str]]:
+    """What a session adds to a chat model's prompt (issue 45 §3, ``hipocampo.session_turn``): the
+    user's style notes (their style memories: for the wording, never a fact nor a source), the
+    conversation's summary and its recent turns, before the question."""
+    out: list[dict[str, str]] = []
+    notes = [str(n) for n in config.get("style_notes") or []]
+    if notes:
+        out.append(
+            {
+                "role": "system",
+                "content": "Preferências de forma do usuário (use-as só para a redação; nunca como fato nem como"
+                " fonte): " + "; ".join(notes),
+            }
+        )
+    if config.get("summary"):
+        out.append({"role": "system", "content": f"Resumo da conversa até aqui: {config['summary']}"})
+    out.extend(
+        {"role": str(t["role"]), "content": str(t["content"])}
+        for t in config.get("turns") or []
+        if t.get("role") in ("user", "assistant")
+    )
+    return out
 
 
 def generator_for(config: Mapping[str, Any], client: Hipocampo) -> Generator:

@@ -63,8 +63,17 @@ class Orchestrator:
         agent: str | None = None,
         use_cache: bool = True,
         rate_limit: bool = True,
+        session_id: UUID | str | None = None,
     ) -> Answer:
         """Answer ``question`` with cited sources, or refuse with a reason code.
+
+        Within a session (``session_id``, issue 45 §3) the retrieval hierarchy applies
+        (``hipocampo.session_turn``): a follow-up ("e aos domingos?") is resolved against the
+        previous turn, a question the session already answered gets that answer again
+        (``answer_source`` SESSION) while its sources stand, the user's style memories shape the
+        wording (never the facts; a memory is never a source), a chat model also reads the recent
+        turns; the turn is then recorded (``hipocampo.session_record_turn``), which rolls the
+        conversation's summary when it is due.
 
         Args:
             question: 3..2,000 characters (rag.question_min_chars / question_max_chars).
@@ -73,6 +82,7 @@ class Orchestrator:
             use_cache: read and write the answer cache (TTL rag.cache_ttl_seconds = 600 s).
             rate_limit: spend a token of the caller's bucket (rag.rate_limit_per_minute = 60);
                 batch jobs of a trusted backend turn it off.
+            session_id: a live session of the caller (``hipocampo.open_session``), or None.
 
         Returns:
             :class:`Answer`; a refusal has ``refused=True``, ``answer=None`` and ``reason`` (see
@@ -83,6 +93,7 @@ class Orchestrator:
             NotFoundError: unknown agent binding or knowledge base.
             PermissionDeniedError: no tenant in the JWT claims / not a member.
             DimensionMismatchError: the embedder's dims differ from the active model's.
+            NotFoundError: also an unknown or expired session (P0002).
         """
         start = time.perf_counter()
         cfg = self.config(kb_ids, agent)
@@ -96,21 +107,50 @@ class Orchestrator:
         turn.lap("guardrails")
         if reason:
             return turn.finish(turn.refuse(reason))
+        if session_id is not None:
+            reused = self._session_turn(turn, session_id)
+            if reused is not None:
+                return turn.finish(reused)
         if rate_limit:
             limit = dict(self.client.rpc("take_rate_limit", {"tenant_id": self.client._tenant()}) or {"allowed": True})
             turn.lap("rate_limit")
             if not limit.get("allowed"):
                 return turn.finish(turn.refuse("rate_limited", retry_after_ms=int(limit.get("retry_after_ms") or 0)))
         if use_cache:
-            cached = self._cache_get(question, kbs, agent)
+            cached = self._cache_get(turn.question, kbs, agent)
             turn.lap("cache")
             if cached is not None:
                 return turn.finish(cached)
         return self._answer(turn, use_cache)
 
+    def _session_turn(self, turn: _Turn, session_id: UUID | str) -> dict[str, Any] | None:
+        """What the session holds for this question (``hipocampo.session_turn``): the turn's
+        question becomes the resolved one and its vector the resolved vector; the style and the
+        recent turns go to the generator. Returns the session's earlier answer to reuse, or None."""
+        vector = query_vector(self.client, turn.question, self.embedder, turn.kbs)
+        ctx: dict[str, Any] = self.client.rpc(
+            "session_turn", {"session_id": session_id, "question": turn.question, "query_embedding": list(vector)}
+        )
+        turn.lap("session")
+        turn.session_id = session_id
+        turn.conversation_id = ctx.get("conversation_id")
+        turn.question = str(ctx["question"])
+        turn.vector = [float(x) for x in ctx["query_embedding"]] if ctx.get("query_embedding") else list(vector)
+        style = ctx.get("style") or {}
+        turn.context = {
+            **({"max_quotes": int(style["max_quotes"])} if style.get("max_quotes") else {}),
+            "style_notes": style.get("notes") or [],
+            "turns": ctx.get("turns") or [],
+            "summary": ctx.get("summary"),
+        }
+        reused = ctx.get("reused")
+        if not reused:
+            return None
+        return {**dict(reused), "answer_source": "SESSION"}
+
     def _answer(self, turn: _Turn, use_cache: bool) -> Answer:
         """Evidence (one SQL call: retrieval, gates, conflicts), then generation and its checks."""
-        vector = query_vector(self.client, turn.question, self.embedder, turn.kbs)
+        vector = turn.vector or query_vector(self.client, turn.question, self.embedder, turn.kbs)
         turn.lap("embed")
         decision: dict[str, Any] = self.client.rpc(
             "answer_evidence",
@@ -134,7 +174,7 @@ class Orchestrator:
 
         generator = self.generator or generator_for(turn.cfg, self.client)
         try:
-            text = generator.generate(turn.question, evidence, turn.cfg)
+            text = generator.generate(turn.question, evidence, {**turn.cfg, **turn.context})
         except NotInSources:
             refusal = turn.refuse("not_in_sources", confidence=confidence, closest=decision.get("closest"))
             return turn.finish(refusal, *counts)
@@ -237,7 +277,12 @@ class _Turn:
         start: float,
     ) -> None:
         self.orchestrator = orchestrator
+        self.asked = question  # as the user typed it; ``question`` is what is searched (resolved)
         self.question = question
+        self.session_id: UUID | str | None = None
+        self.conversation_id: str | None = None
+        self.vector: list[float] | None = None
+        self.context: dict[str, Any] = {}  # the session's style and turns, for the generator
         self.kbs = kbs
         self.agent = agent
         self.cfg = cfg
@@ -245,6 +290,9 @@ class _Turn:
         self.start = start
         self.mark = start
         self.timings: dict[str, float] = {}
+
+    def record(self, ans: dict[str, Any]) -> None:
+        _record(self, ans)
 
     def lap(self, step: str) -> None:
         now = time.perf_counter()
@@ -258,9 +306,14 @@ class _Turn:
         return {"answer": message, "refused": True, "reason": reason, "answer_source": "REFUSAL", **extra}
 
     def finish(self, ans: dict[str, Any], candidates: int = 0, filtered: int = 0) -> Answer:
+        resolved = self.question if self.question != self.asked else None
+        if self.session_id is not None:
+            self.record(ans)
         total = (time.perf_counter() - self.start) * 1000
         self.timings["total"] = round(total, 2)
-        result = Answer(question=self.question, trace_id=self.trace, timings_ms=self.timings, **ans)
+        result = Answer(
+            question=self.asked, trace_id=self.trace, timings_ms=self.timings, resolved_question=resolved, **ans
+        )
         self.orchestrator._audit(result, self.kbs, self.agent, candidates, filtered, total)
         log.debug(
             json.dumps(
@@ -275,6 +328,42 @@ class _Turn:
             )
         )
         return result
+
+
+def _record(turn: _Turn, ans: dict[str, Any]) -> None:
+    """Record the turn in its session (``hipocampo.session_record_turn``, which also rolls the
+    conversation's summary when it is due); a failure is logged and the answer stands."""
+    client = turn.orchestrator.client
+    answer = {**ans, "trace_id": str(turn.trace)}
+    args = {"session_id": turn.session_id, "question": turn.asked, "resolved_question": turn.question, "answer": answer}
+    try:
+        recorded = dict(client.rpc("session_record_turn", args) or {})
+    except HipocampoError as exc:
+        log.warning("turn of trace %s not recorded in its session: %s", turn.trace, exc)
+        return
+    turn.lap("session_record")
+    if recorded.get("summary_updated") and turn.cfg.get("provider") in ("openai", "azure"):
+        _chat_summary(turn, recorded)
+
+
+def _chat_summary(turn: _Turn, recorded: dict[str, Any]) -> None:
+    """With a chat model (rag.provider openai / azure), the conversation's rolling summary is the
+    model's, written over the extractive one session_record_turn stored; a failure leaves that one."""
+    client = turn.orchestrator.client
+    generator = turn.orchestrator.generator or generator_for(turn.cfg, client)
+    summarize = getattr(generator, "summarize", None)
+    if summarize is None or turn.conversation_id is None:
+        return
+    try:
+        text = summarize(str(recorded.get("summary") or ""), int(recorded["summary_max_chars"]))
+        args = {
+            "conversation_id": turn.conversation_id,
+            "summary": text,
+            "through_message_id": int(recorded["answer_message_id"]),
+        }
+        client.rpc("update_conversation_summary", args, "none")
+    except (HipocampoError, GenerationError) as exc:
+        log.warning("chat summary of trace %s not written (the extractive one stands): %s", turn.trace, exc)
 
 
 def question_refusal(client: Hipocampo, question: str, min_chars: int, max_chars: int) -> str | None:

@@ -11,7 +11,7 @@ service_role) and the claims themselves are set on the database transaction exac
 does (``set local role``; ``request.jwt.claims``), so RLS applies unchanged. A per-IP token bucket
 (``hipocampo.take_ip_rate_limit``) runs before auth; the per user one inside ``ask``.
 
-Responses of /ask carry ``X-Answer-Source`` (CACHE | LLM | EXTRACTIVE | REFUSAL) and
+Responses of /ask carry ``X-Answer-Source`` (CACHE | SESSION | LLM | EXTRACTIVE | REFUSAL) and
 ``X-Trace-ID``. When the database is unreachable /readyz answers 503 and /ask refuses with reason
 ``database_unavailable`` (503), never a 500; when it answers but its config was never seeded from
 config.toml (SQLSTATE 55000), /readyz answers 503 "not_configured" with the missing keys and /ask
@@ -26,7 +26,7 @@ import logging
 import os
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import jwt
@@ -62,6 +62,11 @@ class AskRequest(BaseModel):
     kb_ids: list[UUID] | None = Field(default=None, description="knowledge bases (default: the agent's)")
     agent: str | None = Field(default=None, description="agent binding name")
     use_cache: bool = True
+    session_id: UUID | None = Field(
+        default=None,
+        description="a live session of the caller (or the X-Chat-Session-ID header): follow-ups are resolved"
+        " against it and the turn is recorded in it (issue 45 §3)",
+    )
     tenant_id: UUID | None = Field(default=None, description="service_role only: the tenant to act on")
 
 
@@ -241,8 +246,15 @@ class _Endpoints:
         replica = {"lag_bytes": lag.lag_bytes, "lag_ms": round(lag.lag_ms, 1), "reads": self.root.read_counts}
         return JSONResponse({"status": "ready", "replica": replica})
 
-    def ask(self, body: AskRequest, request: Request, authorization: str | None = Header(default=None)) -> JSONResponse:
-        """Answer with cited sources or refuse (see ``Orchestrator.ask``)."""
+    def ask(
+        self,
+        body: AskRequest,
+        request: Request,
+        authorization: str | None = Header(default=None),
+        x_chat_session_id: Annotated[UUID | None, Header()] = None,
+    ) -> JSONResponse:
+        """Answer with cited sources or refuse (see ``Orchestrator.ask``); within the session of
+        ``session_id`` or the ``X-Chat-Session-ID`` header when one is given."""
         trace = str(uuid.uuid4())
         limited = self.ip_limited(request, trace)
         if limited:
@@ -253,7 +265,13 @@ class _Endpoints:
             return _error(exc.status, str(exc), trace)
         orch = Orchestrator(self.root.as_actor(actor), self.embedder())
         try:
-            ans = orch.ask(body.question, kb_ids=body.kb_ids, agent=body.agent, use_cache=body.use_cache)
+            ans = orch.ask(
+                body.question,
+                kb_ids=body.kb_ids,
+                agent=body.agent,
+                use_cache=body.use_cache,
+                session_id=body.session_id or x_chat_session_id,
+            )
         except (PermissionDeniedError, NotFoundError, InvalidInputError) as exc:
             return _error(_STATUS[type(exc)], exc.message, trace)
         except (HipocampoError, psycopg.Error, OSError) as exc:

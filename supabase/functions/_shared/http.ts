@@ -6,7 +6,8 @@
 
 export const corsHeaders: Record<string, string> = {
   "Access-Control-Allow-Origin": "*",
-  "Access-Control-Allow-Headers": "authorization, x-client-info, apikey, content-type, x-hipocampo-after-lsn",
+  "Access-Control-Allow-Headers":
+    "authorization, x-client-info, apikey, content-type, x-hipocampo-after-lsn, x-chat-session-id",
   "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
   "Access-Control-Expose-Headers": "x-trace-id, retry-after, x-hipocampo-lsn",
 };

@@ -22,6 +22,8 @@ export interface RouteContext {
   actor: Actor;
   body: Record<string, unknown>;
   tx: Tx;
+  /** The request's headers (e.g. X-Chat-Session-ID). */
+  headers?: Headers;
 }
 
 /**
@@ -129,7 +131,7 @@ export function handler(
       const body = route.method === "POST"
         ? await readObject(req)
         : Object.fromEntries(new URL(req.url).searchParams) as Record<string, unknown>;
-      const result = await asActor(actor, (tx) => route.run({ actor, body, tx }), {
+      const result = await asActor(actor, (tx) => route.run({ actor, body, tx, headers: req.headers }), {
         replica: route.reads === true,
         after: req.headers.get("x-hipocampo-after-lsn"),
       });

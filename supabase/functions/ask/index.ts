@@ -15,10 +15,13 @@
  * Body: {"question": text (rag.question_min_chars..question_max_chars), "kb_ids"?: uuid[]
  * (default: the agent binding's), "agent"?: text, "query_embedding"?: number[] (required when the
  * active model runs offline), "use_cache"?: boolean (default true), "rate_limit"?: boolean
- * (service_role only; default true), "tenant_id"?: uuid (service_role only)}.
+ * (service_role only; default true), "session_id"?: uuid (or the X-Chat-Session-ID header: the
+ * retrieval hierarchy of issue 45 §3 - session_turn resolves a follow-up against the previous turn
+ * and reuses the session's earlier answer, answer_source SESSION; session_record_turn records the
+ * turn), "tenant_id"?: uuid (service_role only)}.
  * Returns: {"question", "answer", "refused", "reason", "confidence", "sources": [{"n", "document",
  * "document_id", "source_uri", "chunk_id", "excerpt", "score", "support"}], "conflicts",
- * "answer_source": CACHE | LLM | EXTRACTIVE | REFUSAL, "trace_id", "retry_after_ms", "timings_ms", and for a
+ * "answer_source": CACHE | SESSION | LLM | EXTRACTIVE | REFUSAL, "resolved_question", "trace_id", "retry_after_ms", "timings_ms", and for a
  * refusal after retrieval found passages "closest": {"document", "document_id", "source_uri", "chunk_id",
  * "excerpt", "article", "section", "score", "support"}}
  * (a refusal is a 200 with refused true). Errors: 401; 403 (42501); 404 (P0002) unknown knowledge
@@ -84,7 +87,17 @@ export const answerEvidence: Rpc = {
 };
 export const extractiveAnswer: Rpc = {
   name: "extractive_answer",
-  params: { evidence: "jsonb", min_support: "double precision" },
+  params: { evidence: "jsonb", min_support: "double precision", max_quotes: "integer" },
+  returns: "value",
+};
+export const sessionTurn: Rpc = {
+  name: "session_turn",
+  params: { session_id: "uuid", question: "text", query_embedding: "vector" },
+  returns: "value",
+};
+export const sessionRecordTurn: Rpc = {
+  name: "session_record_turn",
+  params: { session_id: "uuid", question: "text", resolved_question: "text", answer: "jsonb" },
   returns: "value",
 };
 export const numbersAbsent: Rpc = {
@@ -122,7 +135,41 @@ export const recordAnswer: Rpc = {
   returns: "value",
 };
 
-const FIELDS = ["question", "kb_ids", "agent", "query_embedding", "use_cache", "rate_limit", "tenant_id"];
+const FIELDS = [
+  "question",
+  "kb_ids",
+  "agent",
+  "query_embedding",
+  "use_cache",
+  "rate_limit",
+  "session_id",
+  "tenant_id",
+];
+
+/**
+ * What a session adds to a chat model's prompt (as Python's generation.session_messages): the
+ * user's style notes (wording only, never a fact or a source), the conversation's summary and its
+ * recent turns, before the question.
+ */
+export function sessionMessages(context: Json): { role: "system" | "user" | "assistant"; content: string }[] {
+  const out: { role: "system" | "user" | "assistant"; content: string }[] = [];
+  const notes = Array.isArray(context.style_notes) ? context.style_notes.map(String) : [];
+  if (notes.length) {
+    out.push({
+      role: "system",
+      content:
+        "Preferências de forma do usuário (use-as só para a redação; nunca como fato nem como fonte): " +
+        notes.join("; "),
+    });
+  }
+  if (context.summary) {
+    out.push({ role: "system", content: `Resumo da conversa até aqui: ${context.summary}` });
+  }
+  for (const t of Array.isArray(context.turns) ? context.turns as Json[] : []) {
+    if (t.role === "user" || t.role === "assistant") out.push({ role: t.role, content: String(t.content) });
+  }
+  return out;
+}
 
 /** What a chat model replies when the numbered sources do not answer (rag.answer_format_prompt). */
 export const NOT_IN_SOURCES = Symbol("not_in_sources");
@@ -151,15 +198,17 @@ async function chat(
   question: string,
   evidence: Json[],
   cfg: Json,
+  context: Json = {},
 ): Promise<string | typeof NOT_IN_SOURCES | null> {
   const azure = cfg.provider === "azure";
   const client = openaiClient(cfg, azure ? { apiVersion: String(cfg.azure_api_version) } : null);
-  const context = evidence.map((e) => `[${e.n}] ${e.title ?? ""}\n${e.content ?? ""}`).join("\n\n");
+  const sources = evidence.map((e) => `[${e.n}] ${e.title ?? ""}\n${e.content ?? ""}`).join("\n\n");
   try {
     const resp = await client.chat.completions.create({
       model: String(azure ? cfg.azure_deployment : cfg.chat_model),
       messages: [
-        { role: "system", content: `${cfg.context_prompt}\n${cfg.answer_format_prompt}\n\n${context}` },
+        { role: "system", content: `${cfg.context_prompt}\n${cfg.answer_format_prompt}\n\n${sources}` },
+        ...sessionMessages(context),
         { role: "user", content: question },
       ],
       temperature: 0,
@@ -175,7 +224,7 @@ async function chat(
 }
 
 /** One question, answered or refused; the audit row written in a savepoint. */
-export async function ask({ actor, body, tx }: RouteContext): Promise<Json> {
+export async function ask({ actor, body, tx, headers }: RouteContext): Promise<Json> {
   const started = performance.now();
   let mark = started;
   const timings: Record<string, number> = {};
@@ -204,6 +253,10 @@ export async function ask({ actor, body, tx }: RouteContext): Promise<Json> {
     throw new HttpError(422, "no knowledge base: pass kb_ids or an agent bound to knowledge bases");
   }
   const trace = crypto.randomUUID();
+  const session = (body.session_id ?? headers?.get("x-chat-session-id") ?? null) as string | null;
+  let searched = question; // within a session, the resolved question (session_turn)
+  let context: Json = {}; // the session's style and turns, for the generator
+  let inSession = false;
   lap("config");
 
   const refuse = async (reason: string, extra: Json = {}): Promise<Json> => ({
@@ -227,9 +280,11 @@ export async function ask({ actor, body, tx }: RouteContext): Promise<Json> {
       conflicts: [],
       retry_after_ms: null,
       ...ans,
+      resolved_question: searched !== question ? searched : null,
       trace_id: trace,
       timings_ms: timings,
     };
+    if (inSession) await recordTurn(tx, String(session), question, searched, result);
     await audit(tx, result, kbs, agent, tenant, candidates, filtered, total);
     return result;
   };
@@ -241,6 +296,29 @@ export async function ask({ actor, body, tx }: RouteContext): Promise<Json> {
   }) as string | null;
   lap("guardrails");
   if (reason) return finish(await refuse(reason));
+  let vector = Array.isArray(body.query_embedding) ? body.query_embedding : null;
+  const embed = () =>
+    embedQuery(tx, question, { kb_id: kbs.length === 1 ? kbs[0] : null, agent, tenant_id: tenant });
+  if (session) { // the retrieval hierarchy (issue 45 §3): what the session holds comes first
+    vector ??= await embed();
+    const turn = await callRpc(tx, sessionTurn, {
+      session_id: session,
+      question,
+      query_embedding: vector,
+    }) as Json;
+    lap("session");
+    inSession = true;
+    searched = String(turn.question);
+    if (Array.isArray(turn.query_embedding)) vector = turn.query_embedding as number[];
+    const style = (turn.style ?? {}) as Json;
+    context = {
+      max_quotes: style.max_quotes ?? null,
+      style_notes: style.notes ?? [],
+      turns: turn.turns ?? [],
+      summary: turn.summary ?? null,
+    };
+    if (turn.reused) return finish({ ...(turn.reused as Json), answer_source: "SESSION" });
+  }
   if (body.rate_limit !== false) {
     const limit = (await callRpc(tx, takeRateLimit, { tenant_id: tenant }) ?? { allowed: true }) as Json;
     lap("rate_limit");
@@ -250,7 +328,12 @@ export async function ask({ actor, body, tx }: RouteContext): Promise<Json> {
   }
   const useCache = body.use_cache !== false;
   if (useCache) {
-    const cached = await callRpc(tx, cacheGet, { question, kb_ids: kbs, agent, tenant_id: tenant }) as
+    const cached = await callRpc(tx, cacheGet, {
+      question: searched,
+      kb_ids: kbs,
+      agent,
+      tenant_id: tenant,
+    }) as
       | Json
       | null;
     lap("cache");
@@ -258,12 +341,10 @@ export async function ask({ actor, body, tx }: RouteContext): Promise<Json> {
       return finish({ ...cached, refused: false, reason: null, answer_source: "CACHE" });
     }
   }
-  const vector = Array.isArray(body.query_embedding)
-    ? body.query_embedding
-    : await embedQuery(tx, question, { kb_id: kbs.length === 1 ? kbs[0] : null, agent, tenant_id: tenant });
+  vector ??= await embed();
   lap("embed");
   const decision = await callRpc(tx, answerEvidence, {
-    query_text: question,
+    query_text: searched,
     query_embedding: vector,
     kb_ids: kbs,
     agent,
@@ -280,8 +361,12 @@ export async function ask({ actor, body, tx }: RouteContext): Promise<Json> {
   }
   const extractive = cfg.provider === "extractive";
   const text = extractive
-    ? await callRpc(tx, extractiveAnswer, { evidence, min_support: cfg.min_confidence }) as string | null
-    : await chat(question, evidence, cfg);
+    ? await callRpc(tx, extractiveAnswer, {
+      evidence,
+      min_support: cfg.min_confidence,
+      max_quotes: context.max_quotes ?? 2,
+    }) as string | null
+    : await chat(searched, evidence, cfg, context);
   if (text === NOT_IN_SOURCES) {
     return finish(
       await refuse("not_in_sources", { confidence, closest: decision.closest ?? null }),
@@ -302,7 +387,7 @@ export async function ask({ actor, body, tx }: RouteContext): Promise<Json> {
     answer_source: extractive ? "EXTRACTIVE" : "LLM",
   };
   if (useCache) {
-    await cacheAnswer(question, kbs, answer, agent, String(cfg.tenant_id ?? tenant ?? ""));
+    await cacheAnswer(searched, kbs, answer, agent, String(cfg.tenant_id ?? tenant ?? ""));
     lap("cache_put");
   }
   return finish(answer, ...counts);
@@ -340,6 +425,37 @@ async function cacheAnswer(
     );
   } catch (err) {
     console.error(JSON.stringify({ level: "warning", error: `answer not cached: ${err}` }));
+  }
+}
+
+/**
+ * Records the turn in its session (session_record_turn: the question, the answer and its cited
+ * chunks; the rolling summary when due) in a savepoint; a failure is logged and the answer stands.
+ */
+async function recordTurn(
+  tx: Tx,
+  session: string,
+  question: string,
+  resolved: string,
+  ans: Json,
+): Promise<void> {
+  try {
+    await tx.savepoint((sp) =>
+      callRpc(sp as unknown as Tx, sessionRecordTurn, {
+        session_id: session,
+        question,
+        resolved_question: resolved,
+        answer: ans,
+      })
+    );
+  } catch (err) {
+    console.error(
+      JSON.stringify({
+        level: "warning",
+        trace_id: ans.trace_id,
+        error: `turn not recorded in its session: ${err}`,
+      }),
+    );
   }
 }
 
