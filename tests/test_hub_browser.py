@@ -623,6 +623,7 @@ def test_an_admin_inspects_corrects_forgets_exports_and_erases_a_members_memory(
     assert "projects.horta" in page.inner_text("#staged")
 
     page.click("#memories >> text=prefs.cafe")
+    page.locator("#history li").nth(1).wait_for()  # the click navigates: wait for the new page
     assert page.locator("#history li").count() == 2
     assert page.locator("#history li").first.inner_text().startswith("fraco")
 
