@@ -177,6 +177,7 @@ def build_server(
     # WARNING: the SDK logs every refused call at INFO on stderr, which hosts show as noise.
     server = MCPServer("hipocampo", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING", **auth)
     _knowledge_tools(server, s)
+    _answer_tools(server, s)
     _memory_tools(server, s)
     _consent_tool(server, s)
     _resources(server, s)
@@ -226,6 +227,10 @@ def _knowledge_tools(server: MCPServer, s: _Session) -> None:
             ]
 
         return _call(run)
+
+
+def _answer_tools(server: MCPServer, s: _Session) -> None:
+    """``ask`` (Orchestrator.ask, within a session when one is named) and ``context_pack``."""
 
     @server.tool()
     def ask(
