@@ -1,9 +1,9 @@
 """Backfills: what search needs and a row lacks, computed where the embedding model runs.
 
-- :func:`embed_missing_rows` (migration 003700): chunks, active and staged memories and messages
+- :func:`embed_missing_rows`: chunks, active and staged memories and messages
   without an embedding of the active model (after a model switch, or messages stored through the edge
   functions without a vector) get one; then the old model can be dropped.
-- :func:`backfill_message_tokens` (migration 003600): messages stored before migration 003500,
+- :func:`backfill_message_tokens`: messages stored before the late-interaction re-rank,
   through the edge functions (no token model in Deno) or by a client without the token model have
   an embedding but no tokens; in a history that mixes them with messages that have tokens they
   rank at the tokens' minimum among the re-rank's candidates (docs/design.md §history search).

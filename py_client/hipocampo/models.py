@@ -81,7 +81,7 @@ class SearchHit(BaseModel):
 
 
 class ScrubResult(BaseModel):
-    """One text through the database's PII scrubber (``hipocampo.scrub_pii``, migration 004000):
+    """One text through the database's PII scrubber (``hipocampo.scrub_pii``):
     ``text`` with CPF, CNPJ, RG, e-mail, phone and card numbers replaced by ``[CPF]``-style
     placeholders, and ``counts`` per kind (``{"CPF": 1, "EMAIL": 2}``); docs/SECURITY.md §PII."""
 

@@ -127,6 +127,26 @@ def test_no_schema_comment_refers_to_a_migration() -> None:
     assert found == []
 
 
+# A migration named by six digits alone (the numbering squashed into the baseline, e.g. "003700")
+# or "migration 0…": where the number says nothing a reader can find; full timestamps stay.
+SQUASHED = re.compile(r"(?<![0-9])00[0-4][0-9]00(?![0-9])|\bmigrations? 00")
+
+
+def test_no_document_refers_to_a_squashed_migration() -> None:
+    """Issue 47 §5: README, docs, config.toml, the Python package and the edge functions name no
+    migration by the squashed numbering (their history is git's)."""
+    files = [ROOT / "README.md", ROOT / "config.toml", *sorted((ROOT / "docs").glob("*.md"))]
+    files += sorted((ROOT / "py_client" / "hipocampo").rglob("*.py"))
+    files += sorted((ROOT / "supabase" / "functions").rglob("*.ts"))
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()[:80]}"
+        for path in files
+        for n, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+        if SQUASHED.search(line)
+    ]
+    assert found == []
+
+
 def python_rpc_calls() -> list[tuple[str, str, set[str]]]:
     """(module, rpc, argument names) of every call of the RPC caller with a literal dict in the
     package (``client.rpc("x", {...})``, ``rpc_in(cur, "x", {...})``, ``Memory._call("x", {...})``)."""

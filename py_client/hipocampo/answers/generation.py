@@ -122,9 +122,8 @@ class ChatAnswerer:
     (``api_key_secret``, ``endpoint_secret``, ``base_url_secret``): the database stores names only.
 
     Args:
-        config: the effective rag config (``hipocampo.rag_config``, complete or 55000, migration
-            003400): provider, chat_model or azure_deployment, azure_api_version, the *_secret
-            names, context_prompt.
+        config: the effective rag config (``hipocampo.rag_config``, complete or 55000): provider,
+            chat_model or azure_deployment, azure_api_version, the *_secret names, context_prompt.
         client: an ``openai.OpenAI`` / ``openai.AzureOpenAI`` to use instead (tests).
         max_retries: SDK retries on 429/5xx/connection errors (default 3); timeout in seconds.
     """

@@ -90,7 +90,7 @@ def _memory_demo(console: Console, root: Hipocampo, tenant_id: UUID, embedder: L
     mem = Memory(service.as_actor(Actor.user(user, tenant_id)), embedder)
     service.add_member(tenant_id, user, "member")
     mem.erase()  # the demo starts from a clean slate each run (and shows erasure works)
-    service.add_member(tenant_id, user, "member")  # erasure ended the membership too (004300)
+    service.add_member(tenant_id, user, "member")  # erasure ended the membership too
     mem.consent()
     seeded = mem.seed_profile(
         {

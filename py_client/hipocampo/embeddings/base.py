@@ -47,7 +47,7 @@ class TokenVectors(NamedTuple):
 class TokenEmbedder(Protocol):
     """A provider that also gives per-token vectors (the local model; OpenAI's API does not).
 
-    Used by history search's late-interaction re-rank (migration 003500, docs/design.md
+    Used by history search's late-interaction re-rank (docs/design.md
     §history search).
     """
 

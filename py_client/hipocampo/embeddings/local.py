@@ -243,7 +243,7 @@ class LocalMiniLM:
         return self.embed_documents([text])[0]
 
     def embed_tokens(self, texts: Sequence[str], contexts: Sequence[Sequence[str]] | None = None) -> list[TokenVectors]:
-        """Contextual token vectors for late interaction (history search's re-rank, migration 003500).
+        """Contextual token vectors for late interaction (history search's re-rank).
 
         Each text is read after its context (e.g. the two previous messages of its conversation,
         oldest first, joined by spaces; the oldest dropped while the whole exceeds the model's 256

@@ -316,13 +316,13 @@ class Memory:
         too (``hipocampo.set_message_tokens``: WordPiece ids and the sign bits of their contextual
         embeddings), each message read after the previous ``conversations.token_context_messages``
         messages of the conversation (2), for history search's late-interaction re-rank
-        (migration 003500). Raises the typed errors of ``hipocampo.add_message`` (e.g.
+        (history search's late-interaction re-rank). Raises the typed errors of ``hipocampo.add_message`` (e.g.
         InvalidInputError 23514 for an unknown role); nothing is stored then."""
         vectors: builtins.list[str | None] = [None] * len(messages)
         contents = [str(m["content"]) for m in messages]
         if messages:
             # Embed what will be stored: the database scrubs PII from messages when the tenant's
-            # conversations.scrub_pii is on (the default; migration 004200).
+            # conversations.scrub_pii is on (the default).
             contents = self._scrubbed_contents(contents)
         if embed and self.embedder is not None and messages:
             vectors = [str(Vector(v).to_text()) for v in self.embedder.embed_documents(contents)]
@@ -404,7 +404,7 @@ class Memory:
         history, in one conversation or all. Each message is read with its neighbours
         (``context_weights_before`` / ``_after``) and its date words (``date_weight``,
         ``time_zone``); with the local model the best ``token_rerank_candidates`` are re-ranked by
-        late interaction over tokens (``token_rerank_weight``, migration 003500); see
+        late interaction over tokens (``token_rerank_weight``); see
         docs/design.md §Memory (history). ``k`` defaults to ``conversations.match_count``.
         Returns at most k ``HistoryHit`` (scores: cosine, BM25, ranking score, token MaxSim).
         Raises ``InvalidInputError`` (22023) for an empty query or one over
