@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from hipocampo import Actor, Hipocampo, Orchestrator
-from hipocampo.answer_sets import faquad_kbs, ingest_paragraphs, unanswerable
 from hipocampo.backfill import backfill_chunk_sentences
-from hipocampo.datasets import load_beir
 from hipocampo.embeddings import count_tokens
+from hipocampo.evaluation.answer_sets import faquad_kbs, ingest_paragraphs, unanswerable
+from hipocampo.evaluation.datasets import load_beir
 from hipocampo.ingest import DocumentInput, ingest_documents, load_path
 from models import MINILM, model_database, offline_embedder
 from report import pct, write_section

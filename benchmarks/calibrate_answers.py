@@ -6,7 +6,7 @@ Usage:  .venv/bin/python benchmarks/calibrate_answers.py [--write]
 
 FaQuAD ships its own split (train.json: 837 questions of 26 articles; dev.json: 63 questions of
 14 other articles; together the 900 of dataset.json). The knowledge bases are
-hipocampo.answer_sets' (as benchmarks/answers.py's)
+hipocampo.evaluation.answer_sets' (as benchmarks/answers.py's)
 (tenant "bench-answers", the offline all-MiniLM-L6-v2, or ``--model multilingual-e5-small`` active in
 a database of its own as there): FaQuAD's 249 paragraphs (regulation, trust
 0.9); the same without every fifth article; Quati's 239 passages (other, its default trust).
@@ -45,10 +45,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from hipocampo import Actor, Hipocampo, Orchestrator
-from hipocampo.answer_sets import faquad_kbs, faquad_sets, ingest_paragraphs
 from hipocampo.answers.cross_check import cross_checked
 from hipocampo.config import load_config
-from hipocampo.datasets import load_beir
+from hipocampo.evaluation.answer_sets import faquad_kbs, faquad_sets, ingest_paragraphs
+from hipocampo.evaluation.datasets import load_beir
 from models import MINILM, model_database, offline_embedder
 from report import write_section
 
@@ -92,7 +92,7 @@ def question_sets(
     kbs: tuple[Any, Any, Any],
 ) -> dict[str, list[T]]:
     """Every question of the rule and of its validation asked once with ``ask(question, kb, good
-    sources)``: FaQuAD's train and dev sets (hipocampo.answer_sets.faquad_sets: answerable over the
+    sources)``: FaQuAD's train and dev sets (hipocampo.evaluation.answer_sets.faquad_sets: answerable over the
     full knowledge base, unanswerable over the reduced one), Quati over its own passages (good:
     graded >= 2), Quati over FaQuAD, 100 FaQuAD questions over Quati. ``kbs`` = (FaQuAD, FaQuAD
     without the removed articles, Quati's passages)."""

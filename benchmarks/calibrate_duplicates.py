@@ -4,7 +4,7 @@
 For each model, the cosine of every LoCoMo observation (a short fact about one speaker) to the
 nearest other fact of that speaker that is not a copy of it, and of every FaQuAD / Quati /
 SciFact passage to the nearest passage of its corpus that is not a copy of it
-(``hipocampo.calibration.is_copy``: 90 % of the shorter text's word 5-grams inside the other):
+(``hipocampo.evaluation.calibration.is_copy``: 90 % of the shorter text's word 5-grams inside the other):
 the share of them above each threshold is what the threshold would merge or hide. What a
 threshold should still catch: the observations rewritten in lower case without their final full
 stop (a copy as a user would retype it), and the pairs of passages that are copies in their
@@ -22,7 +22,7 @@ import argparse
 
 import numpy as np
 
-from hipocampo.calibration import (
+from hipocampo.evaluation.calibration import (
     DUPLICATE_STEP,
     MAX_FACTS_MERGED,
     MAX_PASSAGES_HIDDEN,
@@ -33,7 +33,7 @@ from hipocampo.calibration import (
     is_copy,
     locomo_observations,
 )
-from hipocampo.datasets import load_beir, load_locomo
+from hipocampo.evaluation.datasets import load_beir, load_locomo
 from models import offline_embedder
 from report import write_section
 
@@ -119,7 +119,7 @@ def main() -> None:
             "### Duplicate thresholds per model (issue 22 §2)",
             "",
             f"Command: `python benchmarks/calibrate_duplicates.py --models {args.models} --sets {args.sets} --write` "
-            "(one run, 2 cores). Rules (hipocampo.calibration, also applied by `hipocampo calibrate`): "
+            "(one run, 2 cores). Rules (hipocampo.evaluation.calibration, also applied by `hipocampo calibrate`): "
             f"`memory.duplicate_cosine` = the lowest multiple of {DUPLICATE_STEP} above which at most "
             f"{MAX_FACTS_MERGED:.1%} of LoCoMo's facts (observations, conversations 1-5) have a distinct fact of "
             f"their speaker; `retrieval.dedupe_threshold` = the lowest above which at most {MAX_PASSAGES_HIDDEN:.1%} "

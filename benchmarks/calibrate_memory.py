@@ -1,6 +1,6 @@
 """Memory search's thresholds for an offline model on LoCoMo (issue 22 §2), with the detail behind
 ``hipocampo calibrate``: the cosine of each question to its evidence turns versus to the other
-turns of its conversation, and what the rules of ``hipocampo.calibration`` choose (conversations
+turns of its conversation, and what the rules of ``hipocampo.evaluation.calibration`` choose (conversations
 1-5) and keep on the held-out ones (6-10).
 
 Usage:  .venv/bin/python benchmarks/calibrate_memory.py [--model all-MiniLM-L6-v2 | multilingual-e5-small]
@@ -16,8 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibrate_similarity import _model
-from hipocampo.calibration import answer_threshold, context_threshold, grid, grid_step, locomo_pairs
-from hipocampo.datasets import load_locomo
+from hipocampo.evaluation.calibration import answer_threshold, context_threshold, grid, grid_step, locomo_pairs
+from hipocampo.evaluation.datasets import load_locomo
 from report import pct
 
 

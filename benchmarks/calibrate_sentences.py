@@ -6,7 +6,7 @@ Usage:  .venv/bin/python benchmarks/calibrate_sentences.py [--model multilingual
 A chunk's support is its lexical support (evidence_support) + sentence_weight * clip((c - low) /
 (high - low), 0, 1), c the best cosine between the question and one of the chunk's sentences
 (chunks.sentence_embeddings, docs/design.md §answers). The knowledge bases are
-hipocampo.answer_sets' (as benchmarks/answers.py's)
+hipocampo.evaluation.answer_sets' (as benchmarks/answers.py's)
 (FaQuAD's 249 paragraphs as regulations, the same without every fifth article, Quati's 239
 passages as type other), ingested again under names ending in "-sentences" with their sentence
 embeddings (tenant "bench-answers", in the model's database as benchmarks/models.py gives it).
@@ -41,8 +41,9 @@ from typing import Any
 
 from calibrate_answers import question_sets
 from hipocampo import Actor, Hipocampo
-from hipocampo.answer_sets import faquad_kbs, ingest_paragraphs
-from hipocampo.calibration import (
+from hipocampo.config import load_config
+from hipocampo.evaluation.answer_sets import faquad_kbs, ingest_paragraphs
+from hipocampo.evaluation.calibration import (
     SENTENCE_MIN_GAIN,
     SENTENCE_OFF,
     SENTENCE_WEIGHTS,
@@ -51,8 +52,7 @@ from hipocampo.calibration import (
     gate_reading,
     sentence_point,
 )
-from hipocampo.config import load_config
-from hipocampo.datasets import load_beir
+from hipocampo.evaluation.datasets import load_beir
 from models import MINILM, model_database, offline_embedder
 from report import write_section
 

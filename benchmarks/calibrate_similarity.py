@@ -6,7 +6,7 @@ Usage:  .venv/bin/python benchmarks/calibrate_similarity.py [--sets faquad,quati
         [--model all-MiniLM-L6-v2 | multilingual-e5-small]
 Queries are embedded as queries (e5: ``query: ``), passages as title + text. Passage embeddings
 go through the cache in .hipocampo/cache (computes the missing ones). The suggested floor is the
-rule of ``hipocampo.calibration.similarity_floor`` (the one behind the MiniLM value): the largest
+rule of ``hipocampo.evaluation.calibration.similarity_floor`` (the one behind the MiniLM value): the largest
 multiple of 0.05 that drops at most 0.5 % of the relevant pairs on every set.
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import random
 
-from hipocampo.calibration import grid, similarity_floor
-from hipocampo.datasets import load_beir
+from hipocampo.evaluation.calibration import grid, similarity_floor
+from hipocampo.evaluation.datasets import load_beir
 from models import offline_embedder
 
 FLOORS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8)

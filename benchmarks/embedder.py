@@ -49,8 +49,8 @@ def workloads() -> tuple[list[str], list[str]]:
     from tokenizers import Tokenizer
 
     sys.path.insert(0, str(ROOT / "py_client"))
-    from hipocampo.datasets import datasets_dir
     from hipocampo.embeddings.local import model_dir
+    from hipocampo.evaluation.datasets import datasets_dir
 
     tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
     tok.no_truncation()  # tokenizer.json truncates at 128
@@ -161,8 +161,8 @@ def quality(
     queries) embedders)."""
     import numpy as np
 
-    from hipocampo.datasets import load_beir
     from hipocampo.evaluation import ndcg_at_k
+    from hipocampo.evaluation.datasets import load_beir
 
     out: dict[str, dict[str, float]] = {}
     for name in sets:

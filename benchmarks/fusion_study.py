@@ -35,8 +35,8 @@ import psycopg
 
 from hipocampo import db
 from hipocampo.config import load_config
-from hipocampo.datasets import load_beir
 from hipocampo.embeddings.e5 import E5_MODEL as E5
+from hipocampo.evaluation.datasets import load_beir
 from models import MINILM, offline_embedder
 from report import write_section
 

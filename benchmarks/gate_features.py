@@ -22,11 +22,11 @@ import uuid
 from typing import Any
 
 from hipocampo import Actor, Hipocampo
-from hipocampo.answer_sets import WHOLE, answer_spans, plain
-from hipocampo.calibration import SENTENCES_READ, gate_reading
 from hipocampo.config import repo_root
-from hipocampo.datasets import load_beir
 from hipocampo.embeddings import count_tokens
+from hipocampo.evaluation.answer_sets import WHOLE, answer_spans, plain
+from hipocampo.evaluation.calibration import SENTENCES_READ, gate_reading
+from hipocampo.evaluation.datasets import load_beir
 from hipocampo.ingest import DocumentInput, ingest_documents
 from hipocampo.ingest.loaders import LoadedDocument
 from hipocampo.ingest.pipeline import ingest_paths

@@ -28,7 +28,7 @@ from typing import Any
 import psycopg
 
 from hipocampo import Actor, Hipocampo, Memory, db
-from hipocampo.datasets import datasets_dir
+from hipocampo.evaluation.datasets import datasets_dir
 from history_latency import MemoTokens, bench_tenant
 from locomo import turns_of
 from report import as_member, install_reference, pct, write_section

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 
 from hipocampo import Actor, Hipocampo, Memory, db
 from hipocampo.config import repo_root
-from hipocampo.datasets import datasets_dir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, TokenVectors
+from hipocampo.evaluation.datasets import datasets_dir
 from locomo import turns_of
 from report import pct, write_section
 

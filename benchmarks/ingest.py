@@ -53,8 +53,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hipocampo import Actor, Hipocampo, db
 from hipocampo.config import load_config, repo_root
-from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
+from hipocampo.evaluation.datasets import load_beir
 from hipocampo.ingest import LoadedDocument, sha256
 from hipocampo.ingest.pipeline import DocumentInput, ingest_documents
 from report import write_section

@@ -21,9 +21,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hipocampo import Actor, Hipocampo
-from hipocampo.answer_sets import ingest_paragraphs
-from hipocampo.datasets import load_beir
-from hipocampo.kb_eval import Judged, evaluate_kb
+from hipocampo.evaluation.answer_sets import ingest_paragraphs
+from hipocampo.evaluation.datasets import load_beir
+from hipocampo.evaluation.kb_eval import Judged, evaluate_kb
 from models import MINILM, model_database, offline_embedder
 
 

@@ -27,10 +27,10 @@ import uuid
 from typing import Any
 
 from hipocampo import Actor, Hipocampo, db
-from hipocampo.answer_sets import ingest_paragraphs
 from hipocampo.config import repo_root
-from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM
+from hipocampo.evaluation.answer_sets import ingest_paragraphs
+from hipocampo.evaluation.datasets import load_beir
 from report import pct, write_section
 
 BEGIN, END = "<!-- kb-latency:begin -->", "<!-- kb-latency:end -->"

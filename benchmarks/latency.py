@@ -27,8 +27,8 @@ from typing import Any
 
 from hipocampo import Actor, Hipocampo, db
 from hipocampo.config import repo_root
-from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM
+from hipocampo.evaluation.datasets import load_beir
 from ingest import Corpus, Item
 from report import pct, write_section
 

@@ -32,9 +32,9 @@ from collections import defaultdict
 from datetime import datetime
 
 from hipocampo import Actor, Hipocampo, Memory
-from hipocampo.datasets import datasets_dir
-from hipocampo.datasets import locomo_turns as turns_of
 from hipocampo.embeddings import token_embedder
+from hipocampo.evaluation.datasets import datasets_dir
+from hipocampo.evaluation.datasets import locomo_turns as turns_of
 from models import MINILM, model_database, offline_embedder
 from report import pct, write_section
 

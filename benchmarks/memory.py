@@ -28,8 +28,8 @@ from typing import Any
 
 from hipocampo import db
 from hipocampo.config import repo_root
-from hipocampo.datasets import datasets_dir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM
+from hipocampo.evaluation.datasets import datasets_dir
 from report import pct, write_section
 
 BEGIN, END = "<!-- memory:begin -->", "<!-- memory:end -->"

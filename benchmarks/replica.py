@@ -31,7 +31,7 @@ from typing import Any
 
 from hipocampo import Actor, Hipocampo
 from hipocampo.config import repo_root
-from hipocampo.datasets import load_beir
+from hipocampo.evaluation.datasets import load_beir
 from hipocampo.replication import replica_status
 from ingest import Corpus
 from report import pct, write_section

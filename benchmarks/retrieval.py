@@ -23,9 +23,9 @@ import time
 
 from hipocampo import Actor, Hipocampo, db
 from hipocampo.config import load_config
-from hipocampo.datasets import load_beir
 from hipocampo.embeddings import count_tokens
 from hipocampo.evaluation import MODES, EvalResult, evaluate, index_beir
+from hipocampo.evaluation.datasets import load_beir
 from models import MINILM, offline_embedder
 from report import write_section
 

@@ -32,7 +32,7 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hipocampo import db
-from hipocampo.datasets import load_beir
+from hipocampo.evaluation.datasets import load_beir
 from report import pct, write_section
 
 BEGIN, END = "<!-- scale:begin -->", "<!-- scale:end -->"

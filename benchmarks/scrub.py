@@ -17,7 +17,7 @@ import time
 
 from hipocampo import Actor, Hipocampo
 from hipocampo import db as hdb
-from hipocampo.datasets import load_beir
+from hipocampo.evaluation.datasets import load_beir
 from hipocampo.ingest.scrub import scrub_texts
 from report import write_section
 

@@ -32,9 +32,9 @@ import psycopg
 
 from hipocampo import Actor, Hipocampo, db
 from hipocampo.config import repo_root
-from hipocampo.datasets import load_beir
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
 from hipocampo.evaluation import index_beir
+from hipocampo.evaluation.datasets import load_beir
 from hipocampo.rpc import BinaryVector
 from report import as_member, bench_member, pct, write_section
 

@@ -22,9 +22,9 @@ import uuid
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 from hipocampo import Actor, Hipocampo
-from hipocampo.answer_sets import WHOLE
-from hipocampo.datasets import load_beir
 from hipocampo.embeddings import LocalE5, LocalMiniLM, count_tokens
+from hipocampo.evaluation.answer_sets import WHOLE
+from hipocampo.evaluation.datasets import load_beir
 from hipocampo.ingest import DocumentInput, ingest_documents
 from hipocampo.ingest.loaders import LoadedDocument
 from models import MINILM, model_database

@@ -16,7 +16,10 @@ from typer.testing import CliRunner
 
 from hipocampo import Hipocampo
 from hipocampo import db as hdb
-from hipocampo.calibration import (
+from hipocampo.cli import app
+from hipocampo.config import load_config
+from hipocampo.errors import HipocampoError
+from hipocampo.evaluation.calibration import (
     FUSION_WEIGHTS,
     HISTORY_WEIGHTS,
     SENTENCE_LOWS,
@@ -32,10 +35,7 @@ from hipocampo.calibration import (
     is_copy,
     similarity_floor,
 )
-from hipocampo.cli import app
-from hipocampo.config import load_config
-from hipocampo.datasets import BEIR_SETS, datasets_dir, load_locomo
-from hipocampo.errors import HipocampoError
+from hipocampo.evaluation.datasets import BEIR_SETS, datasets_dir, load_locomo
 
 from .conftest import MODEL, model_calibration
 

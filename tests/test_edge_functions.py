@@ -495,7 +495,7 @@ def test_the_embed_function_sends_at_most_2048_sentences_a_request(
 ) -> None:
     """OpenAI's embeddings endpoint takes at most 2,048 inputs a request: 35 chunks of 64 sentences
     (2,240) in one batch go in two requests, and every sentence is stored."""
-    from hipocampo.answer_sets import WHOLE
+    from hipocampo.evaluation.answer_sets import WHOLE
 
     service = env.root.as_actor(Actor.service(env.tenant))
     # (no sentences at ingestion, whatever the suite's model: the function is to fill them)
@@ -673,7 +673,7 @@ def test_the_embed_function_splits_sentences_as_the_python_client(tmp_path: Path
     port of chunk_sentences (_shared/sentences.ts) gives the same sentences on the shared
     datasets' passages (FaQuAD, Quati, SciFact's first 1,000) and on whitespace and punctuation
     edge cases."""
-    from hipocampo.datasets import load_beir
+    from hipocampo.evaluation.datasets import load_beir
     from hipocampo.ingest.chunking import chunk_sentences
 
     texts = list(SPLIT_EDGE_CASES)

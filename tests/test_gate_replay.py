@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from hipocampo import Actor, Hipocampo
-from hipocampo.answer_sets import ingest_paragraphs
-from hipocampo.calibration import GATE_READING, SENTENCES_READ, GateReplay
-from hipocampo.datasets import load_beir
+from hipocampo.evaluation.answer_sets import ingest_paragraphs
+from hipocampo.evaluation.calibration import GATE_READING, SENTENCES_READ, GateReplay
+from hipocampo.evaluation.datasets import load_beir
 
 #: Configured points (rag keys) the SQL gate and the replay must agree on: the defaults, a tight
 #: token budget, the sentence similarity on at two strengths, and the cross-check at 1 and 3.

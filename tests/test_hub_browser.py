@@ -267,7 +267,7 @@ def _rules_kb(database_url: str, world: dict[str, Any], embedder: Any) -> uuid.U
 def test_an_admin_evaluates_a_kb_with_judged_questions(
     page: Any, hub: str, world: dict[str, Any], database_url: str, embedder: Any, tmp_path: Path
 ) -> None:
-    """The evaluation page (hipocampo.kb_eval, as `hipocampo kb eval`): a JSON Lines file of
+    """The evaluation page (hipocampo.evaluation.kb_eval, as `hipocampo kb eval`): a JSON Lines file of
     questions naming the documents that answer them; the page shows nDCG@10 / recall@10 per mode,
     how ask answered, and each question that did not go as judged; a malformed line is named."""
     kb = _rules_kb(database_url, world, embedder)

@@ -65,7 +65,7 @@ def test_faquad_and_quati_scrub_as_before(service_client: Any) -> None:
     one e-mail they hold."""
     from collections import Counter
 
-    from hipocampo.datasets import load_beir
+    from hipocampo.evaluation.datasets import load_beir
 
     found = {}
     for name in ("faquad", "quati"):

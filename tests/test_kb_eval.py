@@ -1,4 +1,4 @@
-"""``hipocampo kb eval``: a knowledge base measured on its own judged questions (hipocampo.kb_eval),
+"""``hipocampo kb eval``: a knowledge base measured on its own judged questions (hipocampo.evaluation.kb_eval),
 on real FaQuAD paragraphs and questions, through the real searches and ``ask``."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import pytest
 from typer.testing import CliRunner
 
 from hipocampo import Actor, Hipocampo
-from hipocampo.answer_sets import ingest_paragraphs
 from hipocampo.cli import app
-from hipocampo.datasets import load_beir
 from hipocampo.errors import PermissionDeniedError
-from hipocampo.kb_eval import GATE_CONFIDENCES, evaluate_kb, load_judged
+from hipocampo.evaluation.answer_sets import ingest_paragraphs
+from hipocampo.evaluation.datasets import load_beir
+from hipocampo.evaluation.kb_eval import GATE_CONFIDENCES, evaluate_kb, load_judged
 
 runner = CliRunner()
 

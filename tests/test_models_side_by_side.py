@@ -20,8 +20,8 @@ from psycopg.conninfo import make_conninfo
 
 from hipocampo import Actor, Hipocampo, Orchestrator
 from hipocampo import db as hdb
-from hipocampo.datasets import load_beir
 from hipocampo.embeddings import count_tokens
+from hipocampo.evaluation.datasets import load_beir
 from hipocampo.ingest import DocumentInput, ingest_documents
 from hipocampo.ingest.loaders import LoadedDocument
 from hipocampo.memory import Memory

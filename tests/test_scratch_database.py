@@ -59,10 +59,10 @@ def test_calibrate_weights_names_createdb_when_the_server_refuses_the_scratch_da
 ) -> None:
     """On a server whose role may not create databases (a Supabase URL without CREATEDB), --weights
     says what it needs and the way around it (42501), instead of psycopg's bare refusal."""
-    from hipocampo.calibration import Finding
     from hipocampo.cli.calibrate import _weights
     from hipocampo.config import load_config
     from hipocampo.errors import PermissionDeniedError
+    from hipocampo.evaluation.calibration import Finding
 
     role = f"calib_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(database_url, autocommit=True) as conn:

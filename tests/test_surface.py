@@ -1,6 +1,6 @@
 """Python calls the public RPC surface only (issue 17 §2), and the package's layers import
 downwards only (issue 17 §3): surfaces (cli, http) → services (answers, memory, ingest,
-embeddings, agents, backfill, evaluation, kb_eval, datasets, calibration, answer_sets) → the client
+embeddings, agents, backfill, evaluation: its kb_eval, datasets, calibration, answer_sets) → the client
 (client, rpc, models, errors, text, config, resources, replication) → the database bootstrap (db)."""
 
 from __future__ import annotations
@@ -12,10 +12,7 @@ import hipocampo
 
 PACKAGE = Path(hipocampo.__file__).parent
 SURFACES = {"cli", "http", "hub", "mcp_server"}
-SERVICES = {
-    "answers", "memory", "ingest", "embeddings", "agents", "backfill", "evaluation", "datasets", "calibration",
-    "answer_sets", "kb_eval",
-}  # fmt: skip
+SERVICES = {"answers", "memory", "ingest", "embeddings", "agents", "backfill", "evaluation"}
 CLIENT = {"client", "rpc", "models", "errors", "config", "resources", "text", "supabase_client", "replication"}
 DB = {"db"}
 

@@ -1,6 +1,6 @@
 """Whether documents can back an answer alone: answer_evidence's cross-check, read from the
 knowledge base's rag config, for what ingestion tells its user (the CLI's ``ingest`` note, the
-hub's upload page) and for the replays of the gate (hipocampo.calibration's sentence rule,
+hub's upload page) and for the replays of the gate (hipocampo.evaluation.calibration's sentence rule,
 benchmarks/calibrate_answers.py).
 
 An answer needs rag.cross_check_min_documents distinct documents among its evidence, or one

@@ -14,8 +14,8 @@ from ..errors import PermissionDeniedError
 from .common import JsonOpt, _client, _fail, console, err_console
 
 if TYPE_CHECKING:
-    from ..calibration import Finding
     from ..embeddings import EmbeddingProvider
+    from ..evaluation.calibration import Finding
 
 __all__ = ["calibrate"]
 
@@ -48,7 +48,7 @@ def calibrate(
 ) -> None:
     """Choose the model's retrieval.min_similarity and dedupe_threshold and its memory context,
     answer and duplicate thresholds from FaQuAD, Quati and LoCoMo (../shared/datasets) by the
-    rules of hipocampo.calibration (docs/BENCHMARKS.md, "Thresholds per embedding model" and
+    rules of hipocampo.evaluation.calibration (docs/BENCHMARKS.md, "Thresholds per embedding model" and
     "Duplicate thresholds per model") and print them with what each keeps. With --write they
     become the model's calibration (`[calibration."<model>"]` in the config file, the other keys of
     a model already calibrated kept, those of a new one carried over from all-MiniLM-L6-v2 and
@@ -59,12 +59,12 @@ def calibrate(
     """
     from platformdirs import user_cache_dir
 
-    from ..calibration import calibrate as run
-    from ..calibration import model_calibration, write_calibration
     from ..config import config_path, load_config
     from ..embeddings import CachingEmbedder, provider_from_config
     from ..embeddings.local import MODEL_NAME
     from ..errors import HipocampoError
+    from ..evaluation.calibration import calibrate as run
+    from ..evaluation.calibration import model_calibration, write_calibration
 
     config = load_config()
     section = dict(config.get("embedding", {}))
@@ -141,7 +141,7 @@ def _report(
 
 def _weights(embedder: EmbeddingProvider, findings: list[Finding], calibrations: dict[str, Any]) -> list[Finding]:
     """retrieval.dense_weight, conversations.dense_weight and the answer gate's sentence keys by
-    their rules (hipocampo.calibration.fusion_weight / history_weight / sentence_gate), in a
+    their rules (hipocampo.evaluation.calibration.fusion_weight / history_weight / sentence_gate), in a
     scratch database where the model is registered and active with the calibration found so far
     (hybrid_search needs one; search_history and ingestion read the active model), the dense leg
     floored at the retrieval.min_similarity just found.
@@ -155,9 +155,9 @@ def _weights(embedder: EmbeddingProvider, findings: list[Finding], calibrations:
     import psycopg
 
     from .. import db
-    from ..calibration import fusion_weight, history_weight, model_calibration, sentence_gate
     from ..client import Hipocampo
     from ..embeddings.local import MODEL_NAME
+    from ..evaluation.calibration import fusion_weight, history_weight, model_calibration, sentence_gate
 
     provisional, _ = model_calibration(embedder.model_name, findings, calibrations, MODEL_NAME)
     floor = next(f.value for f in findings if f.key == "retrieval.min_similarity")

@@ -12,10 +12,10 @@ from rich.table import Table
 from .. import db
 from ..answers import Orchestrator
 from ..client import Actor, Hipocampo
-from ..datasets import datasets_dir, load_beir, load_faquad_questions
 from ..embeddings import LocalMiniLM, count_tokens
 from ..errors import MemoryRejected
 from ..evaluation import evaluate, index_beir
+from ..evaluation.datasets import datasets_dir, load_beir, load_faquad_questions
 from ..ingest import DocumentInput, ingest_documents, load_path
 from ..memory import Memory
 

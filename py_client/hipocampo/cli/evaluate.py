@@ -1,5 +1,5 @@
 """``hipocampo kb eval``: a knowledge base measured on its own judged questions
-(hipocampo.kb_eval)."""
+(hipocampo.evaluation.kb_eval)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def kb_eval(
     confirmed as the knowledge base's tuning for the active embedding model, in force while that
     model is searched (docs/design.md §retrieval, §answers and §calibration)."""
     from ..embeddings import provider_from_config
-    from ..kb_eval import evaluate_kb, load_judged, store_confirmed
+    from ..evaluation.kb_eval import evaluate_kb, load_judged, store_confirmed
 
     with _client(tenant) as client:
         try:
@@ -139,7 +139,7 @@ def _marks(value: float, current: float, chosen: float) -> str:
 
 def _verdict(key: str, chosen: float, d: dict[str, Any], model: str) -> None:
     """What became of a value chosen on half the questions (``d``: its choice's JSON) under ``model``."""
-    from ..kb_eval import outcome
+    from ..evaluation.kb_eval import outcome
 
     current = d["current"]
     kind = outcome(chosen, current, d["confirmed"])

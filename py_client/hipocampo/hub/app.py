@@ -42,8 +42,8 @@ from ..client import Actor, Hipocampo
 from ..embeddings import EmbeddingProvider
 from ..errors import HipocampoError, InvalidInputError, NotFoundError, PermissionDeniedError
 from ..evaluation import MODES
+from ..evaluation.kb_eval import Judged, KbEvaluation, evaluate_kb, parse_judged, store_confirmed
 from ..ingest.pipeline import SOURCE_TYPES
-from ..kb_eval import Judged, KbEvaluation, evaluate_kb, parse_judged, store_confirmed
 from .i18n import code_label, pick_language, text
 from .present import AXIS_PX, Chart, bar_chart, highlight, shown_uri
 from .security import (

@@ -23,8 +23,8 @@ from uuid import UUID
 from .datasets import BeirSet, datasets_dir
 
 if TYPE_CHECKING:
-    from .client import Hipocampo
-    from .embeddings import EmbeddingProvider
+    from ..client import Hipocampo
+    from ..embeddings import EmbeddingProvider
 
 __all__ = [
     "WHOLE",
@@ -92,10 +92,10 @@ def ingest_paragraphs(
     embed-missing` does). ``client`` acts as service_role of a tenant. Returns the knowledge
     base's id.
     """
-    from .backfill import backfill_chunk_sentences
-    from .embeddings import count_tokens
-    from .ingest import DocumentInput, ingest_documents
-    from .ingest.loaders import LoadedDocument
+    from ..backfill import backfill_chunk_sentences
+    from ..embeddings import count_tokens
+    from ..ingest import DocumentInput, ingest_documents
+    from ..ingest.loaders import LoadedDocument
 
     client.create_kb(name, language="portuguese", overrides={"chunking": {source_type: WHOLE}})
     docs = [

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .config import repo_root
+from ..config import repo_root
 
 __all__ = ["BeirSet", "datasets_dir", "load_beir", "load_faquad_questions", "load_locomo", "locomo_turns"]
 

@@ -37,11 +37,11 @@ from pathlib import Path
 from typing import Any, Literal
 from uuid import UUID
 
+from ..client import Hipocampo
+from ..embeddings.base import EmbeddingProvider
+from ..errors import InvalidInputError
+from . import MODES, ndcg_at_k, recall_at_k
 from .calibration import FUSION_WEIGHTS, GateReplay, gate_reading
-from .client import Hipocampo
-from .embeddings.base import EmbeddingProvider
-from .errors import InvalidInputError
-from .evaluation import MODES, ndcg_at_k, recall_at_k
 
 __all__ = [
     "GATE_CONFIDENCES",
@@ -239,7 +239,7 @@ class AnswerRates:
 def _answers(client: Hipocampo, kb: UUID, judged: Sequence[Judged], embedder: EmbeddingProvider) -> AnswerRates:
     """Ask every question of ``judged`` over ``kb`` as ``hipocampo ask`` does (the configured
     generator: the extractive answer by default), without the answer cache or the rate limit."""
-    from .answers import Orchestrator
+    from ..answers import Orchestrator
 
     orch = Orchestrator(client, embedder)
     counts: Counter[str] = Counter()

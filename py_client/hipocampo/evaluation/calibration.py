@@ -56,11 +56,11 @@ from typing import TYPE_CHECKING, Any
 
 import tomlkit
 
+from ..embeddings import EmbeddingProvider
 from .datasets import load_beir, load_locomo, locomo_turns
-from .embeddings import EmbeddingProvider
 
 if TYPE_CHECKING:
-    from .client import Hipocampo
+    from ..client import Hipocampo
 
 __all__ = [
     "FUSION_SETS",
@@ -343,7 +343,7 @@ def calibrate(embedder: EmbeddingProvider) -> list[Finding]:
 def _scratch_tenant(client: Hipocampo) -> Iterator[tuple[uuid.UUID, Hipocampo]]:
     """A tenant created for one rule's run in ``client``'s database, and ``client`` acting as its
     service_role; deleted on exit whatever happens (its knowledge bases, chunks, messages)."""
-    from .client import Actor
+    from ..client import Actor
 
     tid = client.create_tenant("Calibration (scratch)", f"calibration-{uuid.uuid4().hex[:12]}")
     try:
@@ -384,8 +384,8 @@ def fusion_weight(
         FileNotFoundError: the shared datasets are missing.
         HipocampoError: the database refused a step (e.g. 55000, the model has no calibration).
     """
-    from .embeddings import count_tokens
-    from .evaluation import evaluate, index_beir
+    from ..embeddings import count_tokens
+    from . import evaluate, index_beir
 
     data = [load_beir(name) for name in sets]  # missing datasets fail before any write
     with _scratch_tenant(client) as (_, scratch):
@@ -458,8 +458,8 @@ def history_weight(
         FileNotFoundError: the shared datasets are missing.
         HipocampoError: the database refused a step (e.g. 22000, the embedder is not the active model).
     """
-    from .client import Actor
-    from .memory import Memory
+    from ..client import Actor
+    from ..memory import Memory
 
     data = load_locomo()  # missing datasets fail before any write
     dense = _DenseOnly(embedder)
@@ -588,7 +588,7 @@ class GateReplay:
         fit rag.evidence_token_budget (the first always); answered when one reaches
         rag.min_confidence and the cross-check passes over those (and, with ``citing``, the first
         two such chunks, the extractive answer's two quotes, include a good source)."""
-        from .answers.cross_check import cross_checked
+        from ..answers.cross_check import cross_checked
 
         if self.other_refusal:
             return False
@@ -642,7 +642,7 @@ def sentence_gate(client: Hipocampo, embedder: EmbeddingProvider) -> list[Findin
     """``rag.sentence_weight``, ``rag.sentence_cosine_low`` and ``rag.sentence_cosine_high``: the
     answer gate's sentence similarity (docs/design.md §answers). The grid point (weight 0.1-1.0,
     low 0.50-0.95, high - low 0.02-0.20) with the best J = answered citing the gold paragraph +
-    unanswerable refused - 1 on FaQuAD's train split (``hipocampo.answer_sets``), at the
+    unanswerable refused - 1 on FaQuAD's train split (``hipocampo.evaluation.answer_sets``), at the
     configured ``rag.min_score`` and ``rag.min_confidence``; the weight stays 0 unless that point
     raises J by at least 0.02 over weight 0 (SENTENCE_MIN_GAIN: each sentence costs an embedding
     at ingestion). FaQuAD's dev split is reported as held out.

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .client import Hipocampo
+from ..client import Hipocampo
+from ..embeddings.base import EmbeddingProvider
+from ..ingest.loaders import LoadedDocument
+from ..ingest.pipeline import DocumentInput, ingest_documents
 from .datasets import BeirSet
-from .embeddings.base import EmbeddingProvider
-from .ingest.loaders import LoadedDocument
-from .ingest.pipeline import DocumentInput, ingest_documents
 
 __all__ = ["MODES", "EvalResult", "evaluate", "index_beir", "ndcg_at_k", "recall_at_k"]
 
