@@ -35,7 +35,7 @@ def build_from_schemas(url: str, supabase: Path = SUPABASE) -> None:
         psycopg.Error: a schema file failed (its name is in the exception's notes).
     """
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(hdb._shim_sql())  # type: ignore[arg-type,unused-ignore]
+        conn.execute(hdb.migrations._shim_sql())  # type: ignore[arg-type,unused-ignore]
         for file in schema_files(supabase):
             try:
                 with conn.transaction():

@@ -10,6 +10,7 @@ import psycopg
 import pytest
 
 from hipocampo import db as hdb
+from hipocampo.errors import HipocampoError
 
 from ..conftest import MODEL
 
@@ -150,7 +151,7 @@ def test_a_database_the_squashed_history_built_adopts_the_baseline(database_url:
     baseline = next(hdb.migrations_dir().glob(f"{hdb.BASELINE}_*.sql")).read_text("utf-8")
     with hdb.scratch_database("hipocampo_adopt_test", migrate=False) as url:
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(hdb._shim_sql())  # type: ignore[arg-type,unused-ignore]
+            conn.execute(hdb.migrations._shim_sql())  # type: ignore[arg-type,unused-ignore]
             conn.execute(baseline)  # type: ignore[arg-type,unused-ignore]
             conn.execute("create schema if not exists supabase_migrations")
             conn.execute(
@@ -169,5 +170,5 @@ def test_a_database_the_squashed_history_built_adopts_the_baseline(database_url:
             conn.execute(
                 "delete from supabase_migrations.schema_migrations where version >= %s", (hdb.SQUASHED_THROUGH,)
             )
-        with pytest.raises(hdb.HipocampoError, match="migrated up to 20261121000100"):
+        with pytest.raises(HipocampoError, match="migrated up to 20261121000100"):
             hdb.apply_migrations(url, shim=True)
