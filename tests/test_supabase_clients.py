@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hipocampo import Actor, InvalidInputError, Memory, Orchestrator
+from hipocampo import Actor, Hipocampo, InvalidInputError, Memory, Orchestrator
 
 from .asgi_server import serving
 from .conftest import CountingEmbedder
@@ -219,9 +219,15 @@ def test_the_python_client_over_http_gives_what_it_gives_over_the_database(
     assert over_db["kb_by_name"] == env.kb and "regulamentos" in over_db["kbs"]
     assert over_db["unknown_kb_name"] == ("NotFoundError", "P0002")
     # ask: the edge function over HTTP, the Orchestrator over the database, one answer.
-    from hipocampo.supabase_client import SupabaseHipocampo
+    from hipocampo.supabase_client import HttpTransport
 
-    assert isinstance(http, SupabaseHipocampo)
+    assert type(http) is Hipocampo and isinstance(http._transport, HttpTransport)  # a transport, not a subclass
+    for needs_a_connection in (lambda: http.as_actor(Actor.anon()), lambda: http.transaction().__enter__()):
+        with pytest.raises(HipocampoError) as refused_here:
+            needs_a_connection()
+        assert refused_here.value.sqlstate == "0A000"
+    with pytest.raises(HipocampoError, match="Orchestrator"):
+        direct.ask(q)  # over the database the pipeline runs in process
     by_http = http.ask(q, kb_ids=[env.kb], query_embedding=env.vec(q), use_cache=False)
     by_db = Orchestrator(direct, env.embedder).ask(q, kb_ids=[uuid.UUID(env.kb)], use_cache=False)
     same = ("answer", "refused", "reason", "answer_source", "sources", "conflicts")

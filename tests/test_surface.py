@@ -13,7 +13,9 @@ import hipocampo
 PACKAGE = Path(hipocampo.__file__).parent
 SURFACES = {"cli", "http", "hub", "mcp_server"}
 SERVICES = {"answers", "memory", "ingest", "embeddings", "agents", "backfill", "evaluation"}
-CLIENT = {"client", "rpc", "models", "errors", "config", "resources", "text", "supabase_client", "replication"}
+CLIENT = {
+    "client", "transport", "rpc", "models", "errors", "config", "resources", "text", "supabase_client", "replication"
+}  # fmt: skip
 DB = {"db"}
 
 
@@ -76,6 +78,26 @@ def test_layers_import_downwards_only() -> None:
             if theirs not in ALLOWED[mine]:
                 wrong.append(f"{module} ({mine}) imports {target} ({theirs})")
     assert wrong == []
+
+
+def test_the_client_and_its_transports_import_no_cycle() -> None:
+    """Issue 47 §4: the HTTP client was a subclass of the client in a module the client imported
+    back (the package's only import cycle); the client now takes a transport. No two modules of
+    the client layer import each other, directly or through others (imports inside functions
+    count)."""
+    modules = {}
+    for path in sorted(PACKAGE.glob("*.py")):
+        name = f"hipocampo.{path.stem}"
+        if layer_of(name) == "client":
+            modules[name] = {t for t in imports(path) if t in {f"hipocampo.{p.stem}" for p in PACKAGE.glob("*.py")}}
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in modules.get(start, set()):
+            if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
+                return True
+        return False
+
+    assert [m for m in modules if reaches(m, m, {m})] == []
 
 
 def test_no_function_is_longer_than_100_lines() -> None:

@@ -7,22 +7,18 @@ RLS policies are the barrier: a client acting for user A of tenant T cannot see 
 
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any, Literal
 from uuid import UUID
 
 import psycopg
-from psycopg import sql
-from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
 
-from .errors import from_db_error
-from .models import AgentBinding, KnowledgeBase, ScrubResult, SearchHit
-from .rpc import Shape, Signatures, call, load_signatures
+from .errors import HipocampoError, from_db_error
+from .models import AgentBinding, Answer, KnowledgeBase, ScrubResult, SearchHit
+from .rpc import Shape
+from .transport import READ_RPCS, Actor, SqlTransport, Transport
 
 __all__ = ["READ_RPCS", "Actor", "Hipocampo", "vector_text"]
 
@@ -45,81 +41,13 @@ def _chunk_as_text(chunk: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@dataclass(frozen=True)
-class Actor:
-    """Who a call acts as: a database role plus JWT claims.
-
-    ``Actor.service(tenant_id)``: service_role (bypasses RLS; tenant named explicitly).
-    ``Actor.user(user_id, tenant_id)``: an authenticated user; the tenant travels in
-    ``app_metadata.tenant_id`` and counts only if the user is a member.
-    """
-
-    role: str
-    claims: dict[str, Any] = field(default_factory=dict)
-    tenant_id: UUID | None = None
-
-    @classmethod
-    def service(cls, tenant_id: UUID | str | None = None) -> Actor:
-        """service_role, optionally scoped to one tenant (passed as the RPCs' tenant_id)."""
-        return cls("service_role", {"role": "service_role"}, UUID(str(tenant_id)) if tenant_id else None)
-
-    @classmethod
-    def user(cls, user_id: UUID | str, tenant_id: UUID | str | None = None) -> Actor:
-        """An authenticated user; claims ``{sub, role, app_metadata: {tenant_id}}``."""
-        claims: dict[str, Any] = {"sub": str(user_id), "role": "authenticated"}
-        if tenant_id:
-            claims["app_metadata"] = {"tenant_id": str(tenant_id)}
-        return cls("authenticated", claims, None)
-
-    @classmethod
-    def anon(cls) -> Actor:
-        """The anon role (no user)."""
-        return cls("anon", {"role": "anon"}, None)
-
-    def for_tenant(self, tenant_id: UUID | str) -> Actor:
-        """The same actor scoped to another tenant (service_role only changes its tenant)."""
-        if self.role == "service_role":
-            return Actor.service(tenant_id)
-        claims = dict(self.claims)
-        claims["app_metadata"] = {"tenant_id": str(tenant_id)}
-        return Actor(self.role, claims, None)
-
-
-# The RPCs that only read (issue 46 §1: their record goes to the read queue, on the primary through
-# dblink from a standby): a read replica can serve them.
-READ_RPCS = frozenset(
-    {
-        "hybrid_search",
-        "answer_evidence",
-        "search_memories",
-        "lookup_memories",
-        "search_history",
-        "context_pack",
-        "evidence_support",
-        "conversation_context",
-    }
-)
-
-# Asked at the end of a tracked transaction: whether it was assigned an xid (it wrote).
-_WROTE = "select pg_catalog.pg_current_xact_id_if_assigned() is not null as wrote"
-
-
-@dataclass
-class _Routing:
-    """What the clients sharing a pool share about the read replica: its pool, the primary's LSN
-    after each actor's last write (read-your-writes), and where the reads went."""
-
-    read_pool: ConnectionPool | None
-    wait_s: float
-    written: dict[str, str] = field(default_factory=dict)
-    reads: dict[str, int] = field(default_factory=lambda: {"replica": 0, "primary": 0, "primary_after_write": 0})
-
-
 class Hipocampo:
-    """Client of a hipocampo database.
+    """Client of hipocampo: the RPCs as an actor, over a database connection or over HTTP.
 
     Args:
-        url: libpq connection URL (see :func:`hipocampo.db.ensure_database`).
+        url: libpq connection URL (see :func:`hipocampo.db.ensure_database`); the client then
+            runs over a :class:`~hipocampo.transport.SqlTransport` built from it and the pool
+            arguments below.
         actor: who the calls act as (default service_role without tenant).
         pool_size: connections kept open (psycopg_pool), default 4.
         pool_timeout_s: seconds to wait for a connection (default 30); then PoolTimeout.
@@ -128,60 +56,51 @@ class Hipocampo:
         read_your_writes_wait_ms: after an actor's write, how long its next read waits for the
             replica to replay that write (the primary's LSN after the commit) before reading from
             the primary instead (``[database] read_your_writes_wait_ms``, 200 ms).
+        transport: the way to the RPCs instead of ``url`` (e.g. :meth:`from_supabase`'s HTTP one).
 
-    Errors from the database are raised as :mod:`hipocampo.errors` types carrying the SQLSTATE.
+    Errors are raised as :mod:`hipocampo.errors` types carrying the SQLSTATE.
     """
 
     def __init__(
         self,
-        url: str,
+        url: str | None = None,
         actor: Actor | None = None,
         *,
         pool_size: int = 4,
         pool_timeout_s: float = 30.0,
         read_url: str | None = None,
         read_your_writes_wait_ms: float = 200.0,
+        transport: Transport | None = None,
     ) -> None:
-        self.url = url
-        self.actor = actor or Actor.service()
-        kwargs = {"connect_timeout": max(1, int(pool_timeout_s))}
-        self._pool = ConnectionPool(
-            url, min_size=1, max_size=pool_size, open=True, timeout=pool_timeout_s, kwargs=kwargs
-        )
-        read_pool = None
-        if read_url:
-            read_pool = ConnectionPool(
-                read_url,
-                min_size=1,
-                max_size=pool_size,
-                open=True,
-                timeout=pool_timeout_s,
-                kwargs={**kwargs, "autocommit": True},
+        if transport is None:
+            if not url:
+                raise ValueError("Hipocampo needs a database URL or a transport")
+            transport = SqlTransport(
+                url,
+                pool_size=pool_size,
+                pool_timeout_s=pool_timeout_s,
+                read_url=read_url,
+                read_your_writes_wait_ms=read_your_writes_wait_ms,
             )
-        self._routing = _Routing(read_pool, max(0.0, read_your_writes_wait_ms) / 1000)
-        # The RPCs' argument types, read from the catalog on the first call (hipocampo.rpc).
-        self._signatures: Signatures = {}
-        # The sessions of the ingestion jobs this client runs (start_job), by job id.
-        self._job_sessions: dict[UUID, psycopg.Connection[Any]] = {}
+        self._transport: Transport = transport
+        self.url = transport.url
+        self.actor = actor or Actor.service()
 
     @classmethod
     def from_supabase(cls, url: str, anon_key: str, access_token: str) -> Hipocampo:
         """The same client over HTTP, through a Supabase project's edge functions (the
         ``supabase`` package; ``pip install 'hipocampo[supabase]'``), acting as the user of
-        ``access_token``: :class:`hipocampo.supabase_client.SupabaseHipocampo`. For an app with no
-        database connection; the RPCs the functions serve are listed in its ``ROUTES``."""
-        from .supabase_client import SupabaseHipocampo
+        ``access_token`` (:class:`hipocampo.supabase_client.HttpTransport`). For an app with no
+        database connection; the RPCs the functions serve are listed in its ``ROUTES``, and
+        :meth:`ask` answers through the ``ask`` function."""
+        from .supabase_client import HttpTransport
 
-        return SupabaseHipocampo(url, anon_key, access_token)
+        return cls(transport=HttpTransport(url, anon_key, access_token), actor=Actor("authenticated", {}, None))
 
     def close(self) -> None:
-        """Close the connection pools and the sessions of unfinished jobs (they count as
-        interrupted)."""
-        for job in list(self._job_sessions):
-            self.end_job_session(job)
-        self._pool.close()
-        if self._routing.read_pool is not None:
-            self._routing.read_pool.close()
+        """Close the transport: the connection pools and the sessions of unfinished jobs (they
+        count as interrupted)."""
+        self._transport.close()
 
     def __enter__(self) -> Hipocampo:
         return self
@@ -189,22 +108,27 @@ class Hipocampo:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _sql(self) -> SqlTransport:
+        """The database transport; over HTTP, 0A000 (what needs a connection of its own)."""
+        if not isinstance(self._transport, SqlTransport):
+            raise HipocampoError("no database connection over HTTP: use the RPC methods", "0A000")
+        return self._transport
+
     def as_actor(self, actor: Actor) -> Hipocampo:
-        """A client sharing this pool that acts as ``actor``."""
+        """A client sharing this transport (its pool) that acts as ``actor``. Over HTTP every call
+        acts as the access token's user: 0A000."""
+        self._sql()
         other = object.__new__(Hipocampo)
+        other._transport = self._transport
         other.url = self.url
         other.actor = actor
-        other._pool = self._pool
-        other._routing = self._routing
-        other._signatures = self._signatures
-        other._job_sessions = self._job_sessions
         return other
 
     @property
     def read_counts(self) -> dict[str, int]:
         """Where the read RPCs went: ``{"replica", "primary", "primary_after_write"}`` (the last:
         read from the primary because the replica had not replayed the actor's write in time)."""
-        return dict(self._routing.reads)
+        return dict(self._sql().routing.reads)
 
     def replica_status(self) -> Any:
         """The read replica's lag behind the primary (:class:`hipocampo.replication.ReplicaStatus`:
@@ -215,106 +139,38 @@ class Hipocampo:
         """
         from .replication import replica_status
 
-        if self._routing.read_pool is None:
+        sql_transport = self._sql()
+        if sql_transport.routing.read_pool is None:
             return None
         try:
-            with self._pool.connection() as p, self._routing.read_pool.connection() as r:
+            with sql_transport.pool.connection() as p, sql_transport.routing.read_pool.connection() as r:
                 return replica_status(p, r)
         except psycopg.Error as err:
             raise from_db_error(err) from err
 
     @contextmanager
-    def _acting(self, conn: psycopg.Connection[Any]) -> Iterator[psycopg.Cursor[dict[str, Any]]]:
-        """A cursor in a transaction of ``conn`` with the actor's role and JWT claims (``set local``)."""
-        with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
-            cur.execute(f"set local role {sql.Identifier(self.actor.role).as_string(conn)}")
-            cur.execute("select set_config('request.jwt.claims', %s, true)", (json.dumps(self.actor.claims),))
-            yield cur
-
-    def _actor_key(self) -> str:
-        return json.dumps([self.actor.role, self.actor.claims, str(self.actor.tenant_id)], sort_keys=True)
-
-    def _note_write(self, conn: psycopg.Connection[Any]) -> None:
-        """After a transaction of ``conn`` that wrote committed on the primary: the LSN the replica
-        must replay before this actor reads from it (read-your-writes)."""
-        row = conn.execute("select pg_catalog.pg_current_wal_lsn()::text").fetchone()
-        if row:
-            self._routing.written[self._actor_key()] = str(row[0])
-
-    def _replayed(self, conn: psycopg.Connection[Any]) -> bool:
-        """Whether the replica has replayed this actor's last write, waiting up to the
-        read-your-writes wait (a server not in recovery has nothing to replay)."""
-        import time
-
-        key = self._actor_key()
-        lsn = self._routing.written.get(key)
-        deadline = time.monotonic() + self._routing.wait_s
-        while lsn is not None:
-            row = conn.execute(
-                "select coalesce(pg_catalog.pg_last_wal_replay_lsn() >= %s::pg_lsn, true)", (lsn,)
-            ).fetchone()
-            if row and row[0]:
-                self._routing.written.pop(key, None)
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.005)
-        return True
-
-    def _read_rpc(self, name: str, args: Mapping[str, Any] | None, shape: Shape) -> Any:
-        """A read RPC on the replica, or on the primary when it has not replayed the actor's write."""
-        pool = self._routing.read_pool
-        assert pool is not None
-        try:
-            with pool.connection() as conn:
-                if self._replayed(conn):
-                    with self._acting(conn) as cur:
-                        result = self.rpc_in(cur, name, args, shape)
-                    self._routing.reads["replica"] += 1
-                    return result
-        except psycopg.Error as err:
-            raise from_db_error(err) from err
-        self._routing.reads["primary_after_write"] += 1
-        with self.transaction(track=False) as cur:
-            return self.rpc_in(cur, name, args, shape)
-
-    @contextmanager
     def transaction(self, *, track: bool = True) -> Iterator[psycopg.Cursor[dict[str, Any]]]:
         """A cursor in a transaction on the primary with the actor's role and JWT claims set
         (``set local``). With a read replica, what it committed is tracked (``track``): the actor's
-        next read on the replica waits for it.
+        next read on the replica waits for it. Over HTTP: 0A000.
 
         Raises the typed error of a database error (``from_db_error``), also when no connection
         can be had (:class:`~hipocampo.errors.ConnectionLostError` after the pool timeout)."""
-        track = track and self._routing.read_pool is not None
-        try:
-            with self._pool.connection() as conn:
-                with self._acting(conn) as cur:
-                    yield cur
-                    # Only a transaction that wrote has an xid: a read-only one moves no replica.
-                    wrote = track and cur.execute(_WROTE).fetchone() == {"wrote": True}
-                if wrote:
-                    self._note_write(conn)
-        except psycopg.Error as err:
-            raise from_db_error(err) from err
+        with self._sql().transaction(self.actor, track=track) as cur:
+            yield cur
 
     def _tenant(self) -> str | None:
         return str(self.actor.tenant_id) if self.actor.tenant_id else None
 
     # -- the one RPC caller -------------------------------------------------------------------
     def rpc(self, name: str, args: Mapping[str, Any] | None = None, shape: Shape = "value") -> Any:
-        """Call ``hipocampo.<name>`` with named ``args`` as this client's actor, in one transaction
-        (:func:`hipocampo.rpc.call`: arguments cast to their declared types, an unknown one is
-        InvalidInputError, database errors typed by SQLSTATE). ``shape``: ``value`` | ``row`` |
-        ``rows`` | ``none``. With a read replica, the read RPCs (:data:`READ_RPCS`) run there.
+        """Call ``hipocampo.<name>`` with named ``args`` as this client's actor: over a database
+        connection in one transaction (:func:`hipocampo.rpc.call`: arguments cast to their
+        declared types, an unknown one is InvalidInputError, database errors typed by SQLSTATE;
+        with a read replica, the read RPCs (:data:`READ_RPCS`) run there); over HTTP through the
+        edge function serving it. ``shape``: ``value`` | ``row`` | ``rows`` | ``none``.
         """
-        if name in READ_RPCS and self._routing.read_pool is not None:
-            return self._read_rpc(name, args, shape)
-        with self.transaction() as cur:
-            result = self.rpc_in(cur, name, args, shape)
-        if name in READ_RPCS:
-            self._routing.reads["primary"] += 1
-        return result
+        return self._transport.rpc(self.actor, name, args, shape)
 
     def rpc_in(
         self,
@@ -324,9 +180,36 @@ class Hipocampo:
         shape: Shape = "value",
     ) -> Any:
         """:meth:`rpc` inside a transaction the caller holds (several calls, one transaction)."""
-        if not self._signatures:
-            self._signatures.update(load_signatures(cur))
-        return call(cur, self._signatures, name, args, shape)
+        return self._sql().rpc_in(cur, name, args, shape)
+
+    def ask(
+        self,
+        question: str,
+        *,
+        kb_ids: Sequence[UUID | str] | None = None,
+        agent: str | None = None,
+        query_embedding: Sequence[float] | None = None,
+        use_cache: bool = True,
+        session_id: UUID | str | None = None,
+    ) -> Answer:
+        """Answer ``question`` through the ``ask`` edge function (a client of :meth:`from_supabase`;
+        see :meth:`hipocampo.supabase_client.HttpTransport.ask`). Over a database connection the
+        pipeline runs in this process: ``hipocampo.Orchestrator(client, embedder).ask`` (0A000 here).
+        """
+        ask = getattr(self._transport, "ask", None)
+        if ask is None:
+            raise HipocampoError(
+                "over a database connection, answer with hipocampo.Orchestrator(client, embedder).ask", "0A000"
+            )
+        answer: Answer = ask(
+            question,
+            kb_ids=kb_ids,
+            agent=agent,
+            query_embedding=query_embedding,
+            use_cache=use_cache,
+            session_id=session_id,
+        )
+        return answer
 
     # -- tenants -----------------------------------------------------------------------------
     def create_tenant(self, name: str, slug: str, admin_user_id: UUID | str | None = None) -> UUID:
@@ -726,33 +609,35 @@ class Hipocampo:
 
         Raises the typed error of a database error (NotFoundError: unknown knowledge base)."""
         args = {"kb_id": kb_id, "documents_total": documents_total, "hold_session": True}
+        transport = self._sql()
         try:
-            conn = psycopg.connect(self.url, autocommit=True)
+            conn = psycopg.connect(transport.url, autocommit=True)
         except psycopg.Error as err:
             raise from_db_error(err) from err
         try:
-            with self._acting(conn) as cur:
-                job = UUID(str(self.rpc_in(cur, "start_ingestion_job", args)))
+            with transport.acting(conn, self.actor) as cur:
+                job = UUID(str(transport.rpc_in(cur, "start_ingestion_job", args, "value")))
         except psycopg.Error as err:
             conn.close()
             raise from_db_error(err) from err
         except BaseException:
             conn.close()
             raise
-        self._job_sessions[job] = conn
+        transport.job_sessions[job] = conn
         return job
 
     def finish_job(self, job_id: UUID, status: str, counts: dict[str, int], errors: list[dict[str, Any]]) -> None:
         """Close an ingestion-job record, on the job's own session when this client started it
         (which it then ends)."""
         args = {"job_id": job_id, "status": status, "counts": counts, "errors": errors}
-        conn = self._job_sessions.pop(job_id, None)
+        transport = self._sql()
+        conn = transport.job_sessions.pop(job_id, None)
         if conn is None:
             self.rpc("finish_ingestion_job", args, "none")
             return
         try:
-            with self._acting(conn) as cur:
-                self.rpc_in(cur, "finish_ingestion_job", args, "none")
+            with transport.acting(conn, self.actor) as cur:
+                transport.rpc_in(cur, "finish_ingestion_job", args, "none")
         except psycopg.Error as err:
             raise from_db_error(err) from err
         finally:
@@ -761,7 +646,7 @@ class Hipocampo:
     def end_job_session(self, job_id: UUID) -> None:
         """End the session of a job this client started and did not finish (a run that stopped on
         an error): the job counts as interrupted from now on. No-op for any other job."""
-        conn = self._job_sessions.pop(job_id, None)
+        conn = self._sql().job_sessions.pop(job_id, None)
         if conn is not None:
             conn.close()
 

@@ -2,31 +2,33 @@
 package, for an app that has a Supabase URL, its anon key and a user's access token but no
 database connection (issue 20 §2).
 
-``Hipocampo.from_supabase(url, anon_key, access_token)`` returns a :class:`SupabaseHipocampo`:
-the same methods (``search``, and ``Memory(client, embedder)``'s remember / recall / lookup /
-correct / forget / consent / seed_profile / export / erase, and ``rpc("context_pack", …)``),
-each call one ``functions.invoke`` of the edge function serving that RPC, as the token's user
-(the function verifies the JWT and runs the RPC with its role and claims: RLS and the caller
-model decide, as over a database connection). Errors come back typed by the function's SQLSTATE
-(``from_sqlstate``; the memory gate's refusal as :class:`MemoryRejected` with its reason). An
-RPC no edge function serves raises :class:`HipocampoError` 0A000 naming the ones that are.
+``Hipocampo.from_supabase(url, anon_key, access_token)`` returns a :class:`hipocampo.Hipocampo`
+over an :class:`HttpTransport` (issue 47 §4: a transport the client takes, not a subclass): the
+same methods (``search``, and ``Memory(client, embedder)``'s remember / recall / lookup / correct /
+forget / consent / seed_profile / export / erase, ``kb_id`` / ``list_kbs``, ``rpc("context_pack",
+…)`` and ``ask``), each call one ``functions.invoke`` of the edge function serving that RPC, as
+the token's user (the function verifies the JWT and runs the RPC with its role and claims: RLS
+and the caller model decide, as over a database connection). Errors come back typed by the
+function's SQLSTATE (``from_sqlstate``; the memory gate's refusal as :class:`MemoryRejected`
+with its reason). An RPC no edge function serves raises :class:`HipocampoError` 0A000 naming
+the ones that are; so does what needs a database connection of its own (``transaction``,
+``as_actor``, ingestion).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 from uuid import UUID
 
-from .client import Actor, Hipocampo
 from .errors import HipocampoError, MemoryRejected, from_sqlstate
 from .models import Answer
 from .rpc import Shape
+from .transport import Actor
 
-__all__ = ["ROUTES", "SupabaseHipocampo"]
+__all__ = ["ROUTES", "HttpTransport"]
 
 #: RPC -> (edge function path, key of the reply holding the result, or "" for the whole reply).
 ROUTES: dict[str, tuple[str, str]] = {
@@ -61,8 +63,8 @@ def _plain(name: str, value: Any) -> Any:
     return value
 
 
-class SupabaseHipocampo(Hipocampo):
-    """hipocampo through a Supabase project's edge functions (``supabase`` package).
+class HttpTransport:
+    """The RPCs through a Supabase project's edge functions (``supabase`` package).
 
     Args:
         url: the project URL (``https://<ref>.supabase.co``; the functions at ``/functions/v1``).
@@ -74,24 +76,15 @@ class SupabaseHipocampo(Hipocampo):
         from supabase import create_client
 
         self.url = url
-        self.actor = Actor("authenticated", {}, None)
-        self._signatures = {}
         self._supabase = create_client(url, anon_key)
         self._supabase.functions.set_auth(access_token)
 
     def close(self) -> None:
         """Nothing to close (no connection pool)."""
 
-    def as_actor(self, actor: Actor) -> Hipocampo:
-        raise HipocampoError("over HTTP every call acts as the access token's user", "0A000")
-
-    @contextmanager
-    def transaction(self, *, track: bool = True) -> Iterator[Any]:
-        raise HipocampoError("no database connection over HTTP: use the RPC methods", "0A000")
-        yield  # pragma: no cover
-
-    def rpc(self, name: str, args: Mapping[str, Any] | None = None, shape: Shape = "value") -> Any:
-        """Call the edge function serving ``hipocampo.<name>`` with the non-null ``args``.
+    def rpc(self, actor: Actor, name: str, args: Mapping[str, Any] | None = None, shape: Shape = "value") -> Any:
+        """Call the edge function serving ``hipocampo.<name>`` with the non-null ``args`` (as the
+        access token's user, whatever ``actor`` says).
 
         Raises:
             HipocampoError: 0A000 when no edge function serves ``name``; else the function's
