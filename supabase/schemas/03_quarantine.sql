@@ -14,7 +14,8 @@ Purpose: keep a file out of a knowledge base with its reason: the document at (k
   (every model's) are deleted, so search, answers and document_text no longer see any version
   of its text; a file not yet stored gets such a row. Idempotent for the same file.
 Parameters: kb_id - a knowledge base of the caller's tenant (admins; service_role any);
-  source_uri, title - as ingest_document (scrubbed by the documents trigger); source_type - one
+  source_uri, title - as ingest_document (at most 2,048 bytes / 500 characters; scrubbed by the
+  documents trigger); source_type - one
   of the documents' source types; kind - credentials | transcript | financial_statement |
   biometric; reason - 1..500 characters saying what was found and where (never the secret
   itself); content_hash - the hash of the file's text as loaded (1..128 characters).
@@ -22,7 +23,8 @@ Returns: the document's id.
 Errors: 42501 as _caller (before any other work); P0002 "unknown knowledge base"; 22023 "kind
   must be one of credentials, transcript, financial_statement, biometric (got …)"; 22023 "reason
   must have 1 to 500 characters"; 22023 "content_hash must have 1 to 128 characters"; 22023
-  "title (1 to 500 characters), source_uri and source_type are required"; 23514 an unknown
+  "title (1 to 500 characters), source_uri and source_type are required"; 22001 "source_uri is n
+  bytes; the limit is 2048"; 23514 an unknown
   source_type (documents_source_type_check); 42501 a member, not an admin (RLS).
 Example: select hipocampo.quarantine_document(kb, 'file:///docs/chaves.env', 'chaves.env', 'other',
   'credentials', 'an AWS access key on line 3 (detect-secrets AWSKeyDetector)', 'ab12…');
@@ -53,6 +55,9 @@ begin
     end if;
     if char_length(coalesce(title, '')) not between 1 and 500 or coalesce(source_uri, '') = '' or source_type is null then
         raise exception 'title (1 to 500 characters), source_uri and source_type are required' using errcode = '22023';
+    end if;
+    if octet_length(source_uri) > 2048 then  -- as ingest_document: the unique index's row limit
+        raise exception 'source_uri is % bytes; the limit is 2048', octet_length(source_uri) using errcode = '22001';
     end if;
     insert into hipocampo_private.documents as d (
         tenant_id, kb_id, source_type, title, source_uri, content_hash, status, chunk_count, quarantine
