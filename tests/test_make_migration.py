@@ -73,7 +73,7 @@ def edited(tmp_path: Path) -> Path:
     column = "    created_at timestamptz not null default now(),\n"
     assert column in text
     tenancy.write_text(text.replace(column, column + "    note_for_test text,\n", 1), "utf-8")
-    config = root / "schemas" / "03_knowledge_bases.sql"
+    config = root / "schemas" / "03_models_and_embeddings.sql"
     text = config.read_text("utf-8")
     body = "where e.active;\nend;"
     assert text.count(body) == 1

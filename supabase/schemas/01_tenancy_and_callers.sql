@@ -539,3 +539,98 @@ $$;
 
 comment on function hipocampo_private._caller() is
 'The caller of an RPC, from the request''s role and JWT claims (never current_user): service, user, or 42501.';
+
+/*
+_resolve_tenant(requested uuid) -> uuid
+
+Purpose: the tenant a call acts on, by _caller(): a user acts on the tenant of their claims
+  (requested may repeat it); service_role must name one. Every RPC that takes tenant_id calls it.
+Parameters: requested - the RPC's tenant_id argument (null for a user: their tenant).
+Returns: the tenant id.
+Errors: 42501 as _caller; 42501 "tenant mismatch: the JWT claims name another tenant" when a user
+  names another tenant; 42501 "no tenant: service_role must pass tenant_id" when service_role names
+  none.
+Example: select hipocampo_private._resolve_tenant(null);
+*/
+create or replace function hipocampo_private._resolve_tenant(requested uuid)
+returns uuid
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    c record := hipocampo_private._caller();
+begin
+    if c.kind = 'service' then
+        if requested is null then
+            raise exception 'no tenant: service_role must pass tenant_id' using errcode = '42501';
+        end if;
+        return requested;
+    end if;
+    if requested is not null and requested <> c.tenant_id then
+        raise exception 'tenant mismatch: the JWT claims name another tenant' using errcode = '42501';
+    end if;
+    return c.tenant_id;
+end;
+$$;
+
+/*
+tenant_by_slug(slug text) -> uuid
+
+Purpose: the id of the tenant with this slug, as the caller may see it: any tenant for
+  service_role, the caller's own tenant for a member (null for another tenant's slug).
+Parameters: slug - the tenant's slug.
+Returns: the tenant id, or null.
+Errors: 42501 as _caller; 22023 "slug must not be null".
+Example: select hipocampo.tenant_by_slug('demo');
+*/
+create or replace function hipocampo.tenant_by_slug(slug text)
+returns uuid
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    c record := hipocampo_private._caller();
+begin
+    if tenant_by_slug.slug is null then
+        raise exception 'slug must not be null' using errcode = '22023';
+    end if;
+    return (
+        select t.id from hipocampo_private.tenants as t
+        where t.slug = tenant_by_slug.slug and (c.kind = 'service' or t.id = c.tenant_id)
+    );
+end;
+$$;
+
+comment on function hipocampo.tenant_by_slug(text) is 'The id of the tenant with this slug, as the caller may see it.';
+
+/*
+membership_role(user_id uuid default null, tenant_id uuid default null) -> text
+
+Purpose: a user's role in a tenant: admin | member, or null when not a member. A signed-in user
+  asks about themselves; service_role names the user and the tenant.
+Returns: 'admin' | 'member', or null when the user is not a member.
+Errors: 42501 as _memory_actor (no tenant / no user / user mismatch).
+Example: select hipocampo.membership_role('…'::uuid, '…'::uuid);  -- as service_role
+*/
+create or replace function hipocampo.membership_role(user_id uuid default null, tenant_id uuid default null)
+returns text
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    a record := hipocampo_private._memory_actor(membership_role.user_id, membership_role.tenant_id);
+begin
+    return (
+        select m.role from hipocampo_private.memberships as m
+        where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
+    );
+end;
+$$;
+
+comment on function hipocampo.membership_role(uuid, uuid) is 'A user''s role in a tenant (admin | member | null).';

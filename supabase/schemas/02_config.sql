@@ -1231,3 +1231,108 @@ $$;
 
 comment on function hipocampo.rag_config(uuid, text, uuid) is
 'The effective rag config: global <- tenant <- knowledge base <- agent binding; 55000 when a key is missing.';
+
+/*
+effective_config(tenant_id uuid default null, kb_id uuid default null) -> jsonb
+
+Purpose: the configuration in force: the global row, overridden per section by the active
+  embedding model's calibration (model_calibrations: its cosine thresholds and dense weights),
+  then by the tenant's tuning for the active model (set_tenant_tuning), then by the tenant's
+  row, then by the knowledge base's tuning for the active model (set_knowledge_base_tuning),
+  then by the knowledge base's overrides.
+Parameters: tenant_id - null = the caller's tenant; kb_id - optional knowledge base.
+Returns: a jsonb object with sections retrieval, chunking, embedding, memory, ….
+Errors: 42501 as _resolve_tenant.
+Example: select hipocampo.effective_config() -> 'retrieval' ->> 'min_similarity';
+*/
+create or replace function hipocampo.effective_config(tenant_id uuid default null, kb_id uuid default null)
+returns jsonb
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(effective_config.tenant_id);
+    active text := (select e.name from hipocampo_private.embedding_models as e where e.active);
+    cfg jsonb;
+    layer jsonb;
+    section text;
+begin
+    select s.config into cfg from hipocampo_private.settings as s where s.tenant_id is null;
+    cfg := coalesce(cfg, '{}'::jsonb);
+    for layer in
+        select x.config from (
+            select 1 as ord, hipocampo_private._calibration() as config
+            union all
+            -- The tenant's tuning for the active model, then its row: one row read.
+            select l.ord, l.config
+            from hipocampo_private.settings as s
+            cross join lateral (values (2, coalesce(s.tuning -> active, '{}')), (3, s.config)) as l (ord, config)
+            where s.tenant_id = t
+            union all
+            -- The knowledge base's tuning for the active model, then its overrides: one row read.
+            select l.ord, l.config
+            from hipocampo_private.knowledge_bases as k
+            cross join lateral (values (4, coalesce(k.tuning -> active, '{}')), (5, k.overrides)) as l (ord, config)
+            where k.id = effective_config.kb_id and k.tenant_id = t
+        ) as x
+        order by x.ord
+    loop
+        for section in select jsonb_object_keys(layer) loop
+            if jsonb_typeof(layer -> section) = 'object' then
+                cfg := jsonb_set(
+                    cfg, array[section],
+                    coalesce(cfg -> section, '{}'::jsonb) || (layer -> section)
+                );
+            else
+                cfg := jsonb_set(cfg, array[section], layer -> section);
+            end if;
+        end loop;
+    end loop;
+    return cfg;
+end;
+$$;
+
+comment on function hipocampo.effective_config(uuid, uuid) is
+'Config in force for a tenant (and KB): global row <- model calibration <- tenant tuning for the model <- tenant row <- KB tuning for the model <- KB overrides.';
+
+/*
+_config_section(tenant_id uuid, kb_id uuid, section text, model text) -> jsonb
+
+Purpose: one section of effective_config for a tenant already resolved by the caller and a given
+  embedding model: the global row's keys, overridden by the model's calibration, by the tenant's
+  tuning for that model and then its row, by the knowledge base's tuning for that model and then
+  its overrides (when kb_id is given and belongs to the tenant) - effective_config's precedence,
+  without resolving the caller again nor merging the other sections, and with the calibration of the model searched rather than the active one (a
+  knowledge base searched by name with another model takes that model's thresholds). Granted to
+  nobody: for definer functions that have resolved the tenant (hybrid_search).
+Parameters: tenant_id - the resolved tenant; kb_id - a knowledge base of it, or null; section -
+  e.g. 'retrieval'; model - an embedding model's name.
+Returns: the section as a jsonb object ({} when no row has it).
+Errors: none.
+Example: select hipocampo_private._config_section(t, kb, 'retrieval', 'all-MiniLM-L6-v2');
+*/
+create or replace function hipocampo_private._config_section(tenant_id uuid, kb_id uuid, section text, model text)
+returns jsonb
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select coalesce((select g.config -> section from hipocampo_private.settings as g where g.tenant_id is null), '{}')
+        || coalesce(hipocampo_private._calibration(_config_section.model) -> section, '{}')
+        || coalesce((
+            -- The tenant's tuning for the model, then its row: one row read.
+            select coalesce(s.tuning -> _config_section.model -> section, '{}') || coalesce(s.config -> section, '{}')
+            from hipocampo_private.settings as s
+            where s.tenant_id = _config_section.tenant_id
+        ), '{}')
+        || coalesce((
+            -- The knowledge base's tuning for the model, then its overrides: one row read.
+            select coalesce(k.tuning -> _config_section.model -> section, '{}')
+                || coalesce(k.overrides -> section, '{}')
+            from hipocampo_private.knowledge_bases as k
+            where k.id = _config_section.kb_id and k.tenant_id = _config_section.tenant_id
+        ), '{}')
+$$;

@@ -1767,3 +1767,39 @@ with check (
     and (scope = 'personal' or (select hipocampo_private.current_tenant_role()) = 'admin')
     and hipocampo_private._memory_write_allowed(tenant_id, user_id, description, value, token_count)
 );
+
+/*
+memories_without_embedding(keys text[] default null, user_id uuid default null,
+  tenant_id uuid default null) -> table (id uuid, key text, description text)
+
+Purpose: the user's active personal memories stored without a vector (written in SQL, e.g. by
+  seed_profile), optionally only these keys, for the client to embed (set_memory_embeddings).
+Returns: one row per memory, by key.
+Errors: 42501 as _memory_actor.
+Example: select * from hipocampo.memories_without_embedding();
+*/
+create or replace function hipocampo.memories_without_embedding(
+    keys text[] default null, user_id uuid default null, tenant_id uuid default null
+)
+returns table (id uuid, key text, description text)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    a record := hipocampo_private._memory_actor(memories_without_embedding.user_id,
+        memories_without_embedding.tenant_id);
+begin
+    return query
+    select m.id, m.key, m.description
+    from hipocampo_private.memories as m
+    where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user and m.scope = 'personal'
+      and m.status = 'active' and m.embedding is null
+      and (memories_without_embedding.keys is null or m.key = any(memories_without_embedding.keys))
+    order by m.key;
+end;
+$$;
+
+comment on function hipocampo.memories_without_embedding(text[], uuid, uuid) is
+'The user''s active personal memories stored without a vector.';
