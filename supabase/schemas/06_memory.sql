@@ -1014,14 +1014,159 @@ end;
 $$;
 
 /*
+_memory_gate(tenant_id uuid, user_id uuid, category text, confidence double precision, source text,
+  description text, token_count integer, value jsonb, cfg jsonb) -> text[]
+
+Purpose: _remember's first step, the gate before any lock: consent (memory_consents), a category,
+  the confidence floor (memory.min_confidence, or memory.min_confidence_inferred for inferred
+  memories), then the description (_memory_text_problem) and the value (_memory_value_problem).
+Returns: null, or [reason, sqlstate, message]: no_consent 42501, missing_category 23502,
+  low_confidence 22003, too_long 22001, and the text and value problems 22023.
+Errors: none of its own.
+*/
+create or replace function hipocampo_private._memory_gate(
+    tenant_id uuid, user_id uuid, category text, confidence double precision, source text,
+    description text, token_count integer, value jsonb, cfg jsonb
+)
+returns text[]
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    floor double precision := case when source = 'inferred'
+        then (cfg ->> 'min_confidence_inferred')::double precision
+        else (cfg ->> 'min_confidence')::double precision end;
+    problem text[];
+begin
+    if not coalesce((select mc.granted from hipocampo_private.memory_consents as mc
+                     where mc.tenant_id = _memory_gate.tenant_id and mc.user_id = _memory_gate.user_id), false) then
+        return array['no_consent', '42501', 'the user has not consented to long-term memory (LGPD art. 7 I)'];
+    end if;
+    if category is null or btrim(category) = '' then
+        return array['missing_category', '23502', 'a memory needs a category'];
+    end if;
+    if confidence is null or confidence < floor then
+        return array['low_confidence', '22003', format('confidence %s is below %s for %s memories', confidence, floor, source)];
+    end if;
+    problem := coalesce(hipocampo_private._memory_text_problem(description, token_count, cfg),
+        hipocampo_private._memory_value_problem(value, cfg));
+    if problem is not null then
+        return array[problem[1], case problem[1] when 'too_long' then '22001' else '22023' end, problem[2]];
+    end if;
+    return null;
+end;
+$$;
+
+/*
+_memory_slot(tenant_id uuid, user_id uuid, scope text, key text, source text, to_staging boolean,
+  cfg jsonb, out current_row hipocampo_private.memories, out problem text[])
+
+Purpose: _remember's second step: serialise the writers of this key (a transaction advisory lock
+  on tenant, owner, scope and key, both tiers), read the key's active long-term row, and check
+  what a long-term write must respect: an inferred memory never overrides one the user stated
+  explicitly (explicit_user_wins 55000), and a new personal key counts against
+  memory.max_active_per_user (quota 53400). A staging write only takes the lock and the row.
+Returns: current_row (nulls when the key has no active row) and problem ([reason, sqlstate,
+  message] or null).
+Errors: none of its own.
+*/
+create or replace function hipocampo_private._memory_slot(
+    tenant_id uuid, user_id uuid, scope text, key text, source text, to_staging boolean, cfg jsonb,
+    out current_row hipocampo_private.memories, out problem text[]
+)
+language plpgsql
+volatile
+security invoker
+set search_path = ''
+as $$
+declare
+    owner_key uuid := case when scope = 'personal' then user_id else '00000000-0000-0000-0000-000000000000'::uuid end;
+    active_count integer;
+begin
+    perform pg_advisory_xact_lock(hashtextextended(
+        tenant_id::text || '/' || owner_key::text || '/' || scope || '/' || key, 0));
+    select * into current_row from hipocampo_private.memories as m
+    where m.tenant_id = _memory_slot.tenant_id and m.scope = _memory_slot.scope and m.key = _memory_slot.key
+      and m.status = 'active' and (_memory_slot.scope = 'tenant_shared' or m.user_id = _memory_slot.user_id);
+    if to_staging then
+        return;
+    end if;
+    if current_row.id is not null and current_row.source = 'explicit_user' and _memory_slot.source = 'inferred' then
+        problem := array['explicit_user_wins', '55000', 'an inferred memory never overrides one the user stated explicitly'];
+    elsif current_row.id is null and _memory_slot.scope = 'personal' then
+        select count(*) into active_count from hipocampo_private.memories as m
+        where m.tenant_id = _memory_slot.tenant_id and m.user_id = _memory_slot.user_id and m.status = 'active'
+          and m.scope = 'personal';
+        if active_count >= (cfg ->> 'max_active_per_user')::integer then
+            problem := array['quota', '53400', format('the user already has %s active memories', active_count)];
+        end if;
+    end if;
+end;
+$$;
+
+/*
+_memory_duplicate(tenant_id uuid, user_id uuid, replacing uuid, staged_id uuid, description text,
+  embedding extensions.vector, model text, cfg jsonb) -> uuid
+
+Purpose: _remember's third step: a duplicate of another active memory of the user or the tenant
+  (not the one being replaced, nor the key's staged row), in either tier: a copy of its
+  description (equal once normalised as the answer cache normalises questions: case, accents,
+  punctuation and spacing ignored; compared within a few characters' length only), or with an
+  embedding a semantic duplicate (cosine above the model's memory.duplicate_cosine; vectors of
+  another model are not compared). The copy test is the model's blind spot: e5's calibrated 0.995
+  catches 0.9 % of LoCoMo's facts retyped in lower case without their full stop
+  (docs/BENCHMARKS.md §duplicate thresholds).
+Returns: the duplicate's id (a copy first, then the most similar), or null.
+Errors: none of its own.
+*/
+create or replace function hipocampo_private._memory_duplicate(
+    tenant_id uuid, user_id uuid, replacing uuid, staged_id uuid, description text,
+    embedding extensions.vector, model text, cfg jsonb
+)
+returns uuid
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select d.id from (
+        select m.id, m.embedding, m.embedding_model, m.description from hipocampo_private.memories as m
+        where m.tenant_id = _memory_duplicate.tenant_id and m.status = 'active'
+          and (m.user_id = _memory_duplicate.user_id or m.scope = 'tenant_shared')
+          and m.id is distinct from replacing
+        union all
+        select s.id, s.embedding, s.embedding_model, s.description from hipocampo_private.memory_staging as s
+        where s.tenant_id = _memory_duplicate.tenant_id
+          and (s.user_id = _memory_duplicate.user_id or s.scope = 'tenant_shared')
+          and s.id is distinct from staged_id
+    ) as d,
+    lateral (
+        select
+            case when abs(char_length(d.description) - char_length(_memory_duplicate.description))
+                    <= greatest(8, char_length(_memory_duplicate.description) / 10)
+                then hipocampo.normalize_question(d.description) = hipocampo.normalize_question(_memory_duplicate.description)
+                else false
+            end as is_copy,
+            case when d.embedding_model = model
+                then 1 - (d.embedding operator(extensions.<=>) _memory_duplicate.embedding)
+            end as sim
+    ) as c
+    where c.is_copy or c.sim > (cfg ->> 'duplicate_cosine')::double precision
+    order by c.is_copy desc, c.sim desc nulls last
+    limit 1
+$$;
+
+/*
 _remember(…the parameters of hipocampo.remember…, tier text) -> jsonb
 
 Purpose: the gate and the write behind remember (tier 'auto') and promote_memory (tier
-  'long_term'). 'auto' routes a write with intensity < memory.staging_below_intensity (7) to
-  staging; anything else (no intensity, or intensity >= 7) goes to long-term memory. The gate
-  (see hipocampo.remember) reads the memory config from the config rows only
-  (_memory_config) and checks the description (_memory_text_problem) and the value
-  (_memory_value_problem).
+  'long_term'), in named steps: the gate (_memory_gate), the key's slot (_memory_slot: lock, active
+  row, explicit-user rule, quota), unchanged values, duplicates (_memory_duplicate), then the
+  write. 'auto' routes a write with intensity < memory.staging_below_intensity (7) to staging;
+  anything else (no intensity, or intensity >= 7) goes to long-term memory. Every refusal is
+  recorded (memory.write_rejected) and returned, not raised.
 Staging writes: the same gate except the quota and the explicit-user rule (both apply on
   promotion); expires_at defaults to now() + memory.staging_ttl_days and must lie within 30 days
   (22023 otherwise); one staged row per key (a new write replaces it). A long-term write of a key
@@ -1046,15 +1191,12 @@ declare
     a record := hipocampo_private._memory_actor(_remember.user_id, _remember.tenant_id);
     cfg jsonb;
     problem text [];
-    owner_key uuid;
+    slot record;
     current_row hipocampo_private.memories;
     staged_id uuid;
     dup_id uuid;
-    copy_key text;
     new_id uuid;
     model text;
-    active_count integer;
-    floor double precision;
     to_staging boolean;
     expiry timestamptz;
     tokens integer;
@@ -1075,59 +1217,14 @@ begin
         and round(intensity, 1) < (cfg ->> 'staging_below_intensity')::numeric;
     attempt := attempt || jsonb_build_object('tier', case when to_staging then 'staging' else 'long_term' end);
 
-    -- The gate. A refusal is recorded and returned (a raised error would roll the record back).
-    if not coalesce((select mc.granted from hipocampo_private.memory_consents as mc
-                     where mc.tenant_id = a.actor_tenant and mc.user_id = a.actor_user), false) then
-        problem := array['no_consent', '42501',
-            'the user has not consented to long-term memory (LGPD art. 7 I)'];
-    elsif category is null or btrim(category) = '' then
-        problem := array['missing_category', '23502', 'a memory needs a category'];
-    else
-        floor := case when source = 'inferred'
-            then (cfg ->> 'min_confidence_inferred')::double precision
-            else (cfg ->> 'min_confidence')::double precision end;
-        if confidence is null or confidence < floor then
-            problem := array['low_confidence', '22003',
-                format('confidence %s is below %s for %s memories', confidence, floor, source)];
-        else
-            problem := coalesce(hipocampo_private._memory_text_problem(description, token_count, cfg),
-                hipocampo_private._memory_value_problem(_remember.value, cfg));
-            if problem is not null then
-                problem := array[problem[1],
-                    case problem[1] when 'too_long' then '22001' else '22023' end, problem[2]];
-            end if;
-        end if;
-    end if;
-
-    -- Serialise writers of this key (both tiers); then read the active row.
-    owner_key := case when scope = 'personal' then a.actor_user
-        else '00000000-0000-0000-0000-000000000000'::uuid end;
+    problem := hipocampo_private._memory_gate(a.actor_tenant, a.actor_user, category, confidence, source,
+        description, token_count, _remember.value, cfg);
     if problem is null then
-        perform pg_advisory_xact_lock(hashtextextended(
-            a.actor_tenant::text || '/' || owner_key::text || '/' || scope || '/' || key, 0));
-        select * into current_row from hipocampo_private.memories as m
-        where m.tenant_id = a.actor_tenant and m.scope = _remember.scope and m.key = _remember.key
-          and m.status = 'active'
-          and (_remember.scope = 'tenant_shared' or m.user_id = a.actor_user);
-        if to_staging then
-            null;
-        elsif current_row.id is not null and current_row.source = 'explicit_user'
-            and _remember.source = 'inferred' then
-            problem := array['explicit_user_wins', '55000',
-                'an inferred memory never overrides one the user stated explicitly'];
-        elsif current_row.id is null then
-            select count(*) into active_count from hipocampo_private.memories as m
-            where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user and m.status = 'active'
-              and m.scope = 'personal';
-            if _remember.scope = 'personal'
-                and active_count >= (cfg ->> 'max_active_per_user')::integer then
-                problem := array['quota', '53400', format('the user already has %s active memories',
-                    active_count)];
-            end if;
-        end if;
+        slot := hipocampo_private._memory_slot(a.actor_tenant, a.actor_user, scope, key, source, to_staging, cfg);
+        current_row := slot.current_row;
+        problem := slot.problem;
     end if;
-
-    if problem is not null then
+    if problem is not null then  -- recorded and returned: a raised error would roll the record back
         perform hipocampo_private._memory_event(a.actor_tenant, a.actor_user, null,
             'memory.write_rejected', problem[1], attempt || jsonb_build_object('sqlstate', problem[2]));
         return jsonb_build_object('status', 'rejected', 'reason', problem[1], 'sqlstate', problem[2],
@@ -1144,44 +1241,11 @@ begin
     select s.id into staged_id from hipocampo_private.memory_staging as s
     where s.tenant_id = a.actor_tenant and s.scope = _remember.scope and s.key = _remember.key
       and (_remember.scope = 'tenant_shared' or s.user_id = a.actor_user);
-
     if embedding is not null then
         model := hipocampo_private._active_model(embedding, 'embedding');
     end if;
-    -- A duplicate of another active memory (not the one being replaced), in either tier: a copy
-    -- of its description (equal once normalised as the answer cache normalises questions:
-    -- case, accents, punctuation and spacing ignored; compared within a few characters' length
-    -- only), or with an embedding a semantic duplicate (cosine above the model's
-    -- memory.duplicate_cosine). The copy test is the model's blind spot: e5's calibrated 0.995
-    -- catches 0.9 % of LoCoMo's facts retyped in lower case without their full stop
-    -- (docs/BENCHMARKS.md §duplicate thresholds).
-    copy_key := hipocampo.normalize_question(_remember.description);
-    select d.id into dup_id from (
-        select m.id, m.embedding, m.embedding_model, m.description from hipocampo_private.memories as m
-        where m.tenant_id = a.actor_tenant and m.status = 'active'
-          and (m.user_id = a.actor_user or m.scope = 'tenant_shared')
-          and m.id is distinct from current_row.id
-        union all
-        select s.id, s.embedding, s.embedding_model, s.description from hipocampo_private.memory_staging as s
-        where s.tenant_id = a.actor_tenant
-          and (s.user_id = a.actor_user or s.scope = 'tenant_shared')
-          and s.id is distinct from staged_id
-    ) as d,
-    lateral (
-        select
-            case when abs(char_length(d.description) - char_length(_remember.description))
-                    <= greatest(8, char_length(_remember.description) / 10)
-                then hipocampo.normalize_question(d.description) = copy_key
-                else false
-            end as is_copy,
-            -- Vectors of another model (another width, during a switch) are not compared.
-            case when d.embedding_model = model
-                then 1 - (d.embedding operator(extensions.<=>) _remember.embedding)
-            end as sim
-    ) as c
-    where c.is_copy or c.sim > (cfg ->> 'duplicate_cosine')::double precision
-    order by c.is_copy desc, c.sim desc nulls last
-    limit 1;
+    dup_id := hipocampo_private._memory_duplicate(a.actor_tenant, a.actor_user, current_row.id, staged_id,
+        _remember.description, _remember.embedding, model, cfg);
     if dup_id is not null then
         perform hipocampo_private._memory_event(a.actor_tenant, a.actor_user, dup_id,
             'memory.duplicate', 'semantic_duplicate', attempt);
@@ -1189,7 +1253,6 @@ begin
     end if;
 
     tokens := greatest(coalesce(_remember.token_count, 0), ceil(char_length(_remember.description) / 4.0)::integer);
-
     if to_staging then
         expiry := coalesce(_remember.expires_at,
             now() + make_interval(days => (cfg ->> 'staging_ttl_days')::integer));
@@ -1197,9 +1260,9 @@ begin
             raise exception 'a staged memory must expire within 30 days (expires_at %)', expiry
                 using errcode = '22023';
         end if;
-        if staged_id is not null then
-            delete from hipocampo_private.memory_staging as s where s.id = staged_id;
-        end if;
+    end if;
+    delete from hipocampo_private.memory_staging as s where s.id = staged_id;
+    if to_staging then
         insert into hipocampo_private.memory_staging (
             tenant_id, user_id, scope, category, key, value, description, confidence, source, source_ref,
             conversation_id, pinned, tags, emotion, intensity, life_domain, embedding, embedding_model,
@@ -1217,14 +1280,9 @@ begin
             'replaced', staged_id);
     end if;
 
-    if staged_id is not null then
-        delete from hipocampo_private.memory_staging as s where s.id = staged_id;
-    end if;
-    if current_row.id is not null then
-        update hipocampo_private.memories as m
-        set status = 'deprecated', valid_to = now(), updated_at = now()
-        where m.id = current_row.id;
-    end if;
+    update hipocampo_private.memories as m
+    set status = 'deprecated', valid_to = now(), updated_at = now()
+    where m.id = current_row.id;
     insert into hipocampo_private.memories (
         tenant_id, user_id, scope, category, key, value, description, confidence, source, source_ref,
         conversation_id, pinned, tags, emotion, intensity, life_domain, embedding, embedding_model,

@@ -273,6 +273,17 @@ grant execute on function hipocampo_private._pii_scrub_numbers(input text, out t
 grant execute on function hipocampo_private._pii_scrub_jsonb(value jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._pseudonym(value text) to service_role;
 grant execute on function hipocampo_private._question_lexemes(query_text text, ts_config regconfig, stopwords jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._memory_gate(
+    tenant_id uuid, user_id uuid, category text, confidence double precision, source text, description text,
+    token_count integer, value jsonb, cfg jsonb
+) to authenticated, service_role;
+grant execute on function hipocampo_private._memory_slot(
+    tenant_id uuid, user_id uuid, scope text, key text, source text, to_staging boolean, cfg jsonb
+) to authenticated, service_role;
+grant execute on function hipocampo_private._memory_duplicate(
+    tenant_id uuid, user_id uuid, replacing uuid, staged_id uuid, description text, embedding extensions.vector,
+    model text, cfg jsonb
+) to authenticated, service_role;
 grant execute on function hipocampo_private._remember(key text, value jsonb, description text, category text, embedding extensions.vector, scope text, confidence double precision, source text, source_ref text, conversation_id uuid, tags text[], emotion text, intensity numeric, life_domain text, pinned boolean, token_count integer, expires_at timestamp with time zone, user_id uuid, tenant_id uuid, tier text) to authenticated, service_role;
 grant execute on function hipocampo_private._require_admin() to authenticated, service_role;
 grant execute on function hipocampo_private._require_tenant_admin(action text) to authenticated, service_role;

@@ -294,7 +294,7 @@ SQL_FUNCTION_LINES = 100
 SQL_TOO_LONG = {
     "hipocampo.hybrid_search": 464,
     "hipocampo_private._search_history": 373,
-    "hipocampo_private._remember": 215,
+    "hipocampo_private._remember": 128,
     "hipocampo.answer_evidence": 209,
     "hipocampo.context_pack": 205,
     "hipocampo_private._write_documents": 153,
