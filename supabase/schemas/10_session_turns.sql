@@ -84,7 +84,10 @@ as $$
 declare
     q real[] := query_vector::real[];
     topic real[];
+    q_norm double precision := hipocampo_private._norm(q);
+    topic_norm double precision;
     mixed double precision[];
+    mixed_norm double precision;
 begin
     if query_vector is null or coalesce(weight, 0) = 0 then
         return query_vector;
@@ -96,12 +99,12 @@ begin
     if topic is null then
         return query_vector;
     end if;
-    select pg_catalog.array_agg(
-        q[i] / hipocampo_private._norm(q) + weight * topic[i] / hipocampo_private._norm(topic) order by i
-    ) into mixed
+    topic_norm := hipocampo_private._norm(topic);  -- each norm once, not once per dimension
+    select pg_catalog.array_agg(q[i] / q_norm + weight * topic[i] / topic_norm order by i) into mixed
     from pg_catalog.generate_series(1, pg_catalog.cardinality(q)) as i;
+    mixed_norm := hipocampo_private._norm(mixed::real[]);
     return (
-        select pg_catalog.array_agg(x / hipocampo_private._norm(mixed::real[]) order by i)::real[]::extensions.vector
+        select pg_catalog.array_agg(x / mixed_norm order by i)::real[]::extensions.vector
         from pg_catalog.unnest(mixed) with ordinality as t (x, i)
     );
 end;
