@@ -75,6 +75,9 @@ Purpose: the hybrid retrieval RPC (PostgREST: POST /rpc/hybrid_search with named
   Every null argument takes its value from the config rows (hipocampo.effective_config,
   section retrieval), with the calibration of the model searched (min_similarity, dense_weight,
   dedupe_threshold: model_calibrations).
+  In named steps: _search_scope (the query checked, the model and the knowledge bases),
+  _search_settings (arguments over config), _dense_leg and _lexical_leg (the candidates),
+  _fuse (fusion and rerank), _mmr_pick (MMR and near-duplicates); then the picked rows.
 Parameters:
   query_text       1..retrieval.max_query_chars (2,000) characters.
   query_embedding  the query vector, dims of the model (L2-normalised).
@@ -116,13 +119,15 @@ Side effects: one row appended to read_queue (_enqueue_read; in a read-only tran
 -- definer because under RLS every statement re-resolved the caller's membership (a definer call
 -- per table read, about a fifth of a 250-chunk search; docs/BENCHMARKS.md §Hybrid search on a
 -- small knowledge base): the tenant is resolved once above, by _resolve_tenant from the request,
--- and every statement below reads only that tenant's rows (tenant_id = t, or ids those returned).
--- plan_cache_mode force_generic_plan: PL/pgSQL keeps a statement's generic plan only when its
--- estimated cost is no higher than that of the custom plans; with the array arguments (the scope,
--- the candidate ids) it was not, so the static statements were planned again on every call (~0.5
--- ms of a 1.8 ms search on a 250-passage knowledge base; the plans are the same shape either way:
--- docs/BENCHMARKS.md §Hybrid search: plans kept, vectors read late). The dynamic statement of the
--- HNSW path is planned per call as before (EXECUTE).
+-- and every statement of its steps reads only that tenant's rows (tenant_id = t, or ids those
+-- returned). The steps are invoker functions, so they run with the definer's rights here.
+-- plan_cache_mode force_generic_plan (for the steps too: a setting lasts through the calls it
+-- makes): PL/pgSQL keeps a statement's generic plan only when its estimated cost is no higher
+-- than that of the custom plans; with the array arguments (the scope, the candidate ids) it was
+-- not, so the static statements were planned again on every call (~0.5 ms of a 1.8 ms search on a
+-- 250-passage knowledge base; the plans are the same shape either way: docs/BENCHMARKS.md §Hybrid
+-- search: plans kept, vectors read late). The dynamic statement of the HNSW path is planned per
+-- call as before (EXECUTE).
 create or replace function hipocampo.hybrid_search(
     query_text text,
     query_embedding extensions.vector,
@@ -166,48 +171,84 @@ as $$
 declare
     started timestamptz := clock_timestamp();
     t uuid := hipocampo_private._resolve_tenant(hybrid_search.tenant_id);
-    r jsonb;
-    model text;
-    dims integer;
-    scope uuid [];
-    scope_rows bigint;
-    k integer;
-    n_cand integer;
-    min_sim double precision;
-    fuse text;
-    w_dense double precision;
-    w_lex double precision;
-    rrf_k double precision;
-    rr text;
-    lambda double precision;
-    dup double precision;
-    k1 double precision;
-    b double precision;
-    half_life double precision;
-    exact_max bigint;
-    dense_sql text;
-    d_ids bigint [];
-    d_sims double precision [];
-    t_kb uuid [];
-    t_lex text [];
-    t_idf double precision [];
-    t_avg double precision [];
-    s_ids bigint [];
-    s_scores double precision [];
-    l_ids bigint [];
-    l_scores double precision [];
-    lim integer;
-    f_ids bigint [];
-    f_sim double precision [];
-    f_score double precision [];
-    f_fused double precision [];
-    f_final double precision [];
-    f_emb extensions.vector [];
-    c_rel double precision [];
-    sel_pos integer [] := '{}';
-    n integer;
-    s double precision;
-    above bigint;
+    s record;      -- what is searched (_search_scope): model, dims, scope
+    p jsonb;       -- the parameters (_search_settings): arguments over the config rows
+    dense record;  -- the dense leg: ids, sims
+    lex record;    -- the lexical leg: ids, scores, and every chunk it scored: scored_ids, scored_scores
+    f record;      -- the ranking (_fuse): ids, sims, scores, fused, final
+    picked integer[];
+begin
+    s := hipocampo_private._search_scope(
+        t, query_text, query_embedding, hybrid_search.kb_ids, hybrid_search.embedding_model
+    );
+    p := hipocampo_private._search_settings(
+        t, s.scope, s.model, query_text, hybrid_search.match_count, hybrid_search.min_similarity,
+        hybrid_search.fusion, hybrid_search.dense_weight, hybrid_search.lexical_weight,
+        hybrid_search.rerank, hybrid_search.mmr_lambda
+    );
+    dense := hipocampo_private._dense_leg(
+        t, s.scope, s.model, s.dims, query_embedding, hybrid_search.source_types, hybrid_search.metadata_filter, p
+    );
+    lex := hipocampo_private._lexical_leg(
+        t, s.scope, s.model, query_text, hybrid_search.source_types, hybrid_search.metadata_filter, p
+    );
+    f := hipocampo_private._fuse(
+        query_embedding, p, dense.ids, dense.sims, lex.ids, lex.scores, lex.scored_ids, lex.scored_scores
+    );
+    picked := hipocampo_private._mmr_pick(f.ids, f.final, p);
+
+    -- The picked candidates, in pick order, as rows (a plan that does not depend on the arrays'
+    -- contents: subscripts in a join condition kept it from being cached).
+    return query
+    select c.id, c.document_id, c.kb_id, c.chunk_index, c.content, c.metadata,
+        d.title, d.source_uri, d.source_type, d.author, d.published_at, d.trust_score,
+        o.sim, o.score, o.fused, o.final, o.ord::integer
+    from unnest(
+        array(select f.ids[x] from unnest(picked) as x), array(select f.sims[x] from unnest(picked) as x),
+        array(select f.scores[x] from unnest(picked) as x), array(select f.fused[x] from unnest(picked) as x),
+        array(select f.final[x] from unnest(picked) as x)
+    ) with ordinality as o (id, sim, score, fused, final, ord)
+    inner join hipocampo_private.chunks as c on c.id = o.id
+    inner join hipocampo_private.documents as d on d.id = c.document_id
+    order by o.ord;
+
+    -- The read's record, appended to the read queue (in a read-only transaction: on the primary),
+    -- which drain_read_queue turns into the access log and the chunks' access times.
+    perform hipocampo_private._enqueue_read(
+        t, 'hybrid_search', cardinality(picked), encode(sha256(convert_to(query_text, 'UTF8')), 'hex'),
+        extract(epoch from clock_timestamp() - started) * 1000, array(select f.ids[x] from unnest(picked) as x),
+        '{}'
+    );
+end;
+$$;
+
+/*
+_search_scope(tenant uuid, query_text text, query_embedding vector, kb_ids uuid[],
+  embedding_model text, out model text, out dims integer, out scope uuid[])
+
+Purpose: hybrid_search's first step: check the query and resolve what it searches, the embedding
+  model (the argument, else _search_model's: the active one, or during a switch the previous one
+  until every chunk of the scope has a row of the active one) and the tenant's knowledge bases.
+Parameters: tenant (hybrid_search's, from _resolve_tenant); the others as hybrid_search's of the
+  same names (kb_ids null = all of the tenant's).
+Returns: model (its name), dims (its dimensions), scope (knowledge base ids; '{}' when the tenant
+  has none).
+Errors: 22023 "query_text must be 1..2000 characters (got an empty query)";
+  22023 "query_embedding is required"; P0002 "unknown embedding model: …";
+  22000 "query_embedding has n dimensions; model m expects d";
+  22023 "query_embedding is a zero vector: its cosine similarity is undefined";
+  P0002 "unknown knowledge base: …".
+Example: select * from hipocampo_private._search_scope(tenant, 'prazo', '[…]', null, null);
+*/
+create or replace function hipocampo_private._search_scope(
+    tenant uuid, query_text text, query_embedding extensions.vector, kb_ids uuid[], embedding_model text,
+    out model text, out dims integer, out scope uuid[]
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
 begin
     if query_text is null or btrim(query_text) = '' then
         raise exception 'query_text must be 1..2000 characters (got an empty query)'
@@ -216,20 +257,11 @@ begin
     if query_embedding is null then
         raise exception 'query_embedding is required' using errcode = '22023';
     end if;
-
-    -- The model and the scope.
-    if hybrid_search.embedding_model is null then
-        -- The active model, or during a switch the previous one until this scope is complete.
-        model := hipocampo_private._search_model(t, hybrid_search.kb_ids);
-        select e.name, e.dims into model, dims from hipocampo_private.embedding_models as e
-        where e.name = model;
-    else
-        select e.name, e.dims into model, dims from hipocampo_private.embedding_models as e
-        where e.name = hybrid_search.embedding_model;
-    end if;
+    model := coalesce(_search_scope.embedding_model, hipocampo_private._search_model(tenant, _search_scope.kb_ids));
+    select e.name, e.dims into model, dims from hipocampo_private.embedding_models as e where e.name = model;
     if model is null then
         raise exception 'unknown embedding model: %',
-            coalesce(hybrid_search.embedding_model, '(no active model)') using errcode = 'P0002';
+            coalesce(_search_scope.embedding_model, '(no active model)') using errcode = 'P0002';
     end if;
     if extensions.vector_dims(query_embedding) <> dims then
         raise exception 'query_embedding has % dimensions; model % expects %',
@@ -243,22 +275,60 @@ begin
     end if;
 
     select array_agg(kb.id) into scope from hipocampo_private.knowledge_bases as kb
-    where kb.tenant_id = t and (hybrid_search.kb_ids is null or kb.id = any(hybrid_search.kb_ids));
-    if hybrid_search.kb_ids is not null
-        and coalesce(cardinality(scope), 0) < cardinality(array(select distinct unnest(hybrid_search.kb_ids))) then
+    where kb.tenant_id = tenant and (_search_scope.kb_ids is null or kb.id = any(_search_scope.kb_ids));
+    if _search_scope.kb_ids is not null
+        and coalesce(cardinality(scope), 0) < cardinality(array(select distinct unnest(_search_scope.kb_ids))) then
         raise exception 'unknown knowledge base: %',
-            (select string_agg(x::text, ', ') from unnest(hybrid_search.kb_ids) as x
+            (select string_agg(x::text, ', ') from unnest(_search_scope.kb_ids) as x
              where x <> all(coalesce(scope, '{}'))) using errcode = 'P0002';
     end if;
     scope := coalesce(scope, '{}');
+end;
+$$;
 
-    -- Parameters: argument, else KB override (single KB), else tenant row, else global row
-    -- (seeded from config.toml: no values of its own here).
-    -- The thresholds of the model searched (issue 22 §2): its calibration, under the tenant's and
-    -- the knowledge base's overrides.
+/*
+_search_settings(tenant uuid, scope uuid[], model text, query_text text, match_count integer,
+  min_similarity double precision, fusion text, dense_weight double precision,
+  lexical_weight double precision, rerank text, mmr_lambda double precision) -> jsonb
+
+Purpose: hybrid_search's parameters: each argument, else the retrieval section of the config
+  (the knowledge base's row for a single-KB scope, else the tenant's, else the global row seeded
+  from config.toml) under the calibration of the model searched (min_similarity, dense_weight,
+  dedupe_threshold: model_calibrations); the query's length and each value's range checked.
+Parameters: as hybrid_search's of the same names; scope and model from _search_scope.
+Returns: the retrieval section with the arguments in place of its keys, and "candidates": the
+  candidates kept per leg, greatest(match_count * candidate_multiplier, min_candidates).
+Errors: 55000 as _calibration; 55000 "retrieval config is incomplete: …" (a config row without a
+  key config.toml seeds); 22023 "query_text must be 1..n characters (got m)" (n:
+  retrieval.max_query_chars); 22023 "match_count must be 1..100 (got n)", and on an out-of-range
+  min_similarity, mmr_lambda, weight, fusion or rerank.
+Example: select hipocampo_private._search_settings(tenant, array[kb], 'all-MiniLM-L6-v2', 'prazo',
+  null, null, null, null, null, null, null);
+*/
+create or replace function hipocampo_private._search_settings(
+    tenant uuid, scope uuid[], model text, query_text text, match_count integer,
+    min_similarity double precision, fusion text, dense_weight double precision,
+    lexical_weight double precision, rerank text, mmr_lambda double precision
+)
+returns jsonb
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    r jsonb;
+    k integer;
+    min_sim double precision;
+    w_dense double precision;
+    w_lex double precision;
+    lambda double precision;
+    fuse text;
+    rr text;
+begin
     perform hipocampo_private._calibration(model, true);
     r := hipocampo_private._config_section(
-        t, case when cardinality(scope) = 1 then scope[1] end, 'retrieval', model
+        tenant, case when cardinality(scope) = 1 then scope[1] end, 'retrieval', model
     );
     if exists (
         select 1 from unnest(array[
@@ -277,25 +347,16 @@ begin
             (r ->> 'max_query_chars')::integer, char_length(query_text)
             using errcode = '22023';
     end if;
-    k := coalesce(hybrid_search.match_count, (r ->> 'match_count')::integer);
-    min_sim := coalesce(hybrid_search.min_similarity, (r ->> 'min_similarity')::double precision);
-    fuse := coalesce(hybrid_search.fusion, r ->> 'fusion');
-    w_dense := coalesce(hybrid_search.dense_weight, (r ->> 'dense_weight')::double precision);
-    w_lex := coalesce(hybrid_search.lexical_weight, (r ->> 'lexical_weight')::double precision);
-    rrf_k := (r ->> 'rrf_k')::double precision;
-    rr := coalesce(hybrid_search.rerank, r ->> 'rerank');
-    lambda := coalesce(hybrid_search.mmr_lambda, (r ->> 'mmr_lambda')::double precision);
-    dup := (r ->> 'dedupe_threshold')::double precision;
-    k1 := (r ->> 'bm25_k1')::double precision;
-    b := (r ->> 'bm25_b')::double precision;
-    half_life := (r ->> 'freshness_half_life_days')::double precision;
-    exact_max := (r ->> 'exact_scan_max_rows')::bigint;
-
+    k := coalesce(_search_settings.match_count, (r ->> 'match_count')::integer);
+    min_sim := coalesce(_search_settings.min_similarity, (r ->> 'min_similarity')::double precision);
+    w_dense := coalesce(_search_settings.dense_weight, (r ->> 'dense_weight')::double precision);
+    w_lex := coalesce(_search_settings.lexical_weight, (r ->> 'lexical_weight')::double precision);
+    lambda := coalesce(_search_settings.mmr_lambda, (r ->> 'mmr_lambda')::double precision);
+    fuse := coalesce(_search_settings.fusion, r ->> 'fusion');
+    rr := coalesce(_search_settings.rerank, r ->> 'rerank');
     if k < 1 or k > 100 then
         raise exception 'match_count must be 1..100 (got %)', k using errcode = '22023';
     end if;
-    -- After the range check: k * candidate_multiplier overflowed integer for k = -2^31 (22003).
-    n_cand := greatest(k * (r ->> 'candidate_multiplier')::integer, (r ->> 'min_candidates')::integer);
     if min_sim < -1 or min_sim > 1 then
         raise exception 'min_similarity must be -1..1 (got %)', min_sim using errcode = '22023';
     end if;
@@ -315,24 +376,62 @@ begin
     if rr not in ('none', 'trust_recency') then
         raise exception 'rerank must be none or trust_recency (got %)', rr using errcode = '22023';
     end if;
+    -- After the range check: k * candidate_multiplier overflowed integer for k = -2^31 (22003).
+    return r || jsonb_build_object(
+        'match_count', k, 'min_similarity', min_sim, 'dense_weight', w_dense, 'lexical_weight', w_lex,
+        'mmr_lambda', lambda, 'fusion', fuse, 'rerank', rr,
+        'candidates', greatest(k * (r ->> 'candidate_multiplier')::integer, (r ->> 'min_candidates')::integer)
+    );
+end;
+$$;
 
-    -- Dense leg. Large scopes: the typed cast matches the model's partial HNSW index
-    -- (vector_cosine_ops <-> <=>), with pgvector's iterative scan so filters still leave n_cand
-    -- rows; the cast names the model's dims, so that statement is dynamic. Small scopes are
-    -- scanned exactly, ordered by the similarity itself (one cosine per chunk, no index order):
-    -- for a model of at most 640 dimensions by the static statement below (its plan is cached; a
-    -- dynamic statement is planned on every call), which reads the vectors from the covering
-    -- index chunks_scope_vectors_idx; for a wider model (no entry in that index) by the dynamic
-    -- statement without the cast, which reads the heap.
-    -- Nearest chunks first (chunk-level filters only), then document filters on those: the
-    -- best 4 * n_cand first, every chunk of the scope only when that leaves fewer than n_cand.
+/*
+_dense_leg(tenant uuid, scope uuid[], model text, dims integer, query_embedding vector,
+  source_types text[], metadata_filter jsonb, settings jsonb, out ids bigint[],
+  out sims double precision[])
+
+Purpose: hybrid_search's dense leg: the chunks of the scope nearest to the query vector whose
+  cosine similarity is at least settings.min_similarity, after the chunk and document filters.
+  Scopes above settings.exact_scan_max_rows use the model's partial HNSW index (typed cast,
+  vector_cosine_ops <-> <=>, hnsw.iterative_scan relaxed_order, hnsw.ef_search at least the
+  candidates wanted), so filters still leave enough rows; the statement names the model's dims,
+  so it is dynamic. Smaller scopes are scanned exactly, ordered by the similarity itself: for a
+  model of at most 640 dimensions by a static statement (its plan is cached) that reads the
+  vectors from the covering index chunks_scope_vectors_idx, for a wider one (no entry in that
+  index) by the dynamic statement without the cast, which reads the heap. The nearest
+  candidates (HNSW) or 4 * candidates (exact) are filtered first; then 4 * candidates, then every
+  chunk of the scope, only while the filters leave too few.
+Parameters: scope, model, dims from _search_scope; settings from _search_settings (candidates,
+  min_similarity, exact_scan_max_rows, hnsw_ef_search); the others as hybrid_search's.
+Returns: ids and sims (cosine similarity), at most settings.candidates, most similar first.
+Errors: none.
+Example: select * from hipocampo_private._dense_leg(tenant, array[kb], model, 384, '[…]', null, null, settings);
+*/
+create or replace function hipocampo_private._dense_leg(
+    tenant uuid, scope uuid[], model text, dims integer, query_embedding extensions.vector,
+    source_types text[], metadata_filter jsonb, settings jsonb,
+    out ids bigint[], out sims double precision[]
+)
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    n_cand integer := (settings ->> 'candidates')::integer;
+    min_sim double precision := (settings ->> 'min_similarity')::double precision;
+    exact_max bigint := (settings ->> 'exact_scan_max_rows')::bigint;
+    scope_rows bigint;
+    dense_sql text;
+    lim integer;
+    above bigint;
+begin
     select coalesce(sum(st.chunk_count), 0) into scope_rows from hipocampo_private.kb_text_stats as st
     where st.kb_id = any(scope) and st.embedding_model = model;
     if scope_rows > exact_max or dims > 640 then
         if scope_rows > exact_max then
             perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
             perform set_config('hnsw.ef_search',
-                greatest((r ->> 'hnsw_ef_search')::integer, n_cand)::text, true);
+                greatest((settings ->> 'hnsw_ef_search')::integer, n_cand)::text, true);
         end if;
         dense_sql := format(
             'with nn as ('
@@ -353,24 +452,32 @@ begin
             case when scope_rows > exact_max then format('::extensions.vector(%s)', dims) else '' end
         );
     end if;
-    for pass in 1..2 loop
-        lim := case when pass = 1 then n_cand * 4 else scope_rows + 1 end;
+    -- The index returns the nearest n_cand first (each further row of an HNSW scan costs a graph
+    -- step: 4 * n_cand rows took 2.7 ms where n_cand took 1.1 at 5k chunks); the exact scan
+    -- reads every chunk anyway and keeps the nearest 4 * n_cand.
+    lim := case when scope_rows > exact_max then n_cand else n_cand * 4 end;
+    loop
         if dense_sql is not null then
-            execute dense_sql
-            into d_ids, d_sims, above
-            using query_embedding, t, scope, model, hybrid_search.source_types,
-                  hybrid_search.metadata_filter, n_cand, min_sim, lim;
+            execute dense_sql into ids, sims, above
+            using query_embedding, tenant, scope, model, source_types, metadata_filter, n_cand, min_sim, lim;
         else
             -- From the covering index chunks_scope_vectors_idx (an index-only scan: its predicate
-            -- is repeated so that a cached generic plan can use it). The metadata filter, not in
-            -- the index, is checked on the nearest with the document filters; the second pass
-            -- covers what it drops, so the rows are those of filtering first.
+            -- is repeated so that a cached generic plan can use it), one index range per knowledge
+            -- base: with "kb_id = any(scope)" the generic plan scanned the whole table whenever
+            -- one tenant held most chunks ("offset 0" keeps the range a parameterised scan). The
+            -- metadata filter, not in the index, is checked on the nearest with the document
+            -- filters; the second pass covers what it drops, so the rows are those of filtering first.
             with nn as (
                 select c.id, c.document_id, 1 - (c.embedding operator(extensions.<=>) query_embedding) as sim
-                from hipocampo_private.chunks as c
-                where c.tenant_id = t and c.kb_id = any(scope) and c.embedding_model = model
-                  and extensions.vector_dims(c.embedding) <= 640
-                  and (c.expires_at is null or c.expires_at > now())
+                from unnest(scope) as sc (kb_id)
+                cross join lateral (
+                    select ch.id, ch.document_id, ch.embedding
+                    from hipocampo_private.chunks as ch
+                    where ch.tenant_id = tenant and ch.kb_id = sc.kb_id and ch.embedding_model = model
+                      and extensions.vector_dims(ch.embedding) <= 640
+                      and (ch.expires_at is null or ch.expires_at > now())
+                    offset 0
+                ) as c
                 order by sim desc
                 limit lim
             ),
@@ -378,11 +485,11 @@ begin
                 select nn.id, nn.sim from nn
                 inner join hipocampo_private.documents as d on d.id = nn.document_id
                 where d.status = 'active'
-                  and (hybrid_search.source_types is null or d.source_type = any(hybrid_search.source_types))
+                  and (_dense_leg.source_types is null or d.source_type = any(_dense_leg.source_types))
                   and nn.sim >= min_sim
-                  and (hybrid_search.metadata_filter is null or exists (
+                  and (_dense_leg.metadata_filter is null or exists (
                       select 1 from hipocampo_private.chunks as m
-                      where m.id = nn.id and m.metadata @> hybrid_search.metadata_filter
+                      where m.id = nn.id and m.metadata @> _dense_leg.metadata_filter
                   ))
                 order by nn.sim desc, nn.id
                 limit n_cand
@@ -390,16 +497,56 @@ begin
             select coalesce(array_agg(ok.id order by ok.sim desc, ok.id), '{}'),
                 coalesce(array_agg(ok.sim order by ok.sim desc, ok.id), '{}'),
                 (select count(*) from nn where nn.sim >= min_sim)
-            into d_ids, d_sims, above
+            into ids, sims, above
             from ok;
         end if;
-        -- Again without the limit only when document filters dropped candidates we need.
-        exit when cardinality(d_ids) >= n_cand or lim > scope_rows or above <= cardinality(d_ids);
+        -- Again, with more rows, only when document filters dropped candidates we need: 4 * n_cand,
+        -- then the whole scope.
+        exit when cardinality(ids) >= n_cand or lim > scope_rows or above <= cardinality(ids);
+        lim := case when lim < n_cand * 4 then n_cand * 4 else scope_rows + 1 end;
     end loop;
+end;
+$$;
 
-    -- Lexical leg: Okapi BM25 with OR semantics over the query's stemmed, unaccented lexemes
-    -- (the KB's language), read from the inverted index kb_postings: one primary-key range per
-    -- term, then arithmetic. idf and the average length come from the per-KB statistics.
+/*
+_lexical_leg(tenant uuid, scope uuid[], model text, query_text text, source_types text[],
+  metadata_filter jsonb, settings jsonb, out ids bigint[], out scores double precision[],
+  out scored_ids bigint[], out scored_scores double precision[])
+
+Purpose: hybrid_search's lexical leg: Okapi BM25 (k1 = settings.bm25_k1, b = settings.bm25_b)
+  with OR semantics over the query's stemmed, unaccented lexemes (each knowledge base's
+  language), read from the inverted index kb_postings: one primary-key range per term, then
+  arithmetic; idf and the average length from the per-KB statistics (kb_term_stats,
+  kb_text_stats). The filters (model, status, expiry, source type, metadata) are checked on the
+  best 4 * settings.candidates first; every scored chunk only when they leave too few.
+Parameters: scope and model from _search_scope; settings from _search_settings; the others as
+  hybrid_search's.
+Returns: ids and scores (BM25), at most settings.candidates, best first, after the filters;
+  scored_ids and scored_scores, every chunk of the scope that holds a query term (unfiltered):
+  the fusion reads the BM25 score of a dense-only candidate there.
+Errors: none.
+Example: select * from hipocampo_private._lexical_leg(tenant, array[kb], model, 'prazo', null, null, settings);
+*/
+create or replace function hipocampo_private._lexical_leg(
+    tenant uuid, scope uuid[], model text, query_text text, source_types text[], metadata_filter jsonb,
+    settings jsonb, out ids bigint[], out scores double precision[], out scored_ids bigint[],
+    out scored_scores double precision[]
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    n_cand integer := (settings ->> 'candidates')::integer;
+    k1 double precision := (settings ->> 'bm25_k1')::double precision;
+    b double precision := (settings ->> 'bm25_b')::double precision;
+    t_kb uuid [];
+    t_lex text [];
+    t_idf double precision [];
+    t_avg double precision [];
+    lim integer;
+begin
     select
         coalesce(array_agg(q.kb_id), '{}'),
         coalesce(array_agg(q.lexeme), '{}'),
@@ -423,7 +570,7 @@ begin
     select
         coalesce(array_agg(x.chunk_id order by x.score desc, x.chunk_id), '{}'),
         coalesce(array_agg(x.score order by x.score desc, x.chunk_id), '{}')
-    into s_ids, s_scores
+    into scored_ids, scored_scores
     from (
         select p.chunk_id,
             sum(tm.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.chunk_length / tm.avg_len))) as score
@@ -433,47 +580,87 @@ begin
         cross join lateral (
             select ps.chunk_id, ps.tf, ps.chunk_length
             from hipocampo_private.kb_postings as ps
-            where ps.tenant_id = t and ps.kb_id = tm.kb_id and ps.lexeme = tm.lexeme
+            where ps.tenant_id = tenant and ps.kb_id = tm.kb_id and ps.lexeme = tm.lexeme
             offset 0
         ) as p
         group by p.chunk_id
     ) as x;
 
-    -- Filters (model, status, expiry, source type, metadata) are checked on the best 4 * n_cand
-    -- first; only when they leave fewer than n_cand is every scored chunk checked.
     for pass in 1..2 loop
-        lim := case when pass = 1 then n_cand * 4 else cardinality(s_ids) end;
+        lim := case when pass = 1 then n_cand * 4 else cardinality(scored_ids) end;
         select coalesce(array_agg(f.id order by f.ord), '{}'), coalesce(array_agg(f.score order by f.ord), '{}')
-        into l_ids, l_scores
+        into ids, scores
         from (
             select u.id, u.score, u.ord
-            from unnest(s_ids[1:lim], s_scores[1:lim]) with ordinality as u (id, score, ord)
+            from unnest(scored_ids[1:lim], scored_scores[1:lim]) with ordinality as u (id, score, ord)
             inner join hipocampo_private.chunks as c on c.id = u.id
             inner join hipocampo_private.documents as d on d.id = c.document_id
             where c.embedding_model = model
-              and (hybrid_search.source_types is null or d.source_type = any(hybrid_search.source_types))
-              and (hybrid_search.metadata_filter is null or c.metadata @> hybrid_search.metadata_filter)
+              and (_lexical_leg.source_types is null or d.source_type = any(_lexical_leg.source_types))
+              and (_lexical_leg.metadata_filter is null or c.metadata @> _lexical_leg.metadata_filter)
               and d.status = 'active'
               and (c.expires_at is null or c.expires_at > now())
             order by u.ord
             limit n_cand
         ) as f;
-        exit when cardinality(l_ids) >= n_cand or cardinality(s_ids) <= n_cand * 4;
+        exit when cardinality(ids) >= n_cand or cardinality(scored_ids) <= n_cand * 4;
     end loop;
+end;
+$$;
 
-    -- Fusion over the union of both legs, each candidate chunk read once. Every candidate gets
-    -- both signals, so the fusion compares like with like: the BM25 score of a dense-only hit is
-    -- the lexical leg's (every chunk of the scope holding a query term was scored there; 0 when
-    -- it holds none), the cosine of a lexical-only hit is computed here and counts as a dense
-    -- signal at or above min_similarity, as in the dense leg. Score fusion: each leg's z-score
-    -- over the candidates (a candidate without the signal takes the leg's lowest), weighted; the
-    -- means and deviations are summed in rank order. RRF: each leg's rank. Then rerank; ranked
-    -- candidates into arrays. The vectors are not carried through these steps (copying ~70 of
-    -- 1.5 kB through the sorts was half of a 250-passage search): MMR reads them below.
+/*
+_fuse(query_embedding vector, settings jsonb, dense_ids bigint[], dense_sims double precision[],
+  lexical_ids bigint[], lexical_scores double precision[], scored_ids bigint[],
+  scored_scores double precision[], out ids bigint[], out sims double precision[],
+  out scores double precision[], out fused double precision[], out final double precision[])
+
+Purpose: hybrid_search's fusion and rerank over the union of both legs, each candidate chunk
+  read once. Every candidate gets both signals, so the fusion compares like with like: the BM25
+  score of a dense-only hit is the lexical leg's (scored_scores: every chunk of the scope holding
+  a query term; 0 when it holds none), the cosine of a lexical-only hit is computed here and
+  counts at or above settings.min_similarity, as in the dense leg. settings.fusion 'score': each
+  leg's z-score over the candidates (a candidate without the signal takes the leg's lowest),
+  weighted by dense_weight and lexical_weight; the means and deviations are summed in rank order,
+  so they are the same to the bit whatever the plan. 'rrf': each leg's rank, 1 / (rrf_k + rank).
+  settings.rerank 'trust_recency': the fused score scaled to 0..1 *
+  trust_recency_similarity_weight + the document's trust * trust_recency_trust_weight +
+  freshness (exp(-age in days / freshness_half_life_days)) * trust_recency_freshness_weight.
+  The vectors are not carried through these steps (copying ~70 of 1.5 kB through the sorts was
+  half of a 250-passage search): _mmr_pick reads them.
+Parameters: settings from _search_settings; the legs' arrays from _dense_leg and _lexical_leg.
+Returns: the candidates ranked by final score (ties: newer published_at, newer chunk, lower id):
+  ids, sims (cosine or null), scores (BM25), fused, final; null arrays when there is none.
+Errors: none.
+Example: select * from hipocampo_private._fuse('[…]', settings, d.ids, d.sims, l.ids, l.scores,
+  l.scored_ids, l.scored_scores);
+*/
+create or replace function hipocampo_private._fuse(
+    query_embedding extensions.vector, settings jsonb, dense_ids bigint[], dense_sims double precision[],
+    lexical_ids bigint[], lexical_scores double precision[], scored_ids bigint[], scored_scores double precision[],
+    out ids bigint[], out sims double precision[], out scores double precision[],
+    out fused double precision[], out final double precision[]
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    min_sim double precision := (settings ->> 'min_similarity')::double precision;
+    fuse text := settings ->> 'fusion';
+    w_dense double precision := (settings ->> 'dense_weight')::double precision;
+    w_lex double precision := (settings ->> 'lexical_weight')::double precision;
+    rrf_k double precision := (settings ->> 'rrf_k')::double precision;
+    rr text := settings ->> 'rerank';
+    w_sim double precision := (settings ->> 'trust_recency_similarity_weight')::double precision;
+    w_trust double precision := (settings ->> 'trust_recency_trust_weight')::double precision;
+    w_fresh double precision := (settings ->> 'trust_recency_freshness_weight')::double precision;
+    half_life double precision := (settings ->> 'freshness_half_life_days')::double precision;
+begin
     with legs as (
         select coalesce(dl.id, ll.id) as id, dl.sim, ll.score
-        from unnest(d_ids, d_sims) as dl (id, sim)
-        full outer join unnest(l_ids, l_scores) as ll (id, score) on ll.id = dl.id
+        from unnest(dense_ids, dense_sims) as dl (id, sim)
+        full outer join unnest(lexical_ids, lexical_scores) as ll (id, score) on ll.id = dl.id
     ),
     cand as (
         select lg.id, d.trust_score, d.published_at, c.created_at,
@@ -486,19 +673,16 @@ begin
         from legs as lg
         inner join hipocampo_private.chunks as c on c.id = lg.id
         inner join hipocampo_private.documents as d on d.id = c.document_id
-        left join unnest(s_ids, s_scores) as sc (id, score) on lg.score is null and sc.id = lg.id
+        left join unnest(scored_ids, scored_scores) as sc (id, score) on lg.score is null and sc.id = lg.id
     ),
     st as (
         select
-            avg(cd.sim order by cd.sim desc, cd.id) as avg_d,
-            stddev_pop(cd.sim order by cd.sim desc, cd.id) as sd_d,
-            min(cd.sim) as min_d,
-            avg(cd.score order by cd.score desc, cd.id) as avg_l,
-            stddev_pop(cd.score order by cd.score desc, cd.id) as sd_l,
-            min(cd.score) as min_l
+            avg(cd.sim order by cd.sim desc, cd.id) as avg_d, stddev_pop(cd.sim order by cd.sim desc, cd.id) as sd_d,
+            min(cd.sim) as min_d, avg(cd.score order by cd.score desc, cd.id) as avg_l,
+            stddev_pop(cd.score order by cd.score desc, cd.id) as sd_l, min(cd.score) as min_l
         from cand as cd
     ),
-    fused as (
+    by_fusion as (
         select cd.*,
             case fuse
                 when 'rrf' then
@@ -522,15 +706,14 @@ begin
                     coalesce(
                         (fd.fused - min(fd.fused) over ())
                         / nullif(max(fd.fused) over () - min(fd.fused) over (), 0), 1
-                    ) * (r ->> 'trust_recency_similarity_weight')::double precision
-                    + fd.trust_score * (r ->> 'trust_recency_trust_weight')::double precision
-                    + (r ->> 'trust_recency_freshness_weight')::double precision * exp(
+                    ) * w_sim + fd.trust_score * w_trust
+                    + w_fresh * exp(
                         -greatest(extract(epoch from now() - coalesce(fd.published_at, fd.created_at)), 0)
                         / 86400.0 / half_life
                     )
                 else fd.fused
             end as final
-        from fused as fd
+        from by_fusion as fd
     )
     select
         array_agg(x.id order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
@@ -538,53 +721,61 @@ begin
         array_agg(x.score order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
         array_agg(x.fused order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
         array_agg(x.final order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id)
-    into f_ids, f_sim, f_score, f_fused, f_final
+    into ids, sims, scores, fused, final
     from ranked as x;
+end;
+$$;
 
-    -- MMR (lambda) with near-duplicate removal (cosine > dedupe_threshold), over positions;
-    -- relevance on a 0..1 scale for the trade-off. With lambda = 1 the picks are the first
-    -- candidates that are not near-duplicates of an earlier pick, so the vectors of the first 2k
-    -- are read, and every candidate's only when those leave fewer than k picks.
-    if f_ids is not null then
-        n := cardinality(f_ids);
-        s := f_final[1] - f_final[n];
-        c_rel := array(
-            select case when s > 0 then (x.v - f_final[n]) / s else 1 end
-            from unnest(f_final) with ordinality as x (v, ord) order by x.ord
-        );
-        lim := case when lambda = 1 then least(n, 2 * k) else n end;
-        loop
-            select array_agg(c.embedding order by u.ord) into f_emb
-            from unnest(f_ids[1:lim]) with ordinality as u (id, ord)
-            inner join hipocampo_private.chunks as c on c.id = u.id;
-            sel_pos := hipocampo_private._mmr(f_emb, c_rel[1:lim], k, lambda, dup);
-            exit when cardinality(sel_pos) >= k or lim >= n;
-            lim := n;
-        end loop;
+/*
+_mmr_pick(ids bigint[], final double precision[], settings jsonb) -> integer[]
+
+Purpose: hybrid_search's last step: MMR (settings.mmr_lambda) with near-duplicate removal
+  (cosine > settings.dedupe_threshold) over the ranked candidates, by _mmr; relevance is the final
+  score on a 0..1 scale. With lambda = 1 the picks are the first candidates that are not
+  near-duplicates of an earlier pick, so the vectors of the first 2 * match_count are read, and
+  every candidate's only when those leave fewer than match_count picks.
+Parameters: ids and final from _fuse (best first; null when there is no candidate); settings
+  from _search_settings (match_count, mmr_lambda, dedupe_threshold).
+Returns: the positions (1-based) in ids of at most match_count picks, in pick order ('{}' when
+  ids is null).
+Errors: none.
+Example: select hipocampo_private._mmr_pick(f.ids, f.final, settings);
+*/
+create or replace function hipocampo_private._mmr_pick(ids bigint[], final double precision[], settings jsonb)
+returns integer[]
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    k integer := (settings ->> 'match_count')::integer;
+    lambda double precision := (settings ->> 'mmr_lambda')::double precision;
+    n integer := coalesce(cardinality(ids), 0);
+    s double precision := final[1] - final[n];
+    relevance double precision [];
+    vectors extensions.vector [];
+    lim integer := case when lambda = 1 then least(n, 2 * k) else n end;
+    picked integer [] := '{}';
+begin
+    if ids is null then
+        return picked;
     end if;
-
-    -- The picked candidates, in pick order, as rows (a plan that does not depend on the arrays'
-    -- contents: subscripts in a join condition kept it from being cached).
-    return query
-    select c.id, c.document_id, c.kb_id, c.chunk_index, c.content, c.metadata,
-        d.title, d.source_uri, d.source_type, d.author, d.published_at, d.trust_score,
-        o.sim, o.score, o.fused, o.final, o.ord::integer
-    from unnest(
-        array(select f_ids[x] from unnest(sel_pos) as x), array(select f_sim[x] from unnest(sel_pos) as x),
-        array(select f_score[x] from unnest(sel_pos) as x), array(select f_fused[x] from unnest(sel_pos) as x),
-        array(select f_final[x] from unnest(sel_pos) as x)
-    ) with ordinality as o (id, sim, score, fused, final, ord)
-    inner join hipocampo_private.chunks as c on c.id = o.id
-    inner join hipocampo_private.documents as d on d.id = c.document_id
-    order by o.ord;
-
-    -- The read's record, appended to the read queue (in a read-only transaction: on the primary),
-    -- which drain_read_queue turns into the access log and the chunks' access times.
-    perform hipocampo_private._enqueue_read(
-        t, 'hybrid_search', cardinality(sel_pos), encode(sha256(convert_to(query_text, 'UTF8')), 'hex'),
-        extract(epoch from clock_timestamp() - started) * 1000, array(select f_ids[x] from unnest(sel_pos) as x),
-        '{}'
+    relevance := array(
+        select case when s > 0 then (x.v - final[n]) / s else 1 end
+        from unnest(final) with ordinality as x (v, ord) order by x.ord
     );
+    loop
+        select array_agg(c.embedding order by u.ord) into vectors
+        from unnest(ids[1:lim]) with ordinality as u (id, ord)
+        inner join hipocampo_private.chunks as c on c.id = u.id;
+        picked := hipocampo_private._mmr(
+            vectors, relevance[1:lim], k, lambda, (settings ->> 'dedupe_threshold')::double precision
+        );
+        exit when cardinality(picked) >= k or lim >= n;
+        lim := n;
+    end loop;
+    return picked;
 end;
 $$;
 
@@ -640,10 +831,17 @@ begin
             return query
             select c.id, y.id, y.distance from (
                 select c2.id, c2.embedding operator(extensions.<=>) c.embedding as distance
-                from hipocampo_private.chunks as c2
-                where c2.tenant_id = _near_duplicates.tenant and c2.kb_id = any(_near_duplicates.kb_ids)
-                  and c2.embedding_model = c.embedding_model and c2.document_id <> c.document_id
-                  and c2.id <> all(_near_duplicates.chunk_ids) and extensions.vector_dims(c2.embedding) <= 640
+                from (select distinct unnest(_near_duplicates.kb_ids)) as sc (kb_id)
+                -- One index range per knowledge base, as _dense_leg's exact scan (with
+                -- "kb_id = any(…)" the generic plan read the whole table when one tenant held it).
+                cross join lateral (
+                    select ch.id, ch.document_id, ch.embedding
+                    from hipocampo_private.chunks as ch
+                    where ch.tenant_id = _near_duplicates.tenant and ch.kb_id = sc.kb_id
+                      and ch.embedding_model = c.embedding_model and extensions.vector_dims(ch.embedding) <= 640
+                    offset 0
+                ) as c2
+                where c2.document_id <> c.document_id and c2.id <> all(_near_duplicates.chunk_ids)
                 order by c2.embedding operator(extensions.<=>) c.embedding
                 limit _near_duplicates.per_chunk
             ) as y

@@ -414,7 +414,7 @@ def test_the_covered_dimensions_are_one_number(db: psycopg.Connection[dict[str, 
     assert row is not None
     limit = re.fullmatch(r"\(?extensions\.vector_dims\(embedding\) <= (\d+)\)?", row["pred"])
     assert limit is not None, row["pred"]
-    for fn in ("hipocampo.hybrid_search", "hipocampo_private._near_duplicates"):
+    for fn in ("hipocampo_private._dense_leg", "hipocampo_private._near_duplicates"):
         src = db.execute("select pg_get_functiondef(%s::regproc) as src", (fn,)).fetchone()
         assert src is not None
         numbers = re.findall(r"vector_dims\([a-z0-9_.]+\) <= (\d+)|dims [<>]=? (\d+)", src["src"])
