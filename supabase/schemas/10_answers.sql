@@ -387,6 +387,8 @@ Purpose: everything an answer needs from the database in one call, with the rule
   model (rag.provider openai | azure) the gate refuses only what has no evidence at all (nothing
   retrieved: no_evidence; an unresolved conflict): every candidate under the token budget is
   evidence, and whether it answers is the model's to say (the caller refuses not_in_sources).
+  In named steps: _evidence_candidates (retrieval and twins), _candidate_support, detect_conflicts,
+  _evidence_within_budget, _evidence_verdict.
 Parameters: query_text 1..2,000 characters; query_embedding of the model search_model names for
   these knowledge bases (the active model, or during a switch the previous one until they are
   complete); kb_ids (default: the agent binding's); agent - binding name; tenant_id only for
@@ -428,31 +430,12 @@ declare
         (select array_agg(x::uuid) from jsonb_array_elements_text(
             case when jsonb_typeof(cfg -> 'kb_ids') = 'array' then cfg -> 'kb_ids' else '[]'::jsonb end
         ) as x));
-    top_k integer := (cfg ->> 'top_k')::integer;
     min_score double precision := (cfg ->> 'min_score')::double precision;
-    min_confidence double precision := (cfg ->> 'min_confidence')::double precision;
-    budget integer := (cfg ->> 'evidence_token_budget')::integer;
-    w_sentence double precision := (cfg ->> 'sentence_weight')::double precision;
-    s_low double precision := (cfg ->> 'sentence_cosine_low')::double precision;
-    -- (a step at s_low when the two cosines are equal)
-    s_span double precision := greatest(
-        (cfg ->> 'sentence_cosine_high')::double precision - (cfg ->> 'sentence_cosine_low')::double precision, 1e-6
-    );
-    dedupe double precision := (hipocampo.effective_config(t) -> 'retrieval' ->> 'dedupe_threshold')::double precision;
     candidates jsonb;
-    evidence jsonb := '[]'::jsonb;
-    conflicts jsonb := '[]'::jsonb;
-    losers jsonb := '[]'::jsonb;
-    item jsonb;
-    used integer := 0;
-    n_candidates integer;
-    n_filtered integer;
-    confidence double precision;
-    agreeing integer;
-    authoritative boolean;
-    reason text;
-    babble uuid[];
-    judged_by_model boolean := cfg ->> 'provider' in ('openai', 'azure');
+    support record;  -- _candidate_support: scored, babble
+    conflicts jsonb;
+    evidence jsonb;
+    verdict record;  -- _evidence_verdict: reason, confidence
 begin
     if coalesce(cardinality(kbs), 0) = 0 then
         raise exception 'no knowledge base: pass kb_ids or an agent bound to knowledge bases'
@@ -463,23 +446,83 @@ begin
             'candidates', 0, 'filtered', 0, 'conflicts', '[]'::jsonb, 'evidence', '[]'::jsonb, 'config', cfg);
     end if;
 
+    candidates := hipocampo_private._evidence_candidates(
+        answer_evidence.query_text, answer_evidence.query_embedding, kbs, (cfg ->> 'top_k')::integer, t,
+        (hipocampo.effective_config(t) -> 'retrieval' ->> 'dedupe_threshold')::double precision
+    );
+    support := hipocampo_private._candidate_support(
+        candidates, answer_evidence.query_text, answer_evidence.query_embedding, cfg
+    );
+    conflicts := hipocampo.detect_conflicts(
+        answer_evidence.query_text,
+        array(select (e ->> 'chunk_id')::bigint from jsonb_array_elements(support.scored) as e
+              where coalesce((e ->> 'support')::double precision, 0) >= min_score),
+        (cfg ->> 'conflict_trust_margin')::double precision,
+        cfg -> 'question_stopwords',
+        (cfg ->> 'conflict_subject_overlap')::double precision
+    );
+    evidence := hipocampo_private._evidence_within_budget(support.scored, conflicts, support.babble, cfg);
+    verdict := hipocampo_private._evidence_verdict(jsonb_array_length(support.scored), evidence, conflicts, cfg);
+    return jsonb_build_object(
+        'decision', case when verdict.reason is null then 'answer' else 'refuse' end,
+        'reason', verdict.reason,
+        'confidence', coalesce(verdict.confidence, 0),
+        'candidates', jsonb_array_length(support.scored),
+        'filtered', (
+            select count(*) from jsonb_array_elements(support.scored) as e
+            where coalesce((e ->> 'support')::double precision, 0) < min_score
+        ),
+        'conflicts', conflicts,
+        'evidence', evidence,
+        'closest', hipocampo_private._closest_passage(support.scored),
+        'config', cfg
+    );
+end;
+$$;
+
+/*
+_evidence_candidates(query_text text, query_embedding vector, kb_ids uuid[], top_k integer,
+  tenant uuid, dedupe double precision) -> jsonb
+
+Purpose: answer_evidence's first step: hybrid_search's top_k rows as json, then up to 3
+  near-duplicates of each hit (cosine above dedupe, other active documents: _near_duplicates)
+  with their twin's scores and "near_duplicate_of": retrieval drops them as duplicates, but two
+  versions of a policy that differ in one number are exactly the conflicts to see (and the newer
+  version may be the twin that was dropped).
+Parameters: as answer_evidence's; kb_ids non-empty; tenant from _resolve_tenant; dedupe =
+  retrieval.dedupe_threshold.
+Returns: a json array of hybrid_search rows (hits in rank order, then the twins by hit and
+  distance).
+Errors: as hybrid_search.
+Example: select hipocampo_private._evidence_candidates('Qual o prazo?', '[…]', array[kb], 5, tenant, 0.945);
+*/
+create or replace function hipocampo_private._evidence_candidates(
+    query_text text, query_embedding extensions.vector, kb_ids uuid[], top_k integer, tenant uuid,
+    dedupe double precision
+)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    candidates jsonb;
+begin
     select coalesce(jsonb_agg(to_jsonb(h) order by h.rank), '[]'::jsonb) into candidates
     from hipocampo.hybrid_search(
-        query_text => answer_evidence.query_text,
-        query_embedding => answer_evidence.query_embedding,
-        kb_ids => kbs,
+        query_text => _evidence_candidates.query_text,
+        query_embedding => _evidence_candidates.query_embedding,
+        kb_ids => _evidence_candidates.kb_ids,
         match_count => top_k,
-        tenant_id => t
+        tenant_id => tenant
     ) as h;
-    -- Near-duplicates of the hits (cosine above retrieval.dedupe_threshold, other active
-    -- documents) re-enter as candidates with their twin's scores: retrieval drops them as
-    -- duplicates, but two versions of a policy that differ in one number are exactly the
-    -- conflicts to see (and the newer version may be the twin that was dropped). The lookup runs
-    -- once, materialized: as a function scan inside the join it ran again for every hit.
+    -- The lookup runs once, materialized: as a function scan inside the join it ran again for
+    -- every hit.
     with nd as materialized (
         select n.of_chunk_id, n.chunk_id, n.distance
         from hipocampo_private._near_duplicates(
-            array(select (e ->> 'chunk_id')::bigint from jsonb_array_elements(candidates) as e), kbs, t, dedupe, 3
+            array(select (e ->> 'chunk_id')::bigint from jsonb_array_elements(candidates) as e),
+            _evidence_candidates.kb_ids, tenant, dedupe, 3
         ) as n
     )
     select candidates || coalesce(jsonb_agg(h.e || jsonb_build_object(
@@ -496,7 +539,43 @@ begin
     inner join nd on nd.of_chunk_id = h.id
     inner join hipocampo_private.chunks as x on x.id = nd.chunk_id
     inner join hipocampo_private.documents as d on d.id = x.document_id and d.status = 'active';
-    -- Documents whose text does not read as language (word salad, OCR garbage): found, never evidence.
+    return candidates;
+end;
+$$;
+
+/*
+_candidate_support(candidates jsonb, query_text text, query_embedding vector, cfg jsonb,
+  out scored jsonb, out babble uuid[])
+
+Purpose: answer_evidence's second step: each candidate's support = its lexical support
+  (evidence_support) + cfg.sentence_weight * clip((c - sentence_cosine_low) /
+  (sentence_cosine_high - sentence_cosine_low), 0, 1), c the best cosine between the question and
+  the chunk's sentences (none: nothing added); 0 for a document whose text does not read as
+  language (_reads_as_language: word salad, OCR garbage): found, never evidence. Adds
+  "support", "lexical_support", "sentence_similarity", "best_window" and "token_count".
+Parameters: candidates from _evidence_candidates; cfg the rag config (rag_config).
+Returns: scored (the candidates with those keys, by rank, a hit before its twins) and babble (the
+  ids of the candidates' documents that do not read as language).
+Errors: none.
+Example: select * from hipocampo_private._candidate_support(candidates, 'Qual o prazo?', '[…]', cfg);
+*/
+create or replace function hipocampo_private._candidate_support(
+    candidates jsonb, query_text text, query_embedding extensions.vector, cfg jsonb,
+    out scored jsonb, out babble uuid[]
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    w_sentence double precision := (cfg ->> 'sentence_weight')::double precision;
+    s_low double precision := (cfg ->> 'sentence_cosine_low')::double precision;
+    -- (a step at s_low when the two cosines are equal)
+    s_span double precision := greatest(
+        (cfg ->> 'sentence_cosine_high')::double precision - (cfg ->> 'sentence_cosine_low')::double precision, 1e-6
+    );
+begin
     select coalesce(array_agg(d.id), '{}') into babble
     from hipocampo_private.documents as d
     where d.id in (select (e ->> 'document_id')::uuid from jsonb_array_elements(candidates) as e)
@@ -514,7 +593,7 @@ begin
                    where ch.id = (e ->> 'chunk_id')::bigint
                )
            ) order by (e ->> 'rank')::integer, e ->> 'near_duplicate_of' nulls first), '[]'::jsonb)
-    into candidates
+    into scored
     from jsonb_array_elements(candidates) as e
     cross join lateral (
         select case when w_sentence > 0 then (
@@ -522,38 +601,61 @@ begin
             select max(1 - d.d) filter (where d.d <> 'NaN'::double precision)
             from hipocampo_private.chunks as ch
             cross join lateral unnest(ch.sentence_embeddings) as v
-            cross join lateral (select v operator(extensions.<=>) answer_evidence.query_embedding as d) as d
+            cross join lateral (select v operator(extensions.<=>) _candidate_support.query_embedding as d) as d
             where ch.id = (e ->> 'chunk_id')::bigint
         ) end as sim
     ) as x
     left join hipocampo.evidence_support(
-        answer_evidence.query_text,
+        _candidate_support.query_text,
         array(select (y ->> 'chunk_id')::bigint from jsonb_array_elements(candidates) as y),
         cfg -> 'question_stopwords'
     ) as s on s.chunk_id = (e ->> 'chunk_id')::bigint;
+end;
+$$;
 
-    n_candidates := jsonb_array_length(candidates);
-    select count(*) into n_filtered from jsonb_array_elements(candidates) as e
-    where coalesce((e ->> 'support')::double precision, 0) < min_score;
+/*
+_evidence_within_budget(scored jsonb, conflicts jsonb, babble uuid[], cfg jsonb) -> jsonb
 
-    conflicts := hipocampo.detect_conflicts(
-        answer_evidence.query_text,
-        array(select (e ->> 'chunk_id')::bigint from jsonb_array_elements(candidates) as e
-              where coalesce((e ->> 'support')::double precision, 0) >= min_score),
-        (cfg ->> 'conflict_trust_margin')::double precision,
-        cfg -> 'question_stopwords',
-        (cfg ->> 'conflict_subject_overlap')::double precision
-    );
+Purpose: answer_evidence's evidence: the candidates with support >= cfg.min_score (with a chat
+  model, cfg.provider openai | azure, every candidate that reads as language: whether it answers
+  is the model's to say), less the chunks of the losing documents of resolved conflicts, by
+  final score, under cfg.evidence_token_budget tokens; a single chunk over the budget is cut to it
+  (4 characters per token).
+Parameters: scored and babble from _candidate_support; conflicts from detect_conflicts; cfg the
+  rag config.
+Returns: a json array of evidence items {"n", "chunk_id", "document_id", "kb_id", "title",
+  "source_uri", "source_type", "trust_score", "published_at", "metadata", "content",
+  "best_window", "score", "dense_score", "lexical_score", "support", "lexical_support",
+  "sentence_similarity", "token_count"}.
+Errors: none.
+Example: select hipocampo_private._evidence_within_budget(scored, '[]', '{}', cfg);
+*/
+create or replace function hipocampo_private._evidence_within_budget(
+    scored jsonb, conflicts jsonb, babble uuid[], cfg jsonb
+)
+returns jsonb
+language plpgsql
+immutable
+security invoker
+set search_path = ''
+as $$
+declare
+    min_score double precision := (cfg ->> 'min_score')::double precision;
+    budget integer := (cfg ->> 'evidence_token_budget')::integer;
+    judged_by_model boolean := cfg ->> 'provider' in ('openai', 'azure');
+    losers jsonb;
+    evidence jsonb := '[]'::jsonb;
+    item jsonb;
+    used integer := 0;
+begin
     -- Resolved conflicts: the losing documents' chunks leave the evidence.
     select coalesce(jsonb_agg(distinct d), '[]'::jsonb) into losers
     from jsonb_array_elements(conflicts) as k, jsonb_array_elements(k -> 'document_ids') as d
     where (k ->> 'resolved')::boolean and d <> k -> 'winner_document_id';
-
     for item in
-        select e from jsonb_array_elements(candidates) as e
+        select e from jsonb_array_elements(scored) as e
         where (
             coalesce((e ->> 'support')::double precision, 0) >= min_score
-            -- A chat model judges the evidence itself: every candidate that reads as language.
             or judged_by_model and (e ->> 'document_id')::uuid <> all(babble)
         )
           and not losers @> jsonb_build_array(e -> 'document_id')
@@ -567,7 +669,6 @@ begin
             'title', item -> 'title', 'source_uri', item -> 'source_uri', 'source_type', item -> 'source_type',
             'trust_score', item -> 'trust_score', 'published_at', item -> 'published_at',
             'metadata', item -> 'metadata',
-            -- A single chunk over the budget is cut to it (4 characters per token).
             'content', case when used > budget then left(item ->> 'content', budget * 4) else item ->> 'content' end,
             'best_window', item -> 'best_window', 'score', item -> 'final_score',
             'dense_score', item -> 'dense_score', 'lexical_score', item -> 'lexical_score',
@@ -576,42 +677,60 @@ begin
             'token_count', least((item ->> 'token_count')::integer, budget)
         ));
     end loop;
+    return evidence;
+end;
+$$;
 
-    select max((e ->> 'support')::double precision) into confidence from jsonb_array_elements(evidence) as e;
-    select count(distinct e ->> 'document_id') filter (
-               where (e ->> 'support')::double precision >= min_confidence
-           ),
+/*
+_evidence_verdict(n_candidates integer, evidence jsonb, conflicts jsonb, cfg jsonb,
+  out reason text, out confidence double precision)
+
+Purpose: answer_evidence's gate: confidence = the best support of the evidence; the reason to
+  refuse, first that applies: no_evidence (retrieval found nothing: none above the similarity
+  floor, no matching word), low_confidence (no evidence), conflicting_sources (an unresolved
+  conflict); with a chat model (cfg.provider openai | azure) nothing more (whether the evidence
+  answers is the model's to say: not_in_sources); else low_confidence (confidence below
+  cfg.min_confidence) and cross_check_failed (fewer than cfg.cross_check_min_documents documents
+  with support >= min_confidence and none of cfg.authoritative_source_types with trust >=
+  cfg.authoritative_trust).
+Parameters: n_candidates (answer_evidence's candidates); evidence from _evidence_within_budget;
+  conflicts from detect_conflicts; cfg the rag config.
+Returns: reason (null: answer) and confidence (null without evidence).
+Errors: none.
+Example: select * from hipocampo_private._evidence_verdict(3, evidence, '[]', cfg);
+*/
+create or replace function hipocampo_private._evidence_verdict(
+    n_candidates integer, evidence jsonb, conflicts jsonb, cfg jsonb, out reason text, out confidence double precision
+)
+language plpgsql
+immutable
+security invoker
+set search_path = ''
+as $$
+declare
+    min_confidence double precision := (cfg ->> 'min_confidence')::double precision;
+    agreeing integer;
+    authoritative boolean;
+begin
+    select max((e ->> 'support')::double precision),
+           count(distinct e ->> 'document_id') filter (where (e ->> 'support')::double precision >= min_confidence),
            coalesce(bool_or(
                (e ->> 'support')::double precision >= min_confidence
                and (cfg -> 'authoritative_source_types') ? (e ->> 'source_type')
                and (e ->> 'trust_score')::double precision >= (cfg ->> 'authoritative_trust')::double precision
            ), false)
-    into agreeing, authoritative
+    into confidence, agreeing, authoritative
     from jsonb_array_elements(evidence) as e;
-
     reason := case
-        -- no_evidence only when retrieval found nothing (above the similarity floor, no matching word).
         when n_candidates = 0 then 'no_evidence'
         when jsonb_array_length(evidence) = 0 then 'low_confidence'
         when exists (select 1 from jsonb_array_elements(conflicts) as k where not (k ->> 'resolved')::boolean)
             then 'conflicting_sources'
-        -- With a chat model, whether the evidence answers is the model's to say (not_in_sources).
-        when judged_by_model then null
+        when cfg ->> 'provider' in ('openai', 'azure') then null
         when coalesce(confidence, 0) < min_confidence then 'low_confidence'
         when agreeing < (cfg ->> 'cross_check_min_documents')::integer and not authoritative
             then 'cross_check_failed'
     end;
-    return jsonb_build_object(
-        'decision', case when reason is null then 'answer' else 'refuse' end,
-        'reason', reason,
-        'confidence', coalesce(confidence, 0),
-        'candidates', n_candidates,
-        'filtered', n_filtered,
-        'conflicts', conflicts,
-        'evidence', evidence,
-        'closest', hipocampo_private._closest_passage(candidates),
-        'config', cfg
-    );
 end;
 $$;
 
@@ -1360,6 +1479,7 @@ Purpose: the ContextPack of one turn. Window policy (config context_pack): fewer
   Chat and voice share the conversation: the pack is the same for both apart from "modality".
   Budget: items are added in retrieval order (memories, summary, session state, messages newest
   first, chunks) while they fit; tokens_used <= token_budget always (estimate: _pack_tokens).
+  In named steps: _pack_memories, _pack_window, _pack_session, _pack_messages, _pack_chunks.
 Parameters: conversation_id; query 1..rag.question_max_chars (2,000) characters; query_embedding of the active model (null:
   no memories, no dense leg: chunks by BM25 are still needed, so RAG is skipped); modality chat |
   voice; token_budget >= context_pack.min_token_budget (default context_pack.default_token_budget);
@@ -1397,29 +1517,15 @@ declare
     a record := hipocampo_private._memory_actor(context_pack.user_id, context_pack.tenant_id);
     cfg jsonb := hipocampo.effective_config(a.actor_tenant);
     cp jsonb := coalesce(cfg -> 'context_pack', '{}'::jsonb);
-    mem jsonb := coalesce(cfg -> 'memory', '{}'::jsonb);
-    rag jsonb;
     budget integer := coalesce(context_pack.token_budget, (cp ->> 'default_token_budget')::integer);
     used integer := 0;
-    total integer;
-    policy text;
-    window_n integer;
-    conv jsonb;
     model text;
-    sess hipocampo_private.sessions;
-    kbs uuid[];
-    cited jsonb;
-    item jsonb;
-    cost integer;
-    summary text;
     memories jsonb := '[]'::jsonb;
-    messages jsonb := '[]'::jsonb;
-    chunks jsonb := '[]'::jsonb;
-    session_view jsonb;
-    rag_state jsonb := jsonb_build_object('skipped', true, 'reason', 'no_knowledge_base');
     dropped_memories integer := 0;
-    dropped_messages integer := 0;
-    dropped_chunks integer := 0;
+    w record;        -- _pack_window: policy, total, window_n, conv, summary, used_after
+    sess record;     -- _pack_session: session_view, used_after
+    msgs record;     -- _pack_messages: messages, used_after, dropped
+    rag record;      -- _pack_chunks: rag_state, chunks, used_after, dropped
 begin
     if query is null or char_length(btrim(query)) not between 1 and (cfg #>> '{rag,question_max_chars}')::integer then
         raise exception 'query must have 1 to % characters', cfg #>> '{rag,question_max_chars}' using errcode = '22023';
@@ -1435,14 +1541,81 @@ begin
     if query_embedding is not null then
         model := hipocampo_private._active_model(query_embedding, 'query_embedding');
         select p.memories, p.used, p.dropped into memories, used, dropped_memories
-        from hipocampo_private._pack_memories(a.actor_tenant, a.actor_user, query_embedding, model, mem, budget,
-            context_pack.conversation_id) as p;
+        from hipocampo_private._pack_memories(a.actor_tenant, a.actor_user, query_embedding, model,
+            coalesce(cfg -> 'memory', '{}'::jsonb), budget, context_pack.conversation_id) as p;
     end if;
-
     -- 2. Session: the rolling summary and the window of recent messages, the task state.
+    w := hipocampo_private._pack_window(
+        a.actor_tenant, a.actor_user, context_pack.conversation_id, cp, budget, used
+    );
+    sess := hipocampo_private._pack_session(
+        a.actor_tenant, a.actor_user, context_pack.conversation_id, context_pack.session_id, budget, w.used_after
+    );
+    msgs := hipocampo_private._pack_messages(w.conv -> 'messages', budget, sess.used_after);
+    -- 3. RAG: chunks with citations, unless the conversation already cited all of them.
+    rag := hipocampo_private._pack_chunks(
+        a.actor_tenant, a.actor_user, context_pack.conversation_id, context_pack.query,
+        context_pack.query_embedding, model, context_pack.kb_ids, context_pack.agent, w.window_n, budget,
+        msgs.used_after
+    );
+
+    return jsonb_build_object(
+        'conversation_id', context_pack.conversation_id,
+        'modality', context_pack.modality,
+        'query', context_pack.query,
+        'token_budget', budget,
+        'tokens_used', rag.used_after,
+        'retrieval_order', jsonb_build_array('memory', 'session', 'rag', 'tools', 'model'),
+        'window', jsonb_build_object(
+            'policy', w.policy, 'total_messages', w.total, 'included', jsonb_array_length(msgs.messages)
+        ),
+        'summary', w.summary,
+        'messages', msgs.messages,
+        'memories', memories,
+        'session', sess.session_view,
+        'chunks', rag.chunks,
+        'rag', rag.rag_state,
+        'dropped', jsonb_build_object(
+            'memories', dropped_memories, 'messages', msgs.dropped, 'chunks', rag.dropped
+        )
+    );
+end;
+$$;
+
+/*
+_pack_window(tenant uuid, user_id uuid, conversation_id uuid, cp jsonb, budget integer,
+  used integer, out policy text, out total integer, out window_n integer, out conv jsonb,
+  out summary text, out used_after integer)
+
+Purpose: context_pack's window policy and rolling summary: fewer than cp.all_below messages ->
+  all of them; up to cp.summary_above -> the last cp.recent_with_summary and the summary; more
+  -> the last cp.recent_long and the summary (conversation_context). The summary is cut to what
+  is left of the budget (4 characters per token) and left out when nothing is.
+Parameters: tenant and user the caller's (_memory_actor); cp the context_pack config; budget and
+  used in tokens (_pack_tokens).
+Returns: policy ('all' | 'recent_with_summary' | 'recent_long'), total (the conversation's
+  messages), window_n (messages in the window), conv (conversation_context's object), summary
+  (null when none or none fits) and used_after (used plus the summary's tokens).
+Errors: as conversation_context.
+Example: select * from hipocampo_private._pack_window(tenant, user, conv, cp, 800, 120);
+*/
+create or replace function hipocampo_private._pack_window(
+    tenant uuid, user_id uuid, conversation_id uuid, cp jsonb, budget integer, used integer,
+    out policy text, out total integer, out window_n integer, out conv jsonb, out summary text,
+    out used_after integer
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    cost integer;
+begin
+    used_after := used;
     select count(*) into total from hipocampo_private.messages as m
-    where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
-      and m.conversation_id = context_pack.conversation_id;
+    where m.tenant_id = tenant and m.user_id = _pack_window.user_id
+      and m.conversation_id = _pack_window.conversation_id;
     if total < (cp ->> 'all_below')::integer then
         policy := 'all';
         window_n := total;
@@ -1453,28 +1626,55 @@ begin
         policy := 'recent_long';
         window_n := (cp ->> 'recent_long')::integer;
     end if;
-    conv := hipocampo.conversation_context(context_pack.conversation_id, window_n, a.actor_user, a.actor_tenant);
+    conv := hipocampo.conversation_context(_pack_window.conversation_id, window_n, _pack_window.user_id, tenant);
     if policy <> 'all' and conv ->> 'summary' is not null then
         summary := conv ->> 'summary';
         cost := hipocampo_private._pack_tokens(summary);
         if used + cost > budget then
-            -- The summary is cut to what is left (4 characters per token).
             summary := left(summary, greatest((budget - used - 4) * 4, 0));
             cost := hipocampo_private._pack_tokens(summary);
         end if;
         if summary = '' or used + cost > budget then
             summary := null;
         else
-            used := used + cost;
+            used_after := used + cost;
         end if;
     end if;
+end;
+$$;
 
-    if context_pack.session_id is not null then
-        sess := hipocampo_private._session(context_pack.session_id, not current_setting('transaction_read_only')::boolean);
+/*
+_pack_session(tenant uuid, user_id uuid, conversation_id uuid, session_id uuid, budget integer,
+  used integer, out session_view jsonb, out used_after integer)
+
+Purpose: context_pack's session state: the session named (_session, renewed unless the
+  transaction is read-only), else the conversation's live session; its view without messages
+  (_session_view), or {"session_id", "truncated": true} when the view does not fit the budget.
+Parameters: tenant and user the caller's; session_id null = the conversation's live one; budget
+  and used in tokens.
+Returns: session_view (null without a session) and used_after (used plus its tokens).
+Errors: as _session (P0002 unknown session).
+Example: select * from hipocampo_private._pack_session(tenant, user, conv, null, 800, 120);
+*/
+create or replace function hipocampo_private._pack_session(
+    tenant uuid, user_id uuid, conversation_id uuid, session_id uuid, budget integer, used integer,
+    out session_view jsonb, out used_after integer
+)
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    sess hipocampo_private.sessions;
+    cost integer;
+begin
+    used_after := used;
+    if _pack_session.session_id is not null then
+        sess := hipocampo_private._session(_pack_session.session_id, not current_setting('transaction_read_only')::boolean);
     else
         select * into sess from hipocampo_private.sessions as s
-        where s.tenant_id = a.actor_tenant and s.user_id = a.actor_user
-          and s.conversation_id = context_pack.conversation_id and s.expires_at > now()
+        where s.tenant_id = tenant and s.user_id = _pack_session.user_id
+          and s.conversation_id = _pack_session.conversation_id and s.expires_at > now()
         order by s.last_activity_at desc
         limit 1;
     end if;
@@ -1482,103 +1682,149 @@ begin
         session_view := hipocampo_private._session_view(sess) - 'messages';
         cost := hipocampo_private._pack_tokens((session_view - 'summary')::text);
         if used + cost <= budget then
-            used := used + cost;
+            used_after := used + cost;
         else
             session_view := jsonb_build_object('session_id', sess.id, 'truncated', true);
-            used := used + hipocampo_private._pack_tokens(session_view::text);
+            used_after := used + hipocampo_private._pack_tokens(session_view::text);
         end if;
     end if;
+end;
+$$;
 
+/*
+_pack_messages(window_messages jsonb, budget integer, used integer, out messages jsonb,
+  out used_after integer, out dropped integer)
+
+Purpose: context_pack's messages: the window's messages newest first while they fit the budget,
+  returned in conversation order.
+Parameters: window_messages (conversation_context's "messages"); budget and used in tokens.
+Returns: messages (those that fit, oldest first), used_after, dropped (those that did not).
+Errors: none.
+Example: select * from hipocampo_private._pack_messages(conv -> 'messages', 800, 120);
+*/
+create or replace function hipocampo_private._pack_messages(
+    window_messages jsonb, budget integer, used integer, out messages jsonb, out used_after integer,
+    out dropped integer
+)
+language plpgsql
+immutable
+security invoker
+set search_path = ''
+as $$
+declare
+    item jsonb;
+    cost integer;
+begin
+    messages := '[]'::jsonb;
+    used_after := used;
+    dropped := 0;
     for item in
-        select e from jsonb_array_elements(conv -> 'messages') as e order by (e ->> 'id')::bigint desc
+        select e from jsonb_array_elements(window_messages) as e order by (e ->> 'id')::bigint desc
     loop
         cost := hipocampo_private._pack_tokens(item ->> 'content');
-        if used + cost <= budget then
-            used := used + cost;
+        if used_after + cost <= budget then
+            used_after := used_after + cost;
             messages := jsonb_build_array(item) || messages;
         else
-            dropped_messages := dropped_messages + 1;
+            dropped := dropped + 1;
         end if;
     end loop;
+end;
+$$;
 
-    -- 3. RAG: chunks with citations, unless the conversation already cited all of them.
-    if kb_ids is not null or agent is not null then
-        rag := hipocampo.rag_config(
-            case when cardinality(context_pack.kb_ids) = 1 then context_pack.kb_ids[1] end,
-            context_pack.agent, a.actor_tenant
-        );
-        kbs := coalesce(context_pack.kb_ids,
-            (select array_agg(x::uuid) from jsonb_array_elements_text(
-            case when jsonb_typeof(rag -> 'kb_ids') = 'array' then rag -> 'kb_ids' else '[]'::jsonb end
-        ) as x));
-        if query_embedding is null then
-            rag_state := jsonb_build_object('skipped', true, 'reason', 'no_query_embedding');
-        elsif not coalesce((rag ->> 'enabled')::boolean, true) then
-            rag_state := jsonb_build_object('skipped', true, 'reason', 'rag_disabled');
-        else
-            select coalesce(jsonb_agg(case jsonb_typeof(x) when 'object' then x -> 'chunk_id' else x end), '[]'::jsonb)
-            into cited
-            from (
-                select m.metadata from hipocampo_private.messages as m
-                where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
-                  and m.conversation_id = context_pack.conversation_id
-                order by m.id desc
-                limit greatest(window_n, 1)
-            ) as w,
-                jsonb_array_elements(coalesce(w.metadata -> 'citations', '[]'::jsonb)) as x;
-            select coalesce(jsonb_agg(jsonb_build_object(
-                'chunk_id', h.chunk_id, 'document_id', h.document_id, 'title', h.title,
-                'source_uri', h.source_uri, 'content', h.content, 'score', h.final_score
-            ) order by h.rank), '[]'::jsonb)
-            into item
-            from hipocampo.hybrid_search(
-                query_text => context_pack.query, query_embedding => context_pack.query_embedding,
-                kb_ids => kbs, match_count => (rag ->> 'top_k')::integer, tenant_id => a.actor_tenant,
-                -- The model of the memories' vector (during a switch search_model may name another).
-                embedding_model => model
-            ) as h;
-            if jsonb_array_length(item) > 0 and not exists (
-                select 1 from jsonb_array_elements(item) as h where not cited @> jsonb_build_array(h -> 'chunk_id')
-            ) then
-                rag_state := jsonb_build_object('skipped', true, 'reason', 'covered_by_session');
-            else
-                rag_state := jsonb_build_object('skipped', false, 'reason', null);
-                for item in select e from jsonb_array_elements(item) as e loop
-                    cost := hipocampo_private._pack_tokens(item ->> 'content');
-                    if used + cost <= budget then
-                        used := used + cost;
-                        chunks := chunks || jsonb_build_array(item || jsonb_build_object(
-                            'n', jsonb_array_length(chunks) + 1,
-                            'citation', '[' || (jsonb_array_length(chunks) + 1) || '] ' || (item ->> 'title')
-                        ));
-                    else
-                        dropped_chunks := dropped_chunks + 1;
-                    end if;
-                end loop;
-            end if;
-        end if;
+/*
+_pack_chunks(tenant uuid, user_id uuid, conversation_id uuid, query text, query_embedding vector,
+  model text, kb_ids uuid[], agent text, window_n integer, budget integer, used integer,
+  out rag_state jsonb, out chunks jsonb, out used_after integer, out dropped integer)
+
+Purpose: context_pack's RAG step: rag.top_k chunks of hybrid_search (with the memories' model)
+  with citations, in rank order while they fit the budget; skipped without a knowledge base
+  (kb_ids, or the agent's binding), without a query embedding, when RAG is disabled, or when the
+  window's messages already cite every chunk found (metadata.citations = [chunk ids or
+  {"chunk_id"}]).
+Parameters: tenant and user the caller's; the query and its embedding (of model); kb_ids / agent
+  as context_pack's; window_n from _pack_window; budget and used in tokens.
+Returns: rag_state ({"skipped", "reason"}), chunks ([{"n", "chunk_id", "document_id", "title",
+  "source_uri", "content", "score", "citation"}]), used_after, dropped.
+Errors: as hybrid_search; P0002 unknown agent binding (rag_config).
+Example: select * from hipocampo_private._pack_chunks(tenant, user, conv, 'prazo?', emb, model,
+  array[kb], null, 10, 800, 120);
+*/
+create or replace function hipocampo_private._pack_chunks(
+    tenant uuid, user_id uuid, conversation_id uuid, query text, query_embedding extensions.vector,
+    model text, kb_ids uuid[], agent text, window_n integer, budget integer, used integer,
+    out rag_state jsonb, out chunks jsonb, out used_after integer, out dropped integer
+)
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    rag jsonb;
+    kbs uuid[];
+    cited jsonb;
+    hits jsonb;
+    item jsonb;
+    cost integer;
+begin
+    rag_state := jsonb_build_object('skipped', true, 'reason', 'no_knowledge_base');
+    chunks := '[]'::jsonb;
+    used_after := used;
+    dropped := 0;
+    if kb_ids is null and agent is null then
+        return;
     end if;
-
-    return jsonb_build_object(
-        'conversation_id', context_pack.conversation_id,
-        'modality', context_pack.modality,
-        'query', context_pack.query,
-        'token_budget', budget,
-        'tokens_used', used,
-        'retrieval_order', jsonb_build_array('memory', 'session', 'rag', 'tools', 'model'),
-        'window', jsonb_build_object(
-            'policy', policy, 'total_messages', total, 'included', jsonb_array_length(messages)
-        ),
-        'summary', summary,
-        'messages', messages,
-        'memories', memories,
-        'session', session_view,
-        'chunks', chunks,
-        'rag', rag_state,
-        'dropped', jsonb_build_object(
-            'memories', dropped_memories, 'messages', dropped_messages, 'chunks', dropped_chunks
-        )
-    );
+    rag := hipocampo.rag_config(case when cardinality(kb_ids) = 1 then kb_ids[1] end, agent, tenant);
+    kbs := coalesce(kb_ids, (select array_agg(x::uuid) from jsonb_array_elements_text(
+        case when jsonb_typeof(rag -> 'kb_ids') = 'array' then rag -> 'kb_ids' else '[]'::jsonb end
+    ) as x));
+    if query_embedding is null then
+        rag_state := jsonb_build_object('skipped', true, 'reason', 'no_query_embedding');
+        return;
+    elsif not coalesce((rag ->> 'enabled')::boolean, true) then
+        rag_state := jsonb_build_object('skipped', true, 'reason', 'rag_disabled');
+        return;
+    end if;
+    select coalesce(jsonb_agg(case jsonb_typeof(x) when 'object' then x -> 'chunk_id' else x end), '[]'::jsonb)
+    into cited
+    from (
+        select m.metadata from hipocampo_private.messages as m
+        where m.tenant_id = tenant and m.user_id = _pack_chunks.user_id
+          and m.conversation_id = _pack_chunks.conversation_id
+        order by m.id desc
+        limit greatest(window_n, 1)
+    ) as w,
+        jsonb_array_elements(coalesce(w.metadata -> 'citations', '[]'::jsonb)) as x;
+    select coalesce(jsonb_agg(jsonb_build_object(
+        'chunk_id', h.chunk_id, 'document_id', h.document_id, 'title', h.title,
+        'source_uri', h.source_uri, 'content', h.content, 'score', h.final_score
+    ) order by h.rank), '[]'::jsonb)
+    into hits
+    from hipocampo.hybrid_search(
+        query_text => _pack_chunks.query, query_embedding => _pack_chunks.query_embedding,
+        kb_ids => kbs, match_count => (rag ->> 'top_k')::integer, tenant_id => tenant,
+        -- The model of the memories' vector (during a switch search_model may name another).
+        embedding_model => model
+    ) as h;
+    if jsonb_array_length(hits) > 0 and not exists (
+        select 1 from jsonb_array_elements(hits) as h where not cited @> jsonb_build_array(h -> 'chunk_id')
+    ) then
+        rag_state := jsonb_build_object('skipped', true, 'reason', 'covered_by_session');
+        return;
+    end if;
+    rag_state := jsonb_build_object('skipped', false, 'reason', null);
+    for item in select e from jsonb_array_elements(hits) as e loop
+        cost := hipocampo_private._pack_tokens(item ->> 'content');
+        if used_after + cost <= budget then
+            used_after := used_after + cost;
+            chunks := chunks || jsonb_build_array(item || jsonb_build_object(
+                'n', jsonb_array_length(chunks) + 1,
+                'citation', '[' || (jsonb_array_length(chunks) + 1) || '] ' || (item ->> 'title')
+            ));
+        else
+            dropped := dropped + 1;
+        end if;
+    end loop;
 end;
 $$;
 

@@ -214,6 +214,10 @@ grant execute on function hipocampo_private._cache_scope(kb_ids uuid[]) to authe
 grant execute on function hipocampo_private._article_quote(quote text, metadata jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._faq_quote(content text, metadata jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._closest_passage(candidates jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._evidence_candidates(query_text text, query_embedding extensions.vector, kb_ids uuid[], top_k integer, tenant uuid, dedupe double precision) to authenticated, service_role;
+grant execute on function hipocampo_private._candidate_support(candidates jsonb, query_text text, query_embedding extensions.vector, cfg jsonb, out scored jsonb, out babble uuid[]) to authenticated, service_role;
+grant execute on function hipocampo_private._evidence_within_budget(scored jsonb, conflicts jsonb, babble uuid[], cfg jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._evidence_verdict(n_candidates integer, evidence jsonb, conflicts jsonb, cfg jsonb, out reason text, out confidence double precision) to authenticated, service_role;
 grant execute on function hipocampo_private._search_model(tenant_id uuid, kb_ids uuid[]) to authenticated, service_role;
 grant execute on function hipocampo_private._reads_as_language(measures jsonb, rag jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._caller(out kind text, out tenant_id uuid, out user_id uuid, out tenant_role text) to authenticated, service_role;
@@ -256,6 +260,10 @@ grant execute on function hipocampo_private._memory_write_allowed(tenant_id uuid
 grant execute on function hipocampo_private._mmr(embeddings extensions.vector[], relevance double precision[], k integer, lambda double precision, dup double precision) to authenticated, service_role;
 grant execute on function hipocampo_private._near_duplicates(chunk_ids bigint[], kb_ids uuid[], tenant uuid, min_cosine double precision, per_chunk integer) to authenticated, service_role;
 grant execute on function hipocampo_private._pack_tokens(t text) to authenticated, service_role;
+grant execute on function hipocampo_private._pack_window(tenant uuid, user_id uuid, conversation_id uuid, cp jsonb, budget integer, used integer, out policy text, out total integer, out window_n integer, out conv jsonb, out summary text, out used_after integer) to authenticated, service_role;
+grant execute on function hipocampo_private._pack_session(tenant uuid, user_id uuid, conversation_id uuid, session_id uuid, budget integer, used integer, out session_view jsonb, out used_after integer) to authenticated, service_role;
+grant execute on function hipocampo_private._pack_messages(window_messages jsonb, budget integer, used integer, out messages jsonb, out used_after integer, out dropped integer) to authenticated, service_role;
+grant execute on function hipocampo_private._pack_chunks(tenant uuid, user_id uuid, conversation_id uuid, query text, query_embedding extensions.vector, model text, kb_ids uuid[], agent text, window_n integer, budget integer, used integer, out rag_state jsonb, out chunks jsonb, out used_after integer, out dropped integer) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_kind(digits text, groups integer[], span text) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_stretch_kind(groups text[], seps text[], i integer, j integer) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_problem(content text, cfg jsonb, what text) to authenticated, service_role;
