@@ -1419,6 +1419,69 @@ as $$
 $$;
 
 /*
+_memory_candidates(tenant uuid, me uuid, model text, query_embedding vector, tags text[],
+  emotion text, life_domain text, category text, scope text, include_staging boolean,
+  bonus double precision, max_rows integer, threshold double precision, out ids uuid[],
+  out tiers text[], out sims double precision[], out scores double precision[], out embs vector[])
+
+Purpose: search_memories' candidates: the tenant's active long-term memories and, with
+  include_staging, its staged ones, of the model, the caller's own (me; null = every user's) and the
+  tenant's shared ones, under the filters (null = any; tags: any of them); score = cosine
+  similarity + bonus when pinned; the best max_rows, then those with score >= threshold.
+Parameters: tenant and me the caller's (_resolve_tenant, auth.uid()); the rest as
+  search_memories' (bonus = memory.pinned_bonus, max_rows = 8 * match_count).
+Returns: ids, tiers ('long_term' | 'staging'), sims (cosine), scores, embs: best score first
+  (ties by id); null arrays when none is left.
+Errors: none.
+Example: select * from hipocampo_private._memory_candidates(tenant, me, model, '[…]', null, null,
+  null, null, null, true, 0.05, 40, 0.3);
+*/
+create or replace function hipocampo_private._memory_candidates(
+    tenant uuid, me uuid, model text, query_embedding extensions.vector, tags text[], emotion text,
+    life_domain text, category text, scope text, include_staging boolean, bonus double precision,
+    max_rows integer, threshold double precision, out ids uuid[], out tiers text[],
+    out sims double precision[], out scores double precision[], out embs extensions.vector[]
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+begin
+    select array_agg(x.id order by x.score desc, x.id), array_agg(x.tier order by x.score desc, x.id),
+        array_agg(x.sim order by x.score desc, x.id), array_agg(x.score order by x.score desc, x.id),
+        array_agg(x.embedding order by x.score desc, x.id)
+    into ids, tiers, sims, scores, embs
+    from (
+        select u.id, u.tier, u.embedding, 1 - (u.embedding operator(extensions.<=>) _memory_candidates.query_embedding) as sim,
+            1 - (u.embedding operator(extensions.<=>) _memory_candidates.query_embedding)
+            + case when u.pinned then bonus else 0 end as score
+        from (
+            select m.id, 'long_term' as tier, m.embedding, m.pinned, m.user_id, m.scope, m.tags, m.emotion,
+                m.life_domain, m.category, m.embedding_model
+            from hipocampo_private.memories as m
+            where m.tenant_id = tenant and m.status = 'active'
+            union all
+            select s.id, 'staging', s.embedding, s.pinned, s.user_id, s.scope, s.tags, s.emotion,
+                s.life_domain, s.category, s.embedding_model
+            from hipocampo_private.memory_staging as s
+            where _memory_candidates.include_staging and s.tenant_id = tenant
+        ) as u
+        where u.embedding_model = _memory_candidates.model
+          and (me is null or u.user_id = me or u.scope = 'tenant_shared')
+          and (_memory_candidates.tags is null or u.tags && _memory_candidates.tags)
+          and (_memory_candidates.emotion is null or u.emotion = _memory_candidates.emotion)
+          and (_memory_candidates.life_domain is null or u.life_domain = _memory_candidates.life_domain)
+          and (_memory_candidates.category is null or u.category = _memory_candidates.category)
+          and (_memory_candidates.scope is null or u.scope = _memory_candidates.scope)
+        order by score desc, u.id
+        limit max_rows
+    ) as x
+    where x.score >= threshold;
+end;
+$$;
+
+/*
 search_memories(query_embedding vector, mode text default 'context', match_count integer default null,
   filter_tags text[] default null, filter_emotion text default null, filter_life_domain text default null,
   filter_category text default null, filter_scope text default null, min_score double precision default null,
@@ -1441,6 +1504,7 @@ Returns: memory_id, key, value, description, category, scope, tags, pinned, conf
 Errors: 42501 as _resolve_tenant; 22023 on an unknown mode; 22023 "match_count must be 1..100
   (got n)"; 22000 on wrong dimensions; 22023 "query_embedding is a zero vector: its cosine
   similarity is undefined"; 55000 "memory config is incomplete: …".
+  In named steps: _memory_candidates, then _mmr.
 Example: select key, score from hipocampo.search_memories('[…]'::extensions.vector, 'context');
 */
 create or replace function hipocampo.search_memories(
@@ -1476,11 +1540,7 @@ declare
     model text;
     use_tags text [] := search_memories.filter_tags;
     why text;
-    ids uuid [];
-    tiers text [];
-    sims double precision [];
-    scores double precision [];
-    embs extensions.vector [];
+    c record;  -- _memory_candidates: ids, tiers, sims, scores, embs (best first)
     sel integer [] := '{}';
 begin
     if k is null or k < 1 or k > 100 then
@@ -1507,45 +1567,19 @@ begin
         use_tags := null;
     end if;
 
-    select array_agg(x.id order by x.score desc, x.id), array_agg(x.tier order by x.score desc, x.id),
-        array_agg(x.sim order by x.score desc, x.id), array_agg(x.score order by x.score desc, x.id),
-        array_agg(x.embedding order by x.score desc, x.id)
-    into ids, tiers, sims, scores, embs
-    from (
-        select u.id, u.tier, u.embedding, 1 - (u.embedding operator(extensions.<=>) query_embedding) as sim,
-            1 - (u.embedding operator(extensions.<=>) query_embedding)
-            + case when u.pinned then bonus else 0 end as score
-        from (
-            select m.id, 'long_term' as tier, m.embedding, m.pinned, m.user_id, m.scope, m.tags, m.emotion,
-                m.life_domain, m.category, m.embedding_model
-            from hipocampo_private.memories as m
-            where m.tenant_id = t and m.status = 'active'
-            union all
-            select s.id, 'staging', s.embedding, s.pinned, s.user_id, s.scope, s.tags, s.emotion,
-                s.life_domain, s.category, s.embedding_model
-            from hipocampo_private.memory_staging as s
-            where include_staging and s.tenant_id = t
-        ) as u
-        where u.embedding_model = model
-          and (me is null or u.user_id = me or u.scope = 'tenant_shared')
-          and (use_tags is null or u.tags && use_tags)
-          and (search_memories.filter_emotion is null or u.emotion = search_memories.filter_emotion)
-          and (search_memories.filter_life_domain is null or u.life_domain = search_memories.filter_life_domain)
-          and (search_memories.filter_category is null or u.category = search_memories.filter_category)
-          and (search_memories.filter_scope is null or u.scope = search_memories.filter_scope)
-        order by score desc, u.id
-        limit k * 8
-    ) as x
-    where x.score >= threshold;
+    c := hipocampo_private._memory_candidates(
+        t, me, model, query_embedding, use_tags, search_memories.filter_emotion, search_memories.filter_life_domain,
+        search_memories.filter_category, search_memories.filter_scope, include_staging, bonus, k * 8, threshold
+    );
 
-    if ids is not null then
+    if c.ids is not null then
         -- MMR on the scores, near-duplicates dropped (shared with hybrid_search).
-        sel := hipocampo_private._mmr(embs, scores, k, lambda, dup);
+        sel := hipocampo_private._mmr(c.embs, c.scores, k, lambda, dup);
     end if;
 
     return query
     select u.id, u.key, u.value, u.description, u.category, u.scope, u.tags, u.pinned, u.confidence,
-        sims[o.pos], scores[o.pos], o.ord::integer, why, tiers[o.pos]
+        c.sims[o.pos], c.scores[o.pos], o.ord::integer, why, c.tiers[o.pos]
     from unnest(sel) with ordinality as o (pos, ord)
     inner join (
         select m.id, m.key, m.value, m.description, m.category, m.scope, m.tags, m.pinned, m.confidence
@@ -1553,7 +1587,7 @@ begin
         union all
         select s.id, s.key, s.value, s.description, s.category, s.scope, s.tags, s.pinned, s.confidence
         from hipocampo_private.memory_staging as s where s.tenant_id = t
-    ) as u on u.id = ids[o.pos]
+    ) as u on u.id = c.ids[o.pos]
     order by o.ord;
     if cardinality(sel) = 0 and why is not null then
         -- Still say that the tag filter was dropped, with no rows to carry it.
@@ -1562,7 +1596,7 @@ begin
             0, why, null::text;
     end if;
     perform hipocampo_private._record_read(t, 'search_memories', cardinality(sel), null, null, memory_ids => array(
-        select ids[x] from unnest(sel) as x), similarity => (select avg(sims[x]) from unnest(sel) as x)::real);
+        select c.ids[x] from unnest(sel) as x), similarity => (select avg(c.sims[x]) from unnest(sel) as x)::real);
 end;
 $$;
 

@@ -295,7 +295,6 @@ SQL_TOO_LONG = {
     "hipocampo_private._search_history": 373,
     "hipocampo_private._remember": 128,
     "hipocampo_private._write_documents": 153,
-    "hipocampo.search_memories": 122,
 }
 
 
