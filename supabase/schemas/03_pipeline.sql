@@ -162,7 +162,8 @@ Purpose: the writes of ingest_document and ingest_documents, set-based: one stat
   for the whole batch (look up, delete the replaced chunks, update, insert documents, insert
   chunks, count), so the chunks' statement triggers (PII scrub aside, which is per row) update
   the BM25 statistics and postings once per batch. Semantics per document as ingest_document
-  gives them.
+  gives them. In named steps: _document_states, _replace_documents, _insert_documents,
+  _insert_chunks; their errors are turned into the SQLSTATEs below here.
 Parameters: k - the knowledge base; items - [{document (checked and scrubbed by _ingest_item),
   chunks}] with distinct source_uris; embedding_model - a registered model.
 Returns: [{"document_id", "status", "chunks", "skipped"}], in the order of items.
@@ -180,9 +181,57 @@ security invoker
 set search_path = ''
 as $$
 declare
-    trust jsonb := hipocampo.effective_config(k.tenant_id, k.id) -> 'retrieval' -> 'default_trust';
     state jsonb;  -- [{i, doc_id, old_hash, status}]: one element per item, in order
-    result jsonb;
+begin
+    state := hipocampo_private._document_states(k, items, _write_documents.embedding_model);
+    if not jsonb_path_exists(state, '$[*] ? (@.status != "unchanged")') then
+        -- Nothing to write: every document is stored with this model's chunks.
+        return (
+            select jsonb_agg(jsonb_build_object(
+                'document_id', s.doc_id, 'status', s.status, 'chunks', 0, 'skipped', 0) order by s.i)
+            from jsonb_to_recordset(state) as s (i integer, doc_id uuid, status text)
+        );
+    end if;
+    if jsonb_path_exists(state, '$[*] ? (@.status == "embedded" || @.status == "replaced")') then
+        perform hipocampo_private._replace_documents(items, state, _write_documents.embedding_model);
+    end if;
+    state := hipocampo_private._insert_documents(k, items, state);
+    return hipocampo_private._insert_chunks(k, items, state, _write_documents.embedding_model);
+exception
+    when insufficient_privilege then
+        raise exception 'only tenant admins can ingest documents' using errcode = '42501';
+    when check_violation then
+        raise exception 'invalid document: %', sqlerrm using errcode = '23514';
+    when invalid_text_representation or invalid_datetime_format or datetime_field_overflow
+        or numeric_value_out_of_range then
+        raise exception 'invalid document field: %', sqlerrm using errcode = '22023';
+end;
+$$;
+
+/*
+_document_states(k hipocampo_private.knowledge_bases, items jsonb, embedding_model text) -> jsonb
+
+Purpose: _write_documents' first step: each item's document looked up by source_uri in the
+  knowledge base, and what the write will do with it: 'inserted' (new), 'replaced' (another
+  content_hash: every model's chunks go), 'embedded' (the same text without chunks of this model:
+  a model switch) or 'unchanged'.
+Parameters: as _write_documents'.
+Returns: [{"i" (0-based position in items), "doc_id" (null when new), "old_hash", "status"}], in
+  the order of items.
+Errors: none.
+Example: select hipocampo_private._document_states(k, items, 'all-MiniLM-L6-v2');
+*/
+create or replace function hipocampo_private._document_states(
+    k hipocampo_private.knowledge_bases, items jsonb, embedding_model text
+)
+returns jsonb
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    state jsonb;
 begin
     select jsonb_agg(jsonb_build_object(
         'i', x.i, 'doc_id', d.id, 'old_hash', d.content_hash,
@@ -191,7 +240,7 @@ begin
             when d.content_hash is distinct from x.doc ->> 'content_hash' then 'replaced'
             when exists (
                 select 1 from hipocampo_private.chunks as c
-                where c.document_id = d.id and c.embedding_model = _write_documents.embedding_model
+                where c.document_id = d.id and c.embedding_model = _document_states.embedding_model
             ) then 'unchanged'
             else 'embedded'
         end) order by x.i)
@@ -202,46 +251,83 @@ begin
     ) as x
     left join hipocampo_private.documents as d
         on d.kb_id = k.id and d.source_uri = x.doc ->> 'source_uri';
+    return state;
+end;
+$$;
 
-    if not jsonb_path_exists(state, '$[*] ? (@.status != "unchanged")') then
-        -- Nothing to write: every document is stored with this model's chunks.
-        return (
-            select jsonb_agg(jsonb_build_object(
-                'document_id', s.doc_id, 'status', s.status, 'chunks', 0, 'skipped', 0) order by s.i)
-            from jsonb_to_recordset(state) as s (i integer, doc_id uuid, status text)
-        );
-    end if;
+/*
+_replace_documents(items jsonb, state jsonb, embedding_model text) -> void
 
-    if jsonb_path_exists(state, '$[*] ? (@.status == "embedded" || @.status == "replaced")') then
-        -- A changed text replaces every model's chunks (no model keeps serving the old text); the
-        -- same text for a model without chunks (a model switch) replaces only that model's.
-        delete from hipocampo_private.chunks as c
-        using jsonb_to_recordset(state) as s (i integer, doc_id uuid, status text)
-        where s.status in ('embedded', 'replaced') and c.document_id = s.doc_id
-          and (c.embedding_model = _write_documents.embedding_model or s.status = 'replaced');
+Purpose: _write_documents' second step, for the documents _document_states marked 'replaced' or
+  'embedded': a changed text replaces every model's chunks (no model keeps serving the old text);
+  the same text for a model without chunks (a model switch) replaces only that model's. The
+  document rows take the new fields (absent ones keep theirs; title and expiry are replaced).
+Parameters: items as _write_documents'; state from _document_states.
+Returns: nothing.
+Errors: none of its own (a refused write, a check constraint or an unparsable field surfaces as
+  _write_documents' errors).
+Example: select hipocampo_private._replace_documents(items, state, 'all-MiniLM-L6-v2');
+*/
+create or replace function hipocampo_private._replace_documents(items jsonb, state jsonb, embedding_model text)
+returns void
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    -- A changed text replaces every model's chunks (no model keeps serving the old text); the
+    -- same text for a model without chunks (a model switch) replaces only that model's.
+    delete from hipocampo_private.chunks as c
+    using jsonb_to_recordset(state) as s (i integer, doc_id uuid, status text)
+    where s.status in ('embedded', 'replaced') and c.document_id = s.doc_id
+      and (c.embedding_model = _replace_documents.embedding_model or s.status = 'replaced');
 
-        update hipocampo_private.documents as d set
-            source_type = coalesce(u.doc ->> 'source_type', d.source_type),
-            doc_type = coalesce(u.doc ->> 'doc_type', d.doc_type),
-            title = u.doc ->> 'title',
-            author = coalesce(u.doc ->> 'author', d.author),
-            published_at = coalesce((u.doc ->> 'published_at')::timestamptz, d.published_at),
-            version = coalesce(u.doc ->> 'version', d.version),
-            trust_score = coalesce((u.doc ->> 'trust_score')::real, d.trust_score),
-            data_classification = coalesce(u.doc ->> 'data_classification', d.data_classification),
-            content_hash = u.doc ->> 'content_hash',
-            status = coalesce(u.doc ->> 'status', d.status),
-            expires_at = (u.doc ->> 'expires_at')::timestamptz,
-            pii_replacements = coalesce((u.doc ->> 'pii_replacements')::integer, d.pii_replacements),
-            updated_at = now()
-        from (
-            select s.doc_id, items -> s.i -> 'document' as doc
-            from jsonb_to_recordset(state) as s (i integer, doc_id uuid, status text)
-            where s.status in ('embedded', 'replaced')
-        ) as u
-        where d.id = u.doc_id;
-    end if;
+    update hipocampo_private.documents as d set
+        source_type = coalesce(u.doc ->> 'source_type', d.source_type),
+        doc_type = coalesce(u.doc ->> 'doc_type', d.doc_type),
+        title = u.doc ->> 'title',
+        author = coalesce(u.doc ->> 'author', d.author),
+        published_at = coalesce((u.doc ->> 'published_at')::timestamptz, d.published_at),
+        version = coalesce(u.doc ->> 'version', d.version),
+        trust_score = coalesce((u.doc ->> 'trust_score')::real, d.trust_score),
+        data_classification = coalesce(u.doc ->> 'data_classification', d.data_classification),
+        content_hash = u.doc ->> 'content_hash',
+        status = coalesce(u.doc ->> 'status', d.status),
+        expires_at = (u.doc ->> 'expires_at')::timestamptz,
+        pii_replacements = coalesce((u.doc ->> 'pii_replacements')::integer, d.pii_replacements),
+        updated_at = now()
+    from (
+        select s.doc_id, items -> s.i -> 'document' as doc
+        from jsonb_to_recordset(state) as s (i integer, doc_id uuid, status text)
+        where s.status in ('embedded', 'replaced')
+    ) as u
+    where d.id = u.doc_id;
+end;
+$$;
 
+/*
+_insert_documents(k hipocampo_private.knowledge_bases, items jsonb, state jsonb) -> jsonb
+
+Purpose: _write_documents' third step: the documents _document_states marked 'inserted' become
+  rows of the knowledge base (trust_score: the item's, else the source type's
+  retrieval.default_trust, else 0.5), in the order of items.
+Parameters: k and items as _write_documents'; state from _document_states.
+Returns: state with the new documents' ids in doc_id.
+Errors: none of its own (as _replace_documents).
+Example: select hipocampo_private._insert_documents(k, items, state);
+*/
+create or replace function hipocampo_private._insert_documents(
+    k hipocampo_private.knowledge_bases, items jsonb, state jsonb
+)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    trust jsonb := hipocampo.effective_config(k.tenant_id, k.id) -> 'retrieval' -> 'default_trust';
+    written jsonb;
+begin
     with inserted as (
         insert into hipocampo_private.documents (
             tenant_id, kb_id, source_type, doc_type, title, source_uri, author, published_at,
@@ -269,11 +355,38 @@ begin
 
     select jsonb_agg(jsonb_build_object(
         'i', s.i, 'doc_id', coalesce(s.doc_id, ins.id), 'status', s.status) order by s.i)
-    into state
+    into written
     from jsonb_to_recordset(state) as s (i integer, doc_id uuid, status text)
     left join inserted as ins
         on s.status = 'inserted' and ins.source_uri = items -> s.i -> 'document' ->> 'source_uri';
+    return written;
+end;
+$$;
 
+/*
+_insert_chunks(k hipocampo_private.knowledge_bases, items jsonb, state jsonb, embedding_model text)
+  -> jsonb
+
+Purpose: _write_documents' last step: every chunk of the documents not 'unchanged', one
+  statement for the batch (a chunk whose text the tenant already holds with this model is
+  skipped: chunks_tenant_hash_model_key), then each written document's chunk_count.
+Parameters: k, items and embedding_model as _write_documents'; state from _insert_documents.
+Returns: _write_documents' result: [{"document_id", "status", "chunks", "skipped"}], in the
+  order of items.
+Errors: none of its own (as _replace_documents).
+Example: select hipocampo_private._insert_chunks(k, items, state, 'all-MiniLM-L6-v2');
+*/
+create or replace function hipocampo_private._insert_chunks(
+    k hipocampo_private.knowledge_bases, items jsonb, state jsonb, embedding_model text
+)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    result jsonb;
+begin
     with written as (
         insert into hipocampo_private.chunks (
             tenant_id, kb_id, document_id, chunk_index, content, token_count, metadata,
@@ -283,7 +396,7 @@ begin
             k.tenant_id, k.id, s.doc_id, (c.value ->> 'chunk_index')::integer, c.value ->> 'content',
             coalesce((c.value ->> 'token_count')::integer, 0), coalesce(c.value -> 'metadata', '{}'::jsonb),
             c.value ->> 'content_hash', hipocampo_private.text_search_config(k.language),
-            (c.value ->> 'embedding')::extensions.vector, _write_documents.embedding_model,
+            (c.value ->> 'embedding')::extensions.vector, _insert_chunks.embedding_model,
             (items -> s.i -> 'document' ->> 'expires_at')::timestamptz,
             case when jsonb_typeof(c.value -> 'sentence_embeddings') = 'array' then array(
                 select (x.v #>> '{}')::extensions.vector
@@ -314,14 +427,6 @@ begin
     from jsonb_array_elements(result) as r
     where d.id = (r.value ->> 'document_id')::uuid and r.value ->> 'status' <> 'unchanged';
     return result;
-exception
-    when insufficient_privilege then
-        raise exception 'only tenant admins can ingest documents' using errcode = '42501';
-    when check_violation then
-        raise exception 'invalid document: %', sqlerrm using errcode = '23514';
-    when invalid_text_representation or invalid_datetime_format or datetime_field_overflow
-        or numeric_value_out_of_range then
-        raise exception 'invalid document field: %', sqlerrm using errcode = '22023';
 end;
 $$;
 

@@ -329,6 +329,10 @@ grant execute on function hipocampo_private._take_token(bucket text, per_minute 
 grant execute on function hipocampo_private._user_memory(memory_id uuid, tenant_id uuid) to service_role;
 grant execute on function hipocampo_private._user_ref(tenant_id uuid, user_id uuid) to service_role;
 grant execute on function hipocampo_private._write_documents(k hipocampo_private.knowledge_bases, items jsonb, embedding_model text) to authenticated, service_role;
+grant execute on function hipocampo_private._document_states(k hipocampo_private.knowledge_bases, items jsonb, embedding_model text) to authenticated, service_role;
+grant execute on function hipocampo_private._replace_documents(items jsonb, state jsonb, embedding_model text) to authenticated, service_role;
+grant execute on function hipocampo_private._insert_documents(k hipocampo_private.knowledge_bases, items jsonb, state jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._insert_chunks(k hipocampo_private.knowledge_bases, items jsonb, state jsonb, embedding_model text) to authenticated, service_role;
 grant execute on function hipocampo_private.cnpj_is_valid(digits text) to authenticated, service_role;
 grant execute on function hipocampo_private.cpf_is_valid(digits text) to authenticated, service_role;
 grant execute on function hipocampo_private.current_tenant_id() to authenticated, service_role;

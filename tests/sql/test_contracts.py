@@ -294,7 +294,6 @@ SQL_FUNCTION_LINES = 100
 SQL_TOO_LONG = {
     "hipocampo_private._search_history": 373,
     "hipocampo_private._remember": 128,
-    "hipocampo_private._write_documents": 153,
 }
 
 
