@@ -1159,12 +1159,94 @@ as $$
 $$;
 
 /*
+_check_memory_key(key text, scope text, source text) -> void
+
+Purpose: _remember's arguments the table would refuse with a raw engine error, named first: key,
+  scope and source present, the key at most 200 characters.
+Returns: nothing.
+Errors: 22023 "key / scope / source must not be null"; 22001 "key is n characters; the limit is 200".
+Example: select hipocampo_private._check_memory_key('prefs.language', 'personal', 'user');
+*/
+create or replace function hipocampo_private._check_memory_key(key text, scope text, source text)
+returns void
+language plpgsql
+immutable
+security invoker
+set search_path = ''
+as $$
+begin
+    if key is null or scope is null or source is null then
+        raise exception '% must not be null',
+            case when key is null then 'key' when scope is null then 'scope' else 'source' end
+            using errcode = '22023';
+    end if;
+    if char_length(key) > 200 then
+        raise exception 'key is % characters; the limit is 200', char_length(key) using errcode = '22001';
+    end if;
+end;
+$$;
+
+/*
+_memory_stage(tenant uuid, user_id uuid, replaces uuid, model text, tokens integer, cfg jsonb,
+  attempt jsonb, key text, value jsonb, description text, category text, scope text,
+  confidence double precision, source text, source_ref text, conversation_id uuid, tags text[],
+  emotion text, intensity numeric, life_domain text, pinned boolean, embedding vector,
+  expires_at timestamptz) -> jsonb
+
+Purpose: _remember's staged write (short-term memory): the row, expiring at expires_at or
+  now() + cfg.staging_ttl_days, within 30 days; its memory.staged event (with the staged row it
+  replaces, already deleted by _remember).
+Parameters: tenant and user the writer's (_memory_actor); replaces the key's previous staged row
+  (null: none); model and tokens as _remember computed them; the rest as remember's.
+Returns: {"status": "staged", "memory_id", "expires_at", "replaced"}.
+Errors: 22023 "a staged memory must expire within 30 days (expires_at t)"; a check constraint's
+  23514 (turned into "invalid memory: …" by _remember).
+Example: see _remember.
+*/
+create or replace function hipocampo_private._memory_stage(
+    tenant uuid, user_id uuid, replaces uuid, model text, tokens integer, cfg jsonb, attempt jsonb,
+    key text, value jsonb, description text, category text, scope text, confidence double precision,
+    source text, source_ref text, conversation_id uuid, tags text[], emotion text, intensity numeric,
+    life_domain text, pinned boolean, embedding extensions.vector, expires_at timestamptz
+)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    expiry timestamptz := coalesce(_memory_stage.expires_at,
+        now() + make_interval(days => (cfg ->> 'staging_ttl_days')::integer));
+    new_id uuid;
+begin
+    if expiry <= now() or expiry > now() + interval '30 days' then
+        raise exception 'a staged memory must expire within 30 days (expires_at %)', expiry
+            using errcode = '22023';
+    end if;
+    insert into hipocampo_private.memory_staging (
+        tenant_id, user_id, scope, category, key, value, description, confidence, source, source_ref,
+        conversation_id, pinned, tags, emotion, intensity, life_domain, embedding, embedding_model,
+        token_count, expires_at
+    ) values (
+        tenant, _memory_stage.user_id, _memory_stage.scope, _memory_stage.category, _memory_stage.key,
+        _memory_stage.value, btrim(_memory_stage.description), _memory_stage.confidence, _memory_stage.source,
+        _memory_stage.source_ref, _memory_stage.conversation_id, coalesce(_memory_stage.pinned, false),
+        coalesce(_memory_stage.tags, array[_memory_stage.category]), _memory_stage.emotion,
+        round(_memory_stage.intensity, 1), _memory_stage.life_domain, _memory_stage.embedding, model, tokens, expiry
+    ) returning id into new_id;
+    perform hipocampo_private._memory_event(tenant, _memory_stage.user_id, new_id, 'memory.staged', null,
+        attempt || jsonb_build_object('replaces', replaces, 'expires_at', expiry));
+    return jsonb_build_object('status', 'staged', 'memory_id', new_id, 'expires_at', expiry, 'replaced', replaces);
+end;
+$$;
+
+/*
 _remember(…the parameters of hipocampo.remember…, tier text) -> jsonb
 
 Purpose: the gate and the write behind remember (tier 'auto') and promote_memory (tier
   'long_term'), in named steps: the gate (_memory_gate), the key's slot (_memory_slot: lock, active
   row, explicit-user rule, quota), unchanged values, duplicates (_memory_duplicate), then the
-  write. 'auto' routes a write with intensity < memory.staging_below_intensity (7) to staging;
+  write (staged: _memory_stage). _check_memory_key names bad arguments first. 'auto' routes a write with intensity < memory.staging_below_intensity (7) to staging;
   anything else (no intensity, or intensity >= 7) goes to long-term memory. Every refusal is
   recorded (memory.write_rejected) and returned, not raised.
 Staging writes: the same gate except the quota and the explicit-user rule (both apply on
@@ -1198,20 +1280,11 @@ declare
     new_id uuid;
     model text;
     to_staging boolean;
-    expiry timestamptz;
     tokens integer;
     attempt jsonb := jsonb_build_object('key', _remember.key, 'category', _remember.category,
         'source', _remember.source, 'scope', _remember.scope);
 begin
-    -- Arguments the table would refuse with a raw engine error are named here first.
-    if _remember.key is null or _remember.scope is null or _remember.source is null then
-        raise exception '% must not be null',
-            case when _remember.key is null then 'key' when _remember.scope is null then 'scope' else 'source' end
-            using errcode = '22023';
-    end if;
-    if char_length(_remember.key) > 200 then
-        raise exception 'key is % characters; the limit is 200', char_length(_remember.key) using errcode = '22001';
-    end if;
+    perform hipocampo_private._check_memory_key(_remember.key, _remember.scope, _remember.source);
     cfg := hipocampo_private._memory_config(hipocampo.effective_config(a.actor_tenant) -> 'memory');
     to_staging := tier = 'auto' and intensity is not null
         and round(intensity, 1) < (cfg ->> 'staging_below_intensity')::numeric;
@@ -1241,9 +1314,7 @@ begin
     select s.id into staged_id from hipocampo_private.memory_staging as s
     where s.tenant_id = a.actor_tenant and s.scope = _remember.scope and s.key = _remember.key
       and (_remember.scope = 'tenant_shared' or s.user_id = a.actor_user);
-    if embedding is not null then
-        model := hipocampo_private._active_model(embedding, 'embedding');
-    end if;
+    model := case when embedding is not null then hipocampo_private._active_model(embedding, 'embedding') end;
     dup_id := hipocampo_private._memory_duplicate(a.actor_tenant, a.actor_user, current_row.id, staged_id,
         _remember.description, _remember.embedding, model, cfg);
     if dup_id is not null then
@@ -1253,31 +1324,13 @@ begin
     end if;
 
     tokens := greatest(coalesce(_remember.token_count, 0), ceil(char_length(_remember.description) / 4.0)::integer);
-    if to_staging then
-        expiry := coalesce(_remember.expires_at,
-            now() + make_interval(days => (cfg ->> 'staging_ttl_days')::integer));
-        if expiry <= now() or expiry > now() + interval '30 days' then
-            raise exception 'a staged memory must expire within 30 days (expires_at %)', expiry
-                using errcode = '22023';
-        end if;
-    end if;
     delete from hipocampo_private.memory_staging as s where s.id = staged_id;
     if to_staging then
-        insert into hipocampo_private.memory_staging (
-            tenant_id, user_id, scope, category, key, value, description, confidence, source, source_ref,
-            conversation_id, pinned, tags, emotion, intensity, life_domain, embedding, embedding_model,
-            token_count, expires_at
-        ) values (
-            a.actor_tenant, a.actor_user, _remember.scope, _remember.category, _remember.key, _remember.value,
-            btrim(_remember.description), _remember.confidence, _remember.source, _remember.source_ref,
-            _remember.conversation_id, coalesce(_remember.pinned, false),
-            coalesce(_remember.tags, array[_remember.category]), _remember.emotion,
-            round(_remember.intensity, 1), _remember.life_domain, _remember.embedding, model, tokens, expiry
-        ) returning id into new_id;
-        perform hipocampo_private._memory_event(a.actor_tenant, a.actor_user, new_id, 'memory.staged', null,
-            attempt || jsonb_build_object('replaces', staged_id, 'expires_at', expiry));
-        return jsonb_build_object('status', 'staged', 'memory_id', new_id, 'expires_at', expiry,
-            'replaced', staged_id);
+        return hipocampo_private._memory_stage(a.actor_tenant, a.actor_user, staged_id, model, tokens, cfg, attempt,
+            _remember.key, _remember.value, _remember.description, _remember.category, _remember.scope,
+            _remember.confidence, _remember.source, _remember.source_ref, _remember.conversation_id,
+            _remember.tags, _remember.emotion, _remember.intensity, _remember.life_domain, _remember.pinned,
+            _remember.embedding, _remember.expires_at);
     end if;
 
     update hipocampo_private.memories as m

@@ -294,6 +294,8 @@ grant execute on function hipocampo_private._memory_duplicate(
     model text, cfg jsonb
 ) to authenticated, service_role;
 grant execute on function hipocampo_private._remember(key text, value jsonb, description text, category text, embedding extensions.vector, scope text, confidence double precision, source text, source_ref text, conversation_id uuid, tags text[], emotion text, intensity numeric, life_domain text, pinned boolean, token_count integer, expires_at timestamp with time zone, user_id uuid, tenant_id uuid, tier text) to authenticated, service_role;
+grant execute on function hipocampo_private._check_memory_key(key text, scope text, source text) to authenticated, service_role;
+grant execute on function hipocampo_private._memory_stage(tenant uuid, user_id uuid, replaces uuid, model text, tokens integer, cfg jsonb, attempt jsonb, key text, value jsonb, description text, category text, scope text, confidence double precision, source text, source_ref text, conversation_id uuid, tags text[], emotion text, intensity numeric, life_domain text, pinned boolean, embedding extensions.vector, expires_at timestamp with time zone) to authenticated, service_role;
 grant execute on function hipocampo_private._require_admin() to authenticated, service_role;
 grant execute on function hipocampo_private._require_tenant_admin(action text) to authenticated, service_role;
 grant execute on function hipocampo_private._require_config(section_config jsonb, section text, keys text[]) to authenticated, service_role;

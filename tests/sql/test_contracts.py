@@ -293,7 +293,6 @@ def test_an_argument_out_of_its_range_is_22023_everywhere() -> None:
 SQL_FUNCTION_LINES = 100
 SQL_TOO_LONG = {
     "hipocampo_private._search_history": 373,
-    "hipocampo_private._remember": 128,
 }
 
 
