@@ -48,10 +48,10 @@ def test_each_forbidden_file_is_kept_out_with_its_reason(service_client: Any, co
     credentials = len(list(CORPUS.glob("kind_credentials__*")))
     assert summary.documents_quarantined == credentials
     assert summary.documents_refused == summary.documents_failed == len(list(CORPUS.glob("kind_*"))) - credentials
-    rows = {r["source_uri"]: r for r in service_client.list_documents(service_client.kb_id("proibidos"))}
-    quarantined = {u: r for u, r in rows.items() if r["status"] == "quarantined"}
+    rows = {r.source_uri: r for r in service_client.list_documents(service_client.kb_id("proibidos"))}
+    quarantined = {u: r for u, r in rows.items() if r.status == "quarantined"}
     assert sorted(quarantined) == sorted(f"test://{p.name}" for p in CORPUS.glob("kind_credentials__*"))
-    assert all(r["chunk_count"] == 0 and r["quarantine"]["kind"] == "credentials" for r in quarantined.values())
+    assert all(r.chunk_count == 0 and (r.quarantine or {}).get("kind") == "credentials" for r in quarantined.values())
     assert not any(u.startswith("test://kind_") and u not in quarantined for u in rows)  # refused: nothing stored
 
 

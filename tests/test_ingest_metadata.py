@@ -25,7 +25,7 @@ SWITCHED = "other-minilm-384"
 
 def trust_of(client: Hipocampo, kb: str) -> dict[str, tuple[str, float]]:
     return {
-        Path(d["source_uri"]).name: (str(d["source_type"]), round(float(d["trust_score"]), 3))
+        Path(d.source_uri).name: (d.source_type, round(d.trust_score, 3))
         for d in client.list_documents(client.kb_id(kb))
     }
 
@@ -83,7 +83,7 @@ def test_a_metadata_change_is_applied_without_reembedding(
 
 def test_set_document_metadata_validates(service_client: Hipocampo, tmp_path: Path, counting: CountingEmbedder) -> None:
     ingest_paths(service_client, "regras", [folder(tmp_path)], counting, count_tokens, source_type="regulation")
-    doc = service_client.list_documents(service_client.kb_id("regras"))[0]["id"]
+    doc = service_client.list_documents(service_client.kb_id("regras"))[0].id
     out = service_client.set_document_metadata(doc, {"trust_score": 0.7, "version": "2024"})
     assert out["updated"] == ["trust_score", "version"]
     for patch, match in [

@@ -146,7 +146,7 @@ def test_documents_with_the_same_text_each_keep_their_chunks(
     assert summary.documents_ingested == 2 and summary.chunks_written == 2
     kb = service_client.kb_id("copias")
     docs = service_client.list_documents(kb)
-    assert [d["chunk_count"] for d in docs] == [1, 1]
+    assert [d.chunk_count for d in docs] == [1, 1]
     hits = service_client.search("quando fecha o portão", counting.embed_query("quando fecha o portão"), kb_ids=[kb])
     assert hits and hits[0].content == text
 
@@ -206,11 +206,11 @@ def test_the_client_pages_through_documents_and_finds_one_by_id(
     kb = service_client.kb_id("avisos")
     every = service_client.list_documents(kb)
     assert list(service_client.iter_documents(kb, page=2)) == every and len(every) == 5
-    assert service_client.list_documents(kb, after=every[1]["source_uri"], limit=2) == every[2:4]
-    assert service_client.document_page(kb, limit=2) == (every[:2], every[1]["source_uri"])
-    assert service_client.document_page(kb, after=every[2]["source_uri"], limit=2) == (every[3:], None)
-    one = service_client.get_document(every[3]["id"])
-    assert one is not None and (one["kb_id"], one["kb_name"], one["title"]) == (kb, "avisos", every[3]["title"])
+    assert service_client.list_documents(kb, after=every[1].source_uri, limit=2) == every[2:4]
+    assert service_client.document_page(kb, limit=2) == (every[:2], every[1].source_uri)
+    assert service_client.document_page(kb, after=every[2].source_uri, limit=2) == (every[3:], None)
+    one = service_client.get_document(every[3].id)
+    assert one is not None and (one.kb_id, one.kb_name, one.title) == (kb, "avisos", every[3].title)
     assert service_client.get_document(uuid.uuid4()) is None
 
 
@@ -315,4 +315,4 @@ def test_a_batch_goes_in_one_transaction_and_a_bad_document_fails_alone(
     assert [r.source_uri for r in failed] == ["lote://2"]
     assert failed[0].error is not None and failed[0].error.startswith("invalid document field:")
     listed = service_client.list_documents(service_client.kb_id("lote-misto"))
-    assert sorted(d["source_uri"] for d in listed) == ["lote://0", "lote://1", "lote://3"]
+    assert sorted(d.source_uri for d in listed) == ["lote://0", "lote://1", "lote://3"]

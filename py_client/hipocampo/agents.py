@@ -131,7 +131,7 @@ class PostgresVectorStore:
         except NotFoundError:
             return 0
         # Keyset pages by source URI: deleting the rows already read moves no later page.
-        return sum(self.client.delete_document(d["id"]) for d in self.client.iter_documents(kb))
+        return sum(self.client.delete_document(d.id) for d in self.client.iter_documents(kb))
 
 
 class RagContextProvider:

@@ -16,7 +16,16 @@ from uuid import UUID
 import psycopg
 
 from .errors import HipocampoError, from_db_error
-from .models import AgentBinding, Answer, KnowledgeBase, ScrubResult, SearchHit
+from .models import (
+    AgentBinding,
+    Answer,
+    DocumentRow,
+    DocumentTextChunk,
+    KnowledgeBase,
+    NotLanguageDocument,
+    ScrubResult,
+    SearchHit,
+)
 from .rpc import Shape
 from .transport import READ_RPCS, Actor, SqlTransport, Transport
 
@@ -508,9 +517,7 @@ class Hipocampo:
         """
         return str(self.rpc("build_model_index", {"embedding_model": embedding_model}))
 
-    def list_documents(
-        self, kb_id: UUID, *, after: str | None = None, limit: int | None = None
-    ) -> list[dict[str, Any]]:
+    def list_documents(self, kb_id: UUID, *, after: str | None = None, limit: int | None = None) -> list[DocumentRow]:
         """The KB's documents by source_uri (``hipocampo.list_documents``), a keyset page: those
         whose source_uri sorts after ``after`` (None: from the first), at most ``limit``
         (1..10000; None: all of them). Rows: id, title, source_uri, source_type, doc_type,
@@ -521,11 +528,11 @@ class Hipocampo:
             InvalidInputError: ``limit`` outside 1..10000 (22023).
         """
         args = {"kb_id": kb_id, "after_source_uri": after, "max_rows": limit}
-        return [dict(r) for r in self.rpc("list_documents", args, "rows")]
+        return [DocumentRow.model_validate(dict(r)) for r in self.rpc("list_documents", args, "rows")]
 
     def document_page(
         self, kb_id: UUID, *, after: str | None = None, limit: int = 1000
-    ) -> tuple[list[dict[str, Any]], str | None]:
+    ) -> tuple[list[DocumentRow], str | None]:
         """One page of :meth:`list_documents` (at most ``limit`` rows, 1..10000) and the
         source_uri to continue after when more documents follow (None on the last page).
 
@@ -533,11 +540,11 @@ class Hipocampo:
             NotFoundError, InvalidInputError: as :meth:`list_documents`.
         """
         rows = self.list_documents(kb_id, after=after, limit=limit)
-        last = str(rows[-1]["source_uri"]) if len(rows) == limit else None
+        last = rows[-1].source_uri if len(rows) == limit else None
         more = last is not None and bool(self.list_documents(kb_id, after=last, limit=1))
         return rows, last if more else None
 
-    def iter_documents(self, kb_id: UUID, *, page: int = 1000) -> Iterator[dict[str, Any]]:
+    def iter_documents(self, kb_id: UUID, *, page: int = 1000) -> Iterator[DocumentRow]:
         """Every document of the KB by source_uri, fetched ``page`` rows per call (keyset pages,
         each in its own transaction: a call costs its page whatever the KB's size)."""
         after: str | None = None
@@ -546,23 +553,25 @@ class Hipocampo:
             yield from rows
             if len(rows) < page:
                 return
-            after = str(rows[-1]["source_uri"])
+            after = rows[-1].source_uri
 
-    def get_document(self, document_id: UUID) -> dict[str, Any] | None:
+    def get_document(self, document_id: UUID) -> DocumentRow | None:
         """One document of the tenant by id (``hipocampo.get_document``): the columns of
         :meth:`list_documents` with kb_id and kb_name; None when the tenant has no document with
         that id."""
         row = self.rpc("get_document", {"document_id": document_id, "tenant_id": self._tenant()}, "row")
-        return dict(row) if row else None
+        return DocumentRow.model_validate(dict(row)) if row else None
 
-    def document_text(self, document_id: UUID) -> list[dict[str, Any]]:
+    def document_text(self, document_id: UUID) -> list[DocumentTextChunk]:
         """A document's stored (scrubbed) text, chunk by chunk in order
         (``hipocampo.document_text``): ``[{chunk_index, section, content}]``; [] for a document the
         tenant does not have."""
         rows = self.rpc("document_text", {"document_id": document_id, "tenant_id": self._tenant()}, "rows")
-        return [dict(r) for r in rows]
+        return [DocumentTextChunk.model_validate(dict(r)) for r in rows]
 
-    def documents_not_language(self, kb_id: UUID, source_uris: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    def documents_not_language(
+        self, kb_id: UUID, source_uris: Sequence[str] | None = None
+    ) -> list[NotLanguageDocument]:
         """The knowledge base's documents whose text does not read as language
         (``hipocampo.documents_not_language``: word salad, OCR garbage; found by search, never
         evidence for an answer), only those of ``source_uris`` when given: ``[{document_id,
@@ -572,7 +581,7 @@ class Hipocampo:
             NotFoundError: unknown knowledge base (P0002).
         """
         args = {"kb_id": kb_id, "source_uris": list(source_uris) if source_uris is not None else None}
-        return [dict(r) for r in self.rpc("documents_not_language", args, "rows")]
+        return [NotLanguageDocument.model_validate(dict(r)) for r in self.rpc("documents_not_language", args, "rows")]
 
     def membership_role(self, tenant_id: UUID | str, user_id: UUID | str) -> str | None:
         """``admin`` | ``member`` | None: the user's role in the tenant (service_role names both)."""

@@ -53,6 +53,50 @@ class AgentBinding(BaseModel):
     updated_at: datetime | None = None
 
 
+class DocumentRow(BaseModel):
+    """A document of a knowledge base as ``list_documents`` and ``get_document`` return it.
+
+    ``trust_score`` lies in 0..1; ``chunk_count`` counts its chunks of every model;
+    ``quarantine`` is ``{"kind", "reason", "at"}`` for a quarantined document (status
+    ``quarantined``), else None; ``kb_id`` and ``kb_name`` are set by ``get_document`` only."""
+
+    id: UUID
+    title: str
+    source_uri: str
+    source_type: str
+    doc_type: str | None = None
+    status: str
+    trust_score: float
+    chunk_count: int = 0
+    content_hash: str | None = None
+    published_at: datetime | None = None
+    expires_at: datetime | None = None
+    created_at: datetime
+    updated_at: datetime
+    pii_replacements: int = 0
+    quarantine: dict[str, Any] | None = None
+    kb_id: UUID | None = None
+    kb_name: str | None = None
+
+
+class DocumentTextChunk(BaseModel):
+    """One chunk of a document's stored (scrubbed) text (``document_text``), in order."""
+
+    chunk_index: int
+    section: str | None = None
+    content: str
+
+
+class NotLanguageDocument(BaseModel):
+    """A document whose text does not read as language (``documents_not_language``):
+    ``text_measures`` is ``{"words", "function_share", "odd_transitions"}``."""
+
+    document_id: UUID
+    source_uri: str
+    title: str
+    text_measures: dict[str, Any] = Field(default_factory=dict)
+
+
 class SearchHit(BaseModel):
     """One row of ``hipocampo.hybrid_search``: the chunk, its document (for citation), scores.
 

@@ -20,6 +20,7 @@ from rich.table import Table
 from .. import db
 from ..client import Hipocampo
 from ..errors import HipocampoError, from_db_error
+from ..models import NotLanguageDocument
 from ..text import plain_text
 from .agents import agent_app
 from .answers import ask, serve
@@ -301,7 +302,7 @@ def _with_tenant_hint(exc: HipocampoError, kb: str, tenant: str) -> HipocampoErr
 
 
 def _report_ingest(
-    summary: Any, kb: str, pruned: list[str] | None, note: str | None, babble: list[dict[str, Any]]
+    summary: Any, kb: str, pruned: list[str] | None, note: str | None, babble: list[NotLanguageDocument]
 ) -> None:
     """What `hipocampo ingest` says in words: the totals (stdout), then the knowledge base not
     kept, the documents pruned (``pruned``: None without --prune), each failure or refusal and
@@ -332,7 +333,7 @@ def _report_ingest(
         err_console.print(escape(note), style="yellow", highlight=False)
     for b in babble:
         err_console.print(
-            f"[yellow]warning[/yellow] {escape(b['source_uri'])}: its text does not read as language"
+            f"[yellow]warning[/yellow] {escape(b.source_uri)}: its text does not read as language"
             " (word salad, OCR garbage?): search finds it, answers never cite it (rag.language_*)",
             highlight=False,
             soft_wrap=True,
@@ -431,11 +432,12 @@ def ingest(
         raise typer.Exit(code=1)
 
 
-def _not_language(client: Any, kb: str, summary: Any) -> list[dict[str, Any]]:
+def _not_language(client: Any, kb: str, summary: Any) -> list[NotLanguageDocument]:
     """The documents this run wrote whose text does not read as language
     (``Hipocampo.documents_not_language``)."""
     uris = [d.source_uri for d in summary.documents if d.status in ("inserted", "replaced")]
-    return client.documents_not_language(client.kb_id(kb), uris) if uris else []
+    found: list[NotLanguageDocument] = client.documents_not_language(client.kb_id(kb), uris) if uris else []
+    return found
 
 
 def _cross_check_note(client: Any, kb: str, tenant: str, source_type: str, trust: float | None) -> str | None:

@@ -231,9 +231,10 @@ def kb_delete(
 
 # -- documents --------------------------------------------------------------------------------
 def _find_document(client: Hipocampo, doc_id: UUID) -> tuple[str, dict[str, Any]]:
-    d = client.get_document(doc_id)
-    if d is None:
+    found = client.get_document(doc_id)
+    if found is None:
         raise _fail(NotFoundError(f"unknown document: {doc_id}", "P0002"))
+    d = found.model_dump()
     return str(d.pop("kb_name")), d
 
 
@@ -249,7 +250,8 @@ def doc_list(
     chunks, title. When more follow, stderr says how to ask for the next page (--after)."""
     with _client(tenant) as client:
         try:
-            rows, next_after = client.document_page(client.kb_id(kb), after=after, limit=limit)
+            page, next_after = client.document_page(client.kb_id(kb), after=after, limit=limit)
+            rows = [r.model_dump() for r in page]
         except HipocampoError as exc:
             raise _fail(exc) from exc
     if next_after is not None:
@@ -304,7 +306,7 @@ def doc_show(
             "kb": kb,
             **d,
             "reads_as_language": not babble,
-            **({"text_measures": babble[0]["text_measures"]} if babble else {}),
+            **({"text_measures": babble[0].text_measures} if babble else {}),
         }
     )
 

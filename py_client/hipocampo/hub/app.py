@@ -571,11 +571,11 @@ def _doc_page(who: _Who, kb_id: UUID, after: str | None) -> dict[str, Any]:
 def _document(hub: Hub, request: Request, who: _Who, kb_id: str, doc_id: str, error: str | None = None) -> Response:
     kb = _kb(who, kb_id)
     doc = who.client.get_document(_uuid(doc_id))
-    if doc is None or UUID(str(doc["kb_id"])) != kb.id:
+    if doc is None or doc.kb_id != kb.id:
         raise NotFoundError(f"unknown document: {doc_id}", "P0002")
-    babble = who.client.documents_not_language(kb.id, [str(doc["source_uri"])])
+    babble = who.client.documents_not_language(kb.id, [doc.source_uri])
     ctx = {"kb": kb, "doc": doc, "source_types": SOURCE_TYPES, "error": error, "reads_as_language": not babble}
-    ctx["text"] = who.client.document_text(doc["id"])
+    ctx["text"] = who.client.document_text(doc.id)
     return hub.render(request, "document.html", ctx, 422 if error else 200, who)
 
 

@@ -120,11 +120,11 @@ def prune_missing(client: Hipocampo, kb_name: str, paths: Sequence[Path], summar
     gone = [
         d
         for d in client.list_documents(kb)
-        if any(d["source_uri"].startswith(r) for r in roots) and d["source_uri"] not in read
+        if any(d.source_uri.startswith(r) for r in roots) and d.source_uri not in read
     ]
     for d in gone:
-        client.delete_document(d["id"])
-    return sorted(d["source_uri"] for d in gone)
+        client.delete_document(d.id)
+    return sorted(d.source_uri for d in gone)
 
 
 ProgressHook = Callable[[DocumentResult], None]
