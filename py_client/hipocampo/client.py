@@ -22,9 +22,13 @@ from .models import (
     DocumentRow,
     DocumentTextChunk,
     KnowledgeBase,
+    KnowledgeBaseDeletion,
+    MemberRow,
     NotLanguageDocument,
     ScrubResult,
     SearchHit,
+    TenantDeletion,
+    TenantRow,
 )
 from .rpc import Shape
 from .transport import READ_RPCS, Actor, SqlTransport, Transport
@@ -234,33 +238,33 @@ class Hipocampo:
         """Add a user to a tenant as ``admin`` or ``member`` (service_role)."""
         self.rpc("add_member", {"tenant_id": tenant_id, "user_id": user_id, "role": role}, "none")
 
-    def list_tenants(self) -> list[dict[str, Any]]:
-        """Every tenant: id, name, slug, members, knowledge_bases, created_at (service_role)."""
-        return [dict(r) for r in self.rpc("list_tenants", None, "rows")]
+    def list_tenants(self) -> list[TenantRow]:
+        """Every tenant with its member and knowledge-base counts (service_role)."""
+        return [TenantRow.model_validate(dict(r)) for r in self.rpc("list_tenants", None, "rows")]
 
-    def list_members(self, tenant_id: UUID | str) -> list[dict[str, Any]]:
-        """A tenant's members: user_id, role, created_at (service_role). Raises NotFoundError."""
-        return [dict(r) for r in self.rpc("list_members", {"tenant_id": tenant_id}, "rows")]
+    def list_members(self, tenant_id: UUID | str) -> list[MemberRow]:
+        """A tenant's members and their roles (service_role). Raises NotFoundError."""
+        return [MemberRow.model_validate(dict(r)) for r in self.rpc("list_members", {"tenant_id": tenant_id}, "rows")]
 
     def remove_member(self, tenant_id: UUID | str, user_id: UUID | str) -> bool:
         """End a membership (service_role); False when there was none. The user's data stays:
         ``Memory.erase`` first for LGPD art. 18."""
         return bool(self.rpc("remove_member", {"tenant_id": tenant_id, "user_id": user_id}))
 
-    def delete_tenant(self, tenant_id: UUID | str) -> dict[str, Any]:
+    def delete_tenant(self, tenant_id: UUID | str) -> TenantDeletion:
         """Delete a tenant and everything it holds, in one transaction (service_role;
         ``hipocampo.delete_tenant``): knowledge bases, documents, chunks with their postings and
         statistics, memories, messages, sessions, cache, config and audit rows.
 
         Returns:
-            What was deleted: ``{"tenant_id", "slug", "knowledge_bases", "documents", "chunks",
-            "memories", "messages", "members", "audit_rows"}`` (counts).
+            What was deleted: the tenant's id and slug, and counts of its knowledge bases,
+            documents, chunks, memories, messages, members and audit rows.
 
         Raises:
             NotFoundError: unknown tenant (P0002).
             PermissionDeniedError: not service_role (42501).
         """
-        return dict(self.rpc("delete_tenant", {"tenant_id": tenant_id}))
+        return TenantDeletion.model_validate(self.rpc("delete_tenant", {"tenant_id": tenant_id}))
 
     def set_tenant_config(self, section: str, patch: dict[str, Any]) -> dict[str, Any]:
         """Override config keys of the tenant within their bounds (``hipocampo.set_tenant_config``);
@@ -593,11 +597,11 @@ class Hipocampo:
         row = self.rpc("active_embedding_model", None, "row")
         return str(row["name"]) if row else None
 
-    def delete_kb(self, kb_id: UUID) -> dict[str, Any]:
+    def delete_kb(self, kb_id: UUID) -> KnowledgeBaseDeletion:
         """Delete a knowledge base with its documents, chunks and jobs
-        (``hipocampo.delete_knowledge_base``); returns ``{kb_id, name, documents, chunks}``.
+        (``hipocampo.delete_knowledge_base``); returns what was deleted.
         Raises NotFoundError, PermissionDeniedError (not an admin)."""
-        return dict(self.rpc("delete_knowledge_base", {"kb_id": kb_id}))
+        return KnowledgeBaseDeletion.model_validate(self.rpc("delete_knowledge_base", {"kb_id": kb_id}))
 
     def delete_document(self, document_id: UUID) -> bool:
         """Delete a document with its chunks and embeddings; False when not visible."""

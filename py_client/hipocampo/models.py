@@ -26,6 +26,48 @@ __all__ = [
 ]
 
 
+class TenantRow(BaseModel):
+    """A tenant as ``list_tenants`` returns it (service_role): its member and knowledge-base counts."""
+
+    id: UUID
+    name: str
+    slug: str
+    members: int = 0
+    knowledge_bases: int = 0
+    created_at: datetime
+
+
+class MemberRow(BaseModel):
+    """A tenant's member (``list_members``): role ``admin`` | ``member``."""
+
+    user_id: UUID
+    role: str
+    created_at: datetime
+
+
+class TenantDeletion(BaseModel):
+    """What ``delete_tenant`` deleted: the tenant and counts of its rows."""
+
+    tenant_id: UUID
+    slug: str
+    knowledge_bases: int = 0
+    documents: int = 0
+    chunks: int = 0
+    memories: int = 0
+    messages: int = 0
+    members: int = 0
+    audit_rows: int = 0
+
+
+class KnowledgeBaseDeletion(BaseModel):
+    """What ``delete_knowledge_base`` deleted: the knowledge base and counts of its rows."""
+
+    kb_id: UUID
+    name: str
+    documents: int = 0
+    chunks: int = 0
+
+
 class KnowledgeBase(BaseModel):
     """A knowledge base with its document and chunk counts."""
 

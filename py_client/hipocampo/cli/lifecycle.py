@@ -58,11 +58,11 @@ def tenant_list(as_json: JsonOpt = False) -> None:
     with _client() as client:
         rows = client.list_tenants()
     if as_json:
-        _dump(rows)
+        _dump([r.model_dump() for r in rows])
         return
     table = Table("slug", "name", "members", "knowledge bases", Column("id", no_wrap=True, min_width=36))
     for r in rows:
-        table.add_row(r["slug"], r["name"], str(r["members"]), str(r["knowledge_bases"]), str(r["id"]))
+        table.add_row(r.slug, r.name, str(r.members), str(r.knowledge_bases), str(r.id))
     console.print(table)
 
 
@@ -78,11 +78,11 @@ def tenant_delete(
         if tid is None:
             raise _fail(NotFoundError(f"unknown tenant {slug!r}", "P0002"))
         if not yes:
-            row = next((r for r in root.list_tenants() if r["id"] == tid), None)
-            kbs = row["knowledge_bases"] if row else 0
+            row = next((r for r in root.list_tenants() if r.id == tid), None)
+            kbs = row.knowledge_bases if row else 0
             typer.confirm(f"Delete tenant {slug!r}, its {kbs} knowledge bases and all its users' data?", abort=True)
         try:
-            out = root.as_actor(Actor.service(tid)).delete_tenant(tid)
+            out = root.as_actor(Actor.service(tid)).delete_tenant(tid).model_dump()
         except HipocampoError as exc:
             raise _fail(exc) from exc
     _say(
@@ -201,11 +201,11 @@ def member_list(tenant: TenantOpt = "default", as_json: JsonOpt = False) -> None
     with _client(tenant) as client:
         rows = client.list_members(str(client._tenant()))
     if as_json:
-        _dump(rows)
+        _dump([r.model_dump() for r in rows])
         return
     table = Table(Column("user", no_wrap=True, min_width=36), "role", "since")
     for r in rows:
-        table.add_row(str(r["user_id"]), r["role"], r["created_at"].strftime("%Y-%m-%d %H:%M"))
+        table.add_row(str(r.user_id), r.role, r.created_at.strftime("%Y-%m-%d %H:%M"))
     console.print(table)
 
 
@@ -223,7 +223,7 @@ def kb_delete(
             if not yes:
                 docs = next((k.documents for k in client.list_kbs() if k.id == kb), 0)
                 typer.confirm(f"Delete knowledge base {name!r} and its {docs} documents?", abort=True)
-            out = client.delete_kb(kb)
+            out = client.delete_kb(kb).model_dump()
         except HipocampoError as exc:
             raise _fail(exc) from exc
     _say(out, f"deleted {out['name']}: {out['documents']} documents, {out['chunks']} chunks", as_json)
