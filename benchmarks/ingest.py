@@ -176,7 +176,7 @@ def bulk_writer(batch: int) -> Callable[[Hipocampo, Any, list[Item]], None]:
     def write(client: Hipocampo, kb: Any, items: list[Item]) -> None:
         for s in range(0, len(items), batch):
             out = client.ingest_documents(kb, items[s : s + batch], MODEL)
-            assert all(r["status"] == "inserted" for r in out), out[:3]
+            assert all(r.status == "inserted" for r in out), out[:3]
 
     return write
 

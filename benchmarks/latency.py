@@ -66,7 +66,7 @@ def build(
                 t0 = time.perf_counter()
                 out = client.ingest_documents(kb, batch, embedder.model_name)  # the bulk path
                 t_db += time.perf_counter() - t0
-                n_written += sum(int(r["chunks"]) for r in out)
+                n_written += sum(r.chunks for r in out)
                 batch.clear()
 
         for j in range(per_tenant):

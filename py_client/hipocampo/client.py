@@ -21,6 +21,7 @@ from .models import (
     Answer,
     DocumentRow,
     DocumentTextChunk,
+    DocumentWrite,
     KnowledgeBase,
     KnowledgeBaseDeletion,
     MemberRow,
@@ -457,29 +458,29 @@ class Hipocampo:
         document: dict[str, Any],
         chunks: Sequence[dict[str, Any]],
         embedding_model: str,
-    ) -> dict[str, Any]:
+    ) -> DocumentWrite:
         """Write one document and its chunks atomically (``hipocampo.ingest_document``).
 
         ``chunks[i]["embedding"]`` is a ``list[float]`` of the model's dims; the optional
         ``chunks[i]["sentence_embeddings"]`` 1..64 of them (the chunk's sentences by the same model,
         for the answer gate's sentence similarity, docs/design.md §answers).
-        Returns ``{"document_id", "status", "chunks", "skipped"}``.
+        Returns what was done with the document (:class:`~hipocampo.models.DocumentWrite`).
         """
         args = {"kb_id": kb_id, "document": document, "chunks": list(chunks), "embedding_model": embedding_model}
-        return dict(self.rpc("ingest_document", args))
+        return DocumentWrite.model_validate(self.rpc("ingest_document", args))
 
     def ingest_documents(
         self,
         kb_id: UUID,
         items: Sequence[tuple[dict[str, Any], Sequence[dict[str, Any]]]],
         embedding_model: str,
-    ) -> list[dict[str, Any]]:
+    ) -> list[DocumentWrite]:
         """Write a batch of documents and their chunks in one transaction, set-based
         (``hipocampo.ingest_documents``, the bulk path): ``items`` are ``(document, chunks)`` pairs
         as :meth:`ingest_document` takes them, 1..1,000 with distinct source_uris, at most 10,000
         chunks in all; each chunk's ``embedding`` (``list[float]`` of the model's dims) and its
         optional ``sentence_embeddings`` are sent as :func:`vector_text`. Returns one
-        ``{"document_id", "status", "chunks", "skipped"}`` per item, in order.
+        :class:`~hipocampo.models.DocumentWrite` per item, in order.
 
         Raises:
             InvalidInputError: a bad item refuses the whole batch (22023 / 22001 / 22000, the
@@ -494,7 +495,7 @@ class Hipocampo:
             for document, chunks in items
         ]
         args = {"kb_id": kb_id, "documents": documents, "embedding_model": embedding_model}
-        return list(self.rpc("ingest_documents", args))
+        return [DocumentWrite.model_validate(r) for r in self.rpc("ingest_documents", args)]
 
     def defer_model_index(self, embedding_model: str) -> bool:
         """Before a large first load (service_role): drop the model's HNSW index on chunks

@@ -121,6 +121,18 @@ class DocumentRow(BaseModel):
     kb_name: str | None = None
 
 
+class DocumentWrite(BaseModel):
+    """What ``ingest_document`` / ``ingest_documents`` did with one document: status
+    ``inserted`` | ``replaced`` (another text: every model's chunks replaced) | ``embedded`` (the
+    same text, chunks of a model it lacked) | ``unchanged``; ``chunks`` written and ``skipped``
+    (chunks whose text the tenant already holds with this model)."""
+
+    document_id: UUID
+    status: str
+    chunks: int = 0
+    skipped: int = 0
+
+
 class DocumentTextChunk(BaseModel):
     """One chunk of a document's stored (scrubbed) text (``document_text``), in order."""
 

@@ -37,7 +37,7 @@ from ..client import Hipocampo
 from ..config import load_config
 from ..embeddings.base import EmbeddingProvider
 from ..errors import ConnectionLostError, HipocampoError, InvalidInputError, LoaderError, NotFoundError
-from ..models import DocumentResult, IngestSummary
+from ..models import DocumentResult, DocumentWrite, IngestSummary
 from .chunking import Chunk, ChunkingRule, chunk_sentences, chunk_text
 from .forbidden import Finding, action_for, find_forbidden
 from .loaders import LoadedDocument, load_path
@@ -427,10 +427,10 @@ class _Run:
         for (p, _), r in zip(ready, out, strict=True):
             self.written(p, r)
 
-    def written(self, p: _Pending, out: dict[str, Any]) -> None:
+    def written(self, p: _Pending, out: DocumentWrite) -> None:
         res = p.result
-        res.status = str(out["status"])
-        res.chunks = int(out["chunks"])
+        res.status = out.status
+        res.chunks = out.chunks
         self.summary.documents_ingested += 1
         self.summary.chunks_written += res.chunks
         self.summary.pii_replaced += p.pii
