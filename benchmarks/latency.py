@@ -71,7 +71,8 @@ def build(
 
         for j in range(per_tenant):
             doc, chunks = corpus.item(n * per_tenant + j)
-            if (have.get(doc["source_uri"]) or {}).get("content_hash") == doc["content_hash"]:
+            stored = have.get(doc["source_uri"])
+            if stored is not None and stored.content_hash == doc["content_hash"]:
                 continue
             batch.append((doc, chunks))
             if len(batch) >= BATCH:

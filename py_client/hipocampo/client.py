@@ -28,6 +28,7 @@ from .models import (
     NotLanguageDocument,
     ScrubResult,
     SearchHit,
+    StoredDocument,
     TenantDeletion,
     TenantRow,
 )
@@ -433,12 +434,11 @@ class Hipocampo:
         rows = self.rpc("scrub_pii", {"texts": list(texts)}, "rows")
         return [ScrubResult(text=r["text"], counts=r["counts"]) for r in rows]
 
-    def document_hashes(self, kb_id: UUID, embedding_model: str | None = None) -> dict[str, dict[str, Any]]:
-        """``{source_uri: {document_id, content_hash, source_type, trust_score, expires_at,
-        embedded}}`` of the KB's documents; ``embedded``: it has chunks of ``embedding_model``
-        (None = the active model)."""
+    def document_hashes(self, kb_id: UUID, embedding_model: str | None = None) -> dict[str, StoredDocument]:
+        """The KB's documents by source_uri, as ingestion compares files with them; ``embedded``:
+        the document has chunks of ``embedding_model`` (None = the active model)."""
         rows = self.rpc("document_hashes", {"kb_id": kb_id, "embedding_model": embedding_model}, "rows")
-        return {r["source_uri"]: dict(r) for r in rows}
+        return {str(r["source_uri"]): StoredDocument.model_validate(dict(r)) for r in rows}
 
     def set_document_metadata(self, document_id: UUID, metadata: dict[str, Any]) -> dict[str, Any]:
         """Change a document's source_type, trust_score (0..1), doc_type, author, published_at,

@@ -133,6 +133,20 @@ class DocumentWrite(BaseModel):
     skipped: int = 0
 
 
+class StoredDocument(BaseModel):
+    """What ingestion compares a file with (``document_hashes``): the stored document's hash of
+    title, chunking rule and scrubbed text, its source type and trust (0..1), and whether it has
+    chunks of the model being written (``embedded``)."""
+
+    document_id: UUID
+    source_uri: str
+    content_hash: str | None = None
+    source_type: str
+    trust_score: float
+    expires_at: datetime | None = None
+    embedded: bool = False
+
+
 class DocumentTextChunk(BaseModel):
     """One chunk of a document's stored (scrubbed) text (``document_text``), in order."""
 

@@ -37,7 +37,7 @@ from ..client import Hipocampo
 from ..config import load_config
 from ..embeddings.base import EmbeddingProvider
 from ..errors import ConnectionLostError, HipocampoError, InvalidInputError, LoaderError, NotFoundError
-from ..models import DocumentResult, DocumentWrite, IngestSummary
+from ..models import DocumentResult, DocumentWrite, IngestSummary, StoredDocument
 from .chunking import Chunk, ChunkingRule, chunk_sentences, chunk_text
 from .forbidden import Finding, action_for, find_forbidden
 from .loaders import LoadedDocument, load_path
@@ -247,7 +247,7 @@ class _Run:
             rule = json.dumps(asdict(self.rule(item.source_type)), sort_keys=True)
             digest = sha256(f"{item.doc.title}\n{rule}\n{scrubbed.text}")
             stored = existing.get(item.doc.source_uri)
-            if stored is not None and stored["content_hash"] == digest and stored["embedded"]:
+            if stored is not None and stored.content_hash == digest and stored.embedded:
                 self.keep(item, stored)
                 continue
             prepared.append((item, scrubbed.text, digest, scrubbed.total + title.total + uri.total))
@@ -317,21 +317,21 @@ class _Run:
         self.finish(res)
         return False
 
-    def keep(self, item: DocumentInput, stored: dict[str, Any]) -> None:
+    def keep(self, item: DocumentInput, stored: StoredDocument) -> None:
         """A document whose text and chunks stand: unchanged, or its new source type / trust
         applied in place (no embedding call)."""
         res = DocumentResult(source_uri=item.doc.source_uri, title=item.doc.title, status="unchanged")
         patch: dict[str, Any] = {}
-        if item.source_type != stored["source_type"]:
+        if item.source_type != stored.source_type:
             patch["source_type"] = item.source_type
         trust = item.trust_score
         if trust is None and patch:  # a new type without --trust takes the new type's default
             trust = default_trust(self.default_trust, item.source_type)
-        if trust is not None and abs(float(stored["trust_score"]) - trust) > 1e-6:
+        if trust is not None and abs(stored.trust_score - trust) > 1e-6:
             patch["trust_score"] = trust
         if patch:
             try:
-                self.client.set_document_metadata(stored["document_id"], patch)
+                self.client.set_document_metadata(stored.document_id, patch)
                 res.status = "metadata_updated"
                 self.summary.documents_updated += 1
             except ConnectionLostError:
