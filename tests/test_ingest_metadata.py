@@ -85,7 +85,7 @@ def test_set_document_metadata_validates(service_client: Hipocampo, tmp_path: Pa
     ingest_paths(service_client, "regras", [folder(tmp_path)], counting, count_tokens, source_type="regulation")
     doc = service_client.list_documents(service_client.kb_id("regras"))[0].id
     out = service_client.set_document_metadata(doc, {"trust_score": 0.7, "version": "2024"})
-    assert out["updated"] == ["trust_score", "version"]
+    assert out.updated == ["trust_score", "version"]
     for patch, match in [
         ({"trust_score": 2}, r"trust_score must lie in \[0, 1\] \(got 2\)"),
         ({"title": "x"}, r"unknown document field title"),

@@ -19,9 +19,11 @@ from .errors import HipocampoError, from_db_error
 from .models import (
     AgentBinding,
     Answer,
+    DocumentMetadataChange,
     DocumentRow,
     DocumentTextChunk,
     DocumentWrite,
+    EmbeddingQueue,
     KnowledgeBase,
     KnowledgeBaseDeletion,
     MemberRow,
@@ -393,15 +395,14 @@ class Hipocampo:
         (not a tenant admin)."""
         return bool(self.rpc("delete_agent_binding", {"name": name, "tenant_id": self._tenant()}))
 
-    def embedding_queue(self) -> dict[str, Any]:
-        """The tenant's embedding queue (``hipocampo.tenant_embedding_queue``; admins):
-        ``{"kinds": [{kind, waiting, retrying, dead}], "dead_letters": [{kind, row_id, attempts,
-        last_error, updated_at}]}`` (at most 100 dead letters, newest first).
+    def embedding_queue(self) -> EmbeddingQueue:
+        """The tenant's embedding queue (``hipocampo.tenant_embedding_queue``; admins): rows
+        waiting, retrying and dead per kind, and at most 100 dead letters, newest first.
 
         Raises:
             PermissionDeniedError: not a tenant admin (42501).
         """
-        return dict(self.rpc("tenant_embedding_queue", {"tenant_id": self._tenant()}) or {})
+        return EmbeddingQueue.model_validate(self.rpc("tenant_embedding_queue", {"tenant_id": self._tenant()}) or {})
 
     def requeue_embeddings(self, kind: str | None = None) -> int:
         """Give the tenant's dead letters and retrying rows (of ``kind``: chunks | memories |
@@ -440,17 +441,18 @@ class Hipocampo:
         rows = self.rpc("document_hashes", {"kb_id": kb_id, "embedding_model": embedding_model}, "rows")
         return {str(r["source_uri"]): StoredDocument.model_validate(dict(r)) for r in rows}
 
-    def set_document_metadata(self, document_id: UUID, metadata: dict[str, Any]) -> dict[str, Any]:
+    def set_document_metadata(self, document_id: UUID, metadata: dict[str, Any]) -> DocumentMetadataChange:
         """Change a document's source_type, trust_score (0..1), doc_type, author, published_at,
         version, data_classification or expires_at without re-embedding it
-        (``hipocampo.set_document_metadata``); returns ``{document_id, source_type, trust_score,
-        expires_at, updated: [keys]}``.
+        (``hipocampo.set_document_metadata``); returns the document's metadata after the change
+        and the keys it changed (``updated``).
 
         Raises:
             InvalidInputError: unknown field, bad value. NotFoundError: unknown document.
             PermissionDeniedError: not a tenant admin.
         """
-        return dict(self.rpc("set_document_metadata", {"document_id": document_id, "metadata": metadata}))
+        args = {"document_id": document_id, "metadata": metadata}
+        return DocumentMetadataChange.model_validate(self.rpc("set_document_metadata", args))
 
     def ingest_document(
         self,

@@ -147,6 +147,44 @@ class StoredDocument(BaseModel):
     embedded: bool = False
 
 
+class DocumentMetadataChange(BaseModel):
+    """A document's metadata after ``set_document_metadata``: ``updated`` names the keys it changed."""
+
+    document_id: UUID
+    source_type: str
+    trust_score: float
+    expires_at: datetime | None = None
+    updated: list[str] = Field(default_factory=list)
+
+
+class QueueKind(BaseModel):
+    """One kind of row of the embedding queue (chunks | memories | memory_staging | messages):
+    rows waiting for a vector, retrying after a failure, and dead (failed too often)."""
+
+    kind: str
+    waiting: int = 0
+    retrying: int = 0
+    dead: int = 0
+
+
+class DeadLetter(BaseModel):
+    """A row the embedding backfill gave up on, with its last error."""
+
+    kind: str
+    row_id: str
+    attempts: int = 0
+    last_error: str | None = None
+    updated_at: datetime | None = None
+
+
+class EmbeddingQueue(BaseModel):
+    """The tenant's embedding queue (``tenant_embedding_queue``): the four kinds in order, and
+    at most 100 dead letters, newest first."""
+
+    kinds: list[QueueKind] = Field(default_factory=list)
+    dead_letters: list[DeadLetter] = Field(default_factory=list)
+
+
 class DocumentTextChunk(BaseModel):
     """One chunk of a document's stored (scrubbed) text (``document_text``), in order."""
 
