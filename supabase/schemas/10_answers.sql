@@ -431,6 +431,8 @@ declare
             case when jsonb_typeof(cfg -> 'kb_ids') = 'array' then cfg -> 'kb_ids' else '[]'::jsonb end
         ) as x));
     min_score double precision := (cfg ->> 'min_score')::double precision;
+    -- With a chat model (rag.provider openai | azure) the model judges whether the evidence answers.
+    judged_by_model boolean := cfg ->> 'provider' in ('openai', 'azure');
     candidates jsonb;
     support record;  -- _candidate_support: scored, babble
     conflicts jsonb;
@@ -461,8 +463,12 @@ begin
         cfg -> 'question_stopwords',
         (cfg ->> 'conflict_subject_overlap')::double precision
     );
-    evidence := hipocampo_private._evidence_within_budget(support.scored, conflicts, support.babble, cfg);
-    verdict := hipocampo_private._evidence_verdict(jsonb_array_length(support.scored), evidence, conflicts, cfg);
+    evidence := hipocampo_private._evidence_within_budget(
+        support.scored, conflicts, support.babble, cfg, judged_by_model
+    );
+    verdict := hipocampo_private._evidence_verdict(
+        jsonb_array_length(support.scored), evidence, conflicts, cfg, judged_by_model
+    );
     return jsonb_build_object(
         'decision', case when verdict.reason is null then 'answer' else 'refuse' end,
         'reason', verdict.reason,
@@ -614,24 +620,25 @@ end;
 $$;
 
 /*
-_evidence_within_budget(scored jsonb, conflicts jsonb, babble uuid[], cfg jsonb) -> jsonb
+_evidence_within_budget(scored jsonb, conflicts jsonb, babble uuid[], cfg jsonb,
+  judged_by_model boolean) -> jsonb
 
-Purpose: answer_evidence's evidence: the candidates with support >= cfg.min_score (with a chat
-  model, cfg.provider openai | azure, every candidate that reads as language: whether it answers
-  is the model's to say), less the chunks of the losing documents of resolved conflicts, by
+Purpose: answer_evidence's evidence: the candidates with support >= cfg.min_score (judged_by_model,
+  a chat model answers: every candidate that reads as language, whether it answers is the
+  model's to say), less the chunks of the losing documents of resolved conflicts, by
   final score, under cfg.evidence_token_budget tokens; a single chunk over the budget is cut to it
   (4 characters per token).
 Parameters: scored and babble from _candidate_support; conflicts from detect_conflicts; cfg the
-  rag config.
+  rag config; judged_by_model as answer_evidence decides it (rag.provider openai | azure).
 Returns: a json array of evidence items {"n", "chunk_id", "document_id", "kb_id", "title",
   "source_uri", "source_type", "trust_score", "published_at", "metadata", "content",
   "best_window", "score", "dense_score", "lexical_score", "support", "lexical_support",
   "sentence_similarity", "token_count"}.
 Errors: none.
-Example: select hipocampo_private._evidence_within_budget(scored, '[]', '{}', cfg);
+Example: select hipocampo_private._evidence_within_budget(scored, '[]', '{}', cfg, false);
 */
 create or replace function hipocampo_private._evidence_within_budget(
-    scored jsonb, conflicts jsonb, babble uuid[], cfg jsonb
+    scored jsonb, conflicts jsonb, babble uuid[], cfg jsonb, judged_by_model boolean
 )
 returns jsonb
 language plpgsql
@@ -642,7 +649,6 @@ as $$
 declare
     min_score double precision := (cfg ->> 'min_score')::double precision;
     budget integer := (cfg ->> 'evidence_token_budget')::integer;
-    judged_by_model boolean := cfg ->> 'provider' in ('openai', 'azure');
     losers jsonb;
     evidence jsonb := '[]'::jsonb;
     item jsonb;
@@ -683,24 +689,26 @@ $$;
 
 /*
 _evidence_verdict(n_candidates integer, evidence jsonb, conflicts jsonb, cfg jsonb,
-  out reason text, out confidence double precision)
+  judged_by_model boolean, out reason text, out confidence double precision)
 
 Purpose: answer_evidence's gate: confidence = the best support of the evidence; the reason to
   refuse, first that applies: no_evidence (retrieval found nothing: none above the similarity
   floor, no matching word), low_confidence (no evidence), conflicting_sources (an unresolved
-  conflict); with a chat model (cfg.provider openai | azure) nothing more (whether the evidence
-  answers is the model's to say: not_in_sources); else low_confidence (confidence below
+  conflict); judged_by_model (a chat model answers) nothing more (whether the evidence answers
+  is the model's to say: not_in_sources); else low_confidence (confidence below
   cfg.min_confidence) and cross_check_failed (fewer than cfg.cross_check_min_documents documents
   with support >= min_confidence and none of cfg.authoritative_source_types with trust >=
   cfg.authoritative_trust).
 Parameters: n_candidates (answer_evidence's candidates); evidence from _evidence_within_budget;
-  conflicts from detect_conflicts; cfg the rag config.
+  conflicts from detect_conflicts; cfg the rag config; judged_by_model as answer_evidence
+  decides it.
 Returns: reason (null: answer) and confidence (null without evidence).
 Errors: none.
-Example: select * from hipocampo_private._evidence_verdict(3, evidence, '[]', cfg);
+Example: select * from hipocampo_private._evidence_verdict(3, evidence, '[]', cfg, false);
 */
 create or replace function hipocampo_private._evidence_verdict(
-    n_candidates integer, evidence jsonb, conflicts jsonb, cfg jsonb, out reason text, out confidence double precision
+    n_candidates integer, evidence jsonb, conflicts jsonb, cfg jsonb, judged_by_model boolean,
+    out reason text, out confidence double precision
 )
 language plpgsql
 immutable
@@ -726,7 +734,7 @@ begin
         when jsonb_array_length(evidence) = 0 then 'low_confidence'
         when exists (select 1 from jsonb_array_elements(conflicts) as k where not (k ->> 'resolved')::boolean)
             then 'conflicting_sources'
-        when cfg ->> 'provider' in ('openai', 'azure') then null
+        when judged_by_model then null
         when coalesce(confidence, 0) < min_confidence then 'low_confidence'
         when agreeing < (cfg ->> 'cross_check_min_documents')::integer and not authoritative
             then 'cross_check_failed'
