@@ -29,6 +29,10 @@ READS = {
     "conversation_context": "select hipocampo.conversation_context(%(conv)s)",
     "evidence_support": "select * from hipocampo.evidence_support('prazo', array[%(chunk)s]::bigint[])",
 }
+# The reads whose answers hold no time of the reading (context_pack and get_session carry expiries):
+# two databases holding the same rows give the same answers to these.
+TIMELESS = ("hybrid_search", "answer_evidence", "search_memories", "lookup_memories", "search_history",
+            "evidence_support", "conversation_context")  # fmt: skip
 # The reads that record themselves, with the rpc name of their record.
 RECORDED = {
     "hybrid_search": "hybrid_search",

@@ -21,12 +21,9 @@ from hipocampo import db as hdb
 from hipocampo.db.tenant_copy import TenantCopyError, export_tenant, import_tenant
 
 from .conftest import World
-from .reads import READS, act_on, reader
+from .reads import READS, TIMELESS, act_on, reader
 
 Conn = psycopg.Connection[dict[str, Any]]
-# The reads whose answers hold no time of the reading (context_pack and get_session carry expiries).
-SAME = ("hybrid_search", "answer_evidence", "search_memories", "lookup_memories", "search_history",
-        "evidence_support", "conversation_context")  # fmt: skip
 # Tables that hold a tenant's rows but are not copied: a copy starts with an empty answer cache;
 # tenant_moves is the source's record of where its tenants went.
 NOT_COPIED = {"answer_cache", "tenant_moves"}
@@ -93,7 +90,7 @@ def test_a_tenant_copied_to_another_database_holds_and_answers_the_same(
     digest = import_tenant(target, path)
     assert digest == manifest["digest"]  # every table, the derived ones rebuilt by the triggers
     member = ("authenticated", world.member_a, world.tenant_a)
-    for read in SAME:
+    for read in TIMELESS:
         assert _read(target, member, READS[read], source["args"]) == _read(
             database_url, member, READS[read], source["args"]
         ), read
