@@ -6,14 +6,14 @@ Usage:  .venv/bin/python benchmarks/history_latency.py [--runs 3] [--queries 20]
 A new conversation is the common case: its messages are not in messages' statistics until
 autovacuum analyses the table, and even then a conversation outside the most-common values is
 estimated at a handful of rows. So the row estimates inside ``hipocampo.search_history`` are
-tiny, and a plan that depends on them can run its joins once per message (migration 002800).
+tiny, and a plan that depends on them can run its joins once per message.
 
 Each run stores LoCoMo's first conversation (../shared/datasets/locomo, 419 turns, embedded with
 the offline all-MiniLM-L6-v2, cached) as a new conversation of a new user, times ``--queries``
 searches of its questions right away (not analysed), runs ``analyze`` on the messages table and
 times them again (analysed), stores the other nine LoCoMo conversations for the same user and times
-the searches over all of them (no conversation filter; the cost is linear in the user's history,
-migration 003300), then erases the user. Reports the medians and p95 of each phase over all runs.
+the searches over all of them (no conversation filter; the cost is linear in the user's history),
+then erases the user. Reports the medians and p95 of each phase over all runs.
 ``--write`` puts them in docs/BENCHMARKS.md.
 """
 
@@ -69,7 +69,7 @@ def timed_searches(
     mem: Memory, conversation: uuid.UUID | None, questions: list[tuple[str, str, TokenVectors]], tokens: bool = True
 ) -> list[float]:
     """Milliseconds of each ``search_history`` call (k = 10, with the query's embedding and
-    tokens, unless ``tokens`` is false: the re-rank of migration 003500 included) within
+    tokens, unless ``tokens`` is false: the late-interaction re-rank included) within
     ``conversation`` (None: all of the user's conversations)."""
     out = []
     for text, vec, tv in questions:
@@ -158,17 +158,12 @@ def main() -> None:
                 "user and times the searches over all of them (no conversation filter). A new "
                 "conversation is estimated at a few rows until it is analysed, and analyse keeps few "
                 "conversations among its most common values, so a conversation of a long-lived table "
-                "stays estimated that way. Migration 002800 made the function's plan independent of those "
-                "estimates: with 002700's function put back by hand (`--runs 1`) the one-conversation "
-                "medians were 1732 ms not analysed and 1879 ms after `analyze`. Migration 003300 reads "
-                "each message's context with window functions instead of joining (message, neighbour) "
-                "pairs: with 002800's function put back by hand (`--runs 1`) the medians were 35.9 ms, "
-                "29.9 ms and 400.1 ms (all ten conversations, 5,882 messages)."
-                " Migration 003500 adds the late-interaction re-rank (the searches send the question's tokens; "
-                "its best 50 re-ranked; the query tokens' idf counted over the newest 2,000 searched "
+                "stays estimated that way: the function's plan does not depend on those estimates, and it "
+                "reads each message's context with window functions instead of joining (message, "
+                "neighbour) pairs. The searches send the question's tokens, so the best 50 are re-ranked "
+                "by late interaction (the query tokens' idf counted over the newest 2,000 searched "
                 "messages); the last two rows time the same searches without the query's tokens, i.e. "
-                "without the re-rank (before 003500, in the previous run of this command: 15.1 ms, 15.5 ms "
-                "and 134.9 ms).",
+                "without the re-rank.",
                 "",
                 *lines,
                 END,

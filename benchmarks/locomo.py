@@ -220,9 +220,9 @@ def main() -> None:
                 "turn stored as a message (`Speaker: text`, photo caption appended, created_at = the session's "
                 "date and time), searched with `hipocampo.search_history` within the conversation, k = "
                 f"{args.k}, as the conversation's user (RLS); offline all-MiniLM-L6-v2. Each message is read "
-                "with its context (migration 002700: the previous messages weighted 0.5 / 0.3 / 0.2, the next "
+                "with its context (the previous messages weighted 0.5 / 0.3 / 0.2, the next "
                 "0.3 / 0.2, date words with weight 2) on both legs, BM25 + cosine z-scored over the "
-                "conversation; then the best 50 are re-ranked by late interaction (migration 003500: MaxSim of "
+                "conversation; then the best 50 are re-ranked by late interaction (MaxSim of "
                 "the question's tokens over each message's contextual token embeddings, read after its two "
                 "previous messages, kept as sign bits; weight 1.5). The weights were chosen on conversations "
                 "1-5; conversations 6-10 are held out.",
@@ -231,9 +231,8 @@ def main() -> None:
                 "",
                 f"Latency of search_history (~590 turns per conversation, 1 client): median "
                 f"{statistics.median(latencies):.1f} ms, p95 {pct(latencies, 95):.1f} ms (without the query's "
-                "tokens, i.e. without the re-rank, `--no-tokens`: median 30.4 ms, recall@10 0.805; 43.9 ms "
-                "before migration 003300, whose window functions replaced the join of (message, neighbour) "
-                "pairs; see §history search for a user's whole history). Storing the messages costs more with "
+                "tokens, i.e. without the re-rank, `--no-tokens`: median 30.4 ms, recall@10 0.805; "
+                "see §history search for a user's whole history). Storing the messages costs more with "
                 "the token vectors: each message is read again with its two previous ones (~25 ms of CPU per "
                 "message on 2 cores, in the client).",
                 "",
@@ -244,7 +243,7 @@ def main() -> None:
                 "",
                 "Reading: the target recall@10 >= 0.85 is not reached with the offline model "
                 f"({statistics.fmean(x[0] for x in everything):.3f}). "
-                "Reading each message alone (001400, `--no-context --date-weight 0`) gives 0.668; the "
+                "Reading each message alone (`--no-context --date-weight 0`) gives 0.668; the "
                 "context windows add ~0.12 (a reply is often understandable only next to the turn it "
                 'answers: "Melanie: a sunset" after "Caroline: what did you paint?") and the date words '
                 '~0.02 (questions such as "... in January 2024?"), the token re-rank ~0.03 (0.805 -> 0.832; '

@@ -4,7 +4,7 @@ Usage:  .venv/bin/python benchmarks/postings_covering.py [--sets faquad,scifact]
         [--rounds 3] [--write]
 
 The knowledge bases are benchmarks/retrieval.py's (tenant ``bench``). Each round rebuilds
-``kb_postings_pkey`` without the included columns (the key before migration 20261125000600),
+``kb_postings_pkey`` without the included columns (the key before commit 2eb89b8),
 vacuums and times every set's questions, then rebuilds it with them (``include (tf,
 chunk_length)``: index-only scans) and times them again; the key is left as the migrations
 define it. Questions as a member of the tenant (RLS, JWT claims), one transaction per call, the
@@ -94,7 +94,7 @@ def main() -> None:
                 "## Covering postings (the BM25 leg by index-only scans)",
                 "",
                 f"Command: `{cmd.strip()}`. Each round rebuilds `kb_postings_pkey` without, then with "
-                "`include (tf, chunk_length)` (migration 20261125000600), vacuums, and times the sets' questions "
+                "`include (tf, chunk_length)`, vacuums, and times the sets' questions "
                 "through `hybrid_search` as a member (RLS), one transaction per call, defaults (k = 5). Same "
                 "rows and scores either way (the key's columns change, not the query).",
                 "",

@@ -1,11 +1,11 @@
 """hybrid_search latency, this version against an earlier one, in the same run (issue 18 §4).
 
-Usage:  .venv/bin/python benchmarks/search_ab.py [--ref 4bf49f1] [--sets faquad,quati,scifact]
+Usage:  .venv/bin/python benchmarks/search_ab.py [--ref 4bf49f1] [--sets faquad,quati,scifact,latency]
         [--queries 100] [--rounds 3] [--transport] [--write]
 
 The earlier version is ``hipocampo.hybrid_search`` as ``supabase/schemas/05_hybrid_search.sql``
 defined it at git ``--ref``, installed for the run as ``bench_ref.hybrid_search`` and dropped
-afterwards (a version before 6055af9, migration 20261126000500, wrote ``chunks.last_accessed_at``,
+afterwards (a version before 6055af9 wrote ``chunks.last_accessed_at``,
 which is gone, and cannot run any more).
 Each set's corpus is a knowledge base of tenant ``bench`` (as benchmarks/retrieval.py builds it,
 analysed); its test questions are asked as a member of the tenant (RLS, JWT claims), the two
@@ -15,6 +15,10 @@ chunks in the same order with the same scores (freshness aside: ``now()`` differ
 fails otherwise. Reports p50 / p95 ms per version and set and the ratio of the medians.
 ``--write`` puts the table in docs/BENCHMARKS.md.
 
+The set ``latency`` is benchmarks/latency.py's 50 tenants of 2,000 SciFact chunks each (100,000 in
+all; run that script first): question i is asked by the member of tenant i mod 50, in its
+knowledge base, with the tenants' configuration as it is.
+
 ``--transport``: instead of two versions, the current ``hipocampo.hybrid_search`` with the query
 vector sent as a text literal (``before``, how the Python client sent it) and in pgvector's binary
 format (``after``, how ``hipocampo.rpc`` sends it since 2026-11-26); its own section.
@@ -23,10 +27,12 @@ format (``after``, how ``hipocampo.rpc`` sends it since 2026-11-26); its own sec
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import statistics
 import sys
 import time
+import uuid
 from typing import Any
 
 import psycopg
@@ -45,6 +51,29 @@ CALL = (
     "select chunk_id, dense_score, lexical_score, fused_score, rank from {fn}("
     "query_text => %s, query_embedding => %s::extensions.vector, kb_ids => array[%s]::uuid[])"
 )
+
+
+def _latency_tenants(conn: psycopg.Connection[Any], queries: int) -> tuple[list[str], list[str], list[str], str]:
+    """The set ``latency``: SciFact questions over benchmarks/latency.py's 50 tenants (``lat-00`` …,
+    2,000 chunks each), question i as the member of tenant i mod 50, in its knowledge base.
+    Returns each question's JWT claims and knowledge base, the questions, and the size column."""
+    scopes = conn.execute(
+        "select t.id, k.id, t.slug from hipocampo_private.tenants as t"
+        " join hipocampo_private.knowledge_bases as k on k.tenant_id = t.id and k.name = 'scifact'"
+        " where t.slug like 'lat-%%' order by t.slug"
+    ).fetchall()
+    if not scopes:
+        sys.exit("the set latency: no lat-NN tenants; run benchmarks/latency.py first")
+    total = conn.execute("select count(*) from hipocampo_private.chunks").fetchone()
+    texts = list(load_beir("scifact").queries.values())[:queries]
+    who, kbs = [], []
+    for i in range(len(texts)):
+        tenant, kb, slug = scopes[i % len(scopes)]
+        member = uuid.uuid5(uuid.NAMESPACE_URL, f"hipocampo-bench/{slug}")
+        claims = {"sub": str(member), "role": "authenticated", "app_metadata": {"tenant_id": str(tenant)}}
+        who.append(json.dumps(claims))
+        kbs.append(str(kb))
+    return who, kbs, texts, f"{(total or [0])[0]:,} in {len(scopes)} tenants"
 
 
 def main() -> None:
@@ -71,16 +100,19 @@ def main() -> None:
             install_reference(conn, args.ref, [("05_hybrid_search.sql", "hipocampo.hybrid_search")])
         try:
             for name in args.sets.split(","):
-                ds = load_beir(name)
-                service = root.as_actor(Actor.service(tid))
-                kb_name = index_beir(service, ds, embedder, count_tokens)
-                kb = str(service.kb_id(kb_name))
-                for table in ("chunks", "documents", "kb_postings", "kb_term_stats", "kb_text_stats"):
-                    conn.execute(f"analyze hipocampo_private.{table}")
-                chunks = conn.execute(
-                    "select count(*) from hipocampo_private.chunks where kb_id = %s", (kb,)
-                ).fetchone()
-                texts = list(ds.queries.values())[: args.queries]
+                if name == "latency":
+                    who, kbs, texts, size = _latency_tenants(conn, args.queries)
+                else:
+                    ds = load_beir(name)
+                    service = root.as_actor(Actor.service(tid))
+                    kb = str(service.kb_id(index_beir(service, ds, embedder, count_tokens)))
+                    for table in ("chunks", "documents", "kb_postings", "kb_term_stats", "kb_text_stats"):
+                        conn.execute(f"analyze hipocampo_private.{table}")
+                    chunks = conn.execute(
+                        "select count(*) from hipocampo_private.chunks where kb_id = %s", (kb,)
+                    ).fetchone()
+                    texts = list(ds.queries.values())[: args.queries]
+                    who, kbs, size = [claims] * len(texts), [kb] * len(texts), f"{(chunks or [0])[0]:,}"
                 raw = [embedder.embed_query(t) for t in texts]
                 sent: dict[str, list[Any]] = {
                     "text": ["[" + ",".join(map(str, v)) + "]" for v in raw],
@@ -97,8 +129,8 @@ def main() -> None:
                     # Which version goes first alternates: the second of a pair runs on warmer caches.
                     for label, fn, transport in versions if n_round % 2 == 0 else versions[::-1]:
                         answers[label] = []
-                        for q, v in zip(texts, sent[transport], strict=True):
-                            with as_member(conn, claims) as cur:
+                        for q, v, member, kb in zip(texts, sent[transport], who, kbs, strict=True):
+                            with as_member(conn, member) as cur:
                                 t0 = time.perf_counter()
                                 cur.execute(CALL.format(fn=fn), (q, v, kb))  # type: ignore[arg-type]
                                 got = cur.fetchall()
@@ -110,8 +142,7 @@ def main() -> None:
                     sys.exit(f"{name}: the two versions returned different results")
                 b, a = statistics.median(times["before"]), statistics.median(times["after"])
                 before, after = f"{b:.2f} / {pct(times['before'], 95):.2f}", f"{a:.2f} / {pct(times['after'], 95):.2f}"
-                n_chunks = chunks[0] if chunks else 0
-                line = f"| {name} | {n_chunks:,} | {len(times['after'])} | {before} | {after} | {b / a:.2f}× |"
+                line = f"| {name} | {size} | {len(times['after'])} | {before} | {after} | {b / a:.2f}× |"
                 print(line, flush=True)
                 rows.append(line)
         finally:

@@ -8,8 +8,8 @@ builds it) is asked three times as a member (RLS), one transaction per call, def
 once to learn the chunks it returns; then, after those chunks' access times are cleared (outside
 the clock), the ``touch`` call, which writes them; then at once the ``no touch`` call, which
 finds them touched less than 5 minutes ago and writes none. A chunk's access time is
-``chunks.last_accessed_at`` up to migration 20261126000400 and a row of
-``hipocampo_private.chunk_access`` since 20261126000500; the script clears whichever the
+``chunks.last_accessed_at`` before commit 6055af9 and a row of
+``hipocampo_private.chunk_access`` since; the script clears whichever the
 database has. The two calls return the same rows.
 
 Results are kept per ``--label`` (default: the git revision) in

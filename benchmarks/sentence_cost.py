@@ -1,4 +1,4 @@
-"""What the answer gate's sentence similarity costs at ingestion (migration 20261126001300).
+"""What the answer gate's sentence similarity costs at ingestion.
 
 Usage:  .venv/bin/python benchmarks/sentence_cost.py [--model multilingual-e5-small] [--docs 100] [--write]
 

@@ -1,6 +1,6 @@
 """Backfills (hipocampo.backfill): messages stored with an embedding and no tokens get the tokens
-Memory.add_messages would have stored, once (migration 003600); rows without an embedding of the
-active model get one (migration 003700). The listed rows are locked for the batch, so workers run
+Memory.add_messages would have stored, once; rows without an embedding of the
+active model get one. The listed rows are locked for the batch, so workers run
 side by side. Data is committed (each test on a fresh tenant): locks and concurrent workers need
 other connections."""
 
@@ -176,7 +176,7 @@ def test_cli_embed_missing(root: Hipocampo, tenant: Tenant) -> None:
     assert res.exit_code == 1 and "error [22023]: batch_size must be 1..1000" in res.output
 
 
-# -- sentence embeddings of chunks (migration 20261126001300) ---------------------------------
+# -- sentence embeddings of chunks ---------------------------------
 def test_sentences_are_backfilled_where_the_gate_reads_them(root: Hipocampo, embedder: Any) -> None:
     """Chunks ingested while rag.sentence_weight was 0 get their sentences' embeddings once a
     knowledge base's weight is above 0, as ingestion would have written them; only there."""

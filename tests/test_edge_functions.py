@@ -196,7 +196,7 @@ def test_auth_methods_routes_and_cors(env: Env, fn: dict[str, EdgeFunction]) -> 
     r = httpx.post(url, json=body)
     assert (r.status_code, r.json()["error"]) == (401, "missing bearer token")
     assert uuid.UUID(r.headers["X-Trace-ID"]) and r.json()["trace_id"] == r.headers["X-Trace-ID"]
-    forged = token("authenticated", env.member, env.tenant, secret="another-secret-of-enough-length-000000")
+    forged = token("authenticated", env.member, env.tenant, secret="another-secret-of-enough-length-xyzxyz")
     r = httpx.post(url, json=body, headers=bearer(forged))
     assert r.status_code == 401 and r.json()["error"].startswith("invalid token: signature verification failed")
     expired = jwt.encode(

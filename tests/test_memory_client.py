@@ -118,13 +118,13 @@ def test_seed_profile_history_export_erase(mem: Memory) -> None:
     assert len(data["memories"]) == 3 and len(data["messages"]) == 2
     erased = mem.erase()
     assert (erased["memories"], erased["messages"], erased["memberships"]) == (3, 2, 1)
-    # The erased user is no member any more (004300): their token no longer opens the tenant.
+    # The erased user is no member any more: their token no longer opens the tenant.
     with pytest.raises(PermissionDeniedError, match="no tenant"):
         mem.list()
 
 
 def test_history_tokens_are_read_after_the_previous_messages(mem: Memory, embedder: Any) -> None:
-    # The local model stores each message's tokens (migration 003500), read after the
+    # The local model stores each message's tokens, read after the
     # conversation's previous token_context_messages (2) messages, stored ones included.
     conv = uuid.uuid4()
     texts = ["Oi! O que você pintou ontem?", "Um pôr do sol na praia", "Que lindo!", "Obrigada"]

@@ -2,7 +2,7 @@
 operator upgrades one (``hipocampo db migrate``, which applies the pending migrations): it keeps
 its rows, answers the same reads, and ends with the catalog a fresh database of this checkout has.
 
-The earlier release is ``UPGRADE_FROM``, a git revision of this repository: the migrations of that
+The earlier release is ``UPGRADE_FROM``, a git tag of this repository: the migrations of that
 revision build the database, a World (two tenants, their knowledge bases, documents, a memory, a
 conversation) is written into it with the RPCs, then this checkout's migrations are applied."""
 
@@ -18,15 +18,15 @@ import pytest
 from psycopg.rows import dict_row
 
 from hipocampo import db as hdb
-from hipocampo.db.migrations import apply_migrations, migrations_dir
+from hipocampo.db.migrations import BASELINE, apply_migrations, migrations_dir
 from tools.catalog import diff, snapshot
 
 from .conftest import World
 from .reads import READS, TIMELESS, act_on, reader
 
-# The last landed state before the migrations of 2026-11-28 (issue 47 §1's named steps); it
-# becomes the 0.1.0 tag once the release is cut. The test is skipped where the clone lacks it.
-UPGRADE_FROM = "122e87d"
+# The release a deployed database may hold. A clone without tags finds it as the commit that added
+# its baseline (hipocampo.db.migrations.BASELINE); the test is skipped where the clone has neither.
+UPGRADE_FROM = "0.1.0"
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = ("tenants", "knowledge_bases", "documents", "chunks", "kb_postings", "memories", "messages", "sessions")
 
@@ -35,15 +35,34 @@ def _git(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
 
 
+def _release() -> str | None:
+    """UPGRADE_FROM's commit: the tag, else the commit that added the baseline; None if neither."""
+    tag = _git("rev-parse", "--verify", "-q", f"{UPGRADE_FROM}^{{commit}}")
+    if tag.returncode == 0:
+        return tag.stdout.strip()
+    added = _git("log", "--diff-filter=A", "--format=%H", "--", f"supabase/migrations/{BASELINE}_baseline.sql")
+    return added.stdout.split()[-1] if added.returncode == 0 and added.stdout.split() else None
+
+
+def test_the_release_is_the_commit_that_added_its_baseline() -> None:
+    """The tag (where the clone has it) and the fallback name one commit."""
+    tag = _git("rev-parse", "--verify", "-q", f"{UPGRADE_FROM}^{{commit}}")
+    if tag.returncode != 0:
+        pytest.skip(f"this clone has no tag {UPGRADE_FROM}")
+    added = _git("log", "--diff-filter=A", "--format=%H", "--", f"supabase/migrations/{BASELINE}_baseline.sql")
+    assert added.stdout.split()[-1:] == [tag.stdout.strip()]
+
+
 @pytest.fixture(scope="module")
 def old_migrations(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """supabase/migrations/ as UPGRADE_FROM held it, written to a directory of its own."""
-    listing = _git("ls-tree", "--name-only", f"{UPGRADE_FROM}:supabase/migrations")
-    if listing.returncode != 0:
-        pytest.skip(f"git revision {UPGRADE_FROM} is not in this clone")
+    release = _release()
+    listing = _git("ls-tree", "--name-only", f"{release}:supabase/migrations") if release else None
+    if listing is None or listing.returncode != 0:
+        pytest.skip(f"release {UPGRADE_FROM} is not in this clone")
     out = tmp_path_factory.mktemp("migrations")
     for name in listing.stdout.split():
-        (out / name).write_text(_git("show", f"{UPGRADE_FROM}:supabase/migrations/{name}").stdout, "utf-8")
+        (out / name).write_text(_git("show", f"{release}:supabase/migrations/{name}").stdout, "utf-8")
     return out
 
 
@@ -77,7 +96,7 @@ def _counts(url: str) -> dict[str, int]:
 def test_the_upgrade_applies_exactly_the_newer_migrations(upgraded: dict[str, Any], old_migrations: Path) -> None:
     old = {p.name.split("_", 1)[0] for p in old_migrations.glob("*.sql")}
     new = {p.name.split("_", 1)[0] for p in migrations_dir().glob("*.sql")}
-    assert new > old, "this checkout has no migration newer than the release: nothing to upgrade"
+    assert new >= old, "a migration of the release is missing: landed migrations are frozen"
     assert sorted(upgraded["result"].applied) == sorted(new - old)
     assert upgraded["result"].drifted == []
 

@@ -8,7 +8,7 @@
   an embedding but no tokens; in a history that mixes them with messages that have tokens they
   rank at the tokens' minimum among the re-rank's candidates (docs/design.md §history search).
   It gives them their tokens, as ``Memory.add_messages`` would have.
-- :func:`backfill_chunk_sentences` (migration 20261126001300): chunks without sentence embeddings
+- :func:`backfill_chunk_sentences`: chunks without sentence embeddings
   in knowledge bases whose answer gate reads them (``rag.sentence_weight`` > 0: ingested before
   the weight was set, or a new model's rows added by :func:`embed_missing_rows`) get them, as
   ingestion would have written them.

@@ -61,7 +61,7 @@ def test_only_admins_write_rag_config_within_bounds_and_never_secrets(db: Conn, 
     for patch, exc, msg in cases:
         with pytest.raises(exc, match=msg), db.transaction():
             db.execute("select hipocampo.set_tenant_config('rag', %s::jsonb)", (patch,))
-    # A secret's name is the operator's (migration 20261127000400): a tenant admin could name
+    # A secret's name is the operator's: a tenant admin could name
     # another tenant's key or the service key, through the tenant, a knowledge base or an agent.
     refused = "rag.api_key_secret names a secret of the server: only the operator (service_role) sets it"
     patch = '{"api_key_secret": "SUPABASE_SERVICE_ROLE_KEY"}'
@@ -339,7 +339,7 @@ def answer_decision(r: dict[str, Any]) -> tuple[str, Any]:
 
 
 def test_a_tenant_wide_bucket_caps_all_its_users(db: Conn, world: World) -> None:
-    """rag.tenant_rate_limit_per_minute (migration 004300) is shared by the tenant's users and
+    """rag.tenant_rate_limit_per_minute is shared by the tenant's users and
     locked for tenants; a refusal by it gives the user's token back."""
     world.act("authenticated", world.admin_a, world.tenant_a)
     with (
@@ -381,7 +381,7 @@ def test_token_bucket_per_user_and_ip(db: Conn, world: World) -> None:
     # Another user of the tenant has a bucket of their own.
     world.act("authenticated", world.admin_a, world.tenant_a)
     assert one(db, "select hipocampo.take_rate_limit() as v")["allowed"]
-    for cost in ("0", "'nan'", "1e308"):  # 1e308 overflowed the bucket's arithmetic (22003) before 001700
+    for cost in ("0", "'nan'", "1e308"):  # 1e308 once overflowed the bucket's arithmetic (22003)
         refused = pytest.raises(psycopg.errors.InvalidParameterValue, match=r"cost must lie in \(0, 1000000\]")
         with refused, db.transaction():
             db.execute(f"select hipocampo.take_rate_limit({cost})")  # type: ignore[arg-type]
@@ -406,7 +406,7 @@ def test_transient_state_is_purged(db: Conn, world: World) -> None:
         "select (select count(*) from hipocampo_private.rate_limit_buckets where bucket like %(u)s) as buckets,"
         " (select count(*) from hipocampo_private.answer_cache where tenant_id = %(t)s) as cached"
     )
-    args = {"u": f"user:{world.tenant_a}:%", "t": world.tenant_a}  # keyed by the user's pseudonym (004300)
+    args = {"u": f"user:{world.tenant_a}:%", "t": world.tenant_a}  # keyed by the user's pseudonym
     purge = "select hipocampo.purge_transient_state(now() + make_interval(secs => %s)) as v"
     one(db, purge, (30,))
     assert db.execute(state, args).fetchone() == {"buckets": 1, "cached": 1}

@@ -1,7 +1,6 @@
-"""Bad arguments get a documented SQLSTATE naming them, not a raw engine error (migration 004500,
-issue 16 §1.9). Each case below raised 54000, 2201W, 22003 or 23502 before 004500, or (the last
-ones, found when the fuzzer took in the admin RPCs) 23502 before 20261126001700, or (found when it
-took in the service_role RPCs) 23502 / 22P02 before 20261127000100."""
+"""Bad arguments get a documented SQLSTATE naming them, not a raw engine error (issue 16 §1.9).
+Each case below once raised 54000, 2201W, 22003 or 23502, or (the last ones, found when the fuzzer
+took in the admin and the service_role RPCs) 23502 / 22P02."""
 
 from __future__ import annotations
 
@@ -161,7 +160,7 @@ CASES: dict[str, tuple[str, tuple[Any, ...], str, str]] = {
         "22023",
         "confidence must be 0..1",
     ),
-    # Found by the fuzzer over the admin RPCs (migration 20261126001700); 23502 / 22P02 before it.
+    # Found by the fuzzer over the admin RPCs; 23502 / 22P02 before it.
     "knowledge base without a name": (
         "select hipocampo.create_knowledge_base(%s)",
         (None,),
@@ -210,7 +209,7 @@ CASES: dict[str, tuple[str, tuple[Any, ...], str, str]] = {
         "22023",
         "an agent binding's name must match ^[a-z0-9][a-z0-9_.-]{0,62}$ (got null)",
     ),
-    # Found by the fuzzer over the service_role RPCs (migration 20261127000100); 22P02 before it.
+    # Found by the fuzzer over the service_role RPCs; 22P02 before it.
     "memory embedding that is not a vector": (
         "select hipocampo.set_memory_embeddings(%s::jsonb)",
         ('[{"memory_id": "00000000-0000-0000-0000-000000000001", "embedding": [0.0, null]}]',),
@@ -219,7 +218,7 @@ CASES: dict[str, tuple[str, tuple[Any, ...], str, str]] = {
     ),
 }
 
-# As service_role (migration 20261127000100): 23502 or 22P02 before it.
+# As service_role: 23502 or 22P02 before it.
 SERVICE_CASES: dict[str, tuple[str, tuple[Any, ...], str, str]] = {
     "answer cached for no knowledge base": (
         "select hipocampo.cache_put('Qual o prazo?', '{}'::uuid[], %s::jsonb, tenant_id => %s)",
@@ -332,7 +331,7 @@ def test_the_answer_helpers_read_only_numbers_as_numbers(db: Conn, world: World)
 
 
 def test_history_search_reads_its_query_limit_from_config(db: Conn, world: World) -> None:
-    """conversations.max_query_chars (2,000), not a literal (migration 20261124000200)."""
+    """conversations.max_query_chars (2,000), not a literal."""
     world.act("authenticated", world.admin_a, world.tenant_a)
     db.execute("""select hipocampo.set_tenant_config('conversations', '{"max_query_chars": 10}')""")
     with pytest.raises(psycopg.errors.InvalidParameterValue, match=r"1\.\.10 characters"), db.transaction():

@@ -1,8 +1,8 @@
-"""The caller model (migration 003800): privilege comes from the request's role and JWT claims,
+"""The caller model: privilege comes from the request's role and JWT claims,
 never from current_user.
 
 Each attack below is issue 16 §1 items 1-3 as an attacker runs it through the RPCs exactly as
-PostgREST calls them; every one succeeded on the code before 003800 and is refused (42501) now.
+PostgREST calls them; every one succeeded on the code before the caller model and is refused (42501) now.
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def test_a_member_cannot_share_their_own_memory(db: Conn, world: World, table: s
     extra = {"intensity": intensity} if intensity else {}
     mid = remember(db, "prefs.cha", "verde", "Gosta de chá verde", seed=3, **extra)["memory_id"]
     assert one(db, f"select count(*) as v from hipocampo_private.{table} where id = %s", (mid,)) == 1
-    # Since 004100 scope is not among the columns authenticated may update at all.
+    # scope is not among the columns authenticated may update at all.
     with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"), db.transaction():
         db.execute(f"update hipocampo_private.{table} set scope = 'tenant_shared' where id = %s", (mid,))
     world.act("authenticated", world.admin_a, world.tenant_a)

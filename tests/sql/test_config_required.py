@@ -1,4 +1,4 @@
-"""Functions read thresholds from the config rows only (migration 003100): a section missing a key
+"""Functions read thresholds from the config rows only: a section missing a key
 is an error (55000), never a silent built-in value."""
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def test_history_search_needs_its_config(db: Conn, world: World, key: str) -> No
 
 @pytest.mark.parametrize("key", ["enabled", "top_k", "min_confidence"])
 def test_rag_readers_need_the_whole_section(db: Conn, world: World, key: str) -> None:
-    # rag_config checks the merged section (migration 003400); every reader goes through it.
+    # rag_config checks the merged section; every reader goes through it.
     _drop_global_key(db, "rag", key)
     world.act("authenticated", world.member_a, world.tenant_a)
     q = vec_text(unit_vector(7))
@@ -199,8 +199,8 @@ def test_texts_are_bounded_and_patterns_compile(db: Conn, world: World) -> None:
 
 
 def test_a_range_bounds_each_value_of_a_table_of_numbers(db: Conn, world: World) -> None:
-    """retrieval.default_trust_range bounds each trust of a tenant's table (migration
-    20261127000200): "high" or 5 was stored, and ingestion failed on it later."""
+    """retrieval.default_trust_range bounds each trust of a tenant's table: "high" or
+    5 was once stored, and ingestion failed on it later."""
     world.act("authenticated", world.admin_a, world.tenant_a)
     for table in ('{"regulation": "high"}', '{"regulation": 5}'):
         db.execute("savepoint s")

@@ -127,22 +127,28 @@ def test_no_schema_comment_refers_to_a_migration() -> None:
     assert found == []
 
 
-# A migration named by six digits alone (the numbering squashed into the baseline, e.g. "003700")
-# or "migration 0…": where the number says nothing a reader can find; full timestamps stay.
+# A migration named by six digits alone (the first squash's numbering, 0000xx00 shortened) or
+# "migration 0…", or by a full version (yyyymmddhhmmss) no file of supabase/migrations/ has: the
+# squashed history, which a reader finds in git only.
 SQUASHED = re.compile(r"(?<![0-9])00[0-4][0-9]00(?![0-9])|\bmigrations? 00")
+VERSION = re.compile(r"(?<![0-9])20[2-9][0-9](?:0[1-9]|1[0-2])[0-3][0-9][0-2][0-9][0-5][0-9][0-5][0-9](?![0-9])")
 
 
 def test_no_document_refers_to_a_squashed_migration() -> None:
-    """Issue 47 §5: README, docs, config.toml, the Python package and the edge functions name no
-    migration by the squashed numbering (their history is git's)."""
-    files = [ROOT / "README.md", ROOT / "config.toml", *sorted((ROOT / "docs").glob("*.md"))]
-    files += sorted((ROOT / "py_client" / "hipocampo").rglob("*.py"))
+    """Issue 47 §5: README, CHANGELOG, docs, config.toml, the schema files, the Python package,
+    tools, tests, benchmarks and the edge functions name no migration the release's baseline
+    squashed (the one constant that must, ``SQUASHED_THROUGH``, aside)."""
+    files = [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "config.toml", *sorted((ROOT / "docs").glob("*.md"))]
+    for folder in ("py_client/hipocampo", "tools", "tests", "benchmarks"):
+        files += sorted((ROOT / folder).rglob("*.py"))
+    files += sorted((ROOT / "supabase" / "schemas").glob("*.sql"))
     files += sorted((ROOT / "supabase" / "functions").rglob("*.ts"))
+    versions = {p.name.split("_", 1)[0] for p in (ROOT / "supabase" / "migrations").glob("*.sql")}
     found = [
         f"{path.relative_to(ROOT)}:{n}: {line.strip()[:80]}"
         for path in files
         for n, line in enumerate(path.read_text("utf-8").splitlines(), 1)
-        if SQUASHED.search(line)
+        if SQUASHED.search(line) or ("SQUASHED_THROUGH =" not in line and set(VERSION.findall(line)) - versions)
     ]
     assert found == []
 

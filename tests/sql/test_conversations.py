@@ -83,7 +83,7 @@ def without_context(db: Conn, world: World) -> None:
 
 
 def test_every_context_cosine_equals_the_weighted_sum_s(db: Conn, user_a: World) -> None:
-    """The dense leg's cosine, computed from inner products (migration 20261126001200), equals the
+    """The dense leg's cosine, computed from inner products, equals the
     cosine to the weighted sum of each context's embeddings for every message: first and last
     ones, and a neighbour without an embedding, which adds nothing. A message without one gets no
     dense score; a zero query vector gives none either (not NaN)."""

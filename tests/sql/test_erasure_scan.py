@@ -104,7 +104,7 @@ def test_erasure_leaves_no_raw_user_id(db: Conn, world: World) -> None:
     ref = db.execute("select hipocampo_private._user_ref(%s, %s) as v", (world.tenant_a, world.admin_a)).fetchone()
     assert ref is not None
     before = hits(db, victim)
-    pseudonymous = hits(db, ref["v"])  # rate-limit buckets are keyed by the pseudonym (004300)
+    pseudonymous = hits(db, ref["v"])  # rate-limit buckets are keyed by the pseudonym
     tables = {k.rsplit(".", 1)[0] for k in {**before, **pseudonymous}}
     missing = user_tables(db) - tables
     assert not missing, f"the test does not write the victim's id into {sorted(missing)}"

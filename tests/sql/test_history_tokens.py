@@ -1,4 +1,4 @@
-"""History search's late-interaction re-rank (migration 003500): set_message_tokens and its
+"""History search's late-interaction re-rank: set_message_tokens and its
 checks, the MaxSim token score over the best candidates, and the re-rank switched off."""
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def test_query_tokens_are_checked(db: Conn, user_a: World) -> None:
 
 
 def test_messages_without_tokens_lists_what_the_backfill_needs(db: Conn, user_a: World) -> None:
-    # Migration 003600: messages with an embedding of the active model and no tokens, oldest first,
+    # Messages with an embedding of the active model and no tokens, oldest first,
     # each with its conversation's previous token_context_messages (2) messages, oldest first.
     conv, other_conv = uuid.uuid4(), uuid.uuid4()
     vec = vec_text(unit_vector(500))

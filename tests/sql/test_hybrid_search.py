@@ -212,7 +212,7 @@ def test_deleting_a_document_deletes_its_chunks(db: psycopg.Connection[dict[str,
     ).fetchone()
     assert row == {"n": 0}
     # The knowledge base held only this document: left without chunks, it loses its statistics
-    # whole (the delete trigger drops them by key range, migration 20261125001700).
+    # whole (the delete trigger drops them by key range).
     stats = db.execute(
         "select (select count(*) from hipocampo_private.kb_text_stats where kb_id = %(kb)s)"
         " + (select count(*) from hipocampo_private.kb_term_stats where kb_id = %(kb)s)"

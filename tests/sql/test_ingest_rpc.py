@@ -240,7 +240,7 @@ def test_new_model_lives_beside_the_old_one(db: psycopg.Connection[dict[str, Any
 
 
 def test_the_python_surface_rpcs(db: Any, world: World) -> None:
-    """Migration 004700: what the Python package read from hipocampo_private directly."""
+    """What the Python package once read from hipocampo_private directly."""
     db.execute("reset role")
     slugs = {
         r["id"]: r["slug"]

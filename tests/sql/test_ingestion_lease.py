@@ -1,4 +1,4 @@
-"""Ingestion jobs hold a lease (migration 004600, issue 16 §1.8): a job whose client stopped
+"""Ingestion jobs hold a lease (issue 16 §1.8): a job whose client stopped
 sending heartbeats is marked failed (interrupted) and its knowledge base's status recomputed."""
 
 from __future__ import annotations

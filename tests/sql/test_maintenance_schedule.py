@@ -1,4 +1,4 @@
-"""The periodic jobs with pg_cron (hipocampo.schedule_maintenance, migrations 003000, 003200 and 004600).
+"""The periodic jobs with pg_cron (hipocampo.schedule_maintenance).
 
 The embedded server (PostgreSQL 18) has no pg_cron: there the tests check the clear error and
 that migrating skipped scheduling. ``make test`` runs the suite again on a PostgreSQL 15 server

@@ -1,6 +1,6 @@
-"""The memory gate reads the whole memory (migration 004100, issue 16 §1.3 and §1.4).
+"""The memory gate reads the whole memory (issue 16 §1.3 and §1.4).
 
-Each case stored data on the code before 004100 (value unchecked, direct INSERT ungated,
+Each case once stored data (value unchecked, direct INSERT ungated,
 description rewritable by UPDATE) and is refused now.
 """
 

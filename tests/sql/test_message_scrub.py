@@ -1,5 +1,5 @@
-"""Messages and conversation summaries are scrubbed before storage by default (migration 004200,
-issue 16 §1.4: add_message stored CPF and card numbers verbatim before it)."""
+"""Messages and conversation summaries are scrubbed before storage by default (issue 16 §1.4:
+add_message once stored CPF and card numbers verbatim)."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def test_a_tenant_can_keep_messages_verbatim(db: Conn, world: World) -> None:
 
 
 def test_a_session_keeps_only_scrubbed_copies(db: Conn, user_a: World) -> None:
-    """sessions.data holds the last messages and pending payloads (migration 004400)."""
+    """sessions.data holds the last messages and pending payloads."""
     s = db.execute("select hipocampo.open_session() as v").fetchone()
     assert s is not None
     sid = s["v"]["session_id"]

@@ -143,8 +143,12 @@ def test_a_configured_url_replaces_the_embedded_server(
     assert not (tmp_path / "never-created").exists()
 
 
+# A version of the squashed history before its last one.
+OLDER = str(int(hdb.SQUASHED_THROUGH) - 100)
+
+
 def test_a_database_the_squashed_history_built_adopts_the_baseline(database_url: str) -> None:
-    """A database migrated with 20261121000100 … SQUASHED_THROUGH is recorded as having the
+    """A database migrated with the squashed history through SQUASHED_THROUGH is recorded as having the
     baseline instead of having it run over its objects; a partial old history is refused. (A
     scratch database holds what the old history built, the baseline's objects, with the old
     versions recorded: the later migrations then run on it once, as on a deployed database.)"""
@@ -160,8 +164,8 @@ def test_a_database_the_squashed_history_built_adopts_the_baseline(database_url:
             )
             conn.execute(
                 "insert into supabase_migrations.schema_migrations (version, name) values"
-                " ('20261121000100', 'schemas_and_extensions'), (%s, 'python_surface')",
-                (hdb.SQUASHED_THROUGH,),
+                " (%s, 'an_older_one'), (%s, 'the_last_squashed')",
+                (OLDER, hdb.SQUASHED_THROUGH),
             )
         res = hdb.apply_migrations(url, shim=True)
         later = sorted(f.stem.split("_", 1)[0] for f in hdb.migrations_dir().glob("*.sql"))[1:]
@@ -170,5 +174,5 @@ def test_a_database_the_squashed_history_built_adopts_the_baseline(database_url:
             conn.execute(
                 "delete from supabase_migrations.schema_migrations where version >= %s", (hdb.SQUASHED_THROUGH,)
             )
-        with pytest.raises(HipocampoError, match="migrated up to 20261121000100"):
+        with pytest.raises(HipocampoError, match=f"migrated up to {OLDER}"):
             hdb.apply_migrations(url, shim=True)

@@ -1,4 +1,4 @@
-"""Calibration belongs to the embedding model (issue 22 §2, migration 20261125001400): the cosine
+"""Calibration belongs to the embedding model (issue 22 §2): the cosine
 thresholds and dense weights are stored per model (hipocampo_private.model_calibrations, seeded
 from config.toml's [calibration."<model>"]), the active model's are in force, hybrid_search takes
 those of the model it searches, and a model without one is refused with 55000."""
@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from hipocampo.config import load_config
-from hipocampo.db import migrations_dir, readiness_problems
+from hipocampo.db import readiness_problems
 
 from ..conftest import MINILM, MODEL, World, at_cosine, calibrate, model_calibration, unit_vector, vec_text
 
@@ -98,7 +98,7 @@ def test_a_tenant_override_of_a_calibrated_key_wins_over_the_models(db: Conn, wo
         "22023",
         "retrieval.min_similarity must be a number",
     )
-    # A calibrated key takes the calibration's ranges (migration 20261127000200; stored before).
+    # A calibrated key takes the calibration's ranges (stored before).
     for section, patch, message in [
         ("memory", '{"answer_threshold": 50}', "memory.answer_threshold must lie in [-1, 1] (got 50)"),
         ("retrieval", '{"dense_weight": -5}', "retrieval.dense_weight must lie in [0, 100] (got -5)"),
@@ -198,7 +198,7 @@ def test_a_tuning_takes_only_the_model_dependent_keys_of_a_registered_model(db: 
 
 
 def test_a_tenants_tuning_is_in_force_only_under_its_model(db: Conn, world: World) -> None:
-    """set_tenant_tuning (migration 20261127000300): the tenant's values for one model sit between
+    """set_tenant_tuning: the tenant's values for one model sit between
     the model's calibration and the tenant's plain row, for the active model (effective_config) or
     the searched one (_config_section); the memory keys too, which a knowledge base does not take;
     a knowledge base's tuning still wins for that knowledge base."""
@@ -384,34 +384,6 @@ def test_the_seed_refuses_a_calibrated_key_in_a_global_section(db: Conn) -> None
         "memory.context_threshold belongs to an embedding model's calibration: "
         'set it in [calibration."<model>".memory]',
     )
-
-
-def test_the_migration_gives_the_active_model_the_values_its_global_row_held(db: Conn) -> None:
-    """A database migrated before 001400 keeps its behaviour: its global row's values become the
-    active model's calibration, and leave the global row."""
-    db.execute("reset role")
-    held = {
-        "retrieval": {"min_similarity": 0.3, "dense_weight": 0.7, "dedupe_threshold": 0.95},
-        "memory": {"context_threshold": 0.4, "answer_threshold": 0.6, "duplicate_cosine": 0.96},
-        "conversations": {"dense_weight": 1.2},
-    }
-    for section, keys in held.items():
-        for key, value in keys.items():
-            db.execute(
-                "update hipocampo_private.settings set config = jsonb_set(config, %s::text[], %s::jsonb) "
-                "where tenant_id is null",
-                ([section, key], json.dumps(value)),
-            )
-    db.execute("delete from hipocampo_private.model_calibrations where embedding_model = %s", (MODEL,))
-    migration = next(migrations_dir().glob("20261125001400_*.sql")).read_text("utf-8")
-    db.execute(migration)  # type: ignore[arg-type]
-    row = db.execute(
-        "select config, source from hipocampo_private.model_calibrations where embedding_model = %s", (MODEL,)
-    ).fetchone()
-    assert row == {"config": held, "source": "config.toml"}
-    g = db.execute("select config from hipocampo_private.settings where tenant_id is null").fetchone()
-    assert g is not None
-    assert [f"{s}.{k}" for s, keys in KEYS.items() for k in keys if k in g["config"][s]] == []
 
 
 def test_readiness_reports_a_missing_calibration(db: Conn) -> None:

@@ -1,4 +1,4 @@
-"""A model switch carries memories and history along (migration 003700): rows_to_embed lists the
+"""A model switch carries memories and history along: rows_to_embed lists the
 rows search cannot read with the active model, set_row_embeddings stores their new vectors, and
 drop_embedding_model refuses while the old model still embeds any of them."""
 

@@ -1,8 +1,8 @@
-"""The one PII scrubber (migration 004000, hipocampo.scrub_pii / _pii_scrub) on a table of
+"""The one PII scrubber (hipocampo.scrub_pii / _pii_scrub) on a table of
 Brazilian PII variants and of ordinary numbers it must leave alone (issue 16 §1.5).
 
 The rows marked "missed before" are the 27 of the 58 PII rows in which hipocampo.ingest.pii (the
-Python scrubber before 004000) left PII in place (two more differ only in that it kept the NBSP
+Python scrubber it replaced) left PII in place (two more differ only in that it kept the NBSP
 and the state prefix of an RG it replaced). Every row runs as a signed-in member, as the RPC is
 called.
 """

@@ -96,7 +96,7 @@ def test_erase_user_leaves_one_pseudonymous_record(db: Conn, world: World) -> No
     remember(db, "prefs.cha", 1, "Gosta de chá", seed=9)
     world.act("service_role")
     counts = one(db, "select hipocampo.erase_user(%s, %s) as v", (world.member_a, world.tenant_a))
-    # The keyed pseudonym (004300), computed by service_role; no client can compute it.
+    # The keyed pseudonym, computed by service_role; no client can compute it.
     ref = one(db, "select hipocampo_private._user_ref(%s, %s) as v", (world.tenant_a, world.member_a))
     assert ref != hashlib.sha256(f"{world.tenant_a}:{world.member_a}".encode()).hexdigest()
     assert counts == {

@@ -20,10 +20,11 @@ log = logging.getLogger("hipocampo.db")
 
 # Advisory-lock key serialising concurrent migration runs ("hipocampo" in ASCII, truncated).
 _MIGRATION_LOCK = 0x686970_6F63
-# The baseline migration replaced the history 20261121000100 … SQUASHED_THROUGH (issue 17): a
-# database migrated with all of it already holds the baseline's schema.
-BASELINE = "20261124000100"
-SQUASHED_THROUGH = "20261121004700"
+# The baseline of release 0.1.0 replaced every migration before it, the last of them
+# SQUASHED_THROUGH (issue 47 §2, tools/squash.py): a database migrated with all of them already
+# holds the baseline's schema.
+BASELINE = "20261128154738"
+SQUASHED_THROUGH = "20261128143333"
 
 
 def migrations_dir() -> Path:
@@ -120,7 +121,7 @@ def _adopt_baseline(conn: psycopg.Connection[Any], done: dict[str, list[str] | N
 
     Raises:
         HipocampoError: the database has part of the squashed history only: it must be migrated
-            with a release before the squash, or reset (``hipocampo db reset``).
+            with hipocampo of the commit before the squash first, or reset (``hipocampo db reset``).
     """
     old = sorted(v for v in done if v < BASELINE)
     if BASELINE in done or not old:
@@ -128,8 +129,8 @@ def _adopt_baseline(conn: psycopg.Connection[Any], done: dict[str, list[str] | N
     if old[-1] != SQUASHED_THROUGH:
         raise HipocampoError(
             f"this database was migrated up to {old[-1]} of the history the baseline {BASELINE} replaced "
-            f"(through {SQUASHED_THROUGH}): migrate it with a release before the squash first, or reset it "
-            "(hipocampo db reset)"
+            f"(through {SQUASHED_THROUGH}): migrate it with hipocampo of the commit before the squash first, "
+            "or reset it (hipocampo db reset)"
         )
     sql = next(migrations_dir().glob(f"{BASELINE}_*.sql")).read_text("utf-8")
     with conn.transaction():
