@@ -582,10 +582,16 @@ declare
         (cfg ->> 'sentence_cosine_high')::double precision - (cfg ->> 'sentence_cosine_low')::double precision, 1e-6
     );
 begin
-    select coalesce(array_agg(d.id), '{}') into babble
-    from hipocampo_private.documents as d
-    where d.id in (select (e ->> 'document_id')::uuid from jsonb_array_elements(candidates) as e)
-      and not hipocampo_private._reads_as_language(d.text_measures, cfg);
+    -- Each candidate's document by primary key (a lateral lookup the planner cannot flatten): as
+    -- `d.id in (…)` the generic plan read every document of the tenant and measured each.
+    select coalesce(array_agg(distinct d.id), '{}') into babble
+    from jsonb_array_elements(candidates) as e
+    cross join lateral (
+        select x.id, x.text_measures from hipocampo_private.documents as x
+        where x.id = (e ->> 'document_id')::uuid
+        offset 0
+    ) as d
+    where not hipocampo_private._reads_as_language(d.text_measures, cfg);
     -- token_count and the sentence cosine by primary key per candidate (scalar subqueries): as a
     -- join the planner read every chunk of the tenant (RLS's tenant index) and hashed them.
     select coalesce(jsonb_agg(e || jsonb_build_object(
