@@ -53,7 +53,6 @@ create table hipocampo_private.memories (
     life_domain text,
     embedding extensions.vector,
     embedding_model text references hipocampo_private.embedding_models (name),
-    emotional_embedding extensions.vector,
     token_count integer not null default 0,
     valid_from timestamptz not null default now(),
     valid_to timestamptz,

@@ -134,12 +134,12 @@ begin
             where c.tenant_id = a.actor_tenant and c.user_id = a.actor_user
         ),
         'memories', coalesce((
-            select jsonb_agg(to_jsonb(m) - 'embedding' - 'emotional_embedding' order by m.key, m.valid_from, m.valid_to nulls last)
+            select jsonb_agg(to_jsonb(m) - 'embedding' order by m.key, m.valid_from, m.valid_to nulls last)
             from hipocampo_private.memories as m
             where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
         ), '[]'::jsonb),
         'staged_memories', coalesce((
-            select jsonb_agg(to_jsonb(s) - 'embedding' - 'emotional_embedding' order by s.key)
+            select jsonb_agg(to_jsonb(s) - 'embedding' order by s.key)
             from hipocampo_private.memory_staging as s
             where s.tenant_id = a.actor_tenant and s.user_id = a.actor_user
         ), '[]'::jsonb),
@@ -532,17 +532,17 @@ begin
             where mc.tenant_id = a.actor_tenant and mc.user_id = a.actor_user
         ), false),
         'memories', coalesce((
-            select jsonb_agg(to_jsonb(m) - 'embedding' - 'emotional_embedding' order by m.updated_at desc, m.key)
+            select jsonb_agg(to_jsonb(m) - 'embedding' order by m.updated_at desc, m.key)
             from hipocampo_private.memories as m
             where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user and m.status = 'active'
         ), '[]'::jsonb),
         'staged', coalesce((
-            select jsonb_agg(to_jsonb(s) - 'embedding' - 'emotional_embedding' order by s.expires_at, s.key)
+            select jsonb_agg(to_jsonb(s) - 'embedding' order by s.expires_at, s.key)
             from hipocampo_private.memory_staging as s
             where s.tenant_id = a.actor_tenant and s.user_id = a.actor_user
         ), '[]'::jsonb),
         'history', coalesce((
-            select jsonb_agg(to_jsonb(m) - 'embedding' - 'emotional_embedding' order by m.valid_from desc)
+            select jsonb_agg(to_jsonb(m) - 'embedding' order by m.valid_from desc)
             from hipocampo_private.memories as m
             where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user and m.key = inspect_user_memory.key
         ), '[]'::jsonb),

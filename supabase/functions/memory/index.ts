@@ -127,9 +127,7 @@ async function remember(tx: Tx, body: Record<string, unknown>): Promise<unknown>
 }
 
 function withoutEmbeddings(rows: unknown): unknown[] {
-  return (rows as Record<string, unknown>[]).map(({ embedding: _e, emotional_embedding: _m, ...rest }) =>
-    rest
-  );
+  return (rows as Record<string, unknown>[]).map(({ embedding: _e, ...rest }) => rest);
 }
 
 export const routes: Record<string, Route> = {
