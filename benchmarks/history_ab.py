@@ -2,17 +2,18 @@
 
 Usage:  .venv/bin/python benchmarks/history_ab.py [--ref fd1e44f] [--queries 20] [--rounds 3] [--write]
 
-The earlier version is ``hipocampo.search_history`` as ``supabase/schemas/07_conversations.sql``
-defined it at git ``--ref``, installed for the run as ``bench_ref.search_history`` (report.
-install_reference) and dropped afterwards. LoCoMo's ten conversations (5,882 turns, the offline
-all-MiniLM-L6-v2, vectors cached) are stored for a new user of tenant ``bench-history-latency``
-and analysed; the first ``--queries`` questions of the first conversation are asked as that user
-(RLS, JWT claims), k = 10, over the whole history (no conversation filter) and within the first
-conversation, each with the query's tokens (the late-interaction re-rank) and without; the two
-versions in turn (which first alternates per round), one transaction per call, the SQL call as
-the client sees it. Both must return the same messages in the same order, scores within 1e-5;
-the run fails otherwise. The user is erased at the end. Reports p50 / p95 ms per version and the
-ratio of the medians; ``--write`` puts the table in docs/BENCHMARKS.md.
+The earlier version is ``hipocampo.search_history`` (with its ranking
+``hipocampo_private._search_history`` where the revision has one) as
+``supabase/schemas/07_conversations.sql`` defined it at git ``--ref``, installed for the run in
+schema ``bench_ref`` (report.install_reference) and dropped afterwards. LoCoMo's ten conversations
+(5,882 turns, the offline all-MiniLM-L6-v2, vectors cached) are stored for a new user of tenant
+``bench-history-latency`` and analysed; the first ``--queries`` questions of the first conversation
+are asked as that user (RLS, JWT claims), k = 10, over the whole history (no conversation filter)
+and within the first conversation, each with the query's tokens (the late-interaction re-rank) and
+without; the two versions in turn (which first alternates per round), one transaction per call, the
+SQL call as the client sees it. Both must return the same messages in the same order, scores within
+1e-5; the run fails otherwise. The user is erased at the end. Reports p50 / p95 ms per version and
+the ratio of the medians; ``--write`` puts the table in docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -31,13 +32,24 @@ from hipocampo import Actor, Hipocampo, Memory, db
 from hipocampo.evaluation.datasets import datasets_dir
 from history_latency import MemoTokens, bench_tenant
 from locomo import turns_of
-from report import as_member, install_reference, pct, write_section
+from report import as_member, function_at, install_reference, pct, write_section
 
 BEGIN, END = "<!-- history-ab:begin -->", "<!-- history-ab:end -->"
 SQL = (
     "select message_id, score from {fn}(%s, %s::extensions.vector, %s, 10, "
     "query_token_ids => %s::integer[], query_token_bits => %s::varbit[])"
 )
+
+
+def reference_functions(ref: str) -> list[tuple[str, str]]:
+    """What to install from ``ref``: ``search_history``, and its ranking ``_search_history`` where
+    ``ref`` has one (the RPC calls it since the reads record themselves; its steps are current)."""
+    ranking = ("07_conversations.sql", "hipocampo_private._search_history")
+    try:
+        function_at(ref, *ranking)
+    except ValueError:
+        return [("07_conversations.sql", "hipocampo.search_history")]
+    return [ranking, ("07_conversations.sql", "hipocampo.search_history")]
 
 
 def main() -> None:
@@ -71,7 +83,7 @@ def main() -> None:
             times: dict[tuple[str, str], list[float]] = {}
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute("analyze hipocampo_private.messages")
-                install_reference(conn, args.ref, [("07_conversations.sql", "hipocampo.search_history")])
+                install_reference(conn, args.ref, reference_functions(args.ref))
                 try:
                     for r in range(args.rounds):
                         order = ["bench_ref", "hipocampo"] if r % 2 == 0 else ["hipocampo", "bench_ref"]

@@ -453,31 +453,26 @@ comment on function hipocampo.set_message_tokens(bigint, integer[], varbit[]) is
 'Store a message''s token ids and contextual token sign bits (search_history''s late-interaction re-rank).';
 
 /*
-_search_history(…) -> table (…)
+_history_settings(cfg jsonb, match_count integer, query_text text, query_embedding vector,
+  query_token_ids integer[], query_token_bits varbit[], out …) -> record
 
-Purpose: search_history's ranking, without its read record: the same parameters as
-  hipocampo.search_history (below), which calls it and records the read.
-Returns: as hipocampo.search_history.
-Errors: as hipocampo.search_history: 42501 as _memory_actor; 22023 (the query, match_count, the
-  context weights, the time zone, the query tokens); 22000 wrong dimensions; 55000 incomplete
-  conversations config.
-Example: select content from hipocampo_private._search_history('what did Mel paint?', null, c);
+Purpose: _search_history's first step: checks the call and the conversations config and derives
+  what the other steps read: k, the text-search configuration, the query's model, whether the
+  token re-rank applies, the context weights by distance (wb before, wa after: 1..5, 0 beyond the
+  configured ones), all of them by offset -5..5 (wv[offset + 6]), the farthest apart two offsets
+  of a context lie (span) and the query's norm.
+Parameters: cfg the conversations config section; the others as hipocampo.search_history's.
+Returns: k, ts, model (null without an embedding), rerank, wb, wa, wv, span, q_norm.
+Errors: 22023 "match_count must be 1..100", "query_text must have 1..<n> characters", the context
+  weights, "unknown conversations.time_zone", "query tokens need query_embedding" and as
+  _check_message_tokens; 55000 "conversations config is incomplete"; 22000 as _active_model.
+Example: select * from hipocampo_private._history_settings(cfg, 10, 'what did Mel paint?', null, null, null);
 */
-create or replace function hipocampo_private._search_history(
-    query_text text,
-    query_embedding extensions.vector default null,
-    filter_conversation_id uuid default null,
-    match_count integer default null,
-    filter_modality text default null,
-    user_id uuid default null,
-    tenant_id uuid default null,
-    query_token_ids integer[] default null,
-    query_token_bits varbit[] default null
-)
-returns table (
-    message_id bigint, conversation_id uuid, role text, content text, modality text, metadata jsonb,
-    created_at timestamptz, dense_score double precision, lexical_score double precision,
-    score double precision, rank integer, token_score double precision
+create or replace function hipocampo_private._history_settings(
+    cfg jsonb, match_count integer, query_text text, query_embedding extensions.vector,
+    query_token_ids integer[], query_token_bits varbit[],
+    out k integer, out ts regconfig, out model text, out rerank boolean, out wb double precision[],
+    out wa double precision[], out wv double precision[], out span integer, out q_norm double precision
 )
 language plpgsql
 stable
@@ -485,45 +480,23 @@ security invoker
 set search_path = ''
 as $$
 declare
-    a record := hipocampo_private._memory_actor(_search_history.user_id, _search_history.tenant_id);
-    cfg jsonb := hipocampo.effective_config(a.actor_tenant) -> 'conversations';
-    k integer := coalesce(_search_history.match_count, (cfg ->> 'match_count')::integer);
     max_chars integer := (cfg ->> 'max_query_chars')::integer;
-    k1 double precision := (cfg ->> 'bm25_k1')::double precision;
-    b double precision := (cfg ->> 'bm25_b')::double precision;
-    wd double precision := (cfg ->> 'dense_weight')::double precision;
-    wl double precision := (cfg ->> 'lexical_weight')::double precision;
-    w_date double precision := (cfg ->> 'date_weight')::double precision;
-    tz text := cfg ->> 'time_zone';
     w_before jsonb := cfg -> 'context_weights_before';
     w_after jsonb := cfg -> 'context_weights_after';
-    w_token double precision := (cfg ->> 'token_rerank_weight')::double precision;
-    n_candidates integer := (cfg ->> 'token_rerank_candidates')::integer;
-    n_idf integer := (cfg ->> 'token_idf_sample')::integer;
-    rerank boolean;
-    ts regconfig;
-    model text;
-    lexemes text [];
-    q tsquery;
+    tz text := cfg ->> 'time_zone';
     side record;
-    -- Context weights by distance (1..5), 0 beyond the configured ones; all of them by offset
-    -- -5..5 at wv[offset + 6]; the farthest apart two offsets of a context can be (span); the
-    -- query's norm.
-    wb double precision [];
-    wa double precision [];
-    wv double precision [];
-    span integer;
-    q_norm double precision;
 begin
+    k := coalesce(_history_settings.match_count, (cfg ->> 'match_count')::integer);
     if k is null or k < 1 or k > 100 then
         raise exception 'match_count must be 1..100 (got %)', k using errcode = '22023';
     end if;
     if query_text is null or btrim(query_text) = '' or char_length(query_text) > max_chars then
         raise exception 'query_text must have 1..% characters', max_chars using errcode = '22023';
     end if;
-    if max_chars is null or k is null or k1 is null or b is null or wd is null or wl is null or w_date is null
-        or tz is null or w_before is null or w_after is null or w_token is null or n_candidates is null
-        or n_idf is null then
+    if max_chars is null or (cfg ->> 'bm25_k1') is null or (cfg ->> 'bm25_b') is null
+        or (cfg ->> 'dense_weight') is null or (cfg ->> 'lexical_weight') is null or (cfg ->> 'date_weight') is null
+        or tz is null or w_before is null or w_after is null or (cfg ->> 'token_rerank_weight') is null
+        or (cfg ->> 'token_rerank_candidates') is null or (cfg ->> 'token_idf_sample') is null then
         raise exception 'conversations config is incomplete: seed it from config.toml (hipocampo db migrate)'
             using errcode = '55000';
     end if;
@@ -545,6 +518,7 @@ begin
     ts := hipocampo_private.text_search_config(cfg ->> 'language');
     if query_embedding is not null then
         model := hipocampo_private._active_model(query_embedding, 'query_embedding');
+        q_norm := sqrt(-(query_embedding operator(extensions.<#>) query_embedding));
     end if;
     if query_token_bits is not null or query_token_ids is not null then
         if query_embedding is null then
@@ -555,22 +529,44 @@ begin
         );
     end if;
     -- The late-interaction re-rank applies with query tokens, an embedding and a weight > 0.
-    rerank := w_token > 0 and query_embedding is not null and cardinality(query_token_bits) > 0;
+    rerank := (cfg ->> 'token_rerank_weight')::double precision > 0 and query_embedding is not null
+        and cardinality(query_token_bits) > 0;
     wb := array(select coalesce((w_before ->> d)::double precision, 0) from generate_series(0, 4) as d);
     wa := array(select coalesce((w_after ->> d)::double precision, 0) from generate_series(0, 4) as d);
     wv := array(select wb[6 - i] from generate_series(1, 5) as i) || array[1.0::double precision] || wa;
     span := coalesce((select max(i) from generate_series(1, 5) as i where wb[i] > 0), 0)
         + coalesce((select max(i) from generate_series(1, 5) as i where wa[i] > 0), 0);
-    if query_embedding is not null then
-        q_norm := sqrt(-(query_embedding operator(extensions.<#>) query_embedding));
-    end if;
+end;
+$$;
 
-    -- Query lexemes in each text-search configuration the searched messages use.
+/*
+_history_terms(actor_tenant uuid, actor_user uuid, conversation uuid, query_text text,
+  ts regconfig, out lexemes text[], out q tsquery) -> record
+
+Purpose: _search_history's query terms: the query's lexemes in each text-search configuration the
+  searched messages use (ts, the conversations language's, when none is stored yet), and their
+  OR as a tsquery (null without a lexeme).
+Parameters: the actor's tenant and user; conversation null = all of the user's; ts from
+  _history_settings.
+Returns: lexemes and q.
+Errors: none.
+Example: select * from hipocampo_private._history_terms(t, u, null, 'what did Mel paint?', 'english');
+*/
+create or replace function hipocampo_private._history_terms(
+    actor_tenant uuid, actor_user uuid, conversation uuid, query_text text, ts regconfig,
+    out lexemes text[], out q tsquery
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+begin
     select array_agg(distinct u.lexeme) into lexemes
     from (
         select distinct m.ts_config from hipocampo_private.messages as m
-        where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
-          and (_search_history.filter_conversation_id is null or m.conversation_id = _search_history.filter_conversation_id)
+        where m.tenant_id = actor_tenant and m.user_id = actor_user
+          and (conversation is null or m.conversation_id = conversation)
     ) as c
     cross join lateral unnest(to_tsvector(c.ts_config, query_text)) as u;
     if lexemes is null then
@@ -579,64 +575,149 @@ begin
     if cardinality(lexemes) > 0 then
         q := array_to_string(array(select quote_literal(l) from unnest(lexemes) as l), ' | ')::tsquery;
     end if;
+end;
+$$;
 
+/*
+_history_offsets(w_before jsonb, w_after jsonb) -> table (o integer, w double precision)
+
+Purpose: a message's context as offsets: itself (0, weight 1) and its neighbours by position
+  (-1.. before, 1.. after) with the configured weights.
+Parameters: conversations.context_weights_before / _after (checked by _history_settings).
+Returns: one row per offset.
+Errors: none.
+Example: select * from hipocampo_private._history_offsets('[0.5, 0.3]', '[0.3]');
+*/
+create or replace function hipocampo_private._history_offsets(w_before jsonb, w_after jsonb)
+returns table (o integer, w double precision)
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select 0, 1.0::double precision
+    union all
+    select -e.i::integer, (e.w #>> '{}')::double precision
+    from jsonb_array_elements(w_before) with ordinality as e (w, i)
+    union all
+    select e.i::integer, (e.w #>> '{}')::double precision
+    from jsonb_array_elements(w_after) with ordinality as e (w, i)
+$$;
+
+/*
+_history_contexts(actor_tenant uuid, actor_user uuid, conversation uuid, lexemes text[], cfg jsonb,
+  wb double precision[], wa double precision[]) -> table (…)
+
+Purpose: the lexical leg's messages: every searched message (without its embedding) with its
+  position in its conversation, the length of its context (weighted tokens of itself and its
+  neighbours, each message's local day's date words counted at conversations.date_weight) and
+  the query lexemes among its day's date words. Lengths by lag / lead in one ordered pass; the
+  date words once per local day and language, read per message by key (whatever the estimates).
+Parameters: as _history_terms; lexemes from it; cfg the conversations config; wb / wa from
+  _history_settings.
+Returns: id, conversation_id, modality, fts, pos, len, date_hits.
+Errors: none.
+Example: select * from hipocampo_private._history_contexts(t, u, null, '{paint}', cfg, wb, wa);
+*/
+create or replace function hipocampo_private._history_contexts(
+    actor_tenant uuid, actor_user uuid, conversation uuid, lexemes text[], cfg jsonb,
+    wb double precision[], wa double precision[]
+)
+returns table (
+    id bigint, conversation_id uuid, modality text, fts tsvector, pos bigint, len double precision,
+    date_hits text[]
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    tz text := cfg ->> 'time_zone';
+    w_date double precision := (cfg ->> 'date_weight')::double precision;
+begin
     return query
-    with offsets as (
-        -- A message's context: itself (offset 0, weight 1) and its neighbours by position.
-        select 0 as o, 1.0::double precision as w
-        union all
-        select -e.i::integer, (e.w #>> '{}')::double precision
-        from jsonb_array_elements(w_before) with ordinality as e (w, i)
-        union all
-        select e.i::integer, (e.w #>> '{}')::double precision
-        from jsonb_array_elements(w_after) with ordinality as e (w, i)
-    ),
-    day_terms as materialized (
+    with day_terms as materialized (
         -- Date words, once per local day and language.
         select d.day, d.ts_config, u.lexeme
         from (
             select distinct (m.created_at at time zone tz)::date as day, m.ts_config
             from hipocampo_private.messages as m
-            where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
-              and (_search_history.filter_conversation_id is null
-                  or m.conversation_id = _search_history.filter_conversation_id)
+            where m.tenant_id = actor_tenant and m.user_id = actor_user
+              and (conversation is null or m.conversation_id = conversation)
         ) as d
         cross join lateral unnest(to_tsvector(d.ts_config, hipocampo_private._date_words(d.day, d.ts_config))) as u
     ),
-    day_len as materialized (
-        -- Weighted date-word count per local day and language, as one object read by key (a
-        -- lookup per message, whatever the row estimates).
-        select coalesce(jsonb_object_agg(x.day::text || ' ' || x.ts_config::text, x.n), '{}'::jsonb) as by_day
+    by_day as materialized (
+        -- Per local day and language: the weighted date-word count and the query's lexemes among
+        -- the date words, as objects read by key (a lookup per message, whatever the estimates).
+        select coalesce(jsonb_object_agg(x.key, x.n), '{}'::jsonb) as len,
+            coalesce(jsonb_object_agg(x.key, x.hits) filter (where x.hits is not null), '{}'::jsonb) as hits
         from (
-            select dt.day, dt.ts_config, count(*) * w_date as n from day_terms as dt group by dt.day, dt.ts_config
+            select dt.day::text || ' ' || dt.ts_config::text as key, count(*) * w_date as n,
+                jsonb_agg(dt.lexeme) filter (where w_date > 0 and dt.lexeme = any(lexemes)) as hits
+            from day_terms as dt group by dt.day, dt.ts_config
         ) as x
     ),
     own as materialized (
-        -- Each searched message without its embedding: text, length with date words.
-        select m.id, m.conversation_id, m.created_at, m.modality, m.fts, m.ts_config, m.token_ids,
-            (m.created_at at time zone tz)::date as day,
-            m.fts_length + coalesce(
-                (dl.by_day ->> (((m.created_at at time zone tz)::date)::text || ' ' || m.ts_config::text))::double precision, 0
-            ) as len
+        select m.id, m.conversation_id, m.created_at, m.modality, m.fts,
+            m.fts_length + coalesce((b.len ->> k.key)::double precision, 0) as len,
+            case when b.hits ? k.key then array(select jsonb_array_elements_text(b.hits -> k.key)) end as hits
         from hipocampo_private.messages as m
-        cross join day_len as dl
-        where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
-          and (_search_history.filter_conversation_id is null or m.conversation_id = _search_history.filter_conversation_id)
-    ),
-    scoped as materialized (
-        -- Position in the conversation and length of the context (weighted tokens, date words
-        -- included), read with lag / lead in one ordered pass.
-        select s.id, s.conversation_id, s.modality, s.fts, s.ts_config, s.day,
-            row_number() over w as pos,
-            s.len
-            + wb[1] * coalesce(lag(s.len, 1) over w, 0) + wb[2] * coalesce(lag(s.len, 2) over w, 0)
-            + wb[3] * coalesce(lag(s.len, 3) over w, 0) + wb[4] * coalesce(lag(s.len, 4) over w, 0)
-            + wb[5] * coalesce(lag(s.len, 5) over w, 0)
-            + wa[1] * coalesce(lead(s.len, 1) over w, 0) + wa[2] * coalesce(lead(s.len, 2) over w, 0)
-            + wa[3] * coalesce(lead(s.len, 3) over w, 0) + wa[4] * coalesce(lead(s.len, 4) over w, 0)
-            + wa[5] * coalesce(lead(s.len, 5) over w, 0) as len
-        from own as s
-        window w as (partition by s.conversation_id order by s.created_at, s.id)
+        cross join by_day as b
+        cross join lateral (
+            select ((m.created_at at time zone tz)::date)::text || ' ' || m.ts_config::text as key
+        ) as k
+        where m.tenant_id = actor_tenant and m.user_id = actor_user
+          and (conversation is null or m.conversation_id = conversation)
+    )
+    select s.id, s.conversation_id, s.modality, s.fts,
+        row_number() over w,
+        s.len
+        + wb[1] * coalesce(lag(s.len, 1) over w, 0) + wb[2] * coalesce(lag(s.len, 2) over w, 0)
+        + wb[3] * coalesce(lag(s.len, 3) over w, 0) + wb[4] * coalesce(lag(s.len, 4) over w, 0)
+        + wb[5] * coalesce(lag(s.len, 5) over w, 0)
+        + wa[1] * coalesce(lead(s.len, 1) over w, 0) + wa[2] * coalesce(lead(s.len, 2) over w, 0)
+        + wa[3] * coalesce(lead(s.len, 3) over w, 0) + wa[4] * coalesce(lead(s.len, 4) over w, 0)
+        + wa[5] * coalesce(lead(s.len, 5) over w, 0),
+        s.hits
+    from own as s
+    window w as (partition by s.conversation_id order by s.created_at, s.id);
+end;
+$$;
+
+/*
+_history_lexical(actor_tenant uuid, actor_user uuid, conversation uuid, modality text,
+  lexemes text[], q tsquery, cfg jsonb, wb double precision[], wa double precision[])
+  -> table (id bigint, ls double precision)
+
+Purpose: _search_history's lexical leg: Okapi BM25 (conversations.bm25_k1, bm25_b) of each
+  searched message's context: a term of the message at position p counts for the message at
+  p - o with the weight of offset o (_history_offsets), its day's date words at
+  conversations.date_weight; idf and the mean length over the searched messages.
+Parameters: as _history_contexts; modality null = every modality; q from _history_terms.
+Returns: one row per searched message of the modality, ls null without a query term.
+Errors: none.
+Example: select * from hipocampo_private._history_lexical(t, u, null, null, '{paint}', 'paint', cfg, wb, wa);
+*/
+create or replace function hipocampo_private._history_lexical(
+    actor_tenant uuid, actor_user uuid, conversation uuid, modality text, lexemes text[], q tsquery,
+    cfg jsonb, wb double precision[], wa double precision[]
+)
+returns table (id bigint, ls double precision)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    k1 double precision := (cfg ->> 'bm25_k1')::double precision;
+    b double precision := (cfg ->> 'bm25_b')::double precision;
+    w_date double precision := (cfg ->> 'date_weight')::double precision;
+begin
+    return query
+    with scoped as materialized (
+        select * from hipocampo_private._history_contexts(actor_tenant, actor_user, conversation, lexemes, cfg, wb, wa)
     ),
     own_terms as (
         -- The query's lexemes in each message (term frequency) and in its date words (date_weight).
@@ -645,16 +726,16 @@ begin
         cross join lateral unnest(s.fts) as u
         where q is not null and s.fts @@ q and u.lexeme = any(lexemes)
         union all
-        select s.conversation_id, s.pos, dt.lexeme, w_date
+        select s.conversation_id, s.pos, h.lexeme, w_date
         from scoped as s
-        inner join day_terms as dt on dt.day = s.day and dt.ts_config = s.ts_config
-        where w_date > 0 and dt.lexeme = any(lexemes)
+        cross join lateral unnest(s.date_hits) as h (lexeme)
     ),
     spread_terms as materialized (
         -- A term of the message at position p counts for the message at p - o with weight w(o).
         -- (materialized: the join below must be on both keys, whatever the row estimates)
         select ot.conversation_id, ot.pos - o.o as pos, ot.lexeme, o.w * ot.tf as tf
-        from own_terms as ot cross join offsets as o
+        from own_terms as ot
+        cross join hipocampo_private._history_offsets(cfg -> 'context_weights_before', cfg -> 'context_weights_after') as o
     ),
     ctx_terms as (
         select n.id, n.len, t.lexeme, sum(t.tf) as tf
@@ -677,14 +758,53 @@ begin
         inner join df as d on d.lexeme = t.lexeme
         cross join corpus as cp
         group by t.id
-    ),
-    own_dots as materialized (
-        -- Each searched message's inner products, 0 without an embedding of the active model: with
-        -- the query (dq), with itself (nn), and with the next 1..10 messages of its conversation
-        -- (g), as far as two offsets of a context lie apart (span). Scalars from here on: the
-        -- context's weighted sum of embeddings is never built.
-        select m.id, m.conversation_id, m.modality, x.e is not null as has_e,
-            row_number() over w as pos,
+    )
+    -- A union grouped by message, not an outer join: the plan stays linear whatever the estimates.
+    select u.id, max(u.s)
+    from (
+        select s.id, null::double precision as s, true as searched
+        from scoped as s
+        where _history_lexical.modality is null or s.modality = _history_lexical.modality
+        union all
+        select l.id, l.s, false from lexical as l
+    ) as u
+    group by u.id
+    having bool_or(u.searched);
+end;
+$$;
+
+/*
+_history_dense(actor_tenant uuid, actor_user uuid, conversation uuid, modality text,
+  query_embedding vector, model text, cfg jsonb, wv double precision[], span integer,
+  q_norm double precision) -> table (id bigint, ds double precision)
+
+Purpose: _search_history's dense leg: the cosine of the query to S, the weighted sum of the
+  embeddings of a message's context, computed from inner products without building S: q.S is the
+  weighted sum of the query's inner products with the context's messages, |S|^2 the weighted sum
+  of the messages' inner products with each other (each message paired with its next ones up to
+  span). A message without an embedding of the model adds nothing, as a missing neighbour.
+Parameters: as _history_lexical; query_embedding null = no dense leg; model, wv, span and q_norm
+  from _history_settings.
+Returns: one row per searched message of the modality with an embedding of the model.
+Errors: none.
+Example: select * from hipocampo_private._history_dense(t, u, null, null, '[…]', m, cfg, wv, 5, 1);
+*/
+create or replace function hipocampo_private._history_dense(
+    actor_tenant uuid, actor_user uuid, conversation uuid, modality text, query_embedding extensions.vector,
+    model text, cfg jsonb, wv double precision[], span integer, q_norm double precision
+)
+returns table (id bigint, ds double precision)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+begin
+    return query
+    with own_dots as materialized (
+        -- Each searched message's inner products, 0 without an embedding of the model: with the
+        -- query (dq), with itself (nn), and with the next 1..10 messages of its conversation (g).
+        select m.id, m.modality, x.e is not null as has_e, m.conversation_id, row_number() over w as pos,
             coalesce(-(x.e operator(extensions.<#>) query_embedding), 0) as dq,
             coalesce(-(x.e operator(extensions.<#>) x.e), 0) as nn,
             array[
@@ -702,14 +822,13 @@ begin
         from hipocampo_private.messages as m
         cross join lateral (select case when m.embedding_model = model then m.embedding end as e) as x
         where query_embedding is not null
-          and m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
-          and (_search_history.filter_conversation_id is null or m.conversation_id = _search_history.filter_conversation_id)
+          and m.tenant_id = actor_tenant and m.user_id = actor_user
+          and (conversation is null or m.conversation_id = conversation)
         window w as (partition by m.conversation_id order by m.created_at, m.id)
     ),
     dense_parts as materialized (
-        -- S, the context's weighted sum of embeddings, of the message at position p: the message
-        -- at p + o (weight w(o)) adds w(o) q.e to q.S, and w(o)^2 e.e + 2 w(o) sum_d w(o + d) e.e'
-        -- (e' the message d further on) to |S|^2. Grouped by the position they count for.
+        -- The message at p + o (weight w(o)) adds w(o) q.e to q.S of the message at p, and
+        -- w(o)^2 e.e + 2 w(o) sum_d w(o + d) e.e' (e' the message d further on) to |S|^2.
         select d.conversation_id, d.pos - o.o as pos, sum(o.w * d.dq) as num,
             sum(o.w * o.w * d.nn + 2 * o.w * (
                 coalesce(wv[o.o + 7] * d.g[1], 0) + coalesce(wv[o.o + 8] * d.g[2], 0)
@@ -719,38 +838,69 @@ begin
                 + coalesce(wv[o.o + 15] * d.g[9], 0) + coalesce(wv[o.o + 16] * d.g[10], 0)
             )) as den
         from own_dots as d
-        cross join offsets as o
+        cross join hipocampo_private._history_offsets(cfg -> 'context_weights_before', cfg -> 'context_weights_after') as o
         group by d.conversation_id, d.pos - o.o
-    ),
-    dense as materialized (
-        -- Cosine of the query to S: q.S / (|q| |S|), for the messages with an embedding (a
-        -- neighbour without one adds nothing, as a missing one).
-        select d.id, p.num / nullif(sqrt(p.den) * q_norm, 0) as s
-        from own_dots as d
-        inner join dense_parts as p on p.conversation_id = d.conversation_id and p.pos = d.pos
-        where d.has_e and p.den > 0
-          and (_search_history.filter_modality is null or d.modality = _search_history.filter_modality)
-    ),
-    scores as materialized (
+    )
+    select d.id, p.num / nullif(sqrt(p.den) * q_norm, 0)
+    from own_dots as d
+    inner join dense_parts as p on p.conversation_id = d.conversation_id and p.pos = d.pos
+    where d.has_e and p.den > 0
+      and (_history_dense.modality is null or d.modality = _history_dense.modality);
+end;
+$$;
+
+/*
+_history_fused(actor_tenant uuid, actor_user uuid, conversation uuid, modality text,
+  query_embedding vector, lexemes text[], q tsquery, cfg jsonb, wb double precision[],
+  wa double precision[], wv double precision[], span integer, model text, q_norm double precision,
+  n integer) -> table (id bigint, ds double precision, ls double precision, f double precision)
+
+Purpose: _search_history's fusion: both legs (_history_lexical, _history_dense) z-scored over
+  every searched message (BM25 0 without a query term, the cosine at the leg's minimum without an
+  embedding) and summed with conversations.dense_weight / lexical_weight; the best n.
+Parameters: as the two legs (wb, wa, wv, span, model, q_norm from _history_settings); n the rows
+  kept (k, or the re-rank's candidates).
+Returns: id, the legs' scores ds and ls, the fused score f, best first.
+Errors: none.
+Example: select * from hipocampo_private._history_fused(t, u, null, null, null, '{paint}', 'paint', cfg, wb, wa, wv, 0, null, null, 10);
+*/
+create or replace function hipocampo_private._history_fused(
+    actor_tenant uuid, actor_user uuid, conversation uuid, modality text, query_embedding extensions.vector,
+    lexemes text[], q tsquery, cfg jsonb, wb double precision[], wa double precision[],
+    wv double precision[], span integer, model text, q_norm double precision, n integer
+)
+returns table (id bigint, ds double precision, ls double precision, f double precision)
+language plpgsql
+stable
+-- (at most n rows, n ≤ a few hundred: planned as such, the messages are then read by key)
+rows 100
+security invoker
+set search_path = ''
+as $$
+declare
+    wd double precision := (cfg ->> 'dense_weight')::double precision;
+    wl double precision := (cfg ->> 'lexical_weight')::double precision;
+begin
+    return query
+    with scores as materialized (
         -- One row per searched message with both legs' scores: a union grouped by message, not
-        -- outer joins, so the plan stays linear whatever the row estimates (a conversation outside
-        -- the statistics is estimated at a row or two, and outer joins then ran once per message).
+        -- outer joins, so the plan stays linear whatever the row estimates.
         select u.id, max(u.ds) as ds, max(u.ls) as ls
         from (
-            select s.id, null::double precision as ds, null::double precision as ls, true as searched
-            from scoped as s
-            where _search_history.filter_modality is null or s.modality = _search_history.filter_modality
+            select l.id, null::double precision as ds, l.ls, true as searched
+            from hipocampo_private._history_lexical(
+                actor_tenant, actor_user, conversation, modality, lexemes, q, cfg, wb, wa
+            ) as l
             union all
-            select l.id, null, l.s, false from lexical as l
-            union all
-            select d.id, d.s, null, false from dense as d
+            select d.id, d.ds, null, false
+            from hipocampo_private._history_dense(
+                actor_tenant, actor_user, conversation, modality, query_embedding, model, cfg, wv, span, q_norm
+            ) as d
         ) as u
         group by u.id
         having bool_or(u.searched)
     ),
     stats as materialized (
-        -- z-scores over every searched message: BM25 0 without a query term, cosine at the leg's
-        -- minimum without an embedding.
         select
             avg(coalesce(x.ls, 0)) as l_mean,
             coalesce(nullif(stddev_pop(coalesce(x.ls, 0)), 0), 1) as l_sd,
@@ -758,82 +908,128 @@ begin
             coalesce(nullif(stddev_pop(x.ds), 0), 1) as d_sd,
             min(x.ds) as d_min
         from scores as x
-    ),
-    fused as materialized (
-        -- The top k, or with the re-rank its top token_rerank_candidates (at least k).
-        select x.id, x.ds, x.ls,
-            wd * coalesce((coalesce(x.ds, st.d_min) - st.d_mean) / st.d_sd, 0)
-            + wl * (coalesce(x.ls, 0) - st.l_mean) / st.l_sd as f
-        from scores as x
-        cross join stats as st
-        where x.ds is not null or x.ls is not null
-        order by f desc, x.id
-        limit case when rerank then greatest(k, n_candidates) else k end
-    ),
-    query_ids as materialized (
-        select qt.i, qt.id, qt.bits
-        from unnest(query_token_ids, query_token_bits) with ordinality as qt (id, bits, i)
-        where rerank
+    )
+    select x.id, x.ds, x.ls,
+        wd * coalesce((coalesce(x.ds, st.d_min) - st.d_mean) / st.d_sd, 0)
+        + wl * (coalesce(x.ls, 0) - st.l_mean) / st.l_sd as f
+    from scores as x
+    cross join stats as st
+    where x.ds is not null or x.ls is not null
+    order by 4 desc, 1
+    limit n;
+end;
+$$;
+
+/*
+_search_history(…) -> table (…)
+
+Purpose: search_history's ranking, without its read record: the same parameters as
+  hipocampo.search_history (below), which calls it and records the read. Steps: _history_settings
+  (checks, weights), _history_terms (the query's lexemes), _history_fused (both legs, fused, the
+  best k or the re-rank's candidates), then here the late-interaction re-rank: for each query
+  token the most similar token of the message (MaxSim over sign bits, 1 - 2 hamming / bits),
+  idf-weighted (BM25-style idf over at most the newest token_idf_sample searched messages),
+  z-scored with the fused score over the candidates (weight token_rerank_weight).
+Returns: as hipocampo.search_history.
+Errors: as hipocampo.search_history: 42501 as _memory_actor; 22023, 22000 and 55000 as
+  _history_settings.
+Example: select content from hipocampo_private._search_history('what did Mel paint?', null, c);
+*/
+create or replace function hipocampo_private._search_history(
+    query_text text, query_embedding extensions.vector default null, filter_conversation_id uuid default null,
+    match_count integer default null, filter_modality text default null, user_id uuid default null,
+    tenant_id uuid default null, query_token_ids integer[] default null, query_token_bits varbit[] default null
+)
+returns table (
+    message_id bigint, conversation_id uuid, role text, content text, modality text, metadata jsonb,
+    created_at timestamptz, dense_score double precision, lexical_score double precision,
+    score double precision, rank integer, token_score double precision
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    a record := hipocampo_private._memory_actor(_search_history.user_id, _search_history.tenant_id);
+    cfg jsonb := hipocampo.effective_config(a.actor_tenant) -> 'conversations';
+    st record;
+    t record;
+    w_token double precision := (cfg ->> 'token_rerank_weight')::double precision;
+    n_idf integer := (cfg ->> 'token_idf_sample')::integer;
+begin
+    select * into st from hipocampo_private._history_settings(
+        cfg, match_count, query_text, query_embedding, query_token_ids, query_token_bits
+    );
+    select * into t from hipocampo_private._history_terms(a.actor_tenant, a.actor_user, filter_conversation_id, query_text, st.ts);
+    return query
+    with fused as materialized (
+        select * from hipocampo_private._history_fused(
+            a.actor_tenant, a.actor_user, filter_conversation_id, filter_modality, query_embedding, t.lexemes, t.q,
+            cfg, st.wb, st.wa, st.wv, st.span, st.model, st.q_norm,
+            case when st.rerank then greatest(st.k, (cfg ->> 'token_rerank_candidates')::integer) else st.k end
+        )
     ),
     idf_sample as materialized (
-        -- The messages the query tokens' idf is counted over: the searched ones, at most the
-        -- newest token_idf_sample of them (a whole history stays cheap; a conversation is exact).
-        select o.id, o.token_ids from own as o where rerank order by o.id desc limit n_idf
+        -- The newest token_idf_sample searched messages (a whole history stays cheap): the user's
+        -- messages first (offset 0), so the plan never walks the table in id order instead.
+        select o.id, o.token_ids from (
+            select m.id, m.token_ids from hipocampo_private.messages as m
+            where st.rerank and m.tenant_id = a.actor_tenant and m.user_id = a.actor_user
+              and (filter_conversation_id is null or m.conversation_id = filter_conversation_id)
+            offset 0
+        ) as o
+        order by o.id desc limit n_idf
     ),
     query_tokens as materialized (
         -- Each query token with its BM25-style idf among the sampled messages (token ids).
         select q.i, q.bits, ln(1 + (n.n - coalesce(d.n, 0) + 0.5) / (coalesce(d.n, 0) + 0.5)) as w
-        from query_ids as q
+        from unnest(query_token_ids, query_token_bits) with ordinality as q (id, bits, i)
         cross join (select count(*) as n from idf_sample) as n
         left join (
-            -- Only the messages sharing a token with the query are unnested.
             select u.id, count(distinct o.id) as n
             from idf_sample as o
             cross join lateral unnest(o.token_ids) as u (id)
             where o.token_ids operator(pg_catalog.&&) query_token_ids and u.id = any(query_token_ids)
             group by u.id
         ) as d on d.id = q.id
+        where st.rerank
     ),
     token_scores as materialized (
-        -- Late interaction (MaxSim): for each query token the most similar token of the message
-        -- (1 - 2 hamming / bits: the cosine of the sign vectors), idf-weighted mean. The message's
-        -- bits are read once and paired with every query token.
         select f.id, sum(x.w * x.sim) / nullif(sum(x.w), 0) as ts
         from fused as f
         inner join hipocampo_private.messages as m on m.id = f.id
         cross join lateral (
-            select max(t.w) as w, 1 - 2 * min(bit_count(d.b operator(pg_catalog.#) t.bits))::double precision
-                / max(bit_length(t.bits)) as sim
+            select max(qt.w) as w, 1 - 2 * min(bit_count(d.b operator(pg_catalog.#) qt.bits))::double precision
+                / max(bit_length(qt.bits)) as sim
             from unnest(m.token_bits) as d (b)
-            cross join query_tokens as t
-            group by t.i
+            cross join query_tokens as qt
+            group by qt.i
         ) as x
-        where rerank and m.token_bits is not null and m.embedding_model = model
+        where st.rerank and m.token_bits is not null and m.embedding_model = st.model
         group by f.id
     ),
     candidate_stats as materialized (
         select avg(f.f) as f_mean, coalesce(nullif(stddev_pop(f.f), 0), 1) as f_sd,
-            avg(t.ts) as t_mean, coalesce(nullif(stddev_pop(t.ts), 0), 1) as t_sd, min(t.ts) as t_min
+            avg(x.ts) as t_mean, coalesce(nullif(stddev_pop(x.ts), 0), 1) as t_sd, min(x.ts) as t_min
         from fused as f
-        left join token_scores as t on t.id = f.id
+        left join token_scores as x on x.id = f.id
     ),
     ranked as (
-        -- Without the re-rank the fused score stands; with it, both z-scored over the candidates
-        -- (a candidate without tokens at the tokens' minimum).
-        select f.id, f.ds, f.ls, t.ts,
-            case when rerank then (f.f - cs.f_mean) / cs.f_sd
-                + w_token * coalesce((coalesce(t.ts, cs.t_min) - cs.t_mean) / cs.t_sd, 0)
+        select f.id, f.ds, f.ls, x.ts,
+            case when st.rerank then (f.f - cs.f_mean) / cs.f_sd
+                + w_token * coalesce((coalesce(x.ts, cs.t_min) - cs.t_mean) / cs.t_sd, 0)
             else f.f end as s
         from fused as f
         cross join candidate_stats as cs
-        left join token_scores as t on t.id = f.id
+        left join token_scores as x on x.id = f.id
     )
     select m.id, m.conversation_id, m.role, m.content, m.modality, m.metadata, m.created_at,
         r.ds, r.ls, r.s, (row_number() over (order by r.s desc, m.id))::integer, r.ts
     from ranked as r
     inner join hipocampo_private.messages as m on m.id = r.id
     order by r.s desc, m.id
-    limit k;
+    limit st.k;
 end;
 $$;
 
