@@ -41,6 +41,12 @@ def linked(database_url: str) -> Iterator[str]:
         )
 
 
+def _queue_emptied(db: Conn) -> None:
+    """The drain counts every queued read: what other tests committed goes first (rolled back with
+    the test's transaction)."""
+    db.execute("delete from hipocampo_private.read_queue")
+
+
 def _queued(db: Conn, tenant: Any) -> list[dict[str, Any]]:
     return db.execute(
         "select rpc, caller, caller_role, rows_returned, cardinality(chunk_ids) as chunks,"
@@ -102,6 +108,7 @@ def test_without_the_link_a_read_only_read_fails_rather_than_go_unrecorded(db: C
 
 
 def test_a_drain_turns_reads_into_the_log_the_access_times_and_the_counters(db: Conn, world: World) -> None:
+    _queue_emptied(db)
     args = reader(db, world)
     chunks = {r["chunk_id"] for r in db.execute(READS["hybrid_search"], args).fetchall()}
     for _ in range(2):
@@ -126,6 +133,7 @@ def test_a_drain_turns_reads_into_the_log_the_access_times_and_the_counters(db: 
 
 
 def test_a_drain_skips_what_was_deleted_since(db: Conn, world: World) -> None:
+    _queue_emptied(db)
     args = reader(db, world)
     db.execute(READS["hybrid_search"], args)
     world.act("authenticated", world.member_b, world.tenant_b)
