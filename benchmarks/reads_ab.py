@@ -28,7 +28,6 @@ import shlex
 import statistics
 import sys
 import time
-import uuid
 from typing import Any
 
 import psycopg
@@ -38,7 +37,7 @@ from hipocampo.config import repo_root
 from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
 from hipocampo.evaluation import index_beir
 from hipocampo.evaluation.datasets import load_beir
-from report import as_member, bench_member, install_reference, pct, write_section
+from report import as_member, bench_member, install_reference, latency_tenants, pct, write_section
 
 BEGIN, END = "<!-- reads-ab:begin -->", "<!-- reads-ab:end -->"
 SEARCH = (
@@ -110,23 +109,10 @@ def _row(name: str, size: str, times: dict[str, list[float]]) -> str:
 def _at_scale(conn: psycopg.Connection[Any], embedder: Any, args: argparse.Namespace) -> str:
     """hybrid_search over benchmarks/latency.py's tenants (lat-00 …, 2,000 SciFact chunks each):
     query i as the member of tenant i mod n, in that tenant's knowledge base."""
-    scopes = conn.execute(
-        "select t.id, k.id, t.slug from hipocampo_private.tenants as t"
-        " join hipocampo_private.knowledge_bases as k on k.tenant_id = t.id and k.name = 'scifact'"
-        " where t.slug like 'lat-%%' order by t.slug"
-    ).fetchall()
-    if not scopes:
-        sys.exit("--latency-tenants: no lat-NN tenants; run benchmarks/latency.py first")
-    total = conn.execute("select count(*) from hipocampo_private.chunks").fetchone()
     texts = list(load_beir("scifact").queries.values())[: args.queries]
-    params, who = [], []
-    for i, q in enumerate(texts):
-        tid, kb, slug = scopes[i % len(scopes)]
-        member = uuid.uuid5(uuid.NAMESPACE_URL, f"hipocampo-bench/{slug}")
-        who.append(json.dumps({"sub": str(member), "role": "authenticated", "app_metadata": {"tenant_id": str(tid)}}))
-        params.append((q, _vec(embedder.embed_query(q)), str(kb)))
+    who, kbs, size = latency_tenants(conn, len(texts))
+    params = [(q, _vec(embedder.embed_query(q)), kb) for q, kb in zip(texts, kbs, strict=True)]
     fns = ("bench_ref.hybrid_search", "hipocampo.hybrid_search")
-    size = f"{(total or [0])[0]:,} chunks, {len(scopes)} tenants"
     return _row("hybrid_search, latency tenants", size, _ab(conn, who, SEARCH, fns, params, args.rounds))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -90,3 +91,26 @@ def as_member(conn: psycopg.Connection[Any], claims: str) -> Iterator[psycopg.Cu
         cur.execute("set local role authenticated")
         cur.execute("select set_config('request.jwt.claims', %s, true)", (claims,))
         yield cur
+
+
+def latency_tenants(conn: psycopg.Connection[Any], queries: int) -> tuple[list[str], list[str], str]:
+    """benchmarks/latency.py's tenants (``lat-00`` …, 2,000 SciFact chunks each) for ``queries``
+    questions: question i goes to the member of tenant i mod n (JWT claims as json) in that
+    tenant's knowledge base. Returns the claims and knowledge base of each question and a size
+    line ("<chunks in the table> in <n> tenants"). Exits when latency.py has not built them."""
+    scopes = conn.execute(
+        "select t.id, k.id, t.slug from hipocampo_private.tenants as t"
+        " join hipocampo_private.knowledge_bases as k on k.tenant_id = t.id and k.name = 'scifact'"
+        " where t.slug like 'lat-%%' order by t.slug"
+    ).fetchall()
+    if not scopes:
+        sys.exit("no lat-NN tenants: run benchmarks/latency.py first")
+    total = conn.execute("select count(*) from hipocampo_private.chunks").fetchone()
+    who, kbs = [], []
+    for i in range(queries):
+        tenant, kb, slug = scopes[i % len(scopes)]
+        member = uuid.uuid5(uuid.NAMESPACE_URL, f"hipocampo-bench/{slug}")
+        claims = {"sub": str(member), "role": "authenticated", "app_metadata": {"tenant_id": str(tenant)}}
+        who.append(json.dumps(claims))
+        kbs.append(str(kb))
+    return who, kbs, f"{(total or [0])[0]:,} chunks in {len(scopes)} tenants"

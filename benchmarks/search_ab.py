@@ -27,12 +27,10 @@ format (``after``, how ``hipocampo.rpc`` sends it since 2026-11-26); its own sec
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import statistics
 import sys
 import time
-import uuid
 from typing import Any
 
 import psycopg
@@ -43,7 +41,7 @@ from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
 from hipocampo.evaluation import index_beir
 from hipocampo.evaluation.datasets import load_beir
 from hipocampo.rpc import BinaryVector
-from report import as_member, bench_member, install_reference, pct, write_section
+from report import as_member, bench_member, install_reference, latency_tenants, pct, write_section
 
 BEGIN, END = "<!-- search-ab:begin -->", "<!-- search-ab:end -->"
 T_BEGIN, T_END = "<!-- search-transport:begin -->", "<!-- search-transport:end -->"
@@ -51,29 +49,6 @@ CALL = (
     "select chunk_id, dense_score, lexical_score, fused_score, rank from {fn}("
     "query_text => %s, query_embedding => %s::extensions.vector, kb_ids => array[%s]::uuid[])"
 )
-
-
-def _latency_tenants(conn: psycopg.Connection[Any], queries: int) -> tuple[list[str], list[str], list[str], str]:
-    """The set ``latency``: SciFact questions over benchmarks/latency.py's 50 tenants (``lat-00`` …,
-    2,000 chunks each), question i as the member of tenant i mod 50, in its knowledge base.
-    Returns each question's JWT claims and knowledge base, the questions, and the size column."""
-    scopes = conn.execute(
-        "select t.id, k.id, t.slug from hipocampo_private.tenants as t"
-        " join hipocampo_private.knowledge_bases as k on k.tenant_id = t.id and k.name = 'scifact'"
-        " where t.slug like 'lat-%%' order by t.slug"
-    ).fetchall()
-    if not scopes:
-        sys.exit("the set latency: no lat-NN tenants; run benchmarks/latency.py first")
-    total = conn.execute("select count(*) from hipocampo_private.chunks").fetchone()
-    texts = list(load_beir("scifact").queries.values())[:queries]
-    who, kbs = [], []
-    for i in range(len(texts)):
-        tenant, kb, slug = scopes[i % len(scopes)]
-        member = uuid.uuid5(uuid.NAMESPACE_URL, f"hipocampo-bench/{slug}")
-        claims = {"sub": str(member), "role": "authenticated", "app_metadata": {"tenant_id": str(tenant)}}
-        who.append(json.dumps(claims))
-        kbs.append(str(kb))
-    return who, kbs, texts, f"{(total or [0])[0]:,} in {len(scopes)} tenants"
 
 
 def main() -> None:
@@ -101,7 +76,8 @@ def main() -> None:
         try:
             for name in args.sets.split(","):
                 if name == "latency":
-                    who, kbs, texts, size = _latency_tenants(conn, args.queries)
+                    texts = list(load_beir("scifact").queries.values())[: args.queries]
+                    who, kbs, size = latency_tenants(conn, len(texts))
                 else:
                     ds = load_beir(name)
                     service = root.as_actor(Actor.service(tid))
