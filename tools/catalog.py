@@ -7,8 +7,8 @@ flags; constraints; indexes (their full definition: method, opclass and paramete
 expressions); functions (identity signature, result, language, body, volatility, strictness,
 security, parallel safety, proconfig such as ``search_path``, argument defaults); views (their
 query and options such as ``security_invoker``); triggers; privileges on schemas, tables, columns
-and functions; default privileges; comments; text search configurations; extensions. Each item
-is one ``"kind name" -> text`` entry; ``diff(a, b)`` says what differs, readably.
+and functions (the extensions schema's functions too); default privileges; comments; text search
+configurations; extensions. Each item is one ``"kind name" -> text`` entry; ``diff(a, b)`` says what differs, readably.
 """
 
 from __future__ import annotations
@@ -109,6 +109,13 @@ QUERIES: dict[str, str] = {
                coalesce(array_to_string(array(select unnest(p.proacl)::text order by 1), E'\\n'), 'default') as body
         from pg_proc as p join pg_namespace as n on n.oid = p.pronamespace
         where n.nspname = any(%(schemas)s)
+    """,
+    # The extensions' functions (issue 57 §1: dblink's are revoked from every API role).
+    "grant:extension function": """
+        select n.nspname || '.' || p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' as name,
+               coalesce(array_to_string(array(select unnest(p.proacl)::text order by 1), E'\\n'), 'default') as body
+        from pg_proc as p join pg_namespace as n on n.oid = p.pronamespace
+        where n.nspname = 'extensions'
     """,
     "grant:default": """
         select coalesce(n.nspname, '*') || ' ' || d.defaclobjtype::text || ' ' || pg_get_userbyid(d.defaclrole) as name,

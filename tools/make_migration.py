@@ -44,7 +44,8 @@ from tools.schema_build import SUPABASE, build_from_schemas, schema_files
 NAME = re.compile(r"[a-z][a-z0-9_]{2,80}")
 
 # One row per (object, grantee, privilege); the owner's own rights are left out (both databases
-# are built by the same role).
+# are built by the same role). Functions of the extensions schema too (dblink's are revoked from
+# every API role); a role a grant names must exist already (create it by hand above the grants).
 PRIVILEGES = """
 select 'function' as kind, format('%%I.%%I(%%s)', n.nspname, p.proname,
                                   pg_get_function_identity_arguments(p.oid)) as object,
@@ -52,7 +53,7 @@ select 'function' as kind, format('%%I.%%I(%%s)', n.nspname, p.proname,
        a.privilege_type
 from pg_proc as p join pg_namespace as n on n.oid = p.pronamespace,
      aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) as a
-where n.nspname = any(%(schemas)s) and a.grantee <> p.proowner
+where (n.nspname = any(%(schemas)s) or n.nspname = 'extensions') and a.grantee <> p.proowner
 union all
 select case c.relkind when 'S' then 'sequence' else 'table' end, format('%%I.%%I', n.nspname, c.relname),
        case when a.grantee = 0 then 'public' else quote_ident(pg_get_userbyid(a.grantee)) end,

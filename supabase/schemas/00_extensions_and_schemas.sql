@@ -20,6 +20,32 @@ create extension if not exists unaccent with schema extensions;
 -- (hipocampo_private._enqueue_read_on_primary). Available on Supabase (Database → Extensions).
 create extension if not exists dblink with schema extensions;
 
+-- No API role executes a dblink function (issue 57 §1): with one, a member could open a
+-- connection as whatever the database's foreign servers map to, or reuse one a definer left open.
+-- PostgreSQL grants new functions to PUBLIC and Supabase's default privileges grant the extensions
+-- schema's to anon, authenticated and service_role: every grant of dblink's functions but the
+-- owner's is taken back here. A role that cannot revoke them (a non-owner) is told so.
+do $$
+declare
+    f regprocedure;
+begin
+    for f in
+        select p.oid::regprocedure from pg_catalog.pg_proc as p
+        inner join pg_catalog.pg_depend as d on d.classid = 'pg_catalog.pg_proc'::regclass and d.objid = p.oid
+        inner join pg_catalog.pg_extension as e on e.oid = d.refobjid and d.deptype = 'e'
+        where e.extname = 'dblink'
+    loop
+        execute format('revoke all on function %s from public', f);
+        continue when not exists (select 1 from pg_catalog.pg_roles where rolname = 'anon');
+        execute format('revoke all on function %s from anon, authenticated, service_role', f);
+        if pg_catalog.has_function_privilege('anon', f, 'execute')
+            or pg_catalog.has_function_privilege('authenticated', f, 'execute') then
+            raise warning 'dblink function % is still executable by an API role: revoke it as its owner', f;
+        end if;
+    end loop;
+end;
+$$;
+
 create schema if not exists hipocampo;
 
 create schema if not exists hipocampo_private;

@@ -12,7 +12,19 @@ set check_function_bodies = off;
 -- memory counters, in one transaction that deletes what it turned (a drain that dies rolls back
 -- and the next one takes the same rows). In a read-only transaction (a hot standby, or a
 -- PostgREST GET) the row is appended on the primary through dblink (server hipocampo_primary,
--- `hipocampo db link-primary`), so a replica's reads are in the audit trail too.
+-- `hipocampo db link-primary`), so a replica's reads are in the audit trail too. The link logs in
+-- as hipocampo_read_recorder, a role that may execute _enqueue_standby_read and nothing else, on
+-- a connection that lives for one call; no API role executes any dblink function (00).
+
+-- The link's login role: created here without login; `hipocampo db link-primary` gives it a
+-- password and login, `unlink-primary` takes them away. Roles are the cluster's: created once.
+do $$
+begin
+    if not exists (select 1 from pg_catalog.pg_roles where rolname = 'hipocampo_read_recorder') then
+        create role hipocampo_read_recorder nologin noinherit;
+    end if;
+end;
+$$;
 
 -- The queue: one row per read, appended by _record_read, deleted by drain_read_queue. A logged
 -- table (an unlogged one is emptied by a crash of the server, and these rows are the audit trail
@@ -44,16 +56,15 @@ comment on table hipocampo_private.read_queue is
 
 /*
 _enqueue_read(tenant_id uuid, rpc text, rows_returned integer, query_hash text, latency_ms double
-  precision, chunk_ids bigint[], memory_ids uuid[], at timestamptz default null, caller uuid default
-  null, caller_role text default null, similarity real default null, conversation_id uuid default
-  null) -> void
+  precision, chunk_ids bigint[], memory_ids uuid[], similarity real default null, conversation_id
+  uuid default null) -> void
 
-Purpose: append one row to read_queue, as given: here, or in a read-only transaction (a hot
-  standby, a PostgREST GET) on the primary through dblink (_enqueue_read_on_primary, which calls
-  this function there with at, caller and caller_role filled in). at, caller and caller_role
-  default to now() and the request's (auth.uid(); auth.role(), else the role set, else the session
-  user). No check: granted to nobody; called by _record_read and by definer RPCs that resolved the
-  tenant and bounded every value (hybrid_search).
+Purpose: append one row to read_queue, with the time and the caller of the request (now();
+  auth.uid(); auth.role(), else the role set, else the session user): here, or in a read-only
+  transaction (a hot standby, a PostgREST GET) on the primary through dblink
+  (_enqueue_read_on_primary, which has the primary's _enqueue_standby_read append it there). No
+  check: granted to nobody; called by _record_read and by definer RPCs that resolved the tenant
+  and bounded every value (hybrid_search).
 Errors: 25006 and 08006 as _enqueue_read_on_primary.
 Returns: nothing.
 Example: perform hipocampo_private._enqueue_read(t, 'hybrid_search', 1, 'ab12…', 2.5, array[12], '{}');
@@ -66,9 +77,6 @@ create or replace function hipocampo_private._enqueue_read(
     latency_ms double precision,
     chunk_ids bigint[],
     memory_ids uuid[],
-    at timestamptz default null,
-    caller uuid default null,
-    caller_role text default null,
     similarity real default null,
     conversation_id uuid default null
 )
@@ -77,49 +85,107 @@ language plpgsql
 security invoker
 set search_path = ''
 as $$
+declare
+    caller uuid := (select auth.uid());
+    caller_role text := coalesce((select auth.role()), nullif(current_setting('role'), 'none'), session_user::text);
 begin
-    -- A call from the primary's side of the link has at, caller and caller_role filled in: it is
-    -- appended there (never sent on, so a read-only primary fails rather than call itself).
-    if _enqueue_read.caller_role is null then
-        at := now();
-        caller := (select auth.uid());
-        caller_role := coalesce((select auth.role()), nullif(current_setting('role'), 'none'), session_user::text);
-        if current_setting('transaction_read_only')::boolean then
-            perform hipocampo_private._enqueue_read_on_primary(format(
-                'select 1 from hipocampo_private._enqueue_read(%L::uuid, %L, %L::integer, %L, %L::double precision, '
-                '%L::bigint[], %L::uuid[], pg_catalog.to_timestamp(%L::numeric), %L::uuid, %L, %L::real, %L::uuid)',
-                _enqueue_read.tenant_id, _enqueue_read.rpc, _enqueue_read.rows_returned, _enqueue_read.query_hash,
-                _enqueue_read.latency_ms, coalesce(_enqueue_read.chunk_ids, '{}'),
-                coalesce(_enqueue_read.memory_ids, '{}'), extract(epoch from _enqueue_read.at), _enqueue_read.caller,
-                _enqueue_read.caller_role, _enqueue_read.similarity, _enqueue_read.conversation_id
-            ));
-            return;
-        end if;
+    if current_setting('transaction_read_only')::boolean then
+        perform hipocampo_private._enqueue_read_on_primary(format(
+            'select 1 from hipocampo_private._enqueue_standby_read(%L::uuid, %L, %L::integer, %L, %L::double precision, '
+            '%L::bigint[], %L::uuid[], pg_catalog.to_timestamp(%L::numeric), %L::uuid, %L, %L::real, %L::uuid)',
+            _enqueue_read.tenant_id, _enqueue_read.rpc, _enqueue_read.rows_returned, _enqueue_read.query_hash,
+            _enqueue_read.latency_ms, coalesce(_enqueue_read.chunk_ids, '{}'), coalesce(_enqueue_read.memory_ids, '{}'),
+            extract(epoch from now()), caller, caller_role, _enqueue_read.similarity, _enqueue_read.conversation_id
+        ));
+        return;
+    end if;
+    insert into hipocampo_private.read_queue
+        (caller, caller_role, tenant_id, rpc, rows_returned, query_hash, latency_ms, chunk_ids, memory_ids,
+         similarity, conversation_id)
+    values (
+        caller, caller_role, _enqueue_read.tenant_id, _enqueue_read.rpc, _enqueue_read.rows_returned,
+        _enqueue_read.query_hash, _enqueue_read.latency_ms, coalesce(_enqueue_read.chunk_ids, '{}'),
+        coalesce(_enqueue_read.memory_ids, '{}'), _enqueue_read.similarity, _enqueue_read.conversation_id
+    );
+end;
+$$;
+
+/*
+_enqueue_standby_read(tenant_id uuid, rpc text, rows_returned integer, query_hash text, latency_ms
+  double precision, chunk_ids bigint[], memory_ids uuid[], at timestamptz, caller uuid, caller_role
+  text, similarity real, conversation_id uuid) -> integer
+
+Purpose: the primary's side of the read link (issue 57 §1): append one read that a hot standby
+  served to read_queue, as the standby's _enqueue_read_on_primary sends it. The only thing the
+  login role hipocampo_read_recorder (the link's user, `hipocampo db link-primary`) may execute;
+  no API role may. Bounded as _record_read, and at within the last day and not in the future
+  (one minute of clock skew).
+Errors: 22023 "standby read: … out of bounds".
+Returns: 1.
+Example: select hipocampo_private._enqueue_standby_read(t, 'search_memories', 2, null, 1.5, '{}', '{}', now(),
+  u, 'authenticated', null, null);
+*/
+-- definer because the link's login role appends this one row to a table it may not otherwise touch.
+create or replace function hipocampo_private._enqueue_standby_read(
+    tenant_id uuid,
+    rpc text,
+    rows_returned integer,
+    query_hash text,
+    latency_ms double precision,
+    chunk_ids bigint[],
+    memory_ids uuid[],
+    at timestamptz,
+    caller uuid,
+    caller_role text,
+    similarity real,
+    conversation_id uuid
+)
+returns integer
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    most_chunks integer := hipocampo_private._operator_limit('maintenance', 'read_record_max_chunk_ids');
+    most_memories integer := hipocampo_private._operator_limit('maintenance', 'read_record_max_memory_ids');
+begin
+    if tenant_id is null or coalesce(rpc, '') !~ '^[a-z_]{1,63}$' or coalesce(caller_role, '') !~ '^[a-z_]{1,63}$'
+        or char_length(query_hash) > 128 or coalesce(rows_returned, -1) < 0 or latency_ms is null
+        or latency_ms not between 0 and 86400000 or similarity not between -1 and 1
+        or at is null or at not between now() - interval '1 day' and now() + interval '1 minute'
+        or cardinality(chunk_ids) > most_chunks or cardinality(memory_ids) > most_memories then
+        raise exception 'standby read: a value is out of bounds (rpc %, caller_role %, at %)', rpc, caller_role, at
+            using errcode = '22023';
     end if;
     insert into hipocampo_private.read_queue
         (at, caller, caller_role, tenant_id, rpc, rows_returned, query_hash, latency_ms, chunk_ids, memory_ids,
          similarity, conversation_id)
     values (
-        _enqueue_read.at, _enqueue_read.caller, _enqueue_read.caller_role, _enqueue_read.tenant_id,
-        _enqueue_read.rpc, _enqueue_read.rows_returned, _enqueue_read.query_hash, _enqueue_read.latency_ms,
-        coalesce(_enqueue_read.chunk_ids, '{}'), coalesce(_enqueue_read.memory_ids, '{}'),
-        _enqueue_read.similarity, _enqueue_read.conversation_id
+        _enqueue_standby_read.at, _enqueue_standby_read.caller, _enqueue_standby_read.caller_role,
+        _enqueue_standby_read.tenant_id, _enqueue_standby_read.rpc, _enqueue_standby_read.rows_returned,
+        _enqueue_standby_read.query_hash, _enqueue_standby_read.latency_ms,
+        coalesce(_enqueue_standby_read.chunk_ids, '{}'), coalesce(_enqueue_standby_read.memory_ids, '{}'),
+        _enqueue_standby_read.similarity, _enqueue_standby_read.conversation_id
     );
+    return 1;
 end;
 $$;
 
 /*
 _enqueue_read_on_primary(statement text) -> void
 
-Purpose: run one _enqueue_read call (a select of one row) on the primary through dblink, on this session's connection
-  to the foreign server hipocampo_primary (opened on first use, opened again once if the primary
-  closed it). Used by _record_read in a read-only transaction (a hot standby, a PostgREST GET).
+Purpose: run one _enqueue_standby_read call (a select of one row) on the primary through dblink,
+  on a connection to the foreign server hipocampo_primary opened for this call and closed by it
+  (dblink's unnamed form: nothing outlives the call, so no later statement of the backend, by any
+  role, can reuse it). The server's user mapping logs in as hipocampo_read_recorder, which may
+  execute _enqueue_standby_read and nothing else. Used by _enqueue_read in a read-only
+  transaction (a hot standby, a PostgREST GET).
 Errors: 25006 "a read in a read-only transaction is recorded on the primary: link it with
   hipocampo db link-primary" (no server hipocampo_primary); 08006 "the read could not be recorded
   on the primary: …" (the primary refused or cannot be reached: the read fails rather than go
   unrecorded).
 Returns: nothing.
-Example: perform hipocampo_private._enqueue_read_on_primary('select 1 from hipocampo_private._enqueue_read(…)');
+Example: perform hipocampo_private._enqueue_read_on_primary('select 1 from hipocampo_private._enqueue_standby_read(…)');
 */
 create or replace function hipocampo_private._enqueue_read_on_primary(statement text)
 returns void
@@ -132,22 +198,11 @@ begin
         raise exception 'a read in a read-only transaction is recorded on the primary: link it with '
             'hipocampo db link-primary' using errcode = '25006';
     end if;
-    for attempt in 1..2 loop
-        begin
-            if 'hipocampo_primary' <> all(coalesce(extensions.dblink_get_connections(), '{}')) then
-                perform extensions.dblink_connect('hipocampo_primary', 'hipocampo_primary');
-            end if;
-            perform 1 from extensions.dblink('hipocampo_primary', statement) as r (ok integer);
-            return;
-        exception when others then
-            if 'hipocampo_primary' = any(coalesce(extensions.dblink_get_connections(), '{}')) then
-                perform extensions.dblink_disconnect('hipocampo_primary');
-            end if;
-            if attempt = 2 then
-                raise exception 'the read could not be recorded on the primary: %', sqlerrm using errcode = '08006';
-            end if;
-        end;
-    end loop;
+    begin
+        perform 1 from extensions.dblink('hipocampo_primary', statement) as r (ok integer);
+    exception when others then
+        raise exception 'the read could not be recorded on the primary: %', sqlerrm using errcode = '08006';
+    end;
 end;
 $$;
 

@@ -11,6 +11,8 @@ grant usage on schema hipocampo to authenticated;
 grant usage on schema hipocampo to service_role;
 grant usage on schema hipocampo_private to authenticated;
 grant usage on schema hipocampo_private to service_role;
+-- The read link's login role (11): usage of the schema and one function, nothing else.
+grant usage on schema hipocampo_private to hipocampo_read_recorder;
 
 grant select on hipocampo.embedding_stats to authenticated;
 grant select on hipocampo.embedding_stats to service_role;
@@ -163,6 +165,7 @@ grant execute on function hipocampo.purge_expired(now timestamp with time zone) 
 grant execute on function hipocampo.purge_sessions(now timestamp with time zone) to service_role;
 grant execute on function hipocampo.purge_transient_state(now timestamp with time zone) to service_role;
 grant execute on function hipocampo.drain_read_queue(max_rows integer) to service_role;
+grant execute on function hipocampo_private._enqueue_standby_read(tenant_id uuid, rpc text, rows_returned integer, query_hash text, latency_ms double precision, chunk_ids bigint[], memory_ids uuid[], at timestamp with time zone, caller uuid, caller_role text, similarity real, conversation_id uuid) to hipocampo_read_recorder;
 grant execute on function hipocampo.tenant_digest(tenant_id uuid) to service_role;
 grant execute on function hipocampo_private._tenant_tables() to service_role;
 grant execute on function hipocampo.question_refusal(question text, min_chars integer, max_chars integer) to authenticated, service_role;

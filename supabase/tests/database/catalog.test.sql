@@ -1,7 +1,7 @@
 -- Conventions every deployment must keep (docs/design.md §SQL conventions), checked on the
 -- database itself: the embedded one in `make test`, a Supabase project with `supabase test db`.
 begin;
-select plan(7);
+select plan(8);
 
 select is_empty(
     $$
@@ -89,6 +89,31 @@ select is_empty(
     $$,
     'every foreign key has an index leading with its columns (a delete of a referenced row '
     || 'looks the referencing rows up; without one, deleting n memories scanned memories n times)'
+);
+
+select is_empty(
+    $$
+    select p.oid::regprocedure::text
+    from pg_catalog.pg_proc as p
+    inner join pg_catalog.pg_namespace as n on n.oid = p.pronamespace
+    left join pg_catalog.pg_depend as d
+        on d.classid = 'pg_catalog.pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e'
+    left join pg_catalog.pg_extension as e on e.oid = d.refobjid
+    where n.nspname = 'extensions'
+      and (
+          pg_catalog.has_function_privilege('anon', p.oid, 'EXECUTE')
+          or pg_catalog.has_function_privilege('authenticated', p.oid, 'EXECUTE')
+      )
+      -- Listed, with the reason an API role executes them: the invoker RPCs compute with them as
+      -- the caller (vector: the embeddings' type, its operators and casts; pg_trgm: the title
+      -- and near-duplicate similarity; unaccent: the text search configurations' dictionary;
+      -- pgtap: this test framework, installed by the test run).
+      -- Not listed, so revoked (issue 57 §1): dblink, whose connections run as whatever a foreign
+      -- server maps to.
+      and coalesce(e.extname, '') not in ('vector', 'pg_trgm', 'unaccent', 'pgtap')
+    $$,
+    'no function of the extensions schema is executable by anon or authenticated unless its '
+    || 'extension is listed with a reason (dblink is not)'
 );
 
 select * from finish();

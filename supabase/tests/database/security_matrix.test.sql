@@ -263,6 +263,10 @@ insert into calls values
 ('hipocampo_private._memory_event', 'select hipocampo_private._memory_event({tenant_a}, {member_a}, null, ''memory.consent'', null, ''{}'')'),
 ('hipocampo_private._record_read', 'select hipocampo_private._record_read({tenant_a}, ''forged'', 1, ''x'', 1, memory_ids => array[{memory_a}]::uuid[])'),
 ('hipocampo_private._opaque_id', 'select hipocampo_private._opaque_id()'),
+('hipocampo_private._enqueue_standby_read', 'select hipocampo_private._enqueue_standby_read({tenant_a}, ''forged'', 1, null, 1, ''{}'', ''{}'', now(), {member_a}, ''authenticated'', null, null)'),
+('extensions.dblink', 'select * from extensions.dblink(''dbname=postgres'', ''select current_user'') as r (u text)'),
+('extensions.dblink_exec', 'select extensions.dblink_exec(''dbname=postgres'', ''select 1'')'),
+('extensions.dblink_connect', 'select extensions.dblink_connect(''matrix'', ''dbname=postgres'')'),
 ('hipocampo_private._ensure_model_index', 'select hipocampo_private._ensure_model_index({model})'),
 ('hipocampo_private._invalidate_answer_cache', 'select hipocampo_private._invalidate_answer_cache()'),
 ('hipocampo_private._chunks_stats_after_insert', 'select hipocampo_private._chunks_stats_after_insert()'),
@@ -272,7 +276,7 @@ insert into calls values
 ('hipocampo_private._measure_documents_text', 'select hipocampo_private._measure_documents_text()');
 
 -- What is checked: every function of hipocampo, every security definer function of
--- hipocampo_private (op 'call'); every table and view of both schemas (select, and for tables
+-- hipocampo_private and dblink's three entry points (op 'call'); every table and view of both schemas (select, and for tables
 -- insert - a copy of one of A's rows -, update and delete of A's rows).
 create temp table objects as
 select p.oid::regproc::text as object, 'call' as op, 1 as ord
@@ -286,7 +290,16 @@ from pg_catalog.pg_class as c
 cross join (values ('select', 2), ('insert', 3), ('update', 4), ('delete', 5)) as o (op, ord)
 where
     c.relnamespace in ('hipocampo'::regnamespace, 'hipocampo_private'::regnamespace)
-    and (c.relkind in ('r', 'p') or (c.relkind in ('v', 'm') and o.op = 'select'));
+    and (c.relkind in ('r', 'p') or (c.relkind in ('v', 'm') and o.op = 'select'))
+union all
+-- dblink's entry points (issue 57 §1: no API role executes them; the catalog test checks the rest
+-- of the extensions schema)
+select distinct
+    'extensions.' || p.proname as object,
+    'call' as op,
+    1 as ord
+from pg_catalog.pg_proc as p
+where p.pronamespace = 'extensions'::regnamespace and p.proname in ('dblink', 'dblink_exec', 'dblink_connect');
 
 -- Tenant A's rows of a table or view: by tenant_id, else id (tenants), else all (global tables).
 create function pg_temp.victim_rows(rel regclass) returns text
@@ -564,6 +577,10 @@ insert into expected values
 ('hipocampo_private._invalidate_answer_cache', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
 ('hipocampo_private._record_read', 'call', '42501 42501 42501 42501 42501 write 42501 write write'),
 ('hipocampo_private._opaque_id', 'call', '42501 none none none none none none none none'),
+('hipocampo_private._enqueue_standby_read', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
+('extensions.dblink', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
+('extensions.dblink_exec', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
+('extensions.dblink_connect', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
 ('hipocampo_private._memory_event', 'call', '42501 42501 42501 42501 42501 write 42501 write write'),
 ('hipocampo_private.current_tenant_id', 'call', '42501 none none none none none none none none'),
 ('hipocampo_private.current_tenant_role', 'call', '42501 none none none none none none none none'),
@@ -925,6 +942,11 @@ insert into shared_expected values
 ('hipocampo_private._record_read', 'shared'),
 -- a new id: nothing stored (the key exists once a message was written)
 ('hipocampo_private._opaque_id', 'none'),
+-- the read link's role alone executes it; dblink, nobody of the API (issue 57 §1)
+('hipocampo_private._enqueue_standby_read', '42501'),
+('extensions.dblink', '42501'),
+('extensions.dblink_exec', '42501'),
+('extensions.dblink_connect', '42501'),
 ('hipocampo_private._memory_event', 'none'),
 ('hipocampo_private._pseudonym', '42501'),
 ('hipocampo_private.current_tenant_id', 'none'),
