@@ -93,36 +93,75 @@ def tenant_delete(
     )
 
 
+KeyFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--key-file",
+        help="A file holding the operator's signing key (at least 16 bytes; default: the "
+        "HIPOCAMPO_TENANT_COPY_KEY environment variable).",
+    ),
+]
+
+
+def _copy_key(key_file: Path | None) -> bytes | None:
+    """The signing key: ``key_file``'s bytes (a trailing newline dropped), else
+    HIPOCAMPO_TENANT_COPY_KEY's, else none."""
+    import os
+
+    if key_file is not None:
+        try:
+            return key_file.read_bytes().rstrip(b"\r\n")
+        except OSError as exc:
+            raise _fail(InvalidInputError(f"cannot read the key file {key_file}: {exc.strerror}", "22023")) from exc
+    env = os.environ.get("HIPOCAMPO_TENANT_COPY_KEY")
+    return env.encode() if env else None
+
+
 def tenant_export(
     slug: Annotated[str, typer.Argument(help="The tenant's slug (or id).")],
     file: Annotated[Path, typer.Argument(help="The file to write (a gzipped tar).")],
+    key_file: KeyFileOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Write a tenant, every table that holds it, to a file (one consistent snapshot), with the
-    digest `tenant import` checks: the offline way to move a tenant to another database."""
+    digest `tenant import` checks, signed (HMAC-SHA256) when a key is given: the offline way to
+    move a tenant to another database."""
     from ..db.tenant_copy import export_tenant
 
+    key = _copy_key(key_file)
     try:
-        manifest = export_tenant(_database_url(), slug, file)
+        manifest = export_tenant(_database_url(), slug, file, key=key)
     except HipocampoError as exc:
         raise _fail(exc) from exc
     rows = {name: d["rows"] for name, d in manifest["digest"].items()}
-    out = {"tenant": manifest["tenant"], "file": str(file), "rows": rows}
-    _say(out, f"exported tenant {manifest['tenant']['slug']} to {file}: {sum(rows.values())} rows", as_json)
+    out = {"tenant": manifest["tenant"], "file": str(file), "rows": rows, "signed": key is not None}
+    signed = "signed" if key is not None else "unsigned: the importer must pass --trust-unsigned"
+    _say(out, f"exported tenant {manifest['tenant']['slug']} to {file} ({signed}): {sum(rows.values())} rows", as_json)
 
 
 def tenant_import(
     file: Annotated[Path, typer.Argument(help="A file `tenant export` wrote.")],
     to: Annotated[str | None, typer.Option("--to", help="The target database's URL (default: this database).")] = None,
+    key_file: KeyFileOpt = None,
+    trust_unsigned: Annotated[
+        bool,
+        typer.Option(
+            "--trust-unsigned",
+            help="Import a file without a signature you can check (only one you exported yourself: docs/SECURITY.md).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Write an exported tenant into a database with the same migrations, in one transaction: its
-    rows (the BM25 tables rebuilt), identity sequences moved past the source's, and the tenant's
-    digest compared with the source's; on any difference or collision nothing is kept."""
+    """Write an exported tenant into a database with the same migrations, in one transaction. The
+    file is trusted for nothing: its signature is checked (an unsigned file needs
+    --trust-unsigned), only the target's tenant tables and columns are written, every row must be
+    the manifest's tenant and every reference stay inside it, the configuration passes a tenant
+    admin's checks, sequences only move forward within bounds, and the tenant's digest must equal
+    the source's; on any fault or collision nothing is kept."""
     from ..db.tenant_copy import import_tenant
 
     try:
-        digest = import_tenant(to or _database_url(), file)
+        digest = import_tenant(to or _database_url(), file, key=_copy_key(key_file), trust_unsigned=trust_unsigned)
     except HipocampoError as exc:
         raise _fail(exc) from exc
     rows = {name: d["rows"] for name, d in digest.items()}
