@@ -286,7 +286,7 @@ def test_an_admin_evaluates_a_kb_with_judged_questions(
     hybrid = page.locator("#eval-hybrid td").all_inner_texts()
     assert hybrid == ["1.000", "1.000", "2"], hybrid
     rates = page.inner_text("#eval-answer-rates")
-    assert rates.endswith("fora do assunto: 1 de 1 recusadas."), rates
+    assert rates.endswith("fora do assunto: 1 de 1 recusadas, 0 com trechos."), rates
     misses = page.locator("#eval-misses tbody tr").count()
     assert rates.startswith(f"{2 - misses} de 2 respondidas citando um documento relevante"), rates
 

@@ -1,5 +1,6 @@
-"""Every surface gives the same answer (issue 45 §5). The same questions (answered, refused for
-each reason the guardrails and the evidence gate give, and answered again from the cache) go
+"""Every surface gives the same answer (issue 45 §5). The same questions (answered, answered with
+passages (issue 61 §1), refused for each reason the guardrails and the evidence gate give, and
+answered again from the cache) go
 through the five ways an app asks: ``Orchestrator.ask`` over the database, ``hipocampo serve``'s
 POST /ask, the ``ask`` edge function (real Deno), the MCP ``ask`` tool (the real ``hipocampo mcp``
 process over stdio) and ``Hipocampo.from_supabase(...).ask`` (the ``supabase`` package through the
@@ -17,8 +18,12 @@ import httpx
 import pytest
 
 from hipocampo import Actor, Hipocampo, Orchestrator
+from hipocampo.embeddings import count_tokens
+from hipocampo.ingest import DocumentInput, ingest_documents
+from hipocampo.ingest.loaders import LoadedDocument
 
 from .test_edge_functions import (  # noqa: F401  (fixtures)
+    ESTAGIO,
     SECRET,
     EdgeFunction,
     Env,
@@ -39,7 +44,10 @@ QUESTIONS = {
     "invalid_question": "oi",
 }
 
-Ask = Callable[..., dict[str, Any]]  # (question, use_cache, session_id=None)
+Ask = Callable[..., dict[str, Any]]  # (question, use_cache, session_id=None, kb="regulamentos")
+# The same regulation ingested as type other (trust 0.5): it cannot back an answer alone (the
+# cross-check), so the answered question gets its passage, cited, on every surface.
+PASSAGES_KB = "notas"
 
 
 def _view(answer: dict[str, Any]) -> dict[str, Any]:
@@ -62,37 +70,44 @@ def surfaces(env: Env, fn: dict[str, EdgeFunction], gateway: str) -> Iterator[di
 
     user = uuid.uuid4()
     env.root.add_member(env.tenant, user, "member")
-    kb = uuid.UUID(env.kb)
     with env.root.transaction() as cur:
         cur.execute("select slug from hipocampo_private.tenants where id = %s", (env.tenant,))
         slug = cur.fetchone()["slug"]  # type: ignore[index]
     direct = env.root.as_actor(Actor.user(user, env.tenant))
+    service = env.root.as_actor(Actor.service(env.tenant))
+    if PASSAGES_KB not in {k.name for k in service.list_kbs()}:
+        service.create_kb(PASSAGES_KB)
+        doc = DocumentInput(LoadedDocument("Regulamento de estágio", ESTAGIO, "test://estagio-notas"), "other", 0.5)
+        ingest_documents(service, PASSAGES_KB, [doc], env.embedder, count_tokens)
+    kbs = {"regulamentos": env.kb, PASSAGES_KB: str(service.kb_id(PASSAGES_KB))}
     http = Hipocampo.from_supabase(gateway, token("anon"), token("authenticated", user, env.tenant))
     bearer = {"authorization": "Bearer " + token("authenticated", user, env.tenant)}
 
-    def orchestrator(q: str, cache: bool, session: str | None = None) -> dict[str, Any]:
-        ans = Orchestrator(direct, env.embedder).ask(q, kb_ids=[kb], use_cache=cache, session_id=session)
+    def orchestrator(q: str, cache: bool, session: str | None = None, kb: str = "regulamentos") -> dict[str, Any]:
+        ans = Orchestrator(direct, env.embedder).ask(
+            q, kb_ids=[uuid.UUID(kbs[kb])], use_cache=cache, session_id=session
+        )
         return ans.model_dump(mode="json")
 
-    def edge(q: str, cache: bool, session: str | None = None) -> dict[str, Any]:
-        body = {"question": q, "kb_ids": [env.kb], "query_embedding": env.vec(q), "use_cache": cache}
+    def edge(q: str, cache: bool, session: str | None = None, kb: str = "regulamentos") -> dict[str, Any]:
+        body = {"question": q, "kb_ids": [kbs[kb]], "query_embedding": env.vec(q), "use_cache": cache}
         headers = {**bearer, **({"x-chat-session-id": session} if session else {})}
         r = httpx.post(fn["ask"].url, json=body, headers=headers, timeout=60)
         assert r.status_code in (200, 422, 429), r.text
         return dict(r.json())
 
-    def supabase_py(q: str, cache: bool, session: str | None = None) -> dict[str, Any]:
-        ans = http.ask(q, kb_ids=[kb], query_embedding=env.vec(q), use_cache=cache, session_id=session)
+    def supabase_py(q: str, cache: bool, session: str | None = None, kb: str = "regulamentos") -> dict[str, Any]:
+        ans = http.ask(q, kb_ids=[uuid.UUID(kbs[kb])], query_embedding=env.vec(q), use_cache=cache, session_id=session)
         return ans.model_dump(mode="json")
 
-    def mcp(q: str, cache: bool, session: str | None = None) -> dict[str, Any]:
+    def mcp(q: str, cache: bool, session: str | None = None, kb: str = "regulamentos") -> dict[str, Any]:
         params = StdioServerParameters(
             command=HIPOCAMPO, args=["mcp", "--tenant", slug, "--user", str(user)], env=dict(os.environ)
         )
 
         async def main() -> Any:
             async with Client(params) as client:
-                args = {"question": q, "kb": ["regulamentos"], "use_cache": cache, "session_id": session}
+                args = {"question": q, "kb": [kb], "use_cache": cache, "session_id": session}
                 return await client.call_tool("ask", args)
 
         return dict(data(anyio.run(main)))
@@ -100,9 +115,9 @@ def surfaces(env: Env, fn: dict[str, EdgeFunction], gateway: str) -> Iterator[di
     app = create_app(env.root.url, env.embedder, jwt_secret=SECRET)
     with TestClient(app) as serve:
 
-        def served(q: str, cache: bool, session: str | None = None) -> dict[str, Any]:
+        def served(q: str, cache: bool, session: str | None = None, kb: str = "regulamentos") -> dict[str, Any]:
             headers = {**bearer, **({"x-chat-session-id": session} if session else {})}
-            r = serve.post("/ask", json={"question": q, "kb_ids": [env.kb], "use_cache": cache}, headers=headers)
+            r = serve.post("/ask", json={"question": q, "kb_ids": [kbs[kb]], "use_cache": cache}, headers=headers)
             assert r.status_code in (200, 422, 429), r.text
             return dict(r.json())
 
@@ -123,6 +138,20 @@ def test_every_surface_gives_the_same_answer(surfaces: dict[str, Ask], case: str
         assert expected["refused"] and expected["reason"] in {"no_evidence", "low_confidence"}
     else:
         assert expected["refused"] and expected["reason"] == case
+
+
+def test_every_surface_answers_with_the_same_passages(surfaces: dict[str, Ask]) -> None:
+    """Issue 61 §1: the gate cannot confirm (one document of type other), the passage is on the
+    question's topic: the same cited passages on every surface, refused false, PASSAGES."""
+    got = {name: ask(ANSWERED, False, None, PASSAGES_KB) for name, ask in _asking(surfaces).items()}
+    views = {name: {**_view(a), "answer_source": a["answer_source"]} for name, a in got.items()}
+    expected = views["orchestrator"]
+    assert {name: v for name, v in views.items() if v != expected} == {}
+    assert (expected["refused"], expected["reason"], expected["answer_source"]) == (
+        False, "cross_check_failed", "PASSAGES",
+    )  # fmt: skip
+    assert expected["answer"].startswith("Não encontrei uma resposta exata; estes trechos tratam do assunto:\n[1] ")
+    assert expected["chunk_ids"]
 
 
 def test_every_surface_reads_the_one_answer_cache(surfaces: dict[str, Ask]) -> None:

@@ -278,8 +278,16 @@ def _sqlfluff_fix(text: str) -> str:
         return path.read_text("utf-8")
 
 
+def _seed_known(url: str) -> None:
+    """Seed a database of the applied history as `hipocampo db migrate` would, but with the
+    calibration keys it does not list yet left out (the migration being written adds them)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        hdb.seed_config(conn, known_calibration_only=True)
+
+
 def _verify(ddl: str, schema_url: str, migrations: Path) -> None:
-    with hdb.scratch_database("hipocampo_migration_check", migrations=migrations) as url:
+    with hdb.scratch_database("hipocampo_migration_check", migrations=migrations, seed=False) as url:
+        _seed_known(url)
         with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
             conn.execute(ddl)  # type: ignore[arg-type,unused-ignore]
         left = diff(snapshot(url), snapshot(schema_url), names=("migrations + new", "schema"))
@@ -298,9 +306,11 @@ def generate(supabase: Path = SUPABASE, migrations: Path | None = None) -> str:
     """
     migrations = migrations or (supabase / "migrations")
     with (
-        hdb.scratch_database("hipocampo_migration_from", migrations=migrations) as source,
+        # (seeded below: this checkout's config.toml may hold calibration keys only the new migration accepts)
+        hdb.scratch_database("hipocampo_migration_from", migrations=migrations, seed=False) as source,
         hdb.scratch_database("hipocampo_migration_to", migrate=False) as target,
     ):
+        _seed_known(source)
         build_from_schemas(target, supabase)
         ddl = migra_sql(source, target)
         if ddl:

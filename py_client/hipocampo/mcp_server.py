@@ -252,9 +252,12 @@ def _answer_tools(server: MCPServer, s: _Session) -> None:
             ),
         ] = None,
     ) -> dict[str, Any]:
-        """Answer from the knowledge bases with numbered citations [n], or refuse with a reason
-        when the evidence is weak, conflicting or absent. A refusal is a normal result
-        (refused = true, reason, closest passage): tell the user, do not invent an answer. The
+        """Answer from the knowledge bases with numbered citations [n]; or, when no passage answers
+        exactly but some are on the question's topic, those passages quoted and cited
+        (answer_source PASSAGES, refused = false: say that no exact answer was found and show
+        them); or refuse with a reason when nothing is on topic or the evidence conflicts. A
+        refusal is a normal result (refused = true, reason, closest passage): tell the user, do
+        not invent an answer. The
         result has the fields of every other surface (Orchestrator.ask, POST /ask, the ask edge
         function): answer, refused, reason, confidence, sources, conflicts, answer_source,
         trace_id, closest, resolved_question, timings_ms."""

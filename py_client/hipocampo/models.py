@@ -373,7 +373,7 @@ class HistoryHit(BaseModel):
     token_score: float | None = None
 
 
-AnswerSource = Literal["CACHE", "SESSION", "LLM", "EXTRACTIVE", "REFUSAL"]
+AnswerSource = Literal["CACHE", "SESSION", "LLM", "EXTRACTIVE", "PASSAGES", "REFUSAL"]
 
 
 class Source(BaseModel):
@@ -434,12 +434,16 @@ REFUSAL_REASONS: dict[str, str] = {
 class Answer(BaseModel):
     """The result of ``Orchestrator.ask``: a cited answer, or a refusal with its reason code.
 
-    ``answer`` is the text to show: the answer with citation markers ``[n]``, or for a refusal the
-    standard message (rag.refusal_message, "Não encontrei informações confiáveis para responder
-    essa pergunta."), followed for conflicts by what the sources disagree on.
+    ``answer`` is the text to show: the answer with citation markers ``[n]``; for passages (the gate
+    could not confirm an answer, but retrieval found passages on the question's topic: issue 61 §1)
+    rag.passages_message ("Não encontrei uma resposta exata; estes trechos tratam do assunto:")
+    and one cited quote per passage; or for a refusal the standard message (rag.refusal_message,
+    "Não encontrei informações confiáveis para responder essa pergunta."), followed for conflicts
+    by what the sources disagree on.
 
     ``answer_source``: CACHE | SESSION (the session's earlier answer to the same question) | LLM |
-    EXTRACTIVE | REFUSAL (the HTTP header X-Answer-Source). ``resolved_question``: within a
+    EXTRACTIVE | PASSAGES (``refused`` false; ``reason`` says why no exact answer:
+    low_confidence or cross_check_failed) | REFUSAL (the HTTP header X-Answer-Source). ``resolved_question``: within a
     session, the question as it was searched when it was a follow-up ("qual o horário da piscina?
     e aos domingos?"), else None.
     ``reason`` (refusals): invalid_question, prompt_injection, sensitive_data, secret, rate_limited,
@@ -469,7 +473,8 @@ class Answer(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def explanation(self) -> str | None:
-        """A refusal's reason in words (REFUSAL_REASONS); None for an answer."""
-        if not self.refused or self.reason is None:
+        """A refusal's reason, or why passages stand for an answer, in words (REFUSAL_REASONS);
+        None for an answer."""
+        if self.reason is None or not (self.refused or self.answer_source == "PASSAGES"):
             return None
         return REFUSAL_REASONS.get(self.reason, self.reason)

@@ -105,7 +105,7 @@ as $$
         "retrieval": ["min_similarity", "dense_weight", "dedupe_threshold"],
         "memory": ["context_threshold", "answer_threshold", "duplicate_cosine"],
         "conversations": ["dense_weight"],
-        "rag": ["sentence_weight", "sentence_cosine_low", "sentence_cosine_high"]
+        "rag": ["sentence_weight", "sentence_cosine_low", "sentence_cosine_high", "passages_floor"]
     }'::jsonb
 $$;
 

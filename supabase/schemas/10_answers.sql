@@ -387,13 +387,17 @@ Purpose: everything an answer needs from the database in one call, with the rule
   model (rag.provider openai | azure) the gate refuses only what has no evidence at all (nothing
   retrieved: no_evidence; an unresolved conflict): every candidate under the token budget is
   evidence, and whether it answers is the model's to say (the caller refuses not_in_sources).
+  Offline, a question the gate cannot confirm (low_confidence, cross_check_failed) whose
+  candidates reach the model's on-topic floor (rag.passages_floor, the best dense similarity) is
+  answered with passages (issue 61 §1: decision "passages"): the best units quoted and cited,
+  led by rag.passages_message (_evidence_passages); below the floor it is refused.
   In named steps: _evidence_candidates (retrieval and twins), _candidate_support, detect_conflicts,
-  _evidence_within_budget, _evidence_verdict.
+  _evidence_within_budget, _evidence_verdict, _evidence_passages.
 Parameters: query_text 1..2,000 characters; query_embedding of the model search_model names for
   these knowledge bases (the active model, or during a switch the previous one until they are
   complete); kb_ids (default: the agent binding's); agent - binding name; tenant_id only for
   service_role.
-Returns: {"decision": "answer" | "refuse", "reason": null | "rag_disabled" | "no_evidence" (retrieval
+Returns: {"decision": "answer" | "passages" | "refuse", "reason": null | "rag_disabled" | "no_evidence" (retrieval
   found no passage: none above the similarity floor, no matching word) | "low_confidence" (passages
   found, none supports the question enough) | "conflicting_sources" | "cross_check_failed",
   "closest" (the best-ranked passage, what a refusal shows: _closest_passage; null when retrieval
@@ -402,6 +406,9 @@ Returns: {"decision": "answer" | "refuse", "reason": null | "rag_disabled" | "no
   "document_id", "kb_id", "title", "source_uri", "source_type", "trust_score", "published_at",
   "content", "best_window", "score", "dense_score", "lexical_score", "support", "lexical_support",
   "sentence_similarity" (c, null without sentence embeddings or with weight 0), "token_count"}],
+  "top_similarity" (the best dense similarity of a candidate that reads as language, null without
+  one), "passages" (decision passages: the quoted units, as answer_sources' items plus "article"
+  and "section"; else []), "reply" (decision passages: the text to show; else null),
   "config": the rag config used}.
 Errors: 22023 "no knowledge base: …" when neither kb_ids nor an agent names one; as hybrid_search
   (22023 query length, 22000 dimensions); 42501 no tenant; P0002 unknown agent binding.
@@ -438,6 +445,7 @@ declare
     conflicts jsonb;
     evidence jsonb;
     verdict record;  -- _evidence_verdict: reason, confidence
+    passages jsonb;  -- _evidence_passages: top_similarity, passages, reply
 begin
     if coalesce(cardinality(kbs), 0) = 0 then
         raise exception 'no knowledge base: pass kb_ids or an agent bound to knowledge bases'
@@ -469,8 +477,19 @@ begin
     verdict := hipocampo_private._evidence_verdict(
         jsonb_array_length(support.scored), evidence, conflicts, cfg, judged_by_model
     );
+    passages := hipocampo_private._evidence_passages(support.scored, support.babble, cfg);
+    if judged_by_model or verdict.reason is null or verdict.reason not in ('low_confidence', 'cross_check_failed') then
+        passages := passages || jsonb_build_object('passages', '[]'::jsonb, 'reply', null);
+    end if;
     return jsonb_build_object(
-        'decision', case when verdict.reason is null then 'answer' else 'refuse' end,
+        'decision', case
+            when verdict.reason is null then 'answer'
+            when jsonb_array_length(passages -> 'passages') > 0 then 'passages'
+            else 'refuse'
+        end,
+        'top_similarity', passages -> 'top_similarity',
+        'passages', passages -> 'passages',
+        'reply', passages -> 'reply',
         'reason', verdict.reason,
         'confidence', coalesce(verdict.confidence, 0),
         'candidates', jsonb_array_length(support.scored),
@@ -749,6 +768,86 @@ end;
 $$;
 
 /*
+_evidence_passages(scored jsonb, babble uuid[], cfg jsonb) -> jsonb
+
+Purpose: answer_evidence's reply when the gate cannot confirm an answer (issue 61 §1): the
+  candidates that read as language (not of a babble document, not a near-duplicate twin) whose
+  dense similarity reaches cfg.passages_floor (the embedding model's on-topic floor), the best
+  cfg.passages_max by rank; each quoted as its unit (document title, article, section or FAQ
+  question) and an excerpt of at most cfg.passage_max_chars characters of plain text: its best
+  two-sentence window (evidence_support's, the sentences that cover most of the question), else
+  its opening, cut at a word. The reply is cfg.passages_message, then one line per unit:
+  "[n] <unit>: “<excerpt>”" (no markup).
+Parameters: scored and babble from _candidate_support; cfg the rag config.
+Returns: {"top_similarity": the best dense similarity of a candidate that reads as language (null
+  without one), "passages": [{"n", "chunk_id", "document", "document_id", "source_uri",
+  "excerpt", "score", "support", "article", "section"}] (empty below the floor), "reply": text or
+  null}.
+Errors: none.
+Example: select hipocampo_private._evidence_passages(scored, '{}', cfg) -> 'reply';
+*/
+create or replace function hipocampo_private._evidence_passages(scored jsonb, babble uuid[], cfg jsonb)
+returns jsonb
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    with
+    readable as (
+        select e, (e ->> 'rank')::integer as rank, (e ->> 'dense_score')::double precision as sim
+        from jsonb_array_elements(case when jsonb_typeof(scored) = 'array' then scored else '[]' end) as e
+        where e -> 'near_duplicate_of' is null and not coalesce((e ->> 'document_id')::uuid = any(babble), false)
+    ),
+    picked as (
+        select r.e, row_number() over (order by r.rank, r.e ->> 'chunk_id') as n
+        from readable as r
+        where r.sim >= (cfg ->> 'passages_floor')::double precision
+        order by r.rank, r.e ->> 'chunk_id'
+        limit greatest(coalesce((cfg ->> 'passages_max')::integer, 3), 1)
+    ),
+    quoted as (
+        select p.n, p.e, x.excerpt,
+            concat_ws(', ', nullif(btrim(p.e ->> 'title'), ''),
+                nullif(coalesce(p.e -> 'metadata' ->> 'question', p.e -> 'metadata' ->> 'section'), p.e ->> 'title'),
+                case when position(coalesce(p.e -> 'metadata' ->> 'article', '') in
+                        coalesce(p.e -> 'metadata' ->> 'section', '')) = 0
+                    then p.e -> 'metadata' ->> 'article' end
+            ) as unit
+        from picked as p
+        cross join lateral (
+            select btrim(regexp_replace(hipocampo.plain_text(coalesce(
+                nullif(btrim(p.e ->> 'best_window'), ''), p.e ->> 'content'
+            )), '\s+', ' ', 'g')) as whole
+        ) as w
+        cross join lateral (
+            select case
+                when char_length(w.whole) <= (cfg ->> 'passage_max_chars')::integer then w.whole
+                else regexp_replace(left(w.whole, (cfg ->> 'passage_max_chars')::integer - 1), '\s+\S*$', '') || '…'
+            end as excerpt
+        ) as x
+    )
+    select jsonb_build_object(
+        'top_similarity', (select max(r.sim) from readable as r),
+        'passages', coalesce((
+            select jsonb_agg(jsonb_build_object(
+                'n', q.n, 'chunk_id', q.e -> 'chunk_id', 'document', q.e -> 'title',
+                'document_id', q.e -> 'document_id', 'source_uri', q.e -> 'source_uri', 'excerpt', q.excerpt,
+                'score', coalesce(q.e -> 'final_score', '0'::jsonb), 'support', coalesce(q.e -> 'support', '0'::jsonb),
+                'article', q.e -> 'metadata' -> 'article', 'section', q.e -> 'metadata' -> 'section'
+            ) order by q.n)
+            from quoted as q
+        ), '[]'::jsonb),
+        'reply', (
+            select cfg ->> 'passages_message' || string_agg(
+                E'\n[' || q.n || '] ' || q.unit || ': “' || q.excerpt || '”', '' order by q.n
+            )
+            from quoted as q
+        )
+    )
+$$;
+
+/*
 _closest_passage(candidates jsonb) -> jsonb
 
 Purpose: what a refusal shows as "the closest passage I found": the best-ranked candidate of
@@ -839,7 +938,9 @@ create table hipocampo_private.answer_audit (
     timings_ms jsonb not null default '{}'::jsonb,
     latency_ms real not null,
     created_at timestamptz not null default now(),
-    constraint answer_audit_source_check check (answer_source in ('CACHE', 'SESSION', 'LLM', 'EXTRACTIVE', 'REFUSAL')),
+    constraint answer_audit_source_check check (
+        answer_source in ('CACHE', 'SESSION', 'LLM', 'EXTRACTIVE', 'PASSAGES', 'REFUSAL')
+    ),
     constraint answer_audit_timings_is_object check (jsonb_typeof(timings_ms) = 'object')
 );
 

@@ -92,8 +92,9 @@ comment on view hipocampo.memory_events_daily is 'Per tenant and day: memory eve
 
 -- Observability of retrieval and answers: views in the exposed schema, security_invoker so RLS
 -- applies (service_role sees every tenant; a tenant admin sees their tenant's audit rows).
--- rag.query.count, latency p50/p95/p99, results per query, % filtered by the threshold, refusals
--- and cache hit rate, per tenant and day, over the audit rows of answer calls (ask).
+-- rag.query.count, latency p50/p95/p99, results per query, % filtered by the threshold, refusals,
+-- cache hit rate and the share answered with passages, per tenant and day, over the audit rows of
+-- answer calls (ask).
 create view hipocampo.rag_answer_stats
 with (security_invoker = true)
 as
@@ -108,7 +109,9 @@ select
     round(sum(a.filtered)::numeric / nullif(sum(a.candidates), 0), 4) as filtered_rate,
     count(*) filter (where a.answer_source = 'REFUSAL') as refusals,
     round((count(*) filter (where a.answer_source = 'REFUSAL'))::numeric / count(*), 4) as refusal_rate,
-    round((count(*) filter (where a.answer_source = 'CACHE'))::numeric / count(*), 4) as cache_hit_rate
+    round((count(*) filter (where a.answer_source = 'CACHE'))::numeric / count(*), 4) as cache_hit_rate,
+    -- no exact answer, the passages on the question's topic instead (issue 61 §1)
+    round((count(*) filter (where a.answer_source = 'PASSAGES'))::numeric / count(*), 4) as passages_rate
 from hipocampo_private.answer_audit as a
 group by a.tenant_id, date_trunc('day', a.created_at);
 

@@ -229,6 +229,7 @@ grant execute on function hipocampo_private._evidence_candidates(query_text text
 grant execute on function hipocampo_private._candidate_support(candidates jsonb, query_text text, query_embedding extensions.vector, cfg jsonb, out scored jsonb, out babble uuid[]) to authenticated, service_role;
 grant execute on function hipocampo_private._evidence_within_budget(scored jsonb, conflicts jsonb, babble uuid[], cfg jsonb, judged_by_model boolean) to authenticated, service_role;
 grant execute on function hipocampo_private._evidence_verdict(n_candidates integer, evidence jsonb, conflicts jsonb, cfg jsonb, judged_by_model boolean, out reason text, out confidence double precision) to authenticated, service_role;
+grant execute on function hipocampo_private._evidence_passages(scored jsonb, babble uuid[], cfg jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._search_model(tenant_id uuid, kb_ids uuid[]) to authenticated, service_role;
 grant execute on function hipocampo_private._reads_as_language(measures jsonb, rag jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._caller(out kind text, out tenant_id uuid, out user_id uuid, out tenant_role text) to authenticated, service_role;

@@ -293,13 +293,14 @@ def test_sentence_similarity_adds_to_the_support_by_the_models_calibration(db: C
 
     r = evidence(0.0)
     # Retrieval found the passage, which supports none of the question's words: low_confidence
-    # with the closest passage (no_evidence is for a retrieval that found nothing; issue 48 §2).
-    assert (r["decision"], r["reason"], r["config"]["sentence_weight"]) == ("refuse", "low_confidence", 0.0)
+    # with the closest passage (no_evidence is for a retrieval that found nothing; issue 48 §2);
+    # its vector is the question's (above the on-topic floor): passages stand for the answer.
+    assert (r["decision"], r["reason"], r["config"]["sentence_weight"]) == ("passages", "low_confidence", 0.0)
     assert r["closest"]["chunk_id"] is not None and r["closest"]["excerpt"]
 
     # Half the weight: 0.5 of support, evidence (>= min_score 0.35) but below min_confidence 0.65.
     r = evidence(0.5)
-    assert (r["decision"], r["reason"]) == ("refuse", "low_confidence")
+    assert (r["decision"], r["reason"]) == ("passages", "low_confidence")
     e = r["evidence"][0]
     assert (e["lexical_support"], e["sentence_similarity"], e["support"]) == (
         0.0,
@@ -315,7 +316,7 @@ def test_sentence_similarity_adds_to_the_support_by_the_models_calibration(db: C
         (vec_text(at_cosine(7, 8, 0.6)), kb),
     )
     world.act("authenticated", world.admin_a, world.tenant_a)
-    assert answer_decision(evidence(1.0, 0.2, 1.0)) == ("refuse", pytest.approx(0.5))
+    assert answer_decision(evidence(1.0, 0.2, 1.0)) == ("passages", pytest.approx(0.5))
     # A zero sentence vector (cosine NaN, which compares above every number) adds nothing ...
     evidence(1.0)
     world.act("service_role")
@@ -481,3 +482,73 @@ def test_an_ipv6_client_counts_by_its_slash_64(db: Conn, world: World) -> None:
     v4 = f"198.51.100.{uuid.uuid4().int % 250}"
     both = [one(db, "select hipocampo.take_ip_rate_limit(%s::inet) as v", (ip,)) for ip in (v4, f"::ffff:{v4}", v4)]
     assert [t["allowed"] for t in both] == [True, True, False]
+
+
+def _on_topic(db: Conn, world: World, question: str, vector: str | None = None) -> dict[str, Any]:
+    """answer_evidence over A's knowledge base with ``vector`` (default: the vector of A's first
+    chunk, dense 1.0)."""
+    world.act("service_role")
+    vector = vector or one(
+        db,
+        "select embedding::text as v from hipocampo_private.chunks where document_id = %s and chunk_index = 0",
+        (world.doc_a,),
+    )
+    world.act("authenticated", world.member_a, world.tenant_a)
+    v: dict[str, Any] = one(
+        db,
+        "select hipocampo.answer_evidence(%s, %s::extensions.vector, array[%s]::uuid[]) as v",
+        (question, vector, world.kb_a),
+    )
+    return v
+
+
+def test_a_question_the_gate_cannot_confirm_gets_the_passages_on_its_topic(db: Conn, world: World) -> None:
+    """Issue 61 §1: not an answer, not a refusal: the passages above the model's on-topic floor
+    (rag.passages_floor), quoted and cited after rag.passages_message; below the floor, refused."""
+    world.act("service_role")
+    db.execute("update hipocampo_private.documents set trust_score = 0.5 where id = %s", (world.doc_a,))
+    question = "Qual o prazo de trancamento de matrícula?"
+    r = _on_topic(db, world, question)
+    assert (r["decision"], r["reason"], r["top_similarity"]) == ("passages", "cross_check_failed", pytest.approx(1.0))
+    first = r["passages"][0]
+    assert (first["n"], first["document_id"], first["excerpt"]) == (
+        1, str(world.doc_a), "Prazo de trancamento de matrícula é de 30 dias.",
+    )  # fmt: skip
+    assert len(r["passages"]) <= 3 and all(len(p["excerpt"]) <= 200 for p in r["passages"])
+    message = one(db, "select hipocampo.rag_config(%s) ->> 'passages_message' as v", (world.kb_a,))
+    lines = r["reply"].split("\n")
+    assert lines[0] == message == "Não encontrei uma resposta exata; estes trechos tratam do assunto:"
+    assert lines[1].startswith("[1] ") and lines[1].endswith(": “Prazo de trancamento de matrícula é de 30 dias.”")
+    assert not any(mark in r["reply"] for mark in ("**", "##", "](", "`"))
+    # Above every candidate's similarity: off-topic, refused.
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    one(db, "select hipocampo.set_knowledge_base_config(%s, 'rag', '{\"passages_floor\": 1}'::jsonb) as v",
+        (world.kb_a,))  # fmt: skip
+    world.act("service_role")
+    db.execute(
+        "update hipocampo_private.chunks set embedding = %s::extensions.vector where document_id = %s",
+        (vec_text(unit_vector(1)), world.doc_a),
+    )
+    r = _on_topic(db, world, question, vec_text(at_cosine(1, 2, 0.99)))
+    assert (r["decision"], r["reason"], r["passages"], r["reply"]) == ("refuse", "cross_check_failed", [], None)
+    # A chat model judges for itself: no passages stand for its answer.
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    one(db, "select hipocampo.set_knowledge_base_config(%s, 'rag', '{\"passages_floor\": -1}'::jsonb) as v",
+        (world.kb_a,))  # fmt: skip
+    world.act("service_role")
+    one(
+        db, "select hipocampo.set_tenant_config('rag', '{\"provider\": \"openai\"}'::jsonb, %s) as v", (world.tenant_a,)
+    )
+    assert _on_topic(db, world, question)["decision"] == "answer"
+
+
+def test_passages_leave_out_text_that_is_not_language(db: Conn, world: World) -> None:
+    """Word salad found by search is never quoted (issue 61 §5)."""
+    world.act("service_role")
+    db.execute(
+        "update hipocampo_private.documents set trust_score = 0.5, text_measures = jsonb_build_object('words', 5000,"
+        " 'function_share', 0.01, 'odd_transitions', 0.9) where id = %s",
+        (world.doc_a,),
+    )
+    r = _on_topic(db, world, "Qual o prazo de trancamento de matrícula?")
+    assert r["decision"] == "refuse" and r["passages"] == [] and r["top_similarity"] is None

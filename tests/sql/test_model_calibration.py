@@ -22,7 +22,7 @@ KEYS = {
     "retrieval": {"min_similarity", "dense_weight", "dedupe_threshold"},
     "memory": {"context_threshold", "answer_threshold", "duplicate_cosine"},
     "conversations": {"dense_weight"},
-    "rag": {"sentence_weight", "sentence_cosine_low", "sentence_cosine_high"},
+    "rag": {"sentence_weight", "sentence_cosine_low", "sentence_cosine_high", "passages_floor"},
 }
 
 
@@ -171,7 +171,7 @@ def test_a_tuning_takes_only_the_model_dependent_keys_of_a_registered_model(db: 
         (world.kb_a, MODEL, "rag", '{"top_k": 3}'),
         "22023",
         "rag.top_k is not tuned per model (keys: min_score, min_confidence, sentence_weight, "
-        "sentence_cosine_low, sentence_cosine_high)",
+        "sentence_cosine_low, sentence_cosine_high, passages_floor)",
     )
     raises(
         db, set_tuning, (world.kb_a, MODEL, "chunking", '{"max_tokens": 3}'), "22023", "unknown key chunking.max_tokens"
@@ -339,7 +339,7 @@ def test_hybrid_search_takes_the_calibration_of_the_model_it_searches(db: Conn, 
             lambda c: c["retrieval"].update(match_count=5),
             "22023",
             "unknown calibration key retrieval.match_count (calibrated keys: rag.sentence_weight, "
-            "rag.sentence_cosine_low, rag.sentence_cosine_high, memory.context_threshold, "
+            "rag.sentence_cosine_low, rag.sentence_cosine_high, rag.passages_floor, memory.context_threshold, "
             "memory.answer_threshold, memory.duplicate_cosine, retrieval.min_similarity, "
             "retrieval.dense_weight, retrieval.dedupe_threshold, conversations.dense_weight)",
         ),

@@ -85,8 +85,11 @@ class Orchestrator:
             session_id: a live session of the caller (``hipocampo.open_session``), or None.
 
         Returns:
-            :class:`Answer`; a refusal has ``refused=True``, ``answer=None`` and ``reason`` (see
-            :class:`Answer`); the standard refusal text is ``rag.refusal_message``.
+            :class:`Answer`: an answer (EXTRACTIVE / LLM / CACHE / SESSION); passages (answer_source
+            PASSAGES, ``refused`` false: the gate could not confirm an answer but retrieval found
+            passages above the model's on-topic floor, rag.passages_floor); or a refusal
+            (``refused=True`` and ``reason``, see :class:`Answer`; the standard refusal text is
+            ``rag.refusal_message``).
 
         Raises:
             InvalidInputError: no knowledge base named and no agent binding with one.
@@ -167,6 +170,8 @@ class Orchestrator:
         counts = int(decision["candidates"]), int(decision["filtered"])
         confidence = float(decision["confidence"])
         conflicts: list[dict[str, Any]] = decision["conflicts"]
+        if decision["decision"] == "passages":
+            return turn.finish(_passages(decision, confidence, conflicts), *counts)
         if decision["decision"] != "answer":
             closest = decision.get("closest")
             refusal = turn.refuse(decision["reason"], confidence=confidence, conflicts=conflicts, closest=closest)
@@ -328,6 +333,22 @@ class _Turn:
             )
         )
         return result
+
+
+def _passages(decision: dict[str, Any], confidence: float, conflicts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The reply when the gate cannot confirm an answer but retrieval found passages on the
+    question's topic (``answer_evidence``'s decision passages, issue 61 §1): its text and its
+    cited passages, not a refusal; ``reason`` keeps why there is no exact answer. Not cached."""
+    keys = ("n", "document", "document_id", "source_uri", "chunk_id", "excerpt", "score", "support")
+    return {
+        "answer": str(decision["reply"]),
+        "refused": False,
+        "reason": decision["reason"],
+        "confidence": confidence,
+        "sources": [Source(**{k: p[k] for k in keys}).model_dump(mode="json") for p in decision["passages"]],
+        "conflicts": conflicts,
+        "answer_source": "PASSAGES",
+    }
 
 
 def _record(turn: _Turn, ans: dict[str, Any]) -> None:

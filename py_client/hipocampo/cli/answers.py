@@ -35,6 +35,10 @@ def print_answer(ans: Answer, out: Console | None = None) -> None:
             c = ans.closest
             where = " – ".join(x for x in (c.document, c.section, c.article) if x)
             out.print(f"the closest passage I found: {escape(where)}: {escape(c.excerpt)}", highlight=False)
+    elif ans.answer_source == "PASSAGES":
+        # No exact answer: the passages on the question's topic, each cited (issue 61 §1).
+        out.print(f"[cyan]PASSAGES[/cyan] {escape(ans.answer)}", highlight=False)
+        out.print(f"[dim]why no exact answer: {escape(ans.explanation or '')} ({ans.reason})[/dim]", highlight=False)
     else:
         out.print(f"[green]{ans.answer_source}[/green] (confidence {ans.confidence:.2f}) {ans.answer}")
         table = Table("#", "document", "chunk", "score", "excerpt", show_lines=True)

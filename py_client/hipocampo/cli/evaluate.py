@@ -91,8 +91,10 @@ def _print(out: dict[str, Any]) -> None:
         n = max(a["answerable"], 1)
         console.print(
             f"ask: {a['answered_relevant']}/{a['answerable']} answered citing a relevant document "
-            f"({a['answered_relevant'] / n:.3f}), {a['answered_other']} citing none, {a['refused']} refused; "
-            f"off-topic refused {a['offtopic_refused']}/{a['offtopic']}; reasons {a['reasons']}",
+            f"({a['answered_relevant'] / n:.3f}), {a['answered_other']} citing none (wrong), "
+            f"{a['passages_relevant']} passages citing a relevant one, {a['passages_other']} passages citing none, "
+            f"{a['refused']} refused; off-topic refused {a['offtopic_refused']}/{a['offtopic']} "
+            f"({a['offtopic_passages']} got passages); reasons {a['reasons']}",
             highlight=False,
         )
         for m in a["misses"][:20]:

@@ -102,15 +102,16 @@ def ensure_database(path: Path | None = None) -> str:
 
 @contextmanager
 def scratch_database(
-    prefix: str = "hipocampo_scratch", *, migrate: bool = True, migrations: Path | None = None
+    prefix: str = "hipocampo_scratch", *, migrate: bool = True, migrations: Path | None = None, seed: bool = True
 ) -> Iterator[str]:
     """A database of its own for work that must leave no trace in the real one (``hipocampo
     calibrate --weights``): created empty on the server hipocampo uses (the embedded one, started
     if needed, or the configured URL's server, whose role needs CREATEDB), given the local shim of
     Supabase's roles and ``auth`` functions (a new database has no ``auth`` schema, on Supabase
     either), migrated and seeded like ``hipocampo db migrate`` (from ``migrations``, default
-    :func:`migrations_dir`; ``migrate=False``: left empty, for a caller that builds it otherwise),
-    and dropped on exit whatever happens. The real database is not touched, nor migrated.
+    :func:`migrations_dir`; ``migrate=False``: left empty, for a caller that builds it otherwise;
+    ``seed=False``: migrated without the config seed), and dropped on exit whatever happens. The
+    real database is not touched, nor migrated.
 
     Its name is ``<prefix>_<8 hex digits>``, so runs at the same time each get their own. A run
     holds a session advisory lock on that name (taken in the URL's database) for as long as the
@@ -134,7 +135,7 @@ def scratch_database(
         try:
             target = make_conninfo(url, dbname=name)
             if migrate:
-                apply_migrations(target, shim=True, directory=migrations)
+                apply_migrations(target, shim=True, directory=migrations, seed=seed)
             yield target
         finally:
             guard.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))

@@ -47,7 +47,7 @@ def _shim_sql() -> str:
     return resources.files("hipocampo.db").joinpath("shim/supabase_local.sql").read_text("utf-8")
 
 
-def apply_migrations(url: str, *, shim: bool, directory: Path | None = None) -> MigrationResult:
+def apply_migrations(url: str, *, shim: bool, directory: Path | None = None, seed: bool = True) -> MigrationResult:
     """Apply the local shim (``shim=True``, embedded server only) and every pending migration of
     ``directory`` (default :func:`migrations_dir`).
 
@@ -55,7 +55,9 @@ def apply_migrations(url: str, *, shim: bool, directory: Path | None = None) -> 
     ``supabase_migrations.schema_migrations`` (version, name, statements) as the Supabase CLI
     records it; concurrent runs are serialised by an advisory lock. Then the global config row is
     seeded from config.toml, the configured embedding model registered and, where pg_cron is
-    installed, the periodic jobs scheduled (:func:`schedule_maintenance`).
+    installed, the periodic jobs scheduled (:func:`schedule_maintenance`). ``seed=False`` leaves
+    out the config seed and the jobs (``make migration``'s database of the applied history, which
+    this checkout's config.toml may not fit yet).
 
     Raises:
         psycopg.Error: a migration failed; it is rolled back and nothing after it runs.
@@ -108,8 +110,9 @@ def apply_migrations(url: str, *, shim: bool, directory: Path | None = None) -> 
                 log.info("applied migration %s_%s", version, name)
                 applied.append(version)
             run_data_files(conn)
-            seed_config(conn)
-            schedule_maintenance(conn)
+            if seed:
+                seed_config(conn)
+                schedule_maintenance(conn)
         finally:
             conn.execute("select pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
     return MigrationResult(applied, skipped, drifted)

@@ -33,10 +33,21 @@ CONFIG_SECTIONS = (
 )
 
 
-def seed_config(conn: psycopg.Connection[Any]) -> None:
-    """Seed the global config row from config.toml and register the configured embedding model."""
+def seed_config(conn: psycopg.Connection[Any], *, known_calibration_only: bool = False) -> None:
+    """Seed the global config row from config.toml and register the configured embedding model.
+
+    ``known_calibration_only``: leave out the calibration keys the database does not list yet
+    (``_calibrated_keys()``): ``make migration``'s database of the applied history, seeded with a
+    config.toml that only the migration being written will fit."""
     cfg = load_config()
     defaults = {k: cfg[k] for k in CONFIG_SECTIONS if k in cfg}
+    if known_calibration_only and "calibration" in defaults:
+        row = conn.execute("select hipocampo_private._calibrated_keys()").fetchone()
+        known: dict[str, list[str]] = row[0] if row else {}
+        defaults["calibration"] = {
+            model: {sec: {k: v for k, v in keys.items() if k in known.get(sec, [])} for sec, keys in sections.items()}
+            for model, sections in defaults["calibration"].items()
+        }
     emb = cfg.get("embedding", {})
     with conn.transaction():
         conn.execute("select hipocampo_private.seed_default_config(%s::jsonb)", (json.dumps(defaults),))

@@ -38,8 +38,11 @@ database it is given and deletes afterwards, whatever happens:
   the answer gate's grid point with the best J on FaQuAD's train split, switched on only when it
   raises J by at least 0.02 (benchmarks/calibrate_sentences.py reports it with the held-out sets).
 
+- ``rag.passages_floor`` (the on-topic floor of issue 61 §1): the rule of
+  :mod:`hipocampo.evaluation.on_topic` over FaQuAD, Quati, SciFact and the regulation.
+
 A model's whole calibration (``[calibration."<model>"]`` in config.toml, stored per model in the
-database: docs/design.md §thresholds) holds all ten. Without ``--weights`` the five that need the
+database: docs/design.md §thresholds) holds all eleven. Without ``--weights`` the five that need the
 searches are not computed: :func:`model_calibration` keeps the model's own values of those, or
 carries the default model's over and says so.
 """
@@ -280,10 +283,11 @@ def relevant_pairs(embedder: EmbeddingProvider, name: str) -> list[float]:
 
 
 def calibrate(embedder: EmbeddingProvider) -> list[Finding]:
-    """The model's ``retrieval.min_similarity``, ``retrieval.dedupe_threshold``,
-    ``memory.context_threshold``, ``memory.answer_threshold`` and ``memory.duplicate_cosine`` by
-    the rules above (embeds FaQuAD's and Quati's passages and questions, and LoCoMo's turns,
-    observations and questions: minutes on 2 cores for e5).
+    """The model's ``rag.passages_floor`` (hipocampo.evaluation.on_topic), ``retrieval.min_similarity``,
+    ``retrieval.dedupe_threshold``, ``memory.context_threshold``, ``memory.answer_threshold`` and
+    ``memory.duplicate_cosine`` by the rules above (embeds FaQuAD's, Quati's, SciFact's and the
+    regulation's passages and questions, and LoCoMo's turns, observations and questions: minutes
+    on 2 cores for e5).
 
     Raises:
         FileNotFoundError: the shared datasets are missing.
@@ -306,7 +310,22 @@ def calibrate(embedder: EmbeddingProvider) -> list[Finding]:
     def above(xs: list[float], t: float) -> float:
         return sum(x > t for x in xs) / max(len(xs), 1)
 
+    from .on_topic import best_cosines, fit_floor, load_sets, refused_share
+
+    on_topic = load_sets()
+    cosines = best_cosines(embedder, on_topic)
+    names = [t.name for t in on_topic]
+    passages_floor = fit_floor(cosines, names)
     return [
+        Finding(
+            "rag.passages_floor",
+            passages_floor,
+            "refuses as off-topic "
+            + ", ".join(f"{n} {refused_share(cosines[n]['off'], passages_floor):.1%}" for n in names)
+            + " of the other sets' questions; keeps "
+            + ", ".join(f"{n} {1 - refused_share(cosines[n]['on'], passages_floor):.1%}" for n in names)
+            + " of their own (hipocampo.evaluation.on_topic)",
+        ),
         Finding(
             "retrieval.min_similarity",
             floor,

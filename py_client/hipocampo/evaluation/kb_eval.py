@@ -220,11 +220,14 @@ def _tune(client: Hipocampo, kb: UUID, answerable: Sequence[Judged], vectors: Se
 
 @dataclass(frozen=True)
 class AnswerRates:
-    """``Orchestrator.ask`` on the judged questions: answerable ones answered citing a relevant
-    document (``answered_relevant``), answered citing none (``answered_other``), refused
-    (``refused``); off-topic ones refused (``offtopic_refused``); the refusal reasons counted;
-    ``misses``: each question not handled as judged (``question``, ``expected`` "answer" |
-    "refuse", ``got``: the refusal reason or "answered", ``cited``: the documents it cited)."""
+    """``Orchestrator.ask`` on the judged questions, each outcome counted apart (issue 61 §1):
+    answerable ones answered citing a relevant document (``answered_relevant``), answered citing
+    none (``answered_other``: a wrong answer, never counted as answered), answered with passages
+    of which one is a relevant document (``passages_relevant``) or none (``passages_other``),
+    refused (``refused``); off-topic ones refused (``offtopic_refused``) or answered with passages
+    (``offtopic_passages``); the refusal reasons counted; ``misses``: each question not handled as
+    judged (``question``, ``expected`` "answer" | "refuse", ``got``: the refusal reason, "passages"
+    or "answered", ``cited``: the documents it cited)."""
 
     answerable: int
     answered_relevant: int
@@ -234,6 +237,9 @@ class AnswerRates:
     offtopic_refused: int
     reasons: dict[str, int] = field(default_factory=dict)
     misses: list[dict[str, Any]] = field(default_factory=list)
+    passages_relevant: int = 0
+    passages_other: int = 0
+    offtopic_passages: int = 0
 
 
 def _answers(client: Hipocampo, kb: UUID, judged: Sequence[Judged], embedder: EmbeddingProvider) -> AnswerRates:
@@ -248,13 +254,17 @@ def _answers(client: Hipocampo, kb: UUID, judged: Sequence[Judged], embedder: Em
     for j in judged:
         ans = orch.ask(j.question, kb_ids=[kb], use_cache=False, rate_limit=False)
         cited = list(dict.fromkeys(_judged_as(s.source_uri, j.relevant) for s in ans.sources))
+        right = bool(set(cited) & j.relevant.keys())
+        passages = ans.answer_source == "PASSAGES"
         if ans.refused:
             reasons[ans.reason or "refused"] += 1
             counts["refused" if j.relevant else "offtopic_refused"] += 1
+        elif passages:
+            counts[("passages_relevant" if right else "passages_other") if j.relevant else "offtopic_passages"] += 1
         elif j.relevant:
-            counts["answered_relevant" if set(cited) & j.relevant.keys() else "answered_other"] += 1
-        if bool(j.relevant) != (not ans.refused and bool(set(cited) & j.relevant.keys())):
-            got = (ans.reason or "refused") if ans.refused else "answered"
+            counts["answered_relevant" if right else "answered_other"] += 1
+        if bool(j.relevant) != (not ans.refused and not passages and right):
+            got = (ans.reason or "refused") if ans.refused else ("passages" if passages else "answered")
             misses.append(
                 {"question": j.question, "expected": "answer" if j.relevant else "refuse", "got": got, "cited": cited}
             )
@@ -268,6 +278,9 @@ def _answers(client: Hipocampo, kb: UUID, judged: Sequence[Judged], embedder: Em
         counts["offtopic_refused"],
         dict(reasons),
         misses,
+        counts["passages_relevant"],
+        counts["passages_other"],
+        counts["offtopic_passages"],
     )
 
 

@@ -11,7 +11,7 @@ service_role) and the claims themselves are set on the database transaction exac
 does (``set local role``; ``request.jwt.claims``), so RLS applies unchanged. A per-IP token bucket
 (``hipocampo.take_ip_rate_limit``) runs before auth; the per user one inside ``ask``.
 
-Responses of /ask carry ``X-Answer-Source`` (CACHE | SESSION | LLM | EXTRACTIVE | REFUSAL) and
+Responses of /ask carry ``X-Answer-Source`` (CACHE | SESSION | LLM | EXTRACTIVE | PASSAGES | REFUSAL) and
 ``X-Trace-ID``. When the database is unreachable /readyz answers 503 and /ask refuses with reason
 ``database_unavailable`` (503), never a 500; when it answers but its config was never seeded from
 config.toml (SQLSTATE 55000), /readyz answers 503 "not_configured" with the missing keys and /ask

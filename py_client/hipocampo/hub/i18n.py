@@ -153,8 +153,9 @@ _PT: dict[str, str] = {
     "eval_retrieval": "Busca (nDCG@10 e recall@10, como no BEIR)",
     "eval_questions": "Perguntas",
     "eval_answers_title": "Respostas",
-    "eval_rates": "{ok} de {n} respondidas citando um documento relevante, {other} citando outros, {refused} "
-    "recusadas; fora do assunto: {off_ok} de {off} recusadas.",
+    "eval_rates": "{ok} de {n} respondidas citando um documento relevante, {other} citando outros (erradas), "
+    "{p_ok} com trechos que incluem um relevante, {p_other} com trechos de outros, {refused} recusadas; "
+    "fora do assunto: {off_ok} de {off} recusadas, {off_p} com trechos.",
     "eval_misses": "Perguntas que não saíram como o esperado",
     "eval_expected": "Esperado",
     "eval_got": "Obtido",
@@ -197,6 +198,7 @@ _PT: dict[str, str] = {
     "fused": "fusão",
     "final": "final (após reranqueamento)",
     "answer": "Resposta",
+    "passages": "Trechos sobre o assunto (sem resposta exata)",
     "refused": "Recusada",
     "reason": "Motivo",
     "closest": "O trecho mais próximo que encontrei",
@@ -421,8 +423,9 @@ _EN: dict[str, str] = {
     "eval_retrieval": "Search (nDCG@10 and recall@10, as BEIR computes them)",
     "eval_questions": "Questions",
     "eval_answers_title": "Answers",
-    "eval_rates": "{ok} of {n} answered citing a relevant document, {other} citing others, {refused} refused; "
-    "off-topic: {off_ok} of {off} refused.",
+    "eval_rates": "{ok} of {n} answered citing a relevant document, {other} citing others (wrong), "
+    "{p_ok} with passages including a relevant one, {p_other} with passages of others, {refused} refused; "
+    "off-topic: {off_ok} of {off} refused, {off_p} with passages.",
     "eval_misses": "Questions that did not go as expected",
     "eval_expected": "Expected",
     "eval_got": "Got",
@@ -466,6 +469,7 @@ _EN: dict[str, str] = {
     "fused": "fused",
     "final": "final (after rerank)",
     "answer": "Answer",
+    "passages": "Passages on the topic (no exact answer)",
     "refused": "Refused",
     "reason": "Reason",
     "closest": "The closest passage I found",

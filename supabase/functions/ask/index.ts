@@ -21,7 +21,8 @@
  * turn), "tenant_id"?: uuid (service_role only)}.
  * Returns: {"question", "answer", "refused", "reason", "confidence", "sources": [{"n", "document",
  * "document_id", "source_uri", "chunk_id", "excerpt", "score", "support"}], "conflicts",
- * "answer_source": CACHE | SESSION | LLM | EXTRACTIVE | REFUSAL, "resolved_question", "trace_id", "retry_after_ms", "timings_ms", and for a
+ * "answer_source": CACHE | SESSION | LLM | EXTRACTIVE | PASSAGES (no exact answer: cited passages on the
+ * question's topic, refused false) | REFUSAL, "resolved_question", "trace_id", "retry_after_ms", "timings_ms", and for a
  * refusal after retrieval found passages "closest": {"document", "document_id", "source_uri", "chunk_id",
  * "excerpt", "article", "section", "score", "support"}}
  * (a refusal is a 200 with refused true). Errors: 401; 403 (42501); 404 (P0002) unknown knowledge
@@ -355,6 +356,10 @@ export async function ask({ actor, body, tx, headers }: RouteContext): Promise<J
   const counts = [Number(decision.candidates), Number(decision.filtered)] as const;
   const confidence = Number(decision.confidence);
   const conflicts = decision.conflicts as Json[];
+  if (decision.decision === "passages") {
+    // No exact answer, but passages on the question's topic (issue 61 §1): cited, not a refusal.
+    return finish(passagesReply(decision, confidence, conflicts), ...counts);
+  }
   if (decision.decision !== "answer") {
     const closest = decision.closest ?? null;
     return finish(await refuse(String(decision.reason), { confidence, conflicts, closest }), ...counts);
@@ -391,6 +396,27 @@ export async function ask({ actor, body, tx, headers }: RouteContext): Promise<J
     lap("cache_put");
   }
   return finish(answer, ...counts);
+}
+
+const SOURCE_KEYS = ["n", "document", "document_id", "source_uri", "chunk_id", "excerpt", "score", "support"];
+
+/**
+ * The reply when the gate cannot confirm an answer but retrieval found passages above the model's
+ * on-topic floor (answer_evidence's decision passages): its text and cited passages, answer_source
+ * PASSAGES, refused false, the reason why there is no exact answer kept (as Python's
+ * orchestrator._passages). Not cached.
+ */
+export function passagesReply(decision: Json, confidence: number, conflicts: Json[]): Json {
+  const passages = Array.isArray(decision.passages) ? decision.passages as Json[] : [];
+  return {
+    answer: String(decision.reply),
+    refused: false,
+    reason: decision.reason ?? null,
+    confidence,
+    sources: passages.map((p) => Object.fromEntries(SOURCE_KEYS.map((k) => [k, p[k]]))),
+    conflicts,
+    answer_source: "PASSAGES",
+  };
 }
 
 /**
