@@ -9,7 +9,6 @@ function, the link logs in as ``hipocampo_read_recorder`` (which may execute
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -30,20 +29,6 @@ ATTACKS = {
     "dblink_connect": "select extensions.dblink_connect('mine', 'hipocampo_primary')",
     "dblink_get_connections": "select extensions.dblink_get_connections()",
 }
-
-
-@pytest.fixture(scope="module")
-def linked(database_url: str) -> Iterator[str]:
-    """The session database linked to itself as its own primary, as a standby of it would be."""
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        replica.link_primary(conn, database_url)
-    yield database_url
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        replica.unlink_primary(conn)
-        conn.execute(
-            "delete from hipocampo_private.read_queue as q"
-            " where not exists (select 1 from hipocampo_private.tenants as t where t.id = q.tenant_id)"
-        )
 
 
 def _read_only_read(db: Conn, world: World) -> None:

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -23,22 +22,6 @@ from ..conftest import World
 from ..reads import READS, RECORDED, reader
 
 Conn = psycopg.Connection[dict[str, Any]]
-
-
-@pytest.fixture(scope="module")
-def linked(database_url: str) -> Iterator[str]:
-    """The session database linked to itself as its own primary (hipocampo_primary), as a standby
-    of it would be; unlinked afterwards."""
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        replica.link_primary(conn, database_url)
-    yield database_url
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        replica.unlink_primary(conn)
-        # What the reads recorded there (committed by the link) about the tests' rolled-back tenants.
-        conn.execute(
-            "delete from hipocampo_private.read_queue as q"
-            " where not exists (select 1 from hipocampo_private.tenants as t where t.id = q.tenant_id)"
-        )
 
 
 def _queue_emptied(db: Conn) -> None:

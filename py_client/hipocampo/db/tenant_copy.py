@@ -91,20 +91,26 @@ def _last_migration(conn: psycopg.Connection[Any]) -> str | None:
     return str(next(iter(row.values())) if isinstance(row, dict) else row[0]) if row else None
 
 
+def _kept_identities(conn: psycopg.Connection[Any], t: _Table) -> list[tuple[str, str]]:
+    """``(column, its sequence)`` of each identity column of ``t`` the copy keeps (not reassigned)."""
+    rows = conn.execute(
+        "select a.attname, pg_catalog.pg_get_serial_sequence('hipocampo_private.' || %s, a.attname)"
+        " from pg_catalog.pg_attribute as a"
+        " where a.attrelid = ('hipocampo_private.' || %s)::regclass and a.attidentity <> ''",
+        (t.name, t.name),
+    ).fetchall()
+    pairs = [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in rows]
+    return [(str(c), str(q)) for c, q in pairs if c not in t.reassigned]
+
+
 def _sequences(conn: psycopg.Connection[Any], tables: list[_Table]) -> dict[str, int]:
     """``{"table.column": last value}`` of each identity column the copy keeps."""
     out: dict[str, int] = {}
     for t in tables:
-        rows = conn.execute(
-            "select a.attname, pg_catalog.pg_sequence_last_value(pg_catalog.pg_get_serial_sequence("
-            "'hipocampo_private.' || %s, a.attname)) from pg_catalog.pg_attribute as a"
-            " where a.attrelid = ('hipocampo_private.' || %s)::regclass and a.attidentity <> ''",
-            (t.name, t.name),
-        ).fetchall()
-        for r in rows:
-            column, last = list(r.values()) if isinstance(r, dict) else list(r)
-            if column not in t.reassigned:
-                out[f"{t.name}.{column}"] = int(last or 0)
+        for column, seq in _kept_identities(conn, t):
+            row = conn.execute("select pg_catalog.pg_sequence_last_value(%s::regclass)", (seq,)).fetchone()
+            last = (next(iter(row.values())) if isinstance(row, dict) else row[0]) if row else 0
+            out[f"{t.name}.{column}"] = int(last or 0)
     return out
 
 
@@ -366,27 +372,18 @@ def _advance_sequences(conn: psycopg.Connection[Any], tables: list[_Table], sequ
     range (2^53 for bigint). Other entries of ``sequences`` are ignored."""
     wanted = sequences if isinstance(sequences, dict) else {}
     for t in tables:
-        rows = conn.execute(
-            "select a.attname as col, pg_catalog.pg_get_serial_sequence('hipocampo_private.' || %s, a.attname) as seq"
-            " from pg_catalog.pg_attribute as a"
-            " where a.attrelid = ('hipocampo_private.' || %s)::regclass and a.attidentity <> ''",
-            (t.name, t.name),
-        ).fetchall()
-        for r in rows:
-            if r["col"] in t.reassigned:
-                continue
-            source = wanted.get(f"{t.name}.{r['col']}", 0)
+        for column, seq in _kept_identities(conn, t):
+            source = wanted.get(f"{t.name}.{column}", 0)
             if not isinstance(source, int) or isinstance(source, bool) or source < 0:
-                raise TenantCopyError(f"the export's sequence {t.name}.{r['col']} is not a whole number >= 0", "22023")
+                raise TenantCopyError(f"the export's sequence {t.name}.{column} is not a whole number >= 0", "22023")
             bound = _scalar(
                 conn,
                 "select s.seqmax / 1024 as v from pg_catalog.pg_sequence as s where s.seqrelid = %s::regclass",
-                r["seq"],
+                seq,
             )
             if source > bound:
                 raise TenantCopyError(
-                    f"the export's sequence {t.name}.{r['col']} ({source}) is past the bound an import "
-                    f"accepts ({bound})",
+                    f"the export's sequence {t.name}.{column} ({source}) is past the bound an import accepts ({bound})",
                     "22023",
                 )
             conn.execute(
@@ -394,11 +391,11 @@ def _advance_sequences(conn: psycopg.Connection[Any], tables: list[_Table], sequ
                     "select pg_catalog.setval({seq}, greatest({source}, (select coalesce(max({col}), 1) from"
                     " hipocampo_private.{tbl}), (select coalesce(s.last_value, 1) from {seqname} as s)))"
                 ).format(
-                    seq=sql.Literal(r["seq"]),
+                    seq=sql.Literal(seq),
                     source=sql.Literal(max(1, source)),
-                    col=sql.Identifier(r["col"]),
+                    col=sql.Identifier(column),
                     tbl=sql.Identifier(t.name),
-                    seqname=sql.SQL(r["seq"]),
+                    seqname=sql.SQL(seq),
                 )
             )
 
