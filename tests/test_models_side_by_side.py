@@ -69,7 +69,7 @@ def env(request: pytest.FixtureRequest, database_url: str, minilm: Any) -> Itera
     try:
         hdb.apply_migrations(url, shim=True)
         with Hipocampo(url) as root:
-            # Active whatever the configured model (`make pytest-e5` seeds e5 as the default).
+            # Active whatever the configured model (e5 is the default; `make pytest-minilm` seeds MiniLM).
             root.rpc(
                 "register_embedding_model",
                 {"name": model, "provider": "local", "dims": model_embedder.dims, "activate": True},

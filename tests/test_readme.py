@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import MINILM, MODEL
+from .conftest import DEFAULT_MODEL, MODEL
 
 ROOT = Path(__file__).parent.parent
 README = ROOT / "README.md"
@@ -66,7 +66,7 @@ def env(database_url: str) -> dict[str, str]:
     return e
 
 
-@pytest.mark.skipif(MODEL != MINILM, reason="the README shows the default model (MiniLM); make pytest-e5 runs e5")
+@pytest.mark.skipif(MODEL != DEFAULT_MODEL, reason="the README shows the default model; make pytest-minilm runs MiniLM")
 def test_the_readme_runs_as_written(env: dict[str, str]) -> None:
     commands, snippet = using_it()
     assert len(commands) >= 40

@@ -27,7 +27,7 @@ from pydantic import Field
 
 from .answers import Orchestrator
 from .client import Actor, Hipocampo
-from .embeddings import EmbeddingProvider, provider_from_config
+from .embeddings import EmbeddingProvider, active_provider
 from .embeddings.factory import query_vector
 from .errors import HipocampoError, PermissionDeniedError
 from .memory import Memory
@@ -78,7 +78,7 @@ class _Session:
 
     def embedder(self) -> EmbeddingProvider:
         if self._embedder is None:
-            self._embedder = provider_from_config()
+            self._embedder = active_provider(self.root)
         return self._embedder
 
     def memory(self, *, embed: bool = True) -> Memory:

@@ -373,13 +373,13 @@ def ingest(
     """Load, scrub PII, chunk, embed and store documents, a batch of them per transaction;
     unchanged ones are skipped, a changed source type or trust is applied without re-embedding.
     Exit 1 when any file failed."""
-    from ..embeddings import count_tokens, provider_from_config
+    from ..embeddings import active_provider, count_tokens
     from ..ingest import expand_paths, ingest_paths
     from ..ingest.pipeline import prune_missing
 
     files = expand_paths(paths)
     with _client(tenant) as client:
-        embedder = provider_from_config()
+        embedder = active_provider(client)
         progress = _ingest_progress(as_json)
         with progress:
             task = progress.add_task("documents", total=None, chunks=0, rate=0.0)

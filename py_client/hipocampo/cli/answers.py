@@ -127,9 +127,14 @@ def serve(
             "your project's asymmetric signing keys) before serving"
         )
         raise typer.Exit(code=1)
+    from ..client import Hipocampo
+    from ..embeddings import active_provider
+
+    with Hipocampo(url) as root:
+        embedder = active_provider(root, provider_from_config())
     app = create_app(
         url,
-        provider_from_config(),
+        embedder,
         jwt_secret=secret or None,
         dev_user=local,
         read_url=db.read_url(),

@@ -12,7 +12,7 @@ from rich.table import Table
 from .. import db
 from ..answers import Orchestrator
 from ..client import Actor, Hipocampo
-from ..embeddings import LocalMiniLM, count_tokens
+from ..embeddings import EmbeddingProvider, active_provider, count_tokens
 from ..errors import MemoryRejected
 from ..evaluation import evaluate, index_beir
 from ..evaluation.datasets import datasets_dir, load_beir, load_faquad_questions
@@ -31,7 +31,7 @@ def run_demo(console: Console, *, questions: int = 5, evaluate_sets: list[str] |
     with Hipocampo(url) as root:
         tid = root.tenant_id("demo") or root.create_tenant("Demo (FaQuAD)", "demo")
         client = root.as_actor(Actor.service(tid))
-        embedder = LocalMiniLM()
+        embedder = active_provider(root)
         source = datasets_dir() / "faquad" / "dataset.json"
         docs = [DocumentInput(d, "regulation", trust_score=0.9) for d in load_path(Path(source))]
         summary = ingest_documents(client, "regulamentos", docs, embedder, count_tokens)
@@ -82,7 +82,7 @@ def run_demo(console: Console, *, questions: int = 5, evaluate_sets: list[str] |
     )
 
 
-def _memory_demo(console: Console, root: Hipocampo, tenant_id: UUID, embedder: LocalMiniLM) -> None:
+def _memory_demo(console: Console, root: Hipocampo, tenant_id: UUID, embedder: EmbeddingProvider) -> None:
     """Profile seed, a refusal, a staged item, a correction and a recall, as a demo user."""
     console.rule("[bold]memory: profile seed, gate, correction, recall")
     user = uuid5(NAMESPACE_URL, "hipocampo:demo-user")
@@ -133,7 +133,7 @@ def _memory_demo(console: Console, root: Hipocampo, tenant_id: UUID, embedder: L
 
 
 def _answers_demo(
-    console: Console, root: Hipocampo, tenant_id: UUID, embedder: LocalMiniLM, kb: UUID, questions: list[str]
+    console: Console, root: Hipocampo, tenant_id: UUID, embedder: EmbeddingProvider, kb: UUID, questions: list[str]
 ) -> None:
     """Cited answers to real FaQuAD questions, two refusals, and a ContextPack that carries a
     remembered preference, all as the demo user (RLS applies)."""

@@ -54,14 +54,14 @@ def kb_eval(
     document + off-topic refused - 1) chosen and confirmed the same way; --write stores what is
     confirmed as the knowledge base's tuning for the active embedding model, in force while that
     model is searched (docs/design.md §retrieval, §answers and §calibration)."""
-    from ..embeddings import provider_from_config
+    from ..embeddings import active_provider
     from ..evaluation.kb_eval import evaluate_kb, load_judged, store_confirmed
 
     with _client(tenant) as client:
         try:
             judged = load_judged(questions)
             kb = client.kb_id(name)
-            result = evaluate_kb(client, kb, judged, provider_from_config(), answers=answers, tune=tune)
+            result = evaluate_kb(client, kb, judged, active_provider(client), answers=answers, tune=tune)
             stored = store_confirmed(client, kb, result) if write else {}
         except HipocampoError as exc:
             raise _fail(exc) from exc

@@ -93,13 +93,13 @@ def _member(service: Hipocampo, tenant: str, uid: uuid.UUID) -> uuid.UUID:
 
 @contextmanager
 def _memory(tenant: str, user: str | None, *, embed: bool = True) -> Iterator[Memory]:
-    from ..embeddings import provider_from_config
+    from ..embeddings import active_provider
 
     uid = _user(user)
     with _client(tenant) as service:
         tid = _member(service, tenant, uid)
         try:
-            yield Memory(service.as_actor(Actor.user(uid, tid)), provider_from_config() if embed else None)
+            yield Memory(service.as_actor(Actor.user(uid, tid)), active_provider(service) if embed else None)
         except MemoryRejected as exc:
             raise _fail(HipocampoError(f"refused ({exc.reason}): {exc}", exc.sqlstate)) from exc
         except HipocampoError as exc:

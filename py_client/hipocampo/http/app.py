@@ -203,9 +203,9 @@ class _Endpoints:
 
     def embedder(self) -> EmbeddingProvider:
         if self._embedder is None:
-            from ..embeddings import LocalMiniLM
+            from ..embeddings import active_provider
 
-            self._embedder = LocalMiniLM()
+            self._embedder = active_provider(self.root)
         return self._embedder
 
     def ip_limited(self, request: Request, trace: str) -> JSONResponse | None:
@@ -376,7 +376,8 @@ def create_app(
 
     Args:
         url: libpq URL of the hipocampo database (connected as a role that may ``set role``).
-        embedder: question embeddings (default: the offline ``LocalMiniLM``, loaded on first use).
+        embedder: question embeddings (default: the database's active model's, ``active_provider``,
+            loaded on first use).
         jwt_secret: HS256 secret (default: the environment variable ``[http] jwt_secret_env``).
         jwks_url: JWKS of the project's asymmetric signing keys, e.g.
             ``https://<project>.supabase.co/auth/v1/.well-known/jwks.json`` (default: the
