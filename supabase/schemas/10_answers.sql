@@ -775,8 +775,8 @@ Purpose: answer_evidence's reply when the gate cannot confirm an answer (issue 6
   dense similarity reaches cfg.passages_floor (the embedding model's on-topic floor), the best
   cfg.passages_max by rank; each quoted as its unit (document title, article, section or FAQ
   question) and an excerpt of at most cfg.passage_max_chars characters of plain text: its best
-  two-sentence window (evidence_support's, the sentences that cover most of the question), else
-  its opening, cut at a word. The reply is cfg.passages_message, then one line per unit:
+  two-sentence window (evidence_support's, the sentences that cover most of the question, in the
+  chunk's own case), else its opening, cut at a word. The reply is cfg.passages_message, then one line per unit:
   "[n] <unit>: “<excerpt>”" (no markup).
 Parameters: scored and babble from _candidate_support; cfg the rag config.
 Returns: {"top_similarity": the best dense similarity of a candidate that reads as language (null
@@ -815,9 +815,15 @@ as $$
                     then p.e -> 'metadata' ->> 'article' end
             ) as unit
         from picked as p
+        -- the window as the chunk writes it (evidence_support's is lowercased): found in the content
+        cross join lateral (
+            select nullif(btrim(p.e ->> 'best_window'), '') as window_text,
+                strpos(lower(p.e ->> 'content'), lower(nullif(btrim(p.e ->> 'best_window'), ''))) as at
+        ) as b
         cross join lateral (
             select btrim(regexp_replace(hipocampo.plain_text(coalesce(
-                nullif(btrim(p.e ->> 'best_window'), ''), p.e ->> 'content'
+                case when b.at > 0 then substr(p.e ->> 'content', b.at, char_length(b.window_text)) end,
+                b.window_text, p.e ->> 'content'
             )), '\s+', ' ', 'g')) as whole
         ) as w
         cross join lateral (

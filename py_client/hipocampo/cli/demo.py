@@ -135,17 +135,21 @@ def _memory_demo(console: Console, root: Hipocampo, tenant_id: UUID, embedder: E
 def _answers_demo(
     console: Console, root: Hipocampo, tenant_id: UUID, embedder: EmbeddingProvider, kb: UUID, questions: list[str]
 ) -> None:
-    """Cited answers to real FaQuAD questions, two refusals, and a ContextPack that carries a
-    remembered preference, all as the demo user (RLS applies)."""
+    """Cited answers to real FaQuAD questions, a question in a student's own words (answered, or
+    answered with the passages on its topic), two off-topic refusals, and a ContextPack that
+    carries a remembered preference, all as the demo user (RLS applies)."""
 
     from .answers import print_answer
 
-    console.rule("[bold]answers that cite or refuse (hipocampo ask)")
+    console.rule("[bold]answers that cite, passages on the topic, or a refusal (hipocampo ask)")
     user = uuid5(NAMESPACE_URL, "hipocampo:demo-user")
     client = root.as_actor(Actor.user(user, tenant_id))
     orch = Orchestrator(client, embedder)
+    # A question in a student's own words (no exact answer offline: the passages on its topic, cited),
+    # and two the knowledge base knows nothing of (refused).
+    own_words = ["Dá pra aproveitar as matérias que já fiz em outra faculdade?"]
     unanswerable = ["Qual é a capital da Austrália?", "Quanto custa um ingresso para a final da Copa do Mundo?"]
-    for q in [*questions, *unanswerable]:
+    for q in [*questions, *own_words, *unanswerable]:
         console.print(f"[bold cyan]? {q}[/bold cyan]")
         print_answer(orch.ask(q, kb_ids=[kb], use_cache=False), console)
     console.rule("[bold]ContextPack (memory -> session -> RAG) for a conversation")

@@ -38,9 +38,15 @@ as $function$
                     then p.e -> 'metadata' ->> 'article' end
             ) as unit
         from picked as p
+        -- the window as the chunk writes it (evidence_support's is lowercased): found in the content
+        cross join lateral (
+            select nullif(btrim(p.e ->> 'best_window'), '') as window_text,
+                strpos(lower(p.e ->> 'content'), lower(nullif(btrim(p.e ->> 'best_window'), ''))) as at
+        ) as b
         cross join lateral (
             select btrim(regexp_replace(hipocampo.plain_text(coalesce(
-                nullif(btrim(p.e ->> 'best_window'), ''), p.e ->> 'content'
+                case when b.at > 0 then substr(p.e ->> 'content', b.at, char_length(b.window_text)) end,
+                b.window_text, p.e ->> 'content'
             )), '\s+', ' ', 'g')) as whole
         ) as w
         cross join lateral (
