@@ -523,3 +523,15 @@ def test_openai_compatible_embeddings_through_the_real_sdk(env: Env) -> None:
         stranger = openai.OpenAI(api_key="not-a-token", base_url="http://testserver/v1", http_client=http)
         with pytest.raises(openai.AuthenticationError):
             stranger.embeddings.create(model=env.embedder.model_name, input="x")
+
+
+def test_the_model_that_answers_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 61 §4: `config show rag` and the hub's playground say who writes the answers."""
+    from hipocampo.answers.generation import answering_model
+
+    assert answering_model({"provider": "extractive"}) == "extractive (offline: quotes the passages; no model)"
+    cfg = {"provider": "openai", "chat_model": "qwen2.5-7b-instruct", "base_url_secret": "OPENAI_BASE_URL"}
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert answering_model(cfg) == "openai chat model qwen2.5-7b-instruct at $OPENAI_BASE_URL (OpenAI's API)"
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")
+    assert answering_model(cfg).endswith("at $OPENAI_BASE_URL (http://127.0.0.1:8080/v1)")

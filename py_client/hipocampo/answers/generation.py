@@ -32,6 +32,7 @@ __all__ = [
     "GenerationError",
     "Generator",
     "NotInSources",
+    "answering_model",
     "generator_for",
     "parse_reply",
 ]
@@ -70,6 +71,23 @@ def parse_reply(text: str) -> str:
     if obj["in_sources"] is False:
         raise NotInSources("the chat model says the sources do not answer the question")
     return str(obj.get("answer") or "").strip()
+
+
+def answering_model(config: Mapping[str, Any]) -> str:
+    """Who writes the answers under this rag config, in words (issue 61 §4; ``config show`` and the
+    hub's playground say it): "extractive (offline: quotes the passages; no model)"; "openai
+    chat model <rag.chat_model> at $<rag.base_url_secret> (<its value>, else OpenAI's API)" for
+    any OpenAI-compatible server (llama.cpp's server, Ollama, vLLM); "azure deployment <d>"."""
+    import os
+
+    provider = str(config.get("provider") or "extractive")
+    if provider == "openai":
+        name = str(config.get("base_url_secret") or "OPENAI_BASE_URL")
+        where = os.environ.get(name) or "OpenAI's API"
+        return f"openai chat model {config.get('chat_model')} at ${name} ({where})"
+    if provider == "azure":
+        return f"azure deployment {config.get('azure_deployment')} (api {config.get('azure_api_version')})"
+    return "extractive (offline: quotes the passages; no model)"
 
 
 class Generator(Protocol):

@@ -432,6 +432,11 @@ def config_show(
     if as_json:
         _dump(cfg)
         return
+    if section in (None, "rag"):
+        from ..answers.generation import answering_model
+
+        rag = cfg if section == "rag" else cfg.get("rag", {})
+        console.print(f"answers written by: {answering_model(rag)}", highlight=False)
     for name, values in [(section, cfg)] if section is not None else sorted(cfg.items()):
         console.print(_config_table(str(name), values))
 

@@ -583,7 +583,7 @@ def _query_routes(router: APIRouter, hub: Hub) -> None:
     @router.get("/playground")
     def playground(request: Request) -> Response:
         who = hub.who(request)
-        ctx = {"kbs": who.client.list_kbs(), "q": {"mode": "hybrid"}}
+        ctx = {"kbs": who.client.list_kbs(), "q": {"mode": "hybrid"}, "answered_by": _answered_by(who)}
         return hub.render(request, "playground.html", ctx, who=who)
 
     @router.post("/playground")
@@ -592,7 +592,7 @@ def _query_routes(router: APIRouter, hub: Hub) -> None:
         form = await hub.form(request)
         q = {k: str(form.get(k) or "").strip() for k in ("question", "kb", "mode", "mmr", "action")}
         kbs = who.client.list_kbs()
-        ctx: dict[str, Any] = {"kbs": kbs, "q": q}
+        ctx: dict[str, Any] = {"kbs": kbs, "q": q, "answered_by": _answered_by(who)}
         try:
             kb_ids = [_uuid(q["kb"])] if q["kb"] else [kb.id for kb in kbs]
             if q["action"] == "ask":
@@ -612,6 +612,14 @@ def _query_routes(router: APIRouter, hub: Hub) -> None:
         m = who.client.rpc("tenant_metrics", {"days": 30}) or {}
         words = text(pick_language(request.cookies.get(LANG_COOKIE), request.headers.get("accept-language")))
         return hub.render(request, "metrics.html", {"m": m, "charts": _charts(m, words), "axis_px": AXIS_PX}, who=who)
+
+
+def _answered_by(who: _Who) -> str:
+    """Who writes the tenant's answers (generation.answering_model of its rag config: the
+    extractive answer offline, or the chat model and where it is served)."""
+    from ..answers.generation import answering_model
+
+    return answering_model(who.client.rag_config(None))
 
 
 def _search(hub: Hub, who: _Who, q: dict[str, str], kb_ids: list[UUID] | None) -> list[dict[str, Any]]:
