@@ -150,7 +150,8 @@ Parameters: role user | assistant | system | tool; content 1..100,000 characters
   service_role.
 Returns: the message id.
 Errors: 42501 as _memory_actor; 22023 "conversation_id / role / content must not be null";
-  22001 "content is n characters; the limit is 100,000"; 23514 invalid role / modality /
+  22001 "content is n characters; the limit is 100,000"; 22023 "metadata keys answer,
+  question_key and chunk_ids are written by session_record_turn only"; 23514 invalid role / modality /
   attachments; 22023 unsupported language; 22000 wrong dimensions.
 Example: select hipocampo.add_message('…'::uuid, 'user', 'Qual o prazo da matrícula?');
 */
@@ -190,6 +191,14 @@ begin
     if char_length(add_message.content) > 100000 then
         raise exception 'content is % characters; the limit is 100,000', char_length(add_message.content)
             using errcode = '22001';
+    end if;
+    -- An answer's metadata is session_record_turn's to write (issue 57 §3: a member wrote an
+    -- assistant message carrying answer metadata, and a backend's session reused it).
+    if jsonb_typeof(add_message.metadata) = 'object'
+        and add_message.metadata ?| array['answer', 'question_key', 'chunk_ids']
+        and coalesce(current_setting('hipocampo.recording_turn', true), '') <> 'on' then
+        raise exception 'metadata keys answer, question_key and chunk_ids are written by session_record_turn only'
+            using errcode = '22023';
     end if;
     if embedding is not null then
         model := hipocampo_private._active_model(embedding, 'embedding');

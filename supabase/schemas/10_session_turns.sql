@@ -10,8 +10,10 @@
 /*
 _session_last_answer(s hipocampo_private.sessions) -> hipocampo_private.messages
 
-Purpose: the newest answer recorded in the session (an assistant message of its conversation
-  written since the session opened, whose metadata holds the resolved question).
+Purpose: the newest answer recorded in the session (an assistant message of its user in its
+  conversation written since the session opened, whose metadata holds the resolved question).
+  By the session's tenant and user whoever calls (issue 57 §3: a service_role caller sees every
+  user's messages, and another member's message in the same conversation id is not this turn's).
 Returns: that message, or a row of nulls when the session has recorded no answer.
 Errors: none of its own.
 */
@@ -24,8 +26,8 @@ set search_path = ''
 as $$
     select m.*
     from hipocampo_private.messages as m
-    where m.tenant_id = s.tenant_id and m.conversation_id = s.conversation_id and m.role = 'assistant'
-      and m.created_at >= s.created_at and m.metadata ? 'question'
+    where m.tenant_id = s.tenant_id and m.user_id = s.user_id and m.conversation_id = s.conversation_id
+      and m.role = 'assistant' and m.created_at >= s.created_at and m.metadata ? 'question'
     order by m.id desc
     limit 1
 $$;
@@ -134,8 +136,8 @@ $$;
 _session_reuse(s hipocampo_private.sessions, question_key text) -> jsonb
 
 Purpose: the answer the session already gave to this (resolved, normalised) question, to reuse
-  instead of searching again: the newest non-refused answer recorded in the session under the
-  same key, when every chunk it cited is still stored in an active document (otherwise null:
+  instead of searching again: the newest non-refused answer recorded in the session (its tenant
+  and user, whoever calls) under the same key, when every chunk it cited is still stored in an active document (otherwise null:
   the knowledge base changed, search again).
 Returns: the recorded answer (answer, refused, reason, confidence, sources, conflicts,
   answer_source), or null.
@@ -150,8 +152,8 @@ set search_path = ''
 as $$
     select m.metadata -> 'answer'
     from hipocampo_private.messages as m
-    where m.tenant_id = s.tenant_id and m.conversation_id = s.conversation_id and m.role = 'assistant'
-      and m.created_at >= s.created_at and m.metadata ->> 'question_key' = question_key
+    where m.tenant_id = s.tenant_id and m.user_id = s.user_id and m.conversation_id = s.conversation_id
+      and m.role = 'assistant' and m.created_at >= s.created_at and m.metadata ->> 'question_key' = question_key
       and m.metadata ? 'answer' and not coalesce((m.metadata #>> '{answer,refused}')::boolean, true)
       and not exists (
           select 1 from pg_catalog.jsonb_array_elements_text(coalesce(m.metadata -> 'chunk_ids', '[]')) as k (id)
@@ -218,7 +220,9 @@ Parameters: session_id - a live session of the caller (service_role: any); quest
 Returns: {"conversation_id", "question": the resolved question, "follow_up": boolean,
   "query_embedding": the resolved vector (a json array) or null, "reused": a recorded answer or
   null, "turns": [{"role", "content"}] (the last sessions.ask_turns messages, oldest first),
-  "summary": text or null, "style": {"max_quotes", "notes"}}.
+  "summary": text or null, "style": {"max_quotes", "notes"}}. Every read is by the session's
+  tenant and user (a service_role caller sees every user's messages), and a follow-up's vector
+  moves only toward chunks of the session's tenant (issue 57 §3).
 Errors: 42501 as _caller (before any other work); P0002 "unknown or expired session: …";
   22023 "question is required"; 55000 "sessions config is incomplete: …".
 Example: select hipocampo.session_turn('…', 'e aos domingos?', '[…]');
@@ -242,8 +246,16 @@ begin
         raise exception 'question is required' using errcode = '22023';
     end if;
     if resolved is not null then
+        -- (the previous answer's cited chunks of the session's tenant only)
         vector := hipocampo_private._topic_vector(query_embedding,
-            array(select pg_catalog.jsonb_array_elements_text(coalesce(last.metadata -> 'chunk_ids', '[]'))::bigint),
+            array(
+                select c.id from hipocampo_private.chunks as c
+                where c.tenant_id = s.tenant_id and c.id in (
+                    select k::bigint from pg_catalog.jsonb_array_elements_text(
+                        coalesce(last.metadata -> 'chunk_ids', '[]')) as k
+                    where k ~ '^[0-9]{1,18}$'
+                )
+            ),
             (cfg ->> 'follow_up_topic_weight')::double precision);
     end if;
     return pg_catalog.jsonb_build_object(
@@ -258,7 +270,7 @@ begin
                 order by t.id)
             from (
                 select m.id, m.role, m.content from hipocampo_private.messages as m
-                where m.tenant_id = s.tenant_id and m.conversation_id = s.conversation_id
+                where m.tenant_id = s.tenant_id and m.user_id = s.user_id and m.conversation_id = s.conversation_id
                 order by m.id desc
                 limit (cfg ->> 'ask_turns')::integer
             ) as t
@@ -273,15 +285,17 @@ end;
 $$;
 
 /*
-_extractive_summary(tenant_id uuid, conversation_id uuid, max_chars integer) -> text
+_extractive_summary(tenant_id uuid, user_id uuid, conversation_id uuid, max_chars integer) -> text
 
-Purpose: the offline rolling summary of a conversation: each user message and the first sentence
+Purpose: the offline rolling summary of a user's conversation: each user message and the first sentence
   of each answer, oldest first, as "Usuário: …" / "Assistente: …" lines, the newest kept when
   they exceed max_chars characters.
 Returns: the summary, or null for a conversation without messages.
 Errors: none of its own.
 */
-create or replace function hipocampo_private._extractive_summary(tenant_id uuid, conversation_id uuid, max_chars integer)
+create or replace function hipocampo_private._extractive_summary(
+    tenant_id uuid, user_id uuid, conversation_id uuid, max_chars integer
+)
 returns text
 language sql
 stable
@@ -294,8 +308,8 @@ as $$
                 select s.sentence from hipocampo_private._sentences(m.content) as s order by s.ord limit 1
             ), m.content), 300) as line
         from hipocampo_private.messages as m
-        where m.tenant_id = _extractive_summary.tenant_id and m.conversation_id = _extractive_summary.conversation_id
-          and m.role in ('user', 'assistant')
+        where m.tenant_id = _extractive_summary.tenant_id and m.user_id = _extractive_summary.user_id
+          and m.conversation_id = _extractive_summary.conversation_id and m.role in ('user', 'assistant')
     ),
     kept as (
         select l.id, l.line,
@@ -333,13 +347,15 @@ declare
     fresh integer;
 begin
     select max(m.id), count(*) into newest, fresh from hipocampo_private.messages as m
-    where m.tenant_id = s.tenant_id and m.conversation_id = s.conversation_id
+    where m.tenant_id = s.tenant_id and m.user_id = s.user_id and m.conversation_id = s.conversation_id
       and (since is null or m.id > since);
     if fresh < (cfg ->> 'summary_every_messages')::integer then
         return false;
     end if;
     perform hipocampo.update_conversation_summary(s.conversation_id,
-        hipocampo_private._extractive_summary(s.tenant_id, s.conversation_id, (cfg ->> 'summary_max_chars')::integer),
+        hipocampo_private._extractive_summary(
+            s.tenant_id, s.user_id, s.conversation_id, (cfg ->> 'summary_max_chars')::integer
+        ),
         newest, user_id => s.user_id, tenant_id => s.tenant_id);
     return true;
 end;
@@ -350,7 +366,8 @@ session_record_turn(session_id uuid, question text, resolved_question text, answ
 
 Purpose: record one answered (or refused) turn in the session: the question as the user asked it
   and the answer as an assistant message (session_add_message, scrubbed like every message) whose
-  metadata keeps the resolved question, its normalised key, the cited chunk ids and the answer
+  metadata keeps the resolved question, its normalised key, the cited chunk ids (of the session's
+  tenant, the first 20 sources) and the answer
   (its answer, refused, reason, confidence, sources, conflicts and answer_source: what
   session_turn reads for the next follow-up and for reuse); then the rolling summary when
   it is due (_roll_summary).
@@ -393,6 +410,8 @@ begin
         kept := kept - 'sources' - 'conflicts' || '{"refused": true}';
     end if;
     asked := hipocampo.session_add_message(session_id, 'user', question);
+    -- Only the answer path writes an answer's metadata (add_message refuses it otherwise).
+    perform pg_catalog.set_config('hipocampo.recording_turn', 'on', true);
     answered := hipocampo.session_add_message(session_id, 'assistant',
         coalesce(nullif(btrim(answer ->> 'answer'), ''), '[' || coalesce(answer ->> 'reason', 'no answer') || ']'),
         metadata => pg_catalog.jsonb_build_object(
@@ -400,13 +419,21 @@ begin
             'question_key', hipocampo.normalize_question(coalesce(resolved_question, question)),
             'trace_id', answer ->> 'trace_id',
             'chunk_ids', coalesce((
-                -- numbers, which the messages' scrub leaves alone (a 16-digit id may pass a card's check)
-                select pg_catalog.jsonb_agg((x ->> 'chunk_id')::bigint)
-                from pg_catalog.jsonb_array_elements(coalesce(answer -> 'sources', '[]')) as x
-                where x ->> 'chunk_id' ~ '^[0-9]{1,18}$'
+                -- numbers, which the messages' scrub leaves alone (a 16-digit id may pass a card's
+                -- check); chunks of the session's tenant only, the first 20 cited (issue 57 §3, §7)
+                select pg_catalog.jsonb_agg(c.id order by c.id)
+                from hipocampo_private.chunks as c
+                where c.tenant_id = s.tenant_id and c.id in (
+                    select (x ->> 'chunk_id')::bigint
+                    from pg_catalog.jsonb_array_elements(
+                        case when jsonb_typeof(answer -> 'sources') = 'array' then answer -> 'sources' else '[]' end
+                    ) with ordinality as e (x, ord)
+                    where x ->> 'chunk_id' ~ '^[0-9]{1,18}$' and e.ord <= 20
+                )
             ), '[]'::jsonb),
             'answer', kept
         ));
+    perform pg_catalog.set_config('hipocampo.recording_turn', '', true);
     rolled := hipocampo_private._roll_summary(s, cfg);
     return pg_catalog.jsonb_build_object('question_message_id', asked, 'answer_message_id', answered,
         'summary_updated', rolled,
