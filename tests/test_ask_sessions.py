@@ -146,6 +146,28 @@ def test_a_style_memory_shapes_the_wording_never_the_facts(world: World, embedde
             memory.forget(row.id)
 
 
+def test_a_person_s_style_never_decides_the_shared_cached_answer(world: World, embedder: Any) -> None:
+    """Issue 57 §7: one member's style.answer_length short answered, and the tenant's cache then
+    gave every other member the one-quote answer."""
+    from hipocampo.memory import Memory
+
+    question = "Qual o horário da piscina?"
+    other = uuid.uuid4()
+    world.root.add_member(world.tenant, other, "member")
+    plain = Orchestrator(world.root.as_actor(Actor.user(other, world.tenant)), embedder)
+    memory = Memory(world.client, embedder)
+    memory.consent()
+    memory.remember("style.answer_length", "short", "Prefere respostas curtas", "style")
+    try:
+        short = world.orchestrator.ask(question, kb_ids=[world.kb], session_id=world.session())  # cache on
+        assert short.answer.count("[") == 1 and short.answer_source != "CACHE"
+        got = plain.ask(question, kb_ids=[world.kb])  # cache on: nothing of the short answer cached
+        assert got.answer_source != "CACHE" and got.answer != short.answer and got.answer.count("[") >= 2
+    finally:
+        for row in memory.lookup():
+            memory.forget(row.id)
+
+
 def test_every_turn_is_recorded_and_the_summary_rolls(world: World) -> None:
     world.service.set_tenant_config("sessions", {"summary_every_messages": 4})
     try:

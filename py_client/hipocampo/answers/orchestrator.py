@@ -119,6 +119,10 @@ class Orchestrator:
             turn.lap("rate_limit")
             if not limit.get("allowed"):
                 return turn.finish(turn.refuse("rate_limited", retry_after_ms=int(limit.get("retry_after_ms") or 0)))
+        # The shared cache holds answers every member of the tenant may get: never one a person's
+        # style shaped, nor (with a chat model) one their session's turns or summary shaped
+        # (issue 57 §7: one member's style.answer_length short decided the others' cached answer).
+        use_cache = use_cache and not _personal(turn)
         if use_cache:
             cached = self._cache_get(turn.question, kbs, agent)
             turn.lap("cache")
@@ -333,6 +337,17 @@ class _Turn:
             )
         )
         return result
+
+
+def _personal(turn: _Turn) -> bool:
+    """Whether this turn's answer is shaped by the person (so neither read from nor written to the
+    tenant's shared cache): a style that changes the offline answer (max_quotes), or with a chat
+    model (rag.provider openai / azure) any style note, recent turn or summary it reads."""
+    ctx = turn.context
+    if ctx.get("max_quotes"):
+        return True
+    chat = turn.cfg.get("provider") in ("openai", "azure")
+    return chat and bool(ctx.get("style_notes") or ctx.get("turns") or ctx.get("summary"))
 
 
 def _passages(decision: dict[str, Any], confidence: float, conflicts: list[dict[str, Any]]) -> dict[str, Any]:

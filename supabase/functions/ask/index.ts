@@ -327,7 +327,9 @@ export async function ask({ actor, body, tx, headers }: RouteContext): Promise<J
       return finish(await refuse("rate_limited", { retry_after_ms: Number(limit.retry_after_ms ?? 0) }));
     }
   }
-  const useCache = body.use_cache !== false;
+  // The shared cache holds answers every member may get: never one a person's style or (with a chat
+  // model) their session's turns and summary shaped (issue 57 §7; as Python's orchestrator._personal).
+  const useCache = body.use_cache !== false && !personal(context, cfg);
   if (useCache) {
     const cached = await callRpc(tx, cacheGet, {
       question: searched,
@@ -396,6 +398,15 @@ export async function ask({ actor, body, tx, headers }: RouteContext): Promise<J
     lap("cache_put");
   }
   return finish(answer, ...counts);
+}
+
+/** Whether the session's context shapes this answer for the person (see `useCache`). */
+export function personal(context: Json, cfg: Json): boolean {
+  if (context.max_quotes) return true;
+  const chat = cfg.provider === "openai" || cfg.provider === "azure";
+  const notes = Array.isArray(context.style_notes) ? context.style_notes.length : 0;
+  const turns = Array.isArray(context.turns) ? context.turns.length : 0;
+  return chat && (notes > 0 || turns > 0 || Boolean(context.summary));
 }
 
 const SOURCE_KEYS = ["n", "document", "document_id", "source_uri", "chunk_id", "excerpt", "score", "support"];
