@@ -535,3 +535,37 @@ def test_the_model_that_answers_is_named(monkeypatch: pytest.MonkeyPatch) -> Non
     assert answering_model(cfg) == "openai chat model qwen2.5-7b-instruct at $OPENAI_BASE_URL (OpenAI's API)"
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")
     assert answering_model(cfg).endswith("at $OPENAI_BASE_URL (http://127.0.0.1:8080/v1)")
+
+
+def test_embeddings_are_limited_by_input_size_not_requests(env: Env) -> None:
+    """Issue 57 §7: 2,048 texts of 32,768 characters cost one rate-limit token (about 235 s of CPU):
+    now each request takes its characters from the caller's budget per minute."""
+    import openai
+
+    def budget(chars: int) -> None:
+        with env.root.transaction() as cur:
+            cur.execute(
+                "update hipocampo_private.settings set config = jsonb_set(config, '{embedding,api_chars_per_minute}',"
+                " to_jsonb(%s::integer)) where tenant_id is null",
+                (chars,),
+            )
+
+    budget(1000)
+    try:
+        app = create_app(env.url, env.embedder, jwt_secret=SECRET)
+        with TestClient(app) as http:
+            member = openai.OpenAI(
+                api_key=token(env.member, env.tenant), base_url="http://testserver/v1", http_client=http, max_retries=0
+            )
+            other = openai.OpenAI(
+                api_key=token(env.admin, env.tenant), base_url="http://testserver/v1", http_client=http, max_retries=0
+            )
+            model = env.embedder.model_name
+            member.embeddings.create(model=model, input="a" * 900)
+            with pytest.raises(openai.RateLimitError, match="the embeddings budget of this caller is spent"):
+                member.embeddings.create(model=model, input="b" * 900)
+            other.embeddings.create(model=model, input="c" * 900)  # a budget per caller
+            with pytest.raises(openai.UnprocessableEntityError, match="exceeds the budget of 1000 characters a minute"):
+                other.embeddings.create(model=model, input=["d" * 600, "e" * 600])
+    finally:
+        budget(600000)

@@ -1394,6 +1394,47 @@ as $$
 $$;
 
 /*
+take_embedding_budget(caller text, characters integer) -> jsonb
+
+Purpose: the budget of `hipocampo serve`'s POST /v1/embeddings by input size (issue 57 §7: one
+  request at the allowed maximum, 2,048 texts of 32,768 characters, took about 235 s of CPU for
+  one rate-limit token): a token bucket of embedding.api_chars_per_minute characters per caller
+  and minute (the global config's, the operator's), from which a request takes its characters,
+  keyed by the pseudonym of the caller (_pseudonym: the role and subject of the token; no raw
+  identity is stored). service_role only (serve calls it for the caller it verified).
+Parameters: caller - the verified caller, e.g. 'authenticated:<sub>' (1..200 characters);
+  characters - the request's total input characters, 1..embedding.api_chars_per_minute.
+Returns: as take_rate_limit (without scope): {"allowed", "remaining", "limit", "retry_after_ms"}.
+Errors: 22023 "caller is required (1..200 characters)"; 22023 "an embeddings request of n
+  characters exceeds the budget of m characters a minute (embedding.api_chars_per_minute)".
+Example: select hipocampo.take_embedding_budget('authenticated:…', 1200);
+*/
+create or replace function hipocampo.take_embedding_budget(caller text, characters integer)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    per_minute integer := (
+        select (s.config -> 'embedding' ->> 'api_chars_per_minute')::integer
+        from hipocampo_private.settings as s where s.tenant_id is null
+    );
+begin
+    if coalesce(char_length(caller), 0) not between 1 and 200 then
+        raise exception 'caller is required (1..200 characters)' using errcode = '22023';
+    end if;
+    if characters is null or characters < 1 or characters > per_minute then
+        raise exception 'an embeddings request of % characters exceeds the budget of % characters a minute '
+            '(embedding.api_chars_per_minute)', characters, per_minute using errcode = '22023';
+    end if;
+    return hipocampo_private._take_token(
+        'embed:' || hipocampo_private._pseudonym(caller), per_minute::double precision, characters::double precision
+    );
+end;
+$$;
+
+/*
 take_ip_rate_limit(ip inet) -> jsonb
 
 Purpose: the per client address token bucket of the HTTP API (rag.ip_rate_limit_per_minute of
@@ -1485,6 +1526,9 @@ comment on function hipocampo.take_rate_limit(double precision, uuid, uuid) is
 'Token bucket per tenant and user (rag.rate_limit_per_minute).';
 
 comment on function hipocampo.take_ip_rate_limit(inet) is 'Token bucket per client IP for the HTTP API.';
+
+comment on function hipocampo.take_embedding_budget(text, integer) is
+'Characters per caller and minute for serve''s POST /v1/embeddings (a token bucket by input size).';
 
 comment on function hipocampo.record_answer(
     uuid, text, text, text, real, integer, integer, bigint[], jsonb, real, uuid[], text, uuid, uuid

@@ -213,6 +213,7 @@ grant execute on function hipocampo.set_tenant_tuning(model text, section text, 
 grant execute on function hipocampo.staged_memories() to authenticated, service_role;
 grant execute on function hipocampo.start_ingestion_job(kb_id uuid, documents_total integer, hold_session boolean) to authenticated, service_role;
 grant execute on function hipocampo.take_ip_rate_limit(ip inet) to service_role;
+grant execute on function hipocampo.take_embedding_budget(caller text, characters integer) to service_role;
 grant execute on function hipocampo.take_rate_limit(cost double precision, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.tenant_by_slug(slug text) to authenticated, service_role;
 grant execute on function hipocampo.tenant_metrics(days integer, tenant_id uuid) to authenticated, service_role;

@@ -208,6 +208,25 @@ class _Endpoints:
             self._embedder = active_provider(self.root)
         return self._embedder
 
+    def embedding_budget(self, actor: Actor, characters: int, trace: str) -> JSONResponse | None:
+        """Take ``characters`` from the caller's embeddings budget (``hipocampo.take_embedding_budget``:
+        embedding.api_chars_per_minute per caller, by input size): 429 with Retry-After when it is
+        spent, 422 for a request larger than the whole budget, else None."""
+        claims = actor.claims or {}
+        caller = f"{actor.role}:{claims.get('sub') or ''}"
+        try:
+            res = self.root.as_actor(Actor.service()).rpc(
+                "take_embedding_budget", {"caller": caller, "characters": characters}
+            ) or {"allowed": True}
+        except InvalidInputError as exc:
+            return _error(422, exc.message, trace)
+        if res.get("allowed"):
+            return None
+        wait = int(res.get("retry_after_ms") or 0)
+        out = _error(429, f"the embeddings budget of this caller is spent; retry in {wait} ms", trace)
+        out.headers["Retry-After"] = str(max(1, wait // 1000))
+        return out
+
     def ip_limited(self, request: Request, trace: str) -> JSONResponse | None:
         """429 when the client's address spent its bucket (``take_ip_rate_limit``), else None."""
         ip = request.client.host if request.client else "0.0.0.0"
@@ -304,13 +323,15 @@ class _Endpoints:
         """OpenAI-compatible embeddings with the server's model (any valid token of the project;
         the per-address rate limit applies). Vectors are L2-normalised; ``input_type`` "query" embeds
         as a search input (e5's "query: " side), "passage" as stored text. Errors: 401 no or bad
-        token; 404 another model; 422 bad input; 429 rate limited."""
+        token; 404 another model; 422 bad input (also more characters than a minute's budget); 429
+        rate limited, by address or by input size (embedding.api_chars_per_minute characters per
+        caller and minute)."""
         trace = str(uuid.uuid4())
         limited = self.ip_limited(request, trace)
         if limited:
             return _openai_error(limited)
         try:
-            self.verifier.actor(authorization, None)
+            actor = self.verifier.actor(authorization, None)
         except _AuthError as exc:
             return _openai_error(_error(exc.status, str(exc), trace))
         embedder = self.embedder()
@@ -318,6 +339,9 @@ class _Endpoints:
         problem = _embeddings_problem(body, texts, embedder)
         if problem:
             return _openai_error(_error(problem[0], problem[1], trace))
+        spent = self.embedding_budget(actor, sum(len(t) for t in texts), trace)
+        if spent is not None:
+            return _openai_error(spent)
         vectors = (
             [embedder.embed_query(t) for t in texts] if body.input_type == "query" else embedder.embed_documents(texts)
         )

@@ -253,6 +253,7 @@ insert into calls values
 ('hipocampo.staged_memories', 'select * from hipocampo.staged_memories()'),
 ('hipocampo.start_ingestion_job', 'select hipocampo.start_ingestion_job({kb_a}, 1)'),
 ('hipocampo.take_ip_rate_limit', 'select hipocampo.take_ip_rate_limit(''203.0.113.7'')'),
+('hipocampo.take_embedding_budget', 'select hipocampo.take_embedding_budget(''authenticated:matrix'', 10)'),
 ('hipocampo.take_rate_limit', 'select hipocampo.take_rate_limit(1, {member_a}, {tenant_a})'),
 ('hipocampo.update_conversation_summary', 'select hipocampo.update_conversation_summary({conv_a}, ''Outro'', {message_a}::bigint, {member_a}, {tenant_a})'),
 ('hipocampo.update_session', 'select hipocampo.update_session({session_a}, ''Outro resumo'')'),
@@ -563,6 +564,7 @@ insert into expected values
 ('hipocampo.staged_memories', 'call', '42501 42501 42501 none 42501 read none none 42501'),
 ('hipocampo.start_ingestion_job', 'call', '42501 42501 42501 P0002 42501 42501 P0002 write write'),
 ('hipocampo.take_ip_rate_limit', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
+('hipocampo.take_embedding_budget', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
 ('hipocampo.take_rate_limit', 'call', '42501 42501 42501 42501 42501 write 42501 write write'),
 ('hipocampo.update_conversation_summary', 'call', '42501 42501 42501 42501 42501 write 42501 42501 write'),
 ('hipocampo.update_session', 'call', '42501 42501 42501 P0002 42501 write P0002 P0002 write'),
@@ -922,6 +924,7 @@ insert into shared_expected values
 ('hipocampo.staged_memories', 'none'),
 ('hipocampo.start_ingestion_job', '42501'),
 ('hipocampo.take_ip_rate_limit', '42501'),
+('hipocampo.take_embedding_budget', '42501'),
 -- a token of the tenant-wide bucket (rag.tenant_rate_limit_per_minute)
 ('hipocampo.take_rate_limit', 'shared'),
 ('hipocampo.tenant_by_slug', 'none'),
