@@ -222,7 +222,14 @@ Purpose: record one read for the audit trail and the access statistics, without 
   query_hash at most 128 characters, rows_returned and latency_ms >= 0, at most
   maintenance.read_record_max_chunk_ids chunk ids (1000) and read_record_max_memory_ids memory ids
   (10000: a user's active memories, memory.max_active_per_user, are at most 10000).
-Errors: 42501 as _resolve_tenant; 22023 "read record: rpc must be 1..63 characters of [a-z_]" /
+  Written only by the read it records (issue 57 §4): rpc is one of search_memories,
+  lookup_memories, context_pack and search_history, and that RPC is on the call stack (its
+  schema-qualified plpgsql frame in pg_context), so no caller appends a read that did not happen,
+  names another RPC, or passes ids the read did not return; latency_ms is at most the time since
+  the statement began.
+Errors: 42501 "read record: written only by the read it records (…), never called directly"; 22023
+  "read record: latency_ms is at most the time since the statement began"; 42501 as
+  _resolve_tenant; 22023 "read record: rpc must be 1..63 characters of [a-z_]" /
   "read record: query_hash must be at most 128 characters" / "read record: rows_returned and
   latency_ms must be >= 0" / "read record: similarity must be in [-1, 1]" / "read record: at most n chunk ids and m memory ids (…)"; 55000 as
   _operator_limit; 25006 and 08006 as _enqueue_read_on_primary.
@@ -250,7 +257,20 @@ declare
     t uuid := hipocampo_private._resolve_tenant(_record_read.tenant_id);
     most_chunks integer := hipocampo_private._operator_limit('maintenance', 'read_record_max_chunk_ids');
     most_memories integer := hipocampo_private._operator_limit('maintenance', 'read_record_max_memory_ids');
+    elapsed double precision := extract(epoch from clock_timestamp() - statement_timestamp()) * 1000;
+    stack text;
 begin
+    -- Written only by the read that happened (issue 57 §4): the named read RPC is on the call
+    -- stack (its plpgsql frame, schema-qualified: no caller's own function can stand for it).
+    get diagnostics stack = pg_context;
+    if coalesce(_record_read.rpc, '') not in ('search_memories', 'lookup_memories', 'context_pack', 'search_history')
+        or stack !~ ('function hipocampo\.' || _record_read.rpc || '\(') then
+        raise exception 'read record: written only by the read it records (search_memories, lookup_memories, '
+            'context_pack, search_history), never called directly' using errcode = '42501';
+    end if;
+    if _record_read.latency_ms > elapsed + 1 then
+        raise exception 'read record: latency_ms is at most the time since the statement began' using errcode = '22023';
+    end if;
     if coalesce(_record_read.rpc, '') !~ '^[a-z_]{1,63}$' then
         raise exception 'read record: rpc must be 1..63 characters of [a-z_]' using errcode = '22023';
     end if;
@@ -269,7 +289,7 @@ begin
     end if;
     perform hipocampo_private._enqueue_read(
         t, _record_read.rpc, _record_read.rows_returned, _record_read.query_hash,
-        coalesce(_record_read.latency_ms, extract(epoch from clock_timestamp() - statement_timestamp()) * 1000),
+        coalesce(_record_read.latency_ms, elapsed),
         _record_read.chunk_ids, _record_read.memory_ids,
         similarity => _record_read.similarity, conversation_id => _record_read.conversation_id
     );

@@ -218,3 +218,31 @@ def test_read_stats_gives_each_rpc_s_latency_percentiles_to_the_tenant_s_admins(
     for who in (("authenticated", world.member_a, world.tenant_a), ("authenticated", world.admin_b, world.tenant_b)):
         world.act(*who)
         assert db.execute(query, (world.tenant_a,)).fetchone() is None  # members and other tenants: nothing
+
+
+@pytest.mark.parametrize(
+    ("call", "args"),
+    [
+        # a read that did not happen, of a real read RPC's name
+        ("select hipocampo_private._record_read(null, 'search_memories', 1, null, null)", ()),
+        # another RPC's name and a latency of 31 years (it reached data_access_log and read_stats)
+        ("select hipocampo_private._record_read(null, 'export_user_data', 1, null, 1e12)", ()),
+        # another member's memory id, to keep it from decaying
+        (
+            "select hipocampo_private._record_read(null, 'lookup_memories', 1, null, null,"
+            " memory_ids => array[%s]::uuid[])",
+            ("00000000-0000-0000-0000-000000000001",),
+        ),
+    ],
+)
+def test_a_read_record_is_written_only_by_the_read_it_records(db: Conn, world: World, call: str, args: Any) -> None:
+    """Issue 57 §4: a member appended 68,400 rows without reading, a forged export_user_data row
+    with latency 1e12 ms, and another member's memory id 10,000 times."""
+    _queue_emptied(db)
+    world.act("authenticated", world.member_a, world.tenant_a)
+    with pytest.raises(psycopg.errors.InsufficientPrivilege) as exc, db.transaction():
+        db.execute(call, args)
+    assert exc.value.diag.message_primary is not None
+    assert exc.value.diag.message_primary.startswith("read record: written only by the read it records")
+    world.act("service_role")
+    assert _queued(db, world.tenant_a) == []

@@ -577,7 +577,7 @@ insert into expected values
 ('hipocampo_private._refuse_moving_tenant', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
 ('hipocampo_private._ensure_model_index', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
 ('hipocampo_private._invalidate_answer_cache', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
-('hipocampo_private._record_read', 'call', '42501 42501 42501 42501 42501 write 42501 write write'),
+('hipocampo_private._record_read', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
 ('hipocampo_private._opaque_id', 'call', '42501 none none none none none none none none'),
 ('hipocampo_private._enqueue_standby_read', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
 ('extensions.dblink', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 42501'),
@@ -941,8 +941,8 @@ insert into shared_expected values
 ('hipocampo_private._drop_model_index', '42501'),
 ('hipocampo_private._ensure_model_index', '42501'),
 ('hipocampo_private._invalidate_answer_cache', '42501'),
--- a read-queue row of their own reads (issue 44 §5: the writing helpers still take raw arguments)
-('hipocampo_private._record_read', 'shared'),
+-- written only by the read it records (issue 57 §4): never called directly
+('hipocampo_private._record_read', '42501'),
 -- a new id: nothing stored (the key exists once a message was written)
 ('hipocampo_private._opaque_id', 'none'),
 -- the read link's role alone executes it; dblink, nobody of the API (issue 57 §1)
