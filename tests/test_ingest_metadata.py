@@ -160,14 +160,16 @@ def test_one_authoritative_document_answers_alone(
     )
     assert not ans.refused, (ans.reason, ans.explanation)
     assert "15 dias" in ans.answer and ans.sources[0].document.startswith("regimento")
-    # A note backing the same answer alone is refused, with the reason in words.
+    # A note backing the same answer alone is no confirmed answer (the cross-check), but its passage,
+    # cited (issue 61 §1), with the reason in words.
     ingest_paths(
         service_client, "notas", [folder(tmp_path)], counting, count_tokens, source_type="other", trust_score=0.5
     )
     ans = Orchestrator(service_client, counting).ask(
         "qual o prazo de recurso contra multa?", kb_ids=[service_client.kb_id("notas")], use_cache=False
     )
-    assert ans.refused and ans.reason == "cross_check_failed"
+    assert (ans.refused, ans.answer_source, ans.reason) == (False, "PASSAGES", "cross_check_failed")
+    assert "15 dias" in ans.answer and ans.sources
     assert ans.explanation and "only one document supports the answer" in ans.explanation
 
 
