@@ -499,7 +499,7 @@ begin
         ),
         'conflicts', conflicts,
         'evidence', evidence,
-        'closest', hipocampo_private._closest_passage(support.scored),
+        'closest', hipocampo_private._closest_passage(support.scored, support.babble),
         'config', cfg
     );
 end;
@@ -854,18 +854,20 @@ as $$
 $$;
 
 /*
-_closest_passage(candidates jsonb) -> jsonb
+_closest_passage(candidates jsonb, babble uuid[]) -> jsonb
 
 Purpose: what a refusal shows as "the closest passage I found": the best-ranked candidate of
-  answer_evidence (near-duplicates left out) with its document, article and heading path and a
+  answer_evidence (near-duplicates left out, and the documents that do not read as language:
+  word salad is never shown, issue 61 §5) with its document, article and heading path and a
   plain-text excerpt of at most 300 characters.
-Parameters: candidates - answer_evidence's candidates (hybrid_search rows as json, with support).
+Parameters: candidates - answer_evidence's candidates (hybrid_search rows as json, with support);
+  babble - _candidate_support's documents that do not read as language.
 Returns: {"chunk_id", "document_id", "document", "source_uri", "article", "section", "excerpt",
   "score", "support"}, or null when there is none.
 Errors: none.
-Example: select hipocampo_private._closest_passage('[{"chunk_id": 1, "rank": 1, "content": "…"}]');
+Example: select hipocampo_private._closest_passage('[{"chunk_id": 1, "rank": 1, "content": "…"}]', '{}');
 */
-create or replace function hipocampo_private._closest_passage(candidates jsonb)
+create or replace function hipocampo_private._closest_passage(candidates jsonb, babble uuid[])
 returns jsonb
 language sql
 stable
@@ -880,7 +882,7 @@ as $$
         'score', e -> 'final_score', 'support', e -> 'support'
     )
     from jsonb_array_elements(case when jsonb_typeof(candidates) = 'array' then candidates else '[]' end) as e
-    where e -> 'near_duplicate_of' is null
+    where e -> 'near_duplicate_of' is null and not coalesce((e ->> 'document_id')::uuid = any(babble), false)
     order by (e ->> 'rank')::integer nulls last
     limit 1
 $$;

@@ -225,7 +225,7 @@ grant execute on function hipocampo_private._active_model(v extensions.vector, l
 grant execute on function hipocampo_private._cache_scope(kb_ids uuid[]) to authenticated, service_role;
 grant execute on function hipocampo_private._article_quote(quote text, metadata jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._faq_quote(content text, metadata jsonb) to authenticated, service_role;
-grant execute on function hipocampo_private._closest_passage(candidates jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._closest_passage(candidates jsonb, babble uuid[]) to authenticated, service_role;
 grant execute on function hipocampo_private._evidence_candidates(query_text text, query_embedding extensions.vector, kb_ids uuid[], top_k integer, tenant uuid, dedupe double precision) to authenticated, service_role;
 grant execute on function hipocampo_private._candidate_support(candidates jsonb, query_text text, query_embedding extensions.vector, cfg jsonb, out scored jsonb, out babble uuid[]) to authenticated, service_role;
 grant execute on function hipocampo_private._evidence_within_budget(scored jsonb, conflicts jsonb, babble uuid[], cfg jsonb, judged_by_model boolean) to authenticated, service_role;

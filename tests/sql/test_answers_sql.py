@@ -543,7 +543,7 @@ def test_a_question_the_gate_cannot_confirm_gets_the_passages_on_its_topic(db: C
 
 
 def test_passages_leave_out_text_that_is_not_language(db: Conn, world: World) -> None:
-    """Word salad found by search is never quoted (issue 61 §5)."""
+    """Word salad found by search is never quoted, nor shown as the closest passage (issue 61 §5)."""
     world.act("service_role")
     db.execute(
         "update hipocampo_private.documents set trust_score = 0.5, text_measures = jsonb_build_object('words', 5000,"
@@ -552,3 +552,4 @@ def test_passages_leave_out_text_that_is_not_language(db: Conn, world: World) ->
     )
     r = _on_topic(db, world, "Qual o prazo de trancamento de matrícula?")
     assert r["decision"] == "refuse" and r["passages"] == [] and r["top_similarity"] is None
+    assert r["closest"] is None  # never shown as the closest passage either
