@@ -91,27 +91,35 @@ def _last_migration(conn: psycopg.Connection[Any]) -> str | None:
     return str(next(iter(row.values())) if isinstance(row, dict) else row[0]) if row else None
 
 
-def _kept_identities(conn: psycopg.Connection[Any], t: _Table) -> list[tuple[str, str]]:
-    """``(column, its sequence)`` of each identity column of ``t`` the copy keeps (not reassigned)."""
+@dataclass(frozen=True)
+class _Identity:
+    column: str
+    sequence: str
+    last: int  # the sequence's last value (0 before its first)
+    bound: int  # the highest value an import moves it to: 1/1024 of its range
+
+
+def _kept_identities(conn: psycopg.Connection[Any], t: _Table) -> list[_Identity]:
+    """Each identity column of ``t`` the copy keeps (not reassigned), with its sequence, in one
+    catalog query."""
     rows = conn.execute(
-        "select a.attname, pg_catalog.pg_get_serial_sequence('hipocampo_private.' || %s, a.attname)"
+        "select a.attname, q.seq, pg_catalog.pg_sequence_last_value(q.seq::regclass), s.seqmax / 1024"
         " from pg_catalog.pg_attribute as a"
+        " cross join lateral (select pg_catalog.pg_get_serial_sequence('hipocampo_private.' || %s, a.attname)"
+        "   as seq) as q"
+        " inner join pg_catalog.pg_sequence as s on s.seqrelid = q.seq::regclass"
         " where a.attrelid = ('hipocampo_private.' || %s)::regclass and a.attidentity <> ''",
         (t.name, t.name),
     ).fetchall()
-    pairs = [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in rows]
-    return [(str(c), str(q)) for c, q in pairs if c not in t.reassigned]
+    found = [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in rows]
+    return [
+        _Identity(str(c), str(q), int(last or 0), int(bound)) for c, q, last, bound in found if c not in t.reassigned
+    ]
 
 
 def _sequences(conn: psycopg.Connection[Any], tables: list[_Table]) -> dict[str, int]:
     """``{"table.column": last value}`` of each identity column the copy keeps."""
-    out: dict[str, int] = {}
-    for t in tables:
-        for column, seq in _kept_identities(conn, t):
-            row = conn.execute("select pg_catalog.pg_sequence_last_value(%s::regclass)", (seq,)).fetchone()
-            last = (next(iter(row.values())) if isinstance(row, dict) else row[0]) if row else 0
-            out[f"{t.name}.{column}"] = int(last or 0)
-    return out
+    return {f"{t.name}.{i.column}": i.last for t in tables for i in _kept_identities(conn, t)}
 
 
 def find_tenant(
@@ -290,9 +298,8 @@ def import_tenant(url: str, path: Path, key: bytes | None = None, trust_unsigned
                     "select hipocampo_private._check_imported_tenant(%s, %s::jsonb, %s::jsonb)",
                     (tenant["id"], json.dumps(written), json.dumps(before)),
                 )
-                _check_digest(conn, manifest)
+                digest = _check_digest(conn, manifest)
                 _advance_sequences(conn, _tables(conn), manifest.get("sequences"))
-                digest = _scalar(conn, "select hipocampo.tenant_digest(%s) as v", tenant["id"])
         except psycopg.errors.UniqueViolation as exc:
             raise TenantCopyError(
                 f"an id of the copy is taken in the target: {exc.diag.message_detail}", "23505"
@@ -356,13 +363,16 @@ def _write_tables(conn: psycopg.Connection[Any], plan: list[dict[str, Any]], fil
     return written
 
 
-def _check_digest(conn: psycopg.Connection[Any], manifest: dict[str, Any]) -> None:
-    got = _scalar(conn, "select hipocampo.tenant_digest(%s) as v", manifest["tenant"]["id"])
+def _check_digest(conn: psycopg.Connection[Any], manifest: dict[str, Any]) -> dict[str, Any]:
+    """The tenant's digest on the target (``hipocampo.tenant_digest``), which must equal the
+    manifest's (moving sequences after it changes no row)."""
+    got: dict[str, Any] = _scalar(conn, "select hipocampo.tenant_digest(%s) as v", manifest["tenant"]["id"])
     found = manifest.get("digest")
     want: dict[str, Any] = found if isinstance(found, dict) else {}
     differ = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
     if differ:
         raise _DigestMismatch(f"the copy differs from the source in {', '.join(differ)}: nothing was imported")
+    return got
 
 
 def _advance_sequences(conn: psycopg.Connection[Any], tables: list[_Table], sequences: Any) -> None:
@@ -372,30 +382,26 @@ def _advance_sequences(conn: psycopg.Connection[Any], tables: list[_Table], sequ
     range (2^53 for bigint). Other entries of ``sequences`` are ignored."""
     wanted = sequences if isinstance(sequences, dict) else {}
     for t in tables:
-        for column, seq in _kept_identities(conn, t):
-            source = wanted.get(f"{t.name}.{column}", 0)
+        for i in _kept_identities(conn, t):
+            source = wanted.get(f"{t.name}.{i.column}", 0)
             if not isinstance(source, int) or isinstance(source, bool) or source < 0:
-                raise TenantCopyError(f"the export's sequence {t.name}.{column} is not a whole number >= 0", "22023")
-            bound = _scalar(
-                conn,
-                "select s.seqmax / 1024 as v from pg_catalog.pg_sequence as s where s.seqrelid = %s::regclass",
-                seq,
-            )
-            if source > bound:
+                raise TenantCopyError(f"the export's sequence {t.name}.{i.column} is not a whole number >= 0", "22023")
+            if source > i.bound:
                 raise TenantCopyError(
-                    f"the export's sequence {t.name}.{column} ({source}) is past the bound an import accepts ({bound})",
+                    f"the export's sequence {t.name}.{i.column} ({source}) is past the bound an import accepts"
+                    f" ({i.bound})",
                     "22023",
                 )
             conn.execute(
                 sql.SQL(
-                    "select pg_catalog.setval({seq}, greatest({source}, (select coalesce(max({col}), 1) from"
-                    " hipocampo_private.{tbl}), (select coalesce(s.last_value, 1) from {seqname} as s)))"
+                    "select pg_catalog.setval({seq}, greatest({source}, {last},"
+                    " (select coalesce(max({col}), 1) from hipocampo_private.{tbl})))"
                 ).format(
-                    seq=sql.Literal(seq),
+                    seq=sql.Literal(i.sequence),
                     source=sql.Literal(max(1, source)),
-                    col=sql.Identifier(column),
+                    last=sql.Literal(max(1, i.last)),
+                    col=sql.Identifier(i.column),
                     tbl=sql.Identifier(t.name),
-                    seqname=sql.SQL(seq),
                 )
             )
 
