@@ -289,7 +289,16 @@ grant execute on function hipocampo_private._calibration(model text, required bo
 grant execute on function hipocampo_private._check_calibration(model text, calibration jsonb) to service_role;
 grant execute on function hipocampo_private._numbers(content text) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_scrub(input text, out text text, out counts jsonb) to authenticated, service_role;
-grant execute on function hipocampo_private._pii_fold(input text) to authenticated, service_role;
+grant execute on function hipocampo_private._pii_normalize(input text) to authenticated, service_role;
+grant execute on function hipocampo_private._pii_marks() to authenticated, service_role;
+grant execute on function hipocampo_private._pii_entities(input text) to authenticated, service_role;
+grant execute on function hipocampo_private._pii_percent(input text) to authenticated, service_role;
+grant execute on function hipocampo_private._pii_add(a jsonb, b jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._pii_find(input text, out text text, out counts jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._pii_scrub_alphanumeric_cnpj(input text, out text text, out counts jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._pii_scrub_spelled(input text, out text text, out counts jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._pii_scrub_encoded(input text, out text text, out counts jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._pii_letters_as_digits(input text) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_scrub_numbers(input text, out text text, out counts jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._pii_scrub_jsonb(value jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._pseudonym(value text) to service_role;
