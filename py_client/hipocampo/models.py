@@ -124,13 +124,16 @@ class DocumentRow(BaseModel):
 class DocumentWrite(BaseModel):
     """What ``ingest_document`` / ``ingest_documents`` did with one document: status
     ``inserted`` | ``replaced`` (another text: every model's chunks replaced) | ``embedded`` (the
-    same text, chunks of a model it lacked) | ``unchanged``; ``chunks`` written and ``skipped``
-    (chunks whose text the tenant already holds with this model)."""
+    same text, chunks of a model it lacked) | ``unchanged`` | ``quarantined`` (the database's
+    forbidden-sources check found its text of a kind the config quarantines: ``quarantine`` gives
+    ``{"kind", "reason"}``, no text is kept; issue 57 §6); ``chunks`` written and ``skipped``
+    (chunks whose text the tenant already holds with this model, or all of a quarantined one's)."""
 
     document_id: UUID
     status: str
     chunks: int = 0
     skipped: int = 0
+    quarantine: dict[str, str] | None = None
 
 
 class StoredDocument(BaseModel):

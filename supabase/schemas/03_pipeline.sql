@@ -158,18 +158,20 @@ $$;
 /*
 _write_documents(k hipocampo_private.knowledge_bases, items jsonb, embedding_model text) -> jsonb
 
-Purpose: the writes of ingest_document and ingest_documents, set-based: one statement per step
-  for the whole batch (look up, delete the replaced chunks, update, insert documents, insert
-  chunks, count), so the chunks' statement triggers (PII scrub aside, which is per row) update
-  the BM25 statistics and postings once per batch. Semantics per document as ingest_document
-  gives them. In named steps: _document_states, _replace_documents, _insert_documents,
-  _insert_chunks; their errors are turned into the SQLSTATEs below here.
+Purpose: the writes of ingest_document and ingest_documents: first the forbidden-sources check
+  (_forbidden_items, issue 57 §6: the database checks whoever writes), then the documents it
+  passes are written set-based (_write_checked_documents) and the ones the config quarantines
+  become quarantined documents without text (_quarantine; a quarantined document written again
+  with its secret rewritten stays quarantined while the check still finds it). A document the
+  config refuses refuses the whole call, and nothing is written.
 Parameters: k - the knowledge base; items - [{document (checked and scrubbed by _ingest_item),
   chunks}] with distinct source_uris; embedding_model - a registered model.
-Returns: [{"document_id", "status", "chunks", "skipped"}], in the order of items.
-Errors: 42501 "only tenant admins can ingest documents" (the policies refused a write); 23514
-  "invalid document: …" (a check constraint); 22023 "invalid document field: …" (an unparsable
-  date, number or vector).
+Returns: [{"document_id", "status", "chunks", "skipped"}], in the order of items; a quarantined
+  item's status is "quarantined", with "chunks" 0, "skipped" its chunks and "quarantine" {kind,
+  reason}.
+Errors: 22023 "document <source_uri> is of a forbidden kind (<kind>): <reason>; forbidden_sources
+  refuses it"; 42501 "only tenant admins can ingest documents"; 55000 the forbidden_sources config
+  is incomplete; as _write_checked_documents.
 Example: select hipocampo_private._write_documents(k, '[{"document": {…}, "chunks": […]}]', 'all-MiniLM-L6-v2');
 */
 create or replace function hipocampo_private._write_documents(
@@ -181,9 +183,80 @@ security invoker
 set search_path = ''
 as $$
 declare
+    held jsonb := hipocampo_private._forbidden_items(k, items);
+    refused record;
+    clean jsonb;
+    written jsonb;
+    quarantined jsonb := '{}';  -- position in items -> result
+    h record;
+    doc jsonb;
+begin
+    if held = '[]'::jsonb then
+        return hipocampo_private._write_checked_documents(k, items, _write_documents.embedding_model);
+    end if;
+    select * into refused from jsonb_to_recordset(held) as x (i integer, kind text, reason text, action text)
+    where x.action = 'refuse' order by x.i limit 1;
+    if found then
+        raise exception 'document % is of a forbidden kind (%): %; forbidden_sources refuses it',
+            items -> refused.i -> 'document' ->> 'source_uri', refused.kind, refused.reason using errcode = '22023';
+    end if;
+    begin
+        for h in select * from jsonb_to_recordset(held) as x (i integer, kind text, reason text) loop
+            doc := items -> h.i -> 'document';
+            quarantined := quarantined || jsonb_build_object(h.i::text, jsonb_build_object(
+                'document_id', hipocampo_private._quarantine(k, doc ->> 'source_uri', doc ->> 'title',
+                    coalesce(doc ->> 'source_type', 'other'), h.kind, h.reason, doc ->> 'content_hash'),
+                'status', 'quarantined', 'chunks', 0, 'skipped', jsonb_array_length(items -> h.i -> 'chunks'),
+                'quarantine', jsonb_build_object('kind', h.kind, 'reason', h.reason)));
+        end loop;
+    exception when insufficient_privilege then
+        raise exception 'only tenant admins can ingest documents' using errcode = '42501';
+    end;
+    select jsonb_agg(e.value order by e.ordinality) into clean
+    from jsonb_array_elements(items) with ordinality as e
+    where not quarantined ? (e.ordinality - 1)::text;
+    written := case when clean is null then '[]'::jsonb
+        else hipocampo_private._write_checked_documents(k, clean, _write_documents.embedding_model) end;
+    -- the results in the order of items: a quarantined item's, else the next written one's
+    return (
+        select jsonb_agg(coalesce(quarantined -> (e.i)::text,
+            written -> (e.i - (select count(*) from jsonb_object_keys(quarantined) as q where q::integer < e.i))::integer)
+            order by e.i)
+        from generate_series(0, jsonb_array_length(items) - 1) as e (i)
+    );
+end;
+$$;
+
+/*
+_write_checked_documents(k hipocampo_private.knowledge_bases, items jsonb, embedding_model text) -> jsonb
+
+Purpose: the writes of ingest_document and ingest_documents once _write_documents has held back
+  the forbidden ones, set-based: one statement per step
+  for the whole batch (look up, delete the replaced chunks, update, insert documents, insert
+  chunks, count), so the chunks' statement triggers (PII scrub aside, which is per row) update
+  the BM25 statistics and postings once per batch. Semantics per document as ingest_document
+  gives them. In named steps: _document_states, _replace_documents, _insert_documents,
+  _insert_chunks; their errors are turned into the SQLSTATEs below here.
+Parameters: k - the knowledge base; items - [{document (checked and scrubbed by _ingest_item),
+  chunks}] with distinct source_uris; embedding_model - a registered model.
+Returns: [{"document_id", "status", "chunks", "skipped"}], in the order of items.
+Errors: 42501 "only tenant admins can ingest documents" (the policies refused a write); 23514
+  "invalid document: …" (a check constraint); 22023 "invalid document field: …" (an unparsable
+  date, number or vector).
+Example: select hipocampo_private._write_checked_documents(k, '[{"document": {…}, "chunks": […]}]', 'all-MiniLM-L6-v2');
+*/
+create or replace function hipocampo_private._write_checked_documents(
+    k hipocampo_private.knowledge_bases, items jsonb, embedding_model text
+)
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
     state jsonb;  -- [{i, doc_id, old_hash, status}]: one element per item, in order
 begin
-    state := hipocampo_private._document_states(k, items, _write_documents.embedding_model);
+    state := hipocampo_private._document_states(k, items, _write_checked_documents.embedding_model);
     if not jsonb_path_exists(state, '$[*] ? (@.status != "unchanged")') then
         -- Nothing to write: every document is stored with this model's chunks.
         return (
@@ -193,10 +266,10 @@ begin
         );
     end if;
     if jsonb_path_exists(state, '$[*] ? (@.status == "embedded" || @.status == "replaced")') then
-        perform hipocampo_private._replace_documents(items, state, _write_documents.embedding_model);
+        perform hipocampo_private._replace_documents(items, state, _write_checked_documents.embedding_model);
     end if;
     state := hipocampo_private._insert_documents(k, items, state);
-    return hipocampo_private._insert_chunks(k, items, state, _write_documents.embedding_model);
+    return hipocampo_private._insert_chunks(k, items, state, _write_checked_documents.embedding_model);
 exception
     when insufficient_privilege then
         raise exception 'only tenant admins can ingest documents' using errcode = '42501';

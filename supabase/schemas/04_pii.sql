@@ -258,7 +258,8 @@ Purpose: the one normalizer the scrubber reads text through (issue 57 §5: PII f
   mechanism, not a list of encodings), in order: HTML character references (_pii_entities) and
   percent-encoding (_pii_percent) decoded; HTML comments removed; Unicode NFKC (full-width,
   superscript, subscript, circled and mathematical digits and letters, the compatibility spaces,
-  "＠" and "﹫" become their plain forms); every format character (Unicode category Cf: soft
+  "＠" and "﹫" become their plain forms; the ordinals º ª and a ² or ³ after a letter, "m²",
+  stay as written); every format character (Unicode category Cf: soft
   hyphen, zero-width spaces and joiners, LRM/RLM and the bidi controls, U+2063, U+180E, tags) and
   every combining mark (Mn, Mc, Me: U+034F, variation selectors, the keycap U+20E3) dropped; every
   Unicode decimal digit (Nd: Bengali, Thai, Arabic-Indic, Devanagari, … 65 scripts) read as its
@@ -311,7 +312,11 @@ begin
         s := regexp_replace(s, '<!--.*?-->', '', 'g');
     end if;
     if s ~ '[^\u0001-\u007f]' then
-        s := normalize(s, nfkc);
+        -- (what Portuguese writes with compatibility characters and a text with PII keeps: the
+        -- ordinals º ª, and ² ³ after a letter, as in m² and cm³, pass NFKC in private-use stand-ins)
+        s := regexp_replace(regexp_replace(translate(s, 'ºª', U&'\E000\E001'),
+            '(?<=[[:alpha:]])²', U&'\E002', 'g'), '(?<=[[:alpha:]])³', U&'\E003', 'g');
+        s := translate(normalize(s, nfkc), U&'\E000\E001\E002\E003', 'ºª²³');
         s := regexp_replace(s, format_chars, '', 'g');
         s := regexp_replace(s, marks, '', 'g');
         if s ~ other_digits then

@@ -352,6 +352,12 @@ grant execute on function hipocampo_private._take_token(bucket text, per_minute 
 grant execute on function hipocampo_private._user_memory(memory_id uuid, tenant_id uuid) to service_role;
 grant execute on function hipocampo_private._user_ref(tenant_id uuid, user_id uuid) to service_role;
 grant execute on function hipocampo_private._write_documents(k hipocampo_private.knowledge_bases, items jsonb, embedding_model text) to authenticated, service_role;
+grant execute on function hipocampo_private._write_checked_documents(k hipocampo_private.knowledge_bases, items jsonb, embedding_model text) to authenticated, service_role;
+grant execute on function hipocampo_private._forbidden_items(k hipocampo_private.knowledge_bases, items jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._quarantine(k hipocampo_private.knowledge_bases, source_uri text, title text, source_type text, kind text, reason text, content_hash text) to authenticated, service_role;
+grant execute on function hipocampo_private._forbidden_views(content text) to authenticated, service_role;
+grant execute on function hipocampo_private._secret_rules() to authenticated, service_role;
+grant execute on function hipocampo_private._own_credential_rules() to authenticated, service_role;
 grant execute on function hipocampo_private._document_states(k hipocampo_private.knowledge_bases, items jsonb, embedding_model text) to authenticated, service_role;
 grant execute on function hipocampo_private._replace_documents(items jsonb, state jsonb, embedding_model text) to authenticated, service_role;
 grant execute on function hipocampo_private._insert_documents(k hipocampo_private.knowledge_bases, items jsonb, state jsonb) to authenticated, service_role;

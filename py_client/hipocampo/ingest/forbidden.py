@@ -70,12 +70,15 @@ def _plugins() -> Iterator[None]:
 
 def secret_found(text: str) -> str | None:
     """The first credential detect-secrets' rules find in ``text`` (line by line), as a reason
-    ("a credential (AWS Access Key) on line 3"), or None."""
+    ("a credential (AWS Access Key) on line 3"), or None. An Artifactory finding without a digit
+    is an all-caps word ("APARTAMENTO 302"), not a key, and does not count."""
     from detect_secrets.core.scan import scan_line
 
     with _plugins():
         for number, line in enumerate(text.splitlines(), start=1):
             for secret in scan_line(line):
+                if secret.type == "Artifactory Credentials" and not any(c.isdigit() for c in secret.secret_value or ""):
+                    continue  # an all-caps word such as "APARTAMENTO" has the rule's form, not a key's digits
                 return f"a credential ({secret.type}) on line {number}"
     return None
 

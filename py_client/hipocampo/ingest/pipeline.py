@@ -431,6 +431,12 @@ class _Run:
         res = p.result
         res.status = out.status
         res.chunks = out.chunks
+        if out.quarantine is not None:  # the database's own check found what this one did not
+            res.forbidden = out.quarantine["kind"]
+            res.error = f"quarantined: {out.quarantine['reason']} ({out.quarantine['kind']})"
+            self.summary.documents_quarantined += 1
+            self.finish(res)
+            return
         self.summary.documents_ingested += 1
         self.summary.chunks_written += res.chunks
         self.summary.pii_replaced += p.pii
