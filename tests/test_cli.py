@@ -73,6 +73,7 @@ def test_ingest_with_the_index_deferred_builds_it_after(database_url: str, tmp_p
 
 
 def test_errors_are_clear(database_url: str) -> None:
+    assert runner.invoke(app, ["kb", "create", "padrao"]).exit_code == 0  # creates the tenant "default"
     res = runner.invoke(app, ["search", "", "--tenant", "default"])
     assert res.exit_code == 1 and "error [22023]: query_text must be 1..2000 characters" in res.output
     res = runner.invoke(app, ["search", "x", "--kb", "nao-existe", "--tenant", "default"])

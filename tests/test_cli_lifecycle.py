@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 import typer
 from rich.console import Console
@@ -196,6 +197,35 @@ def test_memory_user_is_checked_and_said(database_url: str) -> None:
     assert stranger not in {m["user_id"] for m in members}
 
 
+def test_a_read_never_writes(database_url: str) -> None:
+    """Issue 58 §1: `kb list` without --tenant created a tenant "default", and `memory recall`
+    without --user added the local user as a member. A read creates nothing and names the flag
+    to pass, with the values that exist."""
+    slug = f"life-{uuid.uuid4().hex[:8]}"
+    ok("tenant", "create", "Condomínio", "--slug", slug)
+    with psycopg.connect(database_url) as conn:
+        had_default = conn.execute("select 1 from hipocampo_private.tenants where slug = 'default'").fetchone()
+    for command in (["kb", "list"], ["agent", "list"], ["doc", "list", "--kb", "x"], ["config", "show", "rag"]):
+        res = runner.invoke(app, command, env={"HIPOCAMPO_USER": ""})
+        if had_default is None:
+            assert res.exit_code == 1, (command, res.output)
+            assert "error [P0002]: unknown tenant 'default'; pass --tenant with one of:" in res.output
+            assert slug in res.output
+    for command in (["memory", "recall", "prazo"], ["memory", "list"], ["memory", "lookup", "--key", "a.b"]):
+        res = runner.invoke(app, [*command, "--tenant", slug], env={"HIPOCAMPO_USER": ""})
+        assert res.exit_code == 1, (command, res.output)
+        hint = f"the local user is not a member of tenant {slug}: `hipocampo memory consent --tenant {slug}`"
+        assert hint in res.output
+    with psycopg.connect(database_url) as conn:
+        has_default = conn.execute("select 1 from hipocampo_private.tenants where slug = 'default'").fetchone()
+        members = conn.execute(
+            "select count(*) from hipocampo_private.memberships as m join hipocampo_private.tenants as t"
+            " on t.id = m.tenant_id where t.slug = %s",
+            (slug,),
+        ).fetchone()
+    assert (has_default is None) == (had_default is None) and members == (0,)
+
+
 def test_memory_commands_print_tables_and_take_emotion(database_url: str) -> None:
     slug = f"life-{uuid.uuid4().hex[:8]}"
     ok("tenant", "create", "Condomínio", "--slug", slug)
@@ -291,8 +321,9 @@ def test_a_stopped_embedded_server_is_started_again_out_loud(tmp_path: Path) -> 
 
     try:
         fresh = run("kb", "list", "--json")  # issue 45 §6: a new, empty database is said, not silent
-        assert fresh.returncode == 0 and json.loads(fresh.stdout) == []
         assert f"creating a new, empty embedded database in {data}" in fresh.stderr, fresh.stderr
+        # issue 58 §1: a read creates no tenant; it says how to make one
+        assert fresh.returncode == 1 and "no tenant exists yet" in fresh.stderr, fresh.stderr
         first = run("db", "start")
         assert first.returncode == 0, first.stderr
         assert run("db", "status").returncode == 0
@@ -300,7 +331,7 @@ def test_a_stopped_embedded_server_is_started_again_out_loud(tmp_path: Path) -> 
         stopped = run("db", "status")
         assert stopped.returncode == 1 and "running: False" in stopped.stdout
         again = run("kb", "list", "--json")
-        assert again.returncode == 0 and json.loads(again.stdout) == []
+        assert again.returncode == 1 and "no tenant exists yet" in again.stderr, again.stderr
         assert f"starting the embedded PostgreSQL server ({data})" in again.stderr
         assert "starting" not in run("kb", "list").stderr  # running now: nothing said
     finally:

@@ -226,7 +226,7 @@ def kb_create(
     as_json: JsonOpt = False,
 ) -> None:
     """Create a knowledge base (idempotent by name); prints its id."""
-    with _client(tenant) as client:
+    with _client(tenant, create_default=True) as client:
         try:
             kb = client.create_kb(name, description=description, language=language, tags=tag or [])
             console.print_json(json.dumps({"id": str(kb), "name": name})) if as_json else console.print(str(kb))
@@ -378,7 +378,7 @@ def ingest(
     from ..ingest.pipeline import prune_missing
 
     files = expand_paths(paths)
-    with _client(tenant) as client:
+    with _client(tenant, create_default=create_kb) as client:
         embedder = active_provider(client)
         progress = _ingest_progress(as_json)
         with progress:

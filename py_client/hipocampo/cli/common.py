@@ -67,7 +67,15 @@ def _database_url() -> str:
     return db.ensure_database()
 
 
-def _client(tenant: str | None = None, *, create_default: bool = True) -> Hipocampo:
+def _client(tenant: str | None = None, *, create_default: bool = False) -> Hipocampo:
+    """A service-role client, acting for ``tenant`` when one is named. Only a command that
+    creates (``kb create``, ``ingest --create-kb``, ``member add``) passes ``create_default``,
+    and then a missing tenant ``default`` is created; any other missing tenant is P0002 naming
+    the tenants that exist (issue 58 §1: a read never writes).
+
+    Raises:
+        typer.Exit: the tenant does not exist (exit 1, P0002 with the values of --tenant).
+    """
     # A tenant moved to a database of its own (`hipocampo tenant move`) is served from there.
     moved = db.tenant_database_url(tenant) if tenant else None
     url = moved or _database_url()
@@ -83,7 +91,19 @@ def _client(tenant: str | None = None, *, create_default: bool = True) -> Hipoca
     tid = client.tenant_id(tenant)
     if tid is None:
         if tenant != "default" or not create_default:
+            slugs = sorted(t.slug for t in client.list_tenants())
             client.close()
-            raise _fail(NotFoundError(f"unknown tenant {tenant!r}; create it with `hipocampo tenant create`", "P0002"))
+            which = (
+                "pass --tenant with one of: " + ", ".join(slugs[:10]) + (", …" if len(slugs) > 10 else "")
+                if slugs
+                else "no tenant exists yet"
+            )
+            raise _fail(
+                NotFoundError(
+                    f"unknown tenant {tenant!r}; {which} (or create one: `hipocampo tenant create <name> --slug"
+                    " <slug>`, or `hipocampo kb create <kb>` for the tenant default)",
+                    "P0002",
+                )
+            )
         tid = client.create_tenant("Default", "default")
     return client.as_actor(Actor.service(tid))

@@ -57,9 +57,12 @@ def kb_eval(
     from ..embeddings import active_provider
     from ..evaluation.kb_eval import evaluate_kb, load_judged, store_confirmed
 
+    try:
+        judged = load_judged(questions)  # a malformed file is said before anything is read
+    except HipocampoError as exc:
+        raise _fail(exc) from exc
     with _client(tenant) as client:
         try:
-            judged = load_judged(questions)
             kb = client.kb_id(name)
             result = evaluate_kb(client, kb, judged, active_provider(client), answers=answers, tune=tune)
             stored = store_confirmed(client, kb, result) if write else {}

@@ -211,7 +211,7 @@ def member_add(
 ) -> None:
     """Add a user to the tenant (or change their role)."""
     uid = _uuid(user, "user")
-    with _client(tenant) as client:
+    with _client(tenant, create_default=True) as client:
         try:
             client.add_member(str(client._tenant()), uid, role)
         except HipocampoError as exc:

@@ -66,11 +66,12 @@ def _user(user: str | None) -> uuid.UUID:
         ) from None
 
 
-def _member(service: Hipocampo, tenant: str, uid: uuid.UUID) -> uuid.UUID:
+def _member(service: Hipocampo, tenant: str, uid: uuid.UUID, *, join: bool = False) -> uuid.UUID:
     """The tenant's id, ``uid`` being a member of it. The local user (no --user, no
-    $HIPOCAMPO_USER: the single-user setup) is added as a member when it is not one (said on
-    stderr); any other user must have been added (``hipocampo member add``): naming a uuid never
-    makes it a member (issue 44 §5).
+    $HIPOCAMPO_USER: the single-user setup) is added as a member by ``memory consent`` (``join``,
+    said on stderr), the first step of any memory use; no other command adds anyone (issue 58 §1:
+    a read never writes), and any other user must have been added (``hipocampo member add``):
+    naming a uuid never makes it a member (issue 44 §5).
 
     Raises:
         typer.Exit: ``uid`` is not a member (exit 1, P0002 with the command that adds them).
@@ -78,6 +79,15 @@ def _member(service: Hipocampo, tenant: str, uid: uuid.UUID) -> uuid.UUID:
     tid = service.actor.tenant_id
     assert tid is not None
     if service.membership_role(tid, uid) is None:
+        if uid == LOCAL_USER and not join:
+            raise _fail(
+                NotFoundError(
+                    f"the local user is not a member of tenant {tenant}: `hipocampo memory consent --tenant {tenant}`"
+                    " adds it, or pass --user with a member's id (`hipocampo member list"
+                    f" --tenant {tenant}`)",
+                    "P0002",
+                )
+            )
         if uid != LOCAL_USER:
             raise _fail(
                 NotFoundError(
@@ -92,12 +102,12 @@ def _member(service: Hipocampo, tenant: str, uid: uuid.UUID) -> uuid.UUID:
 
 
 @contextmanager
-def _memory(tenant: str, user: str | None, *, embed: bool = True) -> Iterator[Memory]:
+def _memory(tenant: str, user: str | None, *, embed: bool = True, join: bool = False) -> Iterator[Memory]:
     from ..embeddings import active_provider
 
     uid = _user(user)
     with _client(tenant) as service:
-        tid = _member(service, tenant, uid)
+        tid = _member(service, tenant, uid, join=join)
         try:
             yield Memory(service.as_actor(Actor.user(uid, tid)), active_provider(service) if embed else None)
         except MemoryRejected as exc:
@@ -150,8 +160,9 @@ def consent(
     user: UserOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Grant (or revoke) consent to long-term memory (LGPD art. 7 I)."""
-    with _memory(tenant, user, embed=False) as mem:
+    """Grant (or revoke) consent to long-term memory (LGPD art. 7 I). Granting it as the local user
+    (no --user) makes that user a member of the tenant, the single-user setup."""
+    with _memory(tenant, user, embed=False, join=not revoke) as mem:
         mem.consent(not revoke)
     if as_json:
         _print({"consent": not revoke})
