@@ -72,6 +72,24 @@ def test_ingest_with_the_index_deferred_builds_it_after(database_url: str, tmp_p
     assert res.exit_code == 0 and "quadra 1" in json.loads(res.output)[0]["content"]
 
 
+def test_ingest_says_what_it_did(database_url: str, tmp_path: Path) -> None:
+    """Issue 58 §3: an empty folder said "0 ingested … 0 failed" with exit 0, a PNG renamed .txt
+    was stored as text, and every ingest printed a blank line to stderr."""
+    slug = f"cli-{uuid.uuid4().hex[:8]}"
+    assert runner.invoke(app, ["tenant", "create", "Vazio", "--slug", slug]).exit_code == 0
+    assert runner.invoke(app, ["kb", "create", "docs", "--tenant", slug]).exit_code == 0
+    (tmp_path / "vazia").mkdir()
+    res = runner.invoke(app, ["ingest", str(tmp_path / "vazia"), "--kb", "docs", "--tenant", slug])
+    assert res.exit_code == 1 and f"error [22023]: nothing to ingest: no file under {tmp_path / 'vazia'}" in res.output
+    (tmp_path / "pasta").mkdir()
+    (tmp_path / "pasta" / "foto.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR binary")
+    (tmp_path / "pasta" / "aviso.txt").write_text("Art. 1º A piscina fecha às 22h.", encoding="utf-8")
+    res = runner.invoke(app, ["ingest", str(tmp_path / "pasta"), "--kb", "docs", "--tenant", slug])
+    assert res.exit_code == 1 and not res.output.startswith("\n"), res.output
+    assert "foto.txt: the content is image/png (.png), not text" in res.output
+    assert "docs: 1 ingested, 0 unchanged, 0 metadata updated, 1 failed" in res.output
+
+
 def test_errors_are_clear(database_url: str) -> None:
     assert runner.invoke(app, ["kb", "create", "padrao"]).exit_code == 0  # creates the tenant "default"
     res = runner.invoke(app, ["search", "", "--tenant", "default"])

@@ -79,12 +79,22 @@ def test_json_list_and_squad(tmp_path: Path) -> None:
         ("bad.docx", b"not a zip", "not a readable DOCX"),
         ("bad.json", b"{oops", "invalid JSON"),
         ("empty.txt", b"   \n ", "no text found"),
+        # issue 58 §3: binary content is not text whatever the extension says
+        ("foto.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR binary", r"the content is image/png \(\.png\), not text"),
+        ("arquivo.md", b"PK\x03\x04\x14\x00\x06\x00" + b"\x00" * 40, r"the content is application/zip"),
+        ("dados.json", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj", r"the content is application/pdf"),
+        ("dump.txt", b"abc\x00\x01\x02def", r"binary content \(NUL bytes\), not text"),
     ],
 )
 def test_bad_files(tmp_path: Path, name: str, content: bytes, message: str) -> None:
     (tmp_path / name).write_bytes(content)
     with pytest.raises(LoaderError, match=message):
         load_path(tmp_path / name)
+
+
+def test_utf16_text_with_its_bom_is_text(tmp_path: Path) -> None:
+    (tmp_path / "ata.txt").write_bytes("Ata da assembleia: aprovado.".encode("utf-16"))
+    assert load_path(tmp_path / "ata.txt")[0].text == "Ata da assembleia: aprovado."
 
 
 def test_ordinary_json_becomes_readable_lines(tmp_path: Path) -> None:

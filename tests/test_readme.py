@@ -83,7 +83,8 @@ def test_the_readme_runs_as_written(env: dict[str, str]) -> None:
 
     assert "6 ingested, 0 unchanged, 0 metadata updated, 0 failed" in of("hipocampo ingest examples/condominio/")
     broken = of("hipocampo ingest examples/broken/")
-    assert "3 failed" in broken and broken.count("corrompido.pdf") == 1
+    assert "4 failed" in broken and broken.count("corrompido.pdf") == 1
+    assert "foto-do-aviso.txt: the content is image/png (.png), not text" in broken  # issue 58 §3
     assert "EOF marker" not in broken and "WARNING" not in broken  # no library noise (§1.8)
     assert "unsupported file type .xlsx; supported: .txt, .md, .pdf, .docx, .json, .html" in broken
     assert "0 ingested, 0 unchanged, 6 metadata updated" in of(

@@ -19,7 +19,7 @@ from rich.table import Table
 
 from .. import db
 from ..client import Hipocampo
-from ..errors import HipocampoError, from_db_error
+from ..errors import HipocampoError, InvalidInputError, from_db_error
 from ..models import NotLanguageDocument
 from ..text import plain_text
 from .agents import agent_app
@@ -287,7 +287,8 @@ def _ingest_progress(quiet: bool) -> Progress:
         TextColumn("ETA"),
         TimeRemainingColumn(),
         console=err_console,
-        disable=quiet,
+        # (off when stderr is not a terminal: a transient bar left a blank line there; issue 58 §3)
+        disable=quiet or not err_console.is_terminal,
         transient=True,
     )
 
@@ -372,12 +373,20 @@ def ingest(
 ) -> None:
     """Load, scrub PII, chunk, embed and store documents, a batch of them per transaction;
     unchanged ones are skipped, a changed source type or trust is applied without re-embedding.
-    Exit 1 when any file failed."""
+    Exit 1 when any file failed, or when the paths hold no file at all (without --prune)."""
     from ..embeddings import active_provider, count_tokens
     from ..ingest import expand_paths, ingest_paths
+    from ..ingest.loaders import SUPPORTED_SUFFIXES
     from ..ingest.pipeline import prune_missing
 
     files = expand_paths(paths)
+    if not files and not prune:  # (with --prune an emptied folder is what is pruned)
+        where = ", ".join(str(p) for p in paths)
+        raise _fail(
+            InvalidInputError(
+                f"nothing to ingest: no file under {where} (supported: {', '.join(SUPPORTED_SUFFIXES)})", "22023"
+            )
+        )
     with _client(tenant, create_default=create_kb) as client:
         embedder = active_provider(client)
         progress = _ingest_progress(as_json)

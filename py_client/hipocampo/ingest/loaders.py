@@ -45,8 +45,29 @@ def normalize_text(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
+_TEXT_SUFFIXES = (".txt", ".md", ".json", ".html", ".htm")
+
+
 def _read_text(path: Path) -> str:
+    """The file's text: UTF-16 when it starts with its byte-order mark, else UTF-8, else Latin-1.
+
+    Raises:
+        LoaderError: the content is binary whatever the extension says: a type ``filetype``
+            recognises by its magic bytes (an image, an archive, a PDF, an office file, audio…)
+            or NUL bytes in its first 8 KiB (issue 58 §3: a PNG renamed .txt was stored as text).
+    """
+    import filetype
+
     data = path.read_bytes()
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16")
+    kind = filetype.guess(data[:8192])
+    if kind is not None:
+        raise LoaderError(
+            f"{path}: the content is {kind.mime} (.{kind.extension}), not text; name the file by its type or convert it"
+        )
+    if b"\x00" in data[:8192]:
+        raise LoaderError(f"{path}: binary content (NUL bytes), not text")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
