@@ -523,6 +523,17 @@ def test_openai_compatible_embeddings_through_the_real_sdk(env: Env) -> None:
         stranger = openai.OpenAI(api_key="not-a-token", base_url="http://testserver/v1", http_client=http)
         with pytest.raises(openai.AuthenticationError):
             stranger.embeddings.create(model=env.embedder.model_name, input="x")
+        # issue 58 §4: token arrays and malformed JSON answer in OpenAI's shape, one line
+        with pytest.raises(openai.UnprocessableEntityError, match="token arrays are not accepted"):
+            client.embeddings.create(model=env.embedder.model_name, input=[[101, 2023, 102]])
+        bad = http.post(
+            "/v1/embeddings",
+            content=b'{"input": "x",',
+            headers={"Authorization": f"Bearer {token(env.member, env.tenant)}", "Content-Type": "application/json"},
+        )
+        assert bad.status_code == 422 and set(bad.json()) == {"error", "trace_id"}
+        assert bad.json()["error"]["message"].startswith("the body is not valid JSON")
+        assert bad.json()["error"]["type"] == "invalid_request_error"
 
 
 def test_the_model_that_answers_is_named(monkeypatch: pytest.MonkeyPatch) -> None:

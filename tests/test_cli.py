@@ -92,6 +92,11 @@ def test_ingest_says_what_it_did(database_url: str, tmp_path: Path) -> None:
 
 def test_errors_are_clear(database_url: str) -> None:
     assert runner.invoke(app, ["kb", "create", "padrao"]).exit_code == 0  # creates the tenant "default"
+    res = runner.invoke(app, ["ask", "qual o prazo?", "--tenant", "default"])  # issue 58 §4: was "pass kb_ids"
+    assert res.exit_code == 1 and "error [22023]: no knowledge base: pass --kb <name> or --agent <name>" in res.output
+    res = runner.invoke(app, ["tenant", "create", "X", "--slug", "Bad Slug!"])
+    assert res.exit_code == 1 and "a tenant's slug must be 1 to 63 characters" in res.output
+    assert "tenants_slug_format" not in res.output
     res = runner.invoke(app, ["search", "", "--tenant", "default"])
     assert res.exit_code == 1 and "error [22023]: query_text must be 1..2000 characters" in res.output
     res = runner.invoke(app, ["search", "x", "--kb", "nao-existe", "--tenant", "default"])

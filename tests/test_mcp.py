@@ -133,9 +133,12 @@ def test_search_ask_and_context_pack(tenants: dict[str, Any]) -> None:
         )
         other = await client.call_tool("search_knowledge_base", {"query": "garagem código", "kb": ["regras-b"]})
         kbs = await client.read_resource("hipocampo://knowledge-bases")
-        return hits, answer, pack, other, kbs
+        # issue 58 §4: one name as a string was a raw validation error with a URL
+        named = await client.call_tool("search_knowledge_base", {"query": "piscina", "kb": "regras-a"})
+        return hits, answer, pack, other, kbs, named
 
-    hits, answer, pack, other, kbs = call(tenants["a"], tenants["user"], steps)
+    hits, answer, pack, other, kbs, named = call(tenants["a"], tenants["user"], steps)
+    assert data(named)[0]["title"] == "regimento"
     assert [kb["name"] for kb in json.loads(kbs.contents[0].text)] == ["regras-a"]  # tenant B's is not listed
     found = data(hits)
     assert found[0]["title"] == "regimento" and "22 horas" in found[0]["excerpt"]

@@ -98,14 +98,18 @@ _BY_STATE: dict[str, type[HipocampoError]] = {
 
 
 def from_db_error(err: psycopg.Error) -> HipocampoError:
-    """Map a psycopg error to the typed exception of its SQLSTATE (message kept); a lost or
+    """Map a psycopg error to the typed exception of its SQLSTATE, its message kept but for a
+    constraint's name, said in words (:func:`hipocampo.constraints.in_words`); a lost or
     refused connection to :class:`ConnectionLostError` with the driver's first line."""
     state = err.sqlstate or ""
     diag = err.diag.message_primary if err.diag else None
     if isinstance(err, psycopg.OperationalError) and (not state or state.startswith("08") or state[:4] == "57P0"):
         first = (diag or str(err)).strip().splitlines()[0] if (diag or str(err)).strip() else type(err).__name__
         return ConnectionLostError(f"lost the database connection: {first}", state or "08006")
-    return from_sqlstate(state, diag or str(err))
+    from .constraints import in_words  # a constraint's name never reaches a person (issue 58 §4)
+
+    constraint = err.diag.constraint_name if err.diag else None
+    return from_sqlstate(state, in_words(diag or str(err), constraint))
 
 
 def from_sqlstate(state: str | None, message: str) -> HipocampoError:

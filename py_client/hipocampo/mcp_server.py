@@ -84,8 +84,12 @@ class _Session:
     def memory(self, *, embed: bool = True) -> Memory:
         return Memory(self.client, self.embedder() if embed else None)
 
-    def kb_ids(self, names: list[str] | None) -> list[UUID] | None:
+    def kb_ids(self, names: list[str] | str | None) -> list[UUID] | None:
+        """The knowledge bases' ids; one name may come as a string (issue 58 §4: a string here was
+        a raw validation error with a URL)."""
         client = self.client
+        if isinstance(names, str):
+            names = [names]
         return [client.kb_id(n) for n in names] if names else None
 
 
@@ -195,7 +199,8 @@ def _knowledge_tools(server: MCPServer, s: _Session) -> None:
     def search_knowledge_base(
         query: Annotated[str, Field(description="What to look for, in the user's words (1..2,000 characters).")],
         kb: Annotated[
-            list[str] | None, Field(description="Knowledge base names to search; omit for all of the tenant's.")
+            list[str] | str | None,
+            Field(description="Knowledge base names to search (a list, or one name); omit for all of the tenant's."),
         ] = None,
         top_k: Annotated[
             int | None,
@@ -236,8 +241,11 @@ def _answer_tools(server: MCPServer, s: _Session) -> None:
     def ask(
         question: Annotated[str, Field(description="The question (3..2,000 characters).")],
         kb: Annotated[
-            list[str] | None,
-            Field(description="Knowledge base names to answer from; omit (and agent) for all of the tenant's."),
+            list[str] | str | None,
+            Field(
+                description="Knowledge base names to answer from (a list, or one name); omit (and agent) for all of"
+                " the tenant's."
+            ),
         ] = None,
         agent: Annotated[str | None, Field(description="Agent binding (its knowledge bases and settings).")] = None,
         use_cache: Annotated[
@@ -288,7 +296,9 @@ def _answer_tools(server: MCPServer, s: _Session) -> None:
                 "at least context_pack.min_token_budget)."
             ),
         ] = None,
-        kb: Annotated[list[str] | None, Field(description="Knowledge base names for the RAG part.")] = None,
+        kb: Annotated[
+            list[str] | str | None, Field(description="Knowledge base names for the RAG part (a list, or one name).")
+        ] = None,
     ) -> dict[str, Any]:
         """Everything to put in the prompt for this turn, within a token budget: the user's
         relevant memories, the conversation's recent messages and summary, and knowledge-base

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import HipocampoError
+from ..errors import HipocampoError, InvalidInputError
 from ..models import Answer
 from .common import _client, _fail
 
@@ -62,6 +62,10 @@ def ask(
     from ..embeddings import provider_from_config
 
     with _client(tenant) as client:
+        if not kb and not agent:  # the CLI's words, not the Python argument's (issue 58 §4)
+            names = sorted(k.name for k in client.list_kbs())
+            which = f" (the tenant's: {', '.join(names[:10])})" if names else " (the tenant has none yet)"
+            raise _fail(InvalidInputError(f"no knowledge base: pass --kb <name> or --agent <name>{which}", "22023"))
         try:
             kb_ids = [client.kb_id(name) for name in kb] if kb else None
             ans = Orchestrator(client, provider_from_config()).ask(

@@ -190,6 +190,29 @@ def _openai_error(response: JSONResponse) -> JSONResponse:
     return JSONResponse({"error": error, "trace_id": body.get("trace_id")}, response.status_code, headers=headers)
 
 
+def _validation_message(exc: Any) -> str:
+    """One line for a request FastAPI could not read (issue 58 §4: its {"detail": [...]} reached
+    OpenAI's SDKs and people): malformed JSON, token arrays for /v1/embeddings' input, or the
+    first field that is wrong, by name."""
+    errors = list(exc.errors())
+    first = errors[0] if errors else {}
+    if first.get("type") == "json_invalid":
+        return f"the body is not valid JSON ({first.get('ctx', {}).get('error', 'malformed')})"
+    where = [str(p) for p in first.get("loc", ()) if p != "body"]
+    if where[:1] == ["input"] and any(e.get("type") in ("string_type", "list_type") for e in errors):
+        return "input must be a string or an array of strings (token arrays are not accepted: send the text)"
+    field = ".".join(w for w in where if not w.isdigit()) or "the body"
+    return f"{field}: {first.get('msg', 'invalid')}"
+
+
+async def _request_invalid(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's RequestValidationError answered in the API's shapes: OpenAI's under /v1/
+    ({"error": {"message", "type", "code"}}), {"error", "trace_id"} elsewhere; 422 both."""
+    trace = str(uuid.uuid4())
+    response = JSONResponse({"error": _validation_message(exc), "trace_id": trace}, 422, headers={"X-Trace-ID": trace})
+    return _openai_error(response) if request.url.path.startswith("/v1/") else response
+
+
 class _Endpoints:
     """The routes' handlers over one connection pool (``root``, acting as service_role)."""
 
@@ -450,6 +473,9 @@ def create_app(
         description="Answers that cite or refuse, and ContextPacks.",
         lifespan=warm_up,
     )
+    from fastapi.exceptions import RequestValidationError
+
+    app.add_exception_handler(RequestValidationError, _request_invalid)
     app.get("/healthz")(endpoints.healthz)
     app.get("/readyz")(endpoints.readyz)
     app.post("/ask")(endpoints.ask)

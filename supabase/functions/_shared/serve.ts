@@ -6,6 +6,7 @@
  */
 import { isIP } from "node:net";
 import { type Actor, actorOf } from "./auth.ts";
+import { inWords } from "./constraints.ts";
 import { asActor, readDatabase, takeIpRateLimit, type Tx, writePosition } from "./db.ts";
 import {
   corsHeaders,
@@ -83,7 +84,7 @@ function errorResponse(err: unknown, trace: string): Response {
   const code = typeof e?.code === "string" ? e.code : "";
   if (/^[0-9A-Z]{5}$/.test(code)) {
     return json(
-      { error: String(e.message), sqlstate: code, trace_id: trace },
+      { error: inWords(String(e.message)), sqlstate: code, trace_id: trace },
       statusOfSqlstate(code, true),
       trace,
     );
