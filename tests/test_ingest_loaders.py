@@ -52,6 +52,27 @@ def test_docx(tmp_path: Path) -> None:
     assert doc.title == "Regimento DOCX" and "# Capítulo I" in doc.text and TEXT in doc.text
 
 
+def test_docx_tables_keep_each_rows_header_in_reading_order(tmp_path: Path) -> None:
+    """Issue 59 §1: a condominium fee table vanished without a warning (paragraphs only)."""
+    import docx
+
+    d = docx.Document()
+    d.add_paragraph("Taxas de condomínio de 2026:")
+    table = d.add_table(rows=3, cols=2)
+    for r, (unit, fee) in enumerate([("Unidade", "Taxa"), ("302", "R$ 850,00"), ("401", "R$ 920,00")]):
+        table.cell(r, 0).text, table.cell(r, 1).text = unit, fee
+    d.add_paragraph("Vencimento no dia 10.")
+    plain = d.add_table(rows=1, cols=3)
+    plain.cell(0, 0).merge(plain.cell(0, 1)).text = "Síndico"
+    plain.cell(0, 2).text = "Ana"
+    d.save(str(tmp_path / "taxas.docx"))
+    text = load_path(tmp_path / "taxas.docx")[0].text
+    assert text == (
+        "Taxas de condomínio de 2026:\n\nUnidade: 302 · Taxa: R$ 850,00\nUnidade: 401 · Taxa: R$ 920,00"
+        "\n\nVencimento no dia 10.\n\nSíndico · Ana"
+    )
+
+
 def test_html(tmp_path: Path) -> None:
     (tmp_path / "r.html").write_text(
         f"<html><head><title>FAQ</title><script>x=1</script></head><body><h1>Regras</h1><p>{TEXT}</p></body></html>",

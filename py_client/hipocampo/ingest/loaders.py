@@ -93,6 +93,30 @@ def _load_pdf(path: Path) -> list[LoadedDocument]:
     return [LoadedDocument(title, "\n\n".join(pages), path.resolve().as_uri(), {"author": author})]
 
 
+def _table_rows(table: Any) -> list[str]:
+    """A DOCX table as lines of text that keep each row's header (issue 59 §1: tables were
+    dropped): with a header row (the first, every cell filled, no two alike), each later row is
+    "Unidade: 302 · Taxa: R$ 850,00"; without one, a row's cells joined by " · ". A merged cell
+    counts once; empty cells and empty rows are left out."""
+    grid: list[list[str]] = []
+    for row in table.rows:
+        cells: list[str] = []
+        seen: list[Any] = []
+        for cell in row.cells:
+            if any(cell._tc is s for s in seen):  # a merged cell repeats its object
+                continue
+            seen.append(cell._tc)
+            cells.append(" ".join(cell.text.split()))
+        if any(cells):
+            grid.append(cells)
+    if not grid:
+        return []
+    header = grid[0]
+    if len(grid) > 1 and all(header) and len(set(header)) == len(header):
+        return [" · ".join(f"{h}: {v}" for h, v in zip(header, row, strict=False) if v) for row in grid[1:] if any(row)]
+    return [" · ".join(c for c in row if c) for row in grid]
+
+
 def _load_docx(path: Path) -> list[LoadedDocument]:
     import docx
     from docx.opc.exceptions import PackageNotFoundError
@@ -101,10 +125,17 @@ def _load_docx(path: Path) -> list[LoadedDocument]:
         d = docx.Document(str(path))
     except (PackageNotFoundError, ValueError, KeyError, OSError) as exc:
         raise LoaderError(f"{path}: not a readable DOCX ({exc})") from exc
+    from docx.table import Table
+
     parts: list[str] = []
-    for p in d.paragraphs:
-        style = (p.style.name if p.style is not None else "") or ""
-        text = p.text.strip()
+    for block in d.iter_inner_content():  # paragraphs and tables, in reading order
+        if isinstance(block, Table):
+            rows = _table_rows(block)
+            if rows:
+                parts.append("\n".join(rows))
+            continue
+        style = (block.style.name if block.style is not None else "") or ""
+        text = block.text.strip()
         if not text:
             continue
         parts.append(f"# {text}" if style.lower().startswith(("heading", "título", "title")) else text)
