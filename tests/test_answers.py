@@ -491,6 +491,34 @@ def test_a_faq_answers_from_the_entry_that_answers_not_its_neighbour(env: Env) -
         assert not a.answer.startswith(entry), "the answer, not the question repeated"
 
 
+def test_a_question_about_a_table_cell_cites_the_table(env: Env, tmp_path: Path) -> None:
+    """Issue 59 §1: a DOCX's fee table was dropped, so "how much does 302 pay?" had nothing to
+    find; its rows are read with their header and the reply cites the table's chunk. (Which
+    lines of it the reply quotes is the evidence window's choice: here the table's first rows.)"""
+    import docx
+
+    from hipocampo.ingest.pipeline import ingest_paths
+
+    d = docx.Document()
+    d.add_paragraph("Tabela das taxas mensais de condomínio por unidade, válidas a partir de janeiro de 2026.")
+    table = d.add_table(rows=4, cols=2)
+    for r, (unit, fee) in enumerate([("Unidade", "Taxa mensal"), ("301", "R$ 780,00"), ("302", "R$ 850,00"),
+                                     ("401", "R$ 920,00")]):  # fmt: skip
+        table.cell(r, 0).text, table.cell(r, 1).text = unit, fee
+    d.save(str(tmp_path / "taxas.docx"))
+    env.service.create_kb("taxas")
+    ingest_paths(env.service, "taxas", [tmp_path / "taxas.docx"], env.embedder, count_tokens, source_type="metric")
+    a = Orchestrator(env.user, env.embedder).ask(
+        "Qual é a taxa mensal de condomínio da unidade 302?", kb_ids=[env.service.kb_id("taxas")], use_cache=False
+    )
+    assert not a.refused, (a.reason, a.answer)
+    assert [s.document for s in a.sources] == ["taxas"], a.sources
+    with env.service.transaction() as cur:
+        cur.execute("select content from hipocampo_private.chunks where id = %s", (a.sources[0].chunk_id,))
+        row = cur.fetchone()
+    assert row is not None and "Unidade: 302 · Taxa mensal: R$ 850,00" in row["content"]
+
+
 def cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True))
 

@@ -73,6 +73,28 @@ def test_docx_tables_keep_each_rows_header_in_reading_order(tmp_path: Path) -> N
     )
 
 
+def test_pdf_tables_keep_each_rows_header_in_reading_order(tmp_path: Path) -> None:
+    """Issue 59 §1: a PDF's table came out as loose words ("302 R$ 850,00", headers lost)."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", size=12)
+    pdf.multi_cell(0, 8, "Taxas de condominio de 2026.")
+    with pdf.table() as table:
+        for unit, fee in [("Unidade", "Taxa"), ("302", "R$ 850,00"), ("401", "R$ 920,00")]:
+            row = table.row()
+            row.cell(unit)
+            row.cell(fee)
+    pdf.multi_cell(0, 8, "Multa por atraso: 2% ao mes.")
+    pdf.output(str(tmp_path / "taxas.pdf"))
+    text = load_path(tmp_path / "taxas.pdf")[0].text
+    assert text == (
+        "Taxas de condominio de 2026.\nUnidade: 302 · Taxa: R$ 850,00\nUnidade: 401 · Taxa: R$ 920,00\n"
+        "Multa por atraso: 2% ao mes."
+    )
+
+
 def test_html(tmp_path: Path) -> None:
     (tmp_path / "r.html").write_text(
         f"<html><head><title>FAQ</title><script>x=1</script></head><body><h1>Regras</h1><p>{TEXT}</p></body></html>",

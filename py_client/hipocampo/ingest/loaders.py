@@ -1,4 +1,5 @@
-"""File loaders: .txt, .md, .pdf (pypdf), .docx (python-docx), .json, .html (BeautifulSoup).
+"""File loaders: .txt, .md, .pdf (pypdf; pdfplumber for pages with tables), .docx (python-docx,
+tables included), .json, .html (BeautifulSoup).
 
 Each returns :class:`LoadedDocument` objects; a JSON file may hold several documents (SQuAD
 format like FaQuAD's ``dataset.json``, a list of objects, or one object). An object's text is its
@@ -88,16 +89,61 @@ def _load_pdf(path: Path) -> list[LoadedDocument]:
         meta = reader.metadata
     except (PdfReadError, ValueError, KeyError, OSError) as exc:
         raise LoaderError(f"{path}: not a readable PDF ({exc})") from exc
+    pages = _pdf_pages_with_tables(path, pages)
     title = (meta.title if meta and meta.title else None) or path.stem
     author = meta.author if meta and meta.author else None
     return [LoadedDocument(title, "\n\n".join(pages), path.resolve().as_uri(), {"author": author})]
 
 
+def _pdf_pages_with_tables(path: Path, pages: list[str]) -> list[str]:
+    """``pages`` (pypdf's text of each page) with every page that holds a table read again by
+    pdfplumber (issue 59 §1): its lines outside the tables and each table as rows that keep their
+    header (:func:`_grid_rows`), by their place on the page. A page without tables, or a file
+    pdfplumber cannot read, keeps pypdf's text."""
+    import pdfplumber
+
+    logging.getLogger("pdfminer").setLevel(logging.ERROR)
+    try:
+        with pdfplumber.open(str(path)) as pdf:
+            for n, page in enumerate(pdf.pages[: len(pages)]):
+                tables = page.find_tables()
+                if not tables:
+                    continue
+                boxes = [t.bbox for t in tables]
+                placed: list[tuple[float, str]] = [
+                    (line["top"], line["text"])
+                    for line in page.extract_text_lines()
+                    if not any(x0 - 1 <= line["x0"] and line["top"] >= top - 1 and line["bottom"] <= bottom + 1
+                               and line["x1"] <= x1 + 1 for x0, top, x1, bottom in boxes)
+                ]  # fmt: skip
+                for t in tables:
+                    grid = [[" ".join((c or "").split()) for c in row] for row in t.extract()]
+                    rows = _grid_rows(grid)
+                    if rows:
+                        placed.append((t.bbox[1], "\n".join(rows)))
+                pages[n] = "\n".join(text for _, text in sorted(placed, key=lambda p: p[0]))
+    except Exception:  # pdfminer's errors have no common base; pypdf's text stands
+        return pages
+    return pages
+
+
+def _grid_rows(grid: list[list[str]]) -> list[str]:
+    """A table's cells (rows of strings) as lines of text that keep each row's header: with a
+    header row (the first, every cell filled, no two alike), each later row is "Unidade: 302 ·
+    Taxa: R$ 850,00"; without one, a row's cells joined by " · ". Empty cells and rows are left
+    out."""
+    grid = [row for row in grid if any(row)]
+    if not grid:
+        return []
+    header = grid[0]
+    if len(grid) > 1 and all(header) and len(set(header)) == len(header):
+        return [" · ".join(f"{h}: {v}" for h, v in zip(header, row, strict=False) if v) for row in grid[1:]]
+    return [" · ".join(c for c in row if c) for row in grid]
+
+
 def _table_rows(table: Any) -> list[str]:
     """A DOCX table as lines of text that keep each row's header (issue 59 §1: tables were
-    dropped): with a header row (the first, every cell filled, no two alike), each later row is
-    "Unidade: 302 · Taxa: R$ 850,00"; without one, a row's cells joined by " · ". A merged cell
-    counts once; empty cells and empty rows are left out."""
+    dropped; :func:`_grid_rows`); a merged cell counts once."""
     grid: list[list[str]] = []
     for row in table.rows:
         cells: list[str] = []
@@ -107,14 +153,8 @@ def _table_rows(table: Any) -> list[str]:
                 continue
             seen.append(cell._tc)
             cells.append(" ".join(cell.text.split()))
-        if any(cells):
-            grid.append(cells)
-    if not grid:
-        return []
-    header = grid[0]
-    if len(grid) > 1 and all(header) and len(set(header)) == len(header):
-        return [" · ".join(f"{h}: {v}" for h, v in zip(header, row, strict=False) if v) for row in grid[1:] if any(row)]
-    return [" · ".join(c for c in row if c) for row in grid]
+        grid.append(cells)
+    return _grid_rows(grid)
 
 
 def _load_docx(path: Path) -> list[LoadedDocument]:
