@@ -21,6 +21,7 @@ SUPABASE_CLI := .supabase-cli/node_modules/.bin/supabase
 PGTAP := .pgtap/stamp
 PGTAP_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
 CHROMIUM := .chromium/stamp
+TESSERACT := .tesseract/stamp
 PG15 := .pg15/stamp-with-client
 PG15_BIN := .pg15/usr/lib/postgresql/15/bin
 export DENO_DIR := $(CURDIR)/.deno/cache
@@ -67,6 +68,18 @@ $(CHROMIUM):
 	rm -rf .chromium/debs
 	touch $(CHROMIUM)
 
+# Tesseract with its Portuguese and English data (OCR of scanned pages and images, issue 59 §1):
+# Debian's packages and their libraries unpacked into .tesseract/ without installing anything
+# (hipocampo.ingest.ocr finds the binary there and its libraries and data beside it).
+$(TESSERACT):
+	@command -v apt-get >/dev/null || { echo "make test needs Debian's apt-get for Tesseract (.tesseract/)" >&2; exit 1; }
+	rm -rf .tesseract && mkdir -p .tesseract/debs
+	cd .tesseract/debs && apt-get download $$(apt-get install -s --no-install-recommends tesseract-ocr \
+		tesseract-ocr-por tesseract-ocr-eng | awk '/^Inst /{print $$2}')
+	for deb in .tesseract/debs/*.deb; do dpkg-deb -x "$$deb" .tesseract; done
+	rm -rf .tesseract/debs
+	touch $(TESSERACT)
+
 # PostgreSQL 15, the oldest major version Supabase runs: Debian's server, client, pg_cron and
 # plpgsql_check packages (plpgsql_check for `supabase db lint`; the client's pg_basebackup for the
 # standby of tests/test_replica.py), with
@@ -108,12 +121,12 @@ lint: $(STAMP) $(DENO)
 	$(DENO) lint supabase/functions
 	$(DENO) check supabase/functions/*/index.ts
 
-pytest: $(STAMP) $(DENO) $(PGTAP) $(CHROMIUM)
+pytest: $(STAMP) $(DENO) $(PGTAP) $(CHROMIUM) $(TESSERACT)
 	$(BIN)/python -m pytest -q
 
 # The same suite on a throwaway PostgreSQL 15 server with pg_cron enabled, as on a Supabase
 # project that turned Cron on (migrations, shim, RPCs, pgTAP, the pg_cron jobs).
-pytest-pg15: $(STAMP) $(DENO) $(PGTAP) $(PG15) $(CHROMIUM)
+pytest-pg15: $(STAMP) $(DENO) $(PGTAP) $(PG15) $(CHROMIUM) $(TESSERACT)
 	$(BIN)/python tests/scratch_server.py $(PG15_BIN) -c shared_preload_libraries=pg_cron \
 		-c cron.database_name=postgres --extension pg_cron -- $(BIN)/python -m pytest -q
 
@@ -128,7 +141,7 @@ supabase-cli: $(STAMP) $(PG15) $(SUPABASE_CLI)
 # is the default since issue 61 §2): config.toml with [embedding] model = MiniLM (its calibration
 # is config.toml's), the tests' MODEL from HIPOCAMPO_TEST_MODEL.
 MINILM_CONFIG := .minilm/config.toml
-pytest-minilm: $(STAMP) $(DENO) $(PGTAP) $(CHROMIUM)
+pytest-minilm: $(STAMP) $(DENO) $(PGTAP) $(CHROMIUM) $(TESSERACT)
 	mkdir -p .minilm && sed 's/^model = "multilingual-e5-small"$$/model = "all-MiniLM-L6-v2"/' config.toml > $(MINILM_CONFIG) && \
 	grep -q '^model = "all-MiniLM-L6-v2"$$' $(MINILM_CONFIG) && \
 	HIPOCAMPO_CONFIG=$(CURDIR)/$(MINILM_CONFIG) HIPOCAMPO_TEST_MODEL=all-MiniLM-L6-v2 $(BIN)/python -m pytest -q
@@ -138,7 +151,7 @@ test: lint pytest pytest-minilm pytest-pg15 supabase-cli
 # The fast loop (issue 60 §6): lint and types, the SQL tests (tests/sql: RLS, the security matrix,
 # the RPCs, pgTAP) and the test files that touch what changed since the upstream branch (or HEAD),
 # uncommitted changes included (tools/changed_tests.py). `make test` stays the whole run.
-check: $(STAMP) $(DENO) $(PGTAP)
+check: $(STAMP) $(DENO) $(PGTAP) $(TESSERACT)
 	$(MAKE) lint
 	$(BIN)/python -m pytest -q tests/sql $$($(BIN)/python -m tools.changed_tests)
 
@@ -175,4 +188,4 @@ screenshots: $(STAMP) $(CHROMIUM)
 	HIPOCAMPO_SCREENSHOTS=$(CURDIR)/docs/screenshots $(BIN)/python -m pytest -q tests/test_hub_browser.py -k screenshots
 
 clean:
-	rm -rf $(VENV) .hipocampo .deno .pgtap .pg15 .chromium .minilm .e5
+	rm -rf $(VENV) .hipocampo .deno .pgtap .pg15 .chromium .tesseract .minilm .e5

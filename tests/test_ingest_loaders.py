@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,6 +94,51 @@ def test_pdf_tables_keep_each_rows_header_in_reading_order(tmp_path: Path) -> No
         "Taxas de condominio de 2026.\nUnidade: 302 · Taxa: R$ 850,00\nUnidade: 401 · Taxa: R$ 920,00\n"
         "Multa por atraso: 2% ao mes."
     )
+
+
+def _notice_pdf(path: Path, lines: list[str]) -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", size=16)
+    for line in lines:
+        pdf.multi_cell(0, 10, line, new_x="LMARGIN", new_y="NEXT")
+    pdf.output(str(path))
+
+
+def _render(pdf_path: Path, dpi: int = 200) -> Any:
+    import pypdfium2
+
+    doc = pypdfium2.PdfDocument(str(pdf_path))
+    try:
+        return doc[0].render(scale=dpi / 72).to_pil().convert("RGB")
+    finally:
+        doc.close()
+
+
+NOTICE = ["AVISO AOS MORADORES", "A piscina estara fechada para limpeza", "na segunda-feira, das 8h as 12h."]
+
+
+def test_a_scanned_pdf_page_is_read_by_ocr(tmp_path: Path) -> None:
+    """Issue 59 §1: a page without a text layer was read as nothing. A page is rendered to an
+    image and back into a PDF (a scan), and OCR reads it; the document records the page and the
+    confidence."""
+    _notice_pdf(tmp_path / "texto.pdf", NOTICE)
+    _render(tmp_path / "texto.pdf").save(tmp_path / "digitalizado.pdf")
+    doc = load_path(tmp_path / "digitalizado.pdf")[0]
+    words = " ".join(doc.text.split()).lower()
+    assert "aviso aos moradores" in words and "piscina" in words and "limpeza" in words, doc.text
+    assert doc.metadata["ocr"]["pages"] == [1] and doc.metadata["ocr"]["confidence"] > 70
+
+
+def test_a_photo_of_a_notice_is_read_by_ocr(tmp_path: Path) -> None:
+    _notice_pdf(tmp_path / "aviso.pdf", NOTICE)
+    _render(tmp_path / "aviso.pdf").save(tmp_path / "foto-do-aviso.jpg", quality=85)
+    doc = load_path(tmp_path / "foto-do-aviso.jpg")[0]
+    assert doc.title == "foto-do-aviso" and "piscina" in doc.text.lower(), doc.text
+    assert doc.metadata["ocr"] == {"pages": [1], "confidence": doc.metadata["ocr"]["confidence"]}
+    assert load_path(tmp_path / "aviso.pdf")[0].metadata["ocr"] is None  # a text layer needs no OCR
 
 
 def test_html(tmp_path: Path) -> None:

@@ -211,3 +211,33 @@ def test_ingest_into_a_missing_kb_without_create(
     with pytest.raises(NotFoundError, match="unknown knowledge base 'regrs'"):
         ingest_paths(service_client, "regrs", [folder(tmp_path)], counting, count_tokens, create_kb=False)
     assert [k.name for k in service_client.list_kbs()] == []
+
+
+def test_a_scanned_notice_is_ingested_with_its_ocr_record(
+    tmp_path: Path, service_client: Hipocampo, counting: CountingEmbedder
+) -> None:
+    """Issue 59 §1: a photo of a notice is read by OCR, and its chunks record which pages OCR read
+    and how sure it was."""
+    import pypdfium2
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", size=16)
+    for line in ("AVISO AOS MORADORES", "A piscina estara fechada para limpeza na segunda-feira."):
+        pdf.multi_cell(0, 10, line, new_x="LMARGIN", new_y="NEXT")
+    pdf.output(str(tmp_path / "aviso.pdf"))
+    doc = pypdfium2.PdfDocument(str(tmp_path / "aviso.pdf"))
+    (tmp_path / "fotos").mkdir()
+    doc[0].render(scale=200 / 72).to_pil().convert("RGB").save(tmp_path / "fotos" / "aviso.png")
+    doc.close()
+    summary = ingest_paths(service_client, "avisos", [tmp_path / "fotos"], counting, count_tokens)
+    assert summary.documents_ingested == 1, summary
+    with service_client.transaction() as cur:
+        cur.execute(
+            "select c.content, c.metadata -> 'ocr' as ocr from hipocampo_private.chunks as c where c.kb_id = %s",
+            (service_client.kb_id("avisos"),),
+        )
+        rows = cur.fetchall()
+    assert rows and "piscina" in rows[0]["content"].lower()
+    assert rows[0]["ocr"]["pages"] == [1] and rows[0]["ocr"]["confidence"] > 70

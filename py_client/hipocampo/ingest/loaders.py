@@ -1,5 +1,6 @@
-"""File loaders: .txt, .md, .pdf (pypdf; pdfplumber for pages with tables), .docx (python-docx,
-tables included), .json, .html (BeautifulSoup).
+"""File loaders: .txt, .md, .pdf (pypdf; pdfplumber for pages with tables; OCR for pages without
+a text layer), .docx (python-docx, tables included), .json, .html (BeautifulSoup), .png / .jpg
+(OCR: Tesseract, :mod:`hipocampo.ingest.ocr`).
 
 Each returns :class:`LoadedDocument` objects; a JSON file may hold several documents (SQuAD
 format like FaQuAD's ``dataset.json``, a list of objects, or one object). An object's text is its
@@ -23,7 +24,9 @@ from ..errors import LoaderError
 
 __all__ = ["SUPPORTED_SUFFIXES", "LoadedDocument", "load_path", "normalize_text"]
 
-SUPPORTED_SUFFIXES = (".txt", ".md", ".pdf", ".docx", ".json", ".html", ".htm")
+SUPPORTED_SUFFIXES = (".txt", ".md", ".pdf", ".docx", ".json", ".html", ".htm", ".png", ".jpg", ".jpeg")
+_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+_OCR_DPI = 300
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
@@ -90,9 +93,65 @@ def _load_pdf(path: Path) -> list[LoadedDocument]:
     except (PdfReadError, ValueError, KeyError, OSError) as exc:
         raise LoaderError(f"{path}: not a readable PDF ({exc})") from exc
     pages = _pdf_pages_with_tables(path, pages)
+    ocr = _ocr_scanned_pages(path, pages)
     title = (meta.title if meta and meta.title else None) or path.stem
     author = meta.author if meta and meta.author else None
-    return [LoadedDocument(title, "\n\n".join(pages), path.resolve().as_uri(), {"author": author})]
+    return [LoadedDocument(title, "\n\n".join(pages), path.resolve().as_uri(), {"author": author, "ocr": ocr})]
+
+
+def _ocr_scanned_pages(path: Path, pages: list[str]) -> dict[str, Any] | None:
+    """Every page of ``pages`` with no text layer (fewer than 20 letters) read by OCR from its
+    image at 300 dpi (pypdfium2 renders it; :func:`hipocampo.ingest.ocr.ocr_image`), in place.
+    Returns {"pages": [1-based numbers], "confidence": mean word confidence 0-100}, or None when
+    no page needed it.
+
+    Raises:
+        LoaderError: a page needs OCR and there is no Tesseract (the message says how to install it).
+    """
+    scanned = [n for n, text in enumerate(pages) if len(re.findall(r"[^\W\d_]", text)) < 20]
+    if not scanned:
+        return None
+    import pypdfium2
+
+    from .ocr import ocr_image
+
+    confidences: list[float] = []
+    pdf = pypdfium2.PdfDocument(str(path))
+    try:
+        for n in scanned:
+            image = pdf[n].render(scale=_OCR_DPI / 72).to_pil()
+            read = ocr_image(image, f"{path} page {n + 1}")
+            pages[n] = read.text
+            if read.confidence is not None:
+                confidences.append(read.confidence)
+    finally:
+        pdf.close()
+    return {
+        "pages": [n + 1 for n in scanned],
+        "confidence": round(sum(confidences) / len(confidences), 1) if confidences else None,
+    }
+
+
+def _load_image(path: Path) -> list[LoadedDocument]:
+    """A photo or scan (.png, .jpg) read by OCR: one document, its OCR confidence recorded."""
+    from PIL import Image, UnidentifiedImageError
+
+    from .ocr import ocr_image
+
+    try:
+        with Image.open(path) as img:
+            img.load()
+            read = ocr_image(img.convert("RGB"), str(path))
+    except (UnidentifiedImageError, OSError) as exc:
+        raise LoaderError(f"{path}: not a readable image ({exc})") from exc
+    return [
+        LoadedDocument(
+            path.stem.replace("_", " "),
+            read.text,
+            path.resolve().as_uri(),
+            {"ocr": {"pages": [1], "confidence": read.confidence}},
+        )
+    ]
 
 
 def _pdf_pages_with_tables(path: Path, pages: list[str]) -> list[str]:
@@ -258,6 +317,8 @@ def load_path(path: Path) -> list[LoadedDocument]:
         )
     if suffix == ".pdf":
         docs = _load_pdf(path)
+    elif suffix in _IMAGE_SUFFIXES:
+        docs = _load_image(path)
     elif suffix == ".docx":
         docs = _load_docx(path)
     elif suffix in (".html", ".htm"):

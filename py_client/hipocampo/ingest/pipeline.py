@@ -378,6 +378,8 @@ class _Run:
     def rows(self, p: _Pending, vectors: list[list[float]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """A pending document as ``ingest_document`` takes it: (document, chunks)."""
         it = p.item
+        # which pages OCR read and its confidence, on every chunk of the document (issue 59 §1)
+        ocr = {"ocr": it.doc.metadata["ocr"]} if it.doc.metadata.get("ocr") else {}
         chunks = [
             {
                 "chunk_index": i,
@@ -387,7 +389,7 @@ class _Run:
                 # chunks, also when another one in the KB has the same text (search's
                 # near-duplicate dedupe then shows one of them); see issue 19 §1.11.
                 "content_hash": sha256(f"{self.kb_id}:{it.doc.source_uri}:{i}:{c.content}"),
-                "metadata": {**c.metadata, "title": context_header(it.doc.title, c)},
+                "metadata": {**c.metadata, "title": context_header(it.doc.title, c), **ocr},
                 "embedding": v,
                 **({"sentence_embeddings": p.sentence_vectors[i]} if p.sentence_vectors else {}),
             }
@@ -401,7 +403,7 @@ class _Run:
             "doc_type": it.doc_type,
             "trust_score": it.trust_score,
             "pii_replacements": p.pii,
-            **{k: v for k, v in it.doc.metadata.items() if v is not None},
+            **{k: v for k, v in it.doc.metadata.items() if v is not None and k != "ocr"},
         }
         return document, chunks
 
