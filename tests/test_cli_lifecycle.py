@@ -226,6 +226,20 @@ def test_a_read_never_writes(database_url: str) -> None:
     assert (has_default is None) == (had_default is None) and members == (0,)
 
 
+def test_the_hubs_local_user_is_an_admin_of_the_tenant_named(database_url: str) -> None:
+    """Issue 58 §2: `serve --dev-user` signed in as admin of a silently created tenant demo;
+    `--tenant sol` makes the local user an admin of sol, and an unknown slug names the ones there."""
+    from hipocampo.cli.answers import _dev_user
+
+    slug = f"life-{uuid.uuid4().hex[:8]}"
+    ok("tenant", "create", "Condomínio", "--slug", slug)
+    user = _dev_user(database_url, "s" * 48, slug)
+    members = json.loads(ok("member", "list", "--tenant", slug, "--json"))
+    assert {(m["user_id"], m["role"]) for m in members} == {(str(user.user_id), "admin")}
+    with pytest.raises(typer.Exit):
+        _dev_user(database_url, "s" * 48, "nao-existe-" + slug)
+
+
 def test_memory_commands_print_tables_and_take_emotion(database_url: str) -> None:
     slug = f"life-{uuid.uuid4().hex[:8]}"
     ok("tenant", "create", "Condomínio", "--slug", slug)

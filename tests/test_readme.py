@@ -98,7 +98,7 @@ def test_the_readme_runs_as_written(env: dict[str, str]) -> None:
     assert of("hipocampo memory correct").startswith("corrected ")
     assert of("hipocampo memory promote").startswith("created ")
     assert of("hipocampo memory forget") == "forgotten"
-    assert "deleted regulamentos" in of("hipocampo kb delete regulamentos")
+    assert "deleted rascunho" in of("hipocampo kb delete rascunho")
 
     proc = subprocess.run(
         [sys.executable, "-c", snippet], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600

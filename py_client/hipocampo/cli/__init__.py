@@ -545,7 +545,8 @@ def mcp_stdio(
     ] = None,
 ) -> None:
     """MCP server over stdio for an agent host (Claude, Cursor, VS Code, Agent Framework): tools
-    search_knowledge_base, ask, remember, recall, forget, correct, list_memories, context_pack,
+    search_knowledge_base, ask, remember, recall, forget, correct, list_memories, memory_consent,
+    context_pack,
     acting as --user in --tenant (RLS and the caller model apply). Protocol on stdout; messages
     on stderr."""
     from ..mcp_server import build_server, require_sdk

@@ -86,9 +86,14 @@ def serve(
         bool,
         typer.Option(
             "--dev-user",
-            help="Offer the hub's local development user (an admin of the demo tenant); loopback only.",
+            help="Offer the hub's local development user (an admin of --tenant, else of the demo tenant); "
+            "loopback only.",
         ),
     ] = False,
+    tenant: Annotated[
+        str | None,
+        typer.Option("--tenant", "-t", help="With --dev-user: the tenant the local user is an admin of."),
+    ] = None,
 ) -> None:
     """HTTP API (FastAPI): POST /ask, POST /context-pack, POST /mcp (MCP, streamable HTTP), GET /healthz,
     GET /readyz, docs at /docs, and the knowledge-base hub at /hub.
@@ -124,7 +129,7 @@ def serve(
         if not secret:
             console.print(f"[red]error:[/red] --dev-user signs HS256 tokens: set ${env}")
             raise typer.Exit(code=1)
-        local = _dev_user(url, secret)
+        local = _dev_user(url, secret, tenant)
     elif not secret and not os.environ.get(jwks_env):
         console.print(
             f"[red]error:[/red] set ${env} (the HS256 secret of your JWTs) or ${jwks_env} (the JWKS URL of "
@@ -145,12 +150,19 @@ def serve(
         read_your_writes_wait_ms=db.read_your_writes_wait_ms(),
     )
     at = port or int(http.get("port", 8000))
-    console.print(f"hub: http://{bind}:{at}/hub" + ("  (sign in as the local development user)" if local else ""))
+    who = f"  (sign in as the local development user, an admin of {tenant or 'demo'})" if local else ""
+    console.print(f"hub: http://{bind}:{at}/hub{who}")
     uvicorn.run(app, host=bind, port=at)
 
 
-def _dev_user(url: str, secret: str) -> DevUser:
-    """The local development user: an admin of the demo tenant (created if missing)."""
+def _dev_user(url: str, secret: str, slug: str | None = None) -> DevUser:
+    """The local development user: an admin of the tenant ``slug`` (which must exist; issue 58 §2:
+    `serve --dev-user --tenant sol` opens the hub on the tenant you built), else of the demo
+    tenant (created if missing).
+
+    Raises:
+        typer.Exit: ``slug`` names no tenant (exit 1, the tenants that exist named).
+    """
     from uuid import NAMESPACE_URL, uuid5
 
     from ..client import Actor, Hipocampo
@@ -158,6 +170,10 @@ def _dev_user(url: str, secret: str) -> DevUser:
 
     user = uuid5(NAMESPACE_URL, "hipocampo:dev-admin")
     with Hipocampo(url) as root:
-        tenant = root.tenant_id("demo") or root.create_tenant("Demo (FaQuAD)", "demo")
+        tenant = root.tenant_id(slug) if slug else root.tenant_id("demo") or root.create_tenant("Demo (FaQuAD)", "demo")
+        if tenant is None:
+            slugs = sorted(t.slug for t in root.list_tenants())
+            console.print(f"[red]error:[/red] unknown tenant {slug!r}; pass --tenant with one of: {', '.join(slugs)}")
+            raise typer.Exit(code=1)
         root.as_actor(Actor.service(tenant)).add_member(tenant, user, "admin")
     return DevUser(user, tenant, secret)

@@ -64,7 +64,7 @@ _PT: dict[str, str] = {
     "signin": "Entrar",
     "dev_user": "Usuário local de desenvolvimento",
     "dev_user_note": "Somente neste computador (hipocampo serve --dev-user): um administrador do tenant "
-    "de demonstração, com um token assinado por este servidor.",
+    "que o servidor nomeou (--tenant; o de demonstração por padrão), com um token assinado por este servidor.",
     "signin_dev": "Entrar como usuário local de desenvolvimento",
     "kbs_title": "Bases de conhecimento",
     "name": "Nome",
@@ -334,8 +334,8 @@ _EN: dict[str, str] = {
     "token": "Access JWT",
     "signin": "Sign in",
     "dev_user": "Local development user",
-    "dev_user_note": "This computer only (hipocampo serve --dev-user): an admin of the demo tenant, with a "
-    "token signed by this server.",
+    "dev_user_note": "This computer only (hipocampo serve --dev-user): an admin of the tenant the server "
+    "named (--tenant; the demo tenant by default), with a token signed by this server.",
     "signin_dev": "Sign in as the local development user",
     "kbs_title": "Knowledge bases",
     "name": "Name",
