@@ -337,6 +337,15 @@ def test_a_binding_naming_the_service_role_key_is_refused(victim: dict[str, Any]
     )  # fmt: skip
 
 
+def test_a_secret_in_an_imported_chunk_is_refused(victim: dict[str, Any], target: str, tmp_path: Path) -> None:
+    """Issue 57 §6: the forbidden-sources check holds on every write path, an import's too."""
+    token = "token ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    _attack(
+        victim, target, tmp_path, lambda m, f: _rewrite(m, f, "chunks", "content", token),
+        "22023", r"imported document \S+ is of a forbidden kind \(credentials\): a credential \(GitHubTokenDetector\)",
+    )  # fmt: skip
+
+
 def test_a_sequence_entry_moves_nothing_the_import_does_not_copy(
     victim: dict[str, Any], target: str, tmp_path: Path
 ) -> None:

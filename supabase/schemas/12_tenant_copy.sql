@@ -407,5 +407,58 @@ begin
         raise exception 'imported rows leave the tenant: %', fault using errcode = '42501';
     end if;
     perform hipocampo_private._check_imported_config(_check_imported_tenant.tenant_id);
+    fault := hipocampo_private._imported_forbidden(_check_imported_tenant.tenant_id);
+    if fault is not null then
+        raise exception 'imported %; nothing imported', fault using errcode = '22023';
+    end if;
 end;
+$$;
+
+/*
+_imported_forbidden(tenant_id uuid) -> text
+
+Purpose: the forbidden-sources check on an import (issue 57 §6: every write path): each
+  imported document that is not quarantined, its text (its chunks of one model, in order)
+  through _forbidden_kind under its knowledge base's forbidden_sources config; a kind the config
+  does not allow for the document's source type refuses the import (a file cannot be partly
+  imported, so nothing is quarantined here).
+Parameters: tenant_id - the imported tenant.
+Returns: null, or "document <source_uri> is of a forbidden kind (<kind>): <reason>" for the
+  first such document.
+Errors: 55000 a knowledge base's forbidden_sources config is incomplete (_require_config).
+Example: select hipocampo_private._imported_forbidden('…');
+*/
+create or replace function hipocampo_private._imported_forbidden(tenant_id uuid)
+returns text
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select format('document %s is of a forbidden kind (%s): %s', f.source_uri, f.found[1], f.found[2])
+    from (
+        select d.source_uri, d.source_type, d.created_at, d.id, cfg.section,
+            hipocampo_private._forbidden_kind((
+                select string_agg(c.content, E'\n' order by c.chunk_index)
+                from (
+                    select distinct on (x.chunk_index) x.chunk_index, x.content
+                    from hipocampo_private.chunks as x
+                    where x.document_id = d.id
+                    order by x.chunk_index, x.embedding_model
+                ) as c
+            ), cfg.section) as found
+        from hipocampo_private.documents as d
+        cross join lateral (
+            select hipocampo_private._require_config(
+                hipocampo.effective_config(d.tenant_id, d.kb_id) -> 'forbidden_sources', 'forbidden_sources',
+                array['credential_patterns', 'transcript_min_turns', 'ledger_min_lines', 'biometric_min_payload_chars']
+            ) as section
+        ) as cfg
+        where d.tenant_id = _imported_forbidden.tenant_id and d.status <> 'quarantined'
+    ) as f
+    where f.found is not null
+        and coalesce(f.section -> 'by_source_type' -> f.source_type ->> f.found[1], f.section ->> f.found[1], 'refuse')
+        <> 'allow'
+    order by f.created_at, f.id
+    limit 1
 $$;
