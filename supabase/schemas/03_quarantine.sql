@@ -381,10 +381,10 @@ _credential_found(content text, cfg jsonb) -> text
 
 Purpose: the forbidden-sources check for credentials, in the database whoever writes (issue 57
   §6): detect-secrets' token rules (_secret_rules) and hipocampo's own (_own_credential_rules)
-  over each of the file's views (_forbidden_views: normalized, without spaces and line breaks,
-  base64 decoded), then forbidden_sources.credential_patterns (case-insensitive POSIX regexes,
-  the tenant's) over the normalized text; the first that matches, without the secret. All the
-  rules are first tried as one expression per view, so a clean file costs three scans.
+  over each of the file's views (_forbidden_views: normalized, token-like pieces joined, base64
+  decoded), then forbidden_sources.credential_patterns (case-insensitive POSIX regexes, the
+  tenant's) over the normalized text; the first that matches, without the secret. The rules are
+  first tried as three expressions per view (about 1.4 ms for a 1.5 KB text on these machines).
 Parameters: content - the text as loaded; cfg - the forbidden_sources config section.
 Returns: the reason ("a credential (GitHubTokenDetector) on line 7", "a credential
   (AWSKeyDetector) written split or spaced", "… in base64", "a credential
@@ -402,16 +402,21 @@ as $$
 declare
     views text[] := hipocampo_private._forbidden_views(content);
     how constant text[] := array['on line %s', 'written split or spaced', 'in base64'];
-    exact text;
+    plain text;
+    around text;
     folded text;
     hit record;
 begin
-    select '(' || string_agg(r.pattern, ')|(') filter (where not r.ignore_case) || ')',
+    -- (three expressions first, compiled once per session: the case-sensitive rules without
+    -- lookaround, the ones with it, the case-insensitive ones; one expression of them all costs a
+    -- third more, and the rules one by one overflow PostgreSQL's cache of 32 compiled expressions)
+    select '(' || string_agg(r.pattern, ')|(') filter (where not r.ignore_case and r.pattern !~ '\(\?[=!<]') || ')',
+        '(' || string_agg(r.pattern, ')|(') filter (where not r.ignore_case and r.pattern ~ '\(\?[=!<]') || ')',
         '(' || string_agg(r.pattern, ')|(') filter (where r.ignore_case) || ')'
-    into exact, folded
+    into plain, around, folded
     from (select * from hipocampo_private._secret_rules() union all select * from hipocampo_private._own_credential_rules()) as r;
     for v in 1 .. 3 loop
-        continue when views[v] = '' or not (views[v] ~ exact or views[v] ~* folded);
+        continue when views[v] = '' or not (views[v] ~ plain or views[v] ~ around or views[v] ~* folded);
         -- (Artifactory's prefix, AP and a hex digit, is read in the text as written only: joined
         -- pieces such as "APARTAMENTO 302" have its form)
         select r.name, case when r.ignore_case then regexp_instr(views[v], r.pattern, 1, 1, 0, 'i')
