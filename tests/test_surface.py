@@ -1,7 +1,8 @@
 """Python calls the public RPC surface only (issue 17 §2), and the package's layers import
 downwards only (issue 17 §3): surfaces (cli, http) → services (answers, memory, ingest,
 embeddings, agents, backfill, evaluation: its kb_eval, datasets, calibration, answer_sets) → the client
-(client, rpc, models, errors, text, config, resources, replication) → the database bootstrap (db)."""
+(client, rpc, models, errors and the constraints' words, text, config, resources, replication) → the
+database bootstrap (db)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ PACKAGE = Path(hipocampo.__file__).parent
 SURFACES = {"cli", "http", "hub", "mcp_server"}
 SERVICES = {"answers", "memory", "ingest", "embeddings", "agents", "backfill", "evaluation"}
 CLIENT = {
-    "client", "transport", "rpc", "models", "errors", "config", "resources", "text", "supabase_client", "replication"
+    "client", "transport", "rpc", "models", "errors", "constraints", "config", "resources", "text", "supabase_client",
+    "replication",
 }  # fmt: skip
 DB = {"db"}
 
