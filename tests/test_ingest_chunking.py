@@ -8,7 +8,14 @@ import pytest
 
 from hipocampo.config import load_config
 from hipocampo.embeddings.local import count_tokens
-from hipocampo.ingest.chunking import MAX_SENTENCES, ChunkingRule, chunk_sentences, chunk_text, split_sentences
+from hipocampo.ingest.chunking import (
+    MAX_SENTENCES,
+    ChunkingRule,
+    chunk_sentences,
+    chunk_text,
+    cut_by_articles,
+    split_sentences,
+)
 
 RULES = {k: ChunkingRule.from_config(v) for k, v in load_config()["chunking"].items()}
 
@@ -60,6 +67,8 @@ def test_overlap_carries_the_last_sentences() -> None:
         carried = [x for x in suffixes if nxt.content.startswith(x + " ")]
         assert carried, nxt.content[:80]
         assert count_tokens(max(carried, key=len)) <= rule.overlap
+        # overlap_chars names exactly the carried characters (the document's measures skip them)
+        assert nxt.content[: nxt.metadata["overlap_chars"]] == max(carried, key=len) + " "
         # metadata names the articles that start in the chunk, not the carried one
         assert nxt.metadata["article"] not in prev.metadata["articles"]
 
@@ -167,3 +176,38 @@ def test_a_manual_is_a_heading_section_a_chunk() -> None:
     chunks = chunk_text(text, RULES["manual"], count_tokens)
     assert [c.metadata["section"] for c in chunks] == [f"Seção {i}" for i in range(1, 6)]
     assert all(c.content.count("Para usar") == 1 for c in chunks)
+
+
+CONTRACT = """CONTRATO DE LOCAÇÃO RESIDENCIAL
+
+As partes abaixo identificadas têm entre si justo e contratado o seguinte.
+
+CLÁUSULA PRIMEIRA – DO OBJETO
+O LOCADOR dá em locação ao LOCATÁRIO o apartamento 302 do Edifício Aurora, para uso exclusivamente residencial.
+Parágrafo único. É vedada a sublocação, total ou parcial, sem consentimento prévio e por escrito do LOCADOR.
+CLÁUSULA SEGUNDA – DO PRAZO
+A locação vigora por trinta meses, a contar da entrega das chaves.
+CLÁUSULA 3ª – DO ALUGUEL
+O aluguel mensal é de R$ 2.400,00, pago até o dia 5 de cada mês.
+I - o atraso implica multa de 10% sobre o valor devido;
+II - incidem juros de 1% ao mês sobre o valor em atraso.
+CLÁUSULA DÉCIMA PRIMEIRA – DA DEVOLUÇÃO
+Findo o prazo, o imóvel será devolvido nas condições da vistoria inicial.
+"""
+
+
+def test_a_contract_is_a_clause_a_chunk_whatever_its_type() -> None:
+    """Issue 61 §3: CLÁUSULA headings (by ordinal word or number) cut a contract like articles,
+    their "Parágrafo único" and items inside, even when it was given another source type."""
+    assert cut_by_articles(CONTRACT) and not cut_by_articles("Conforme a Cláusula 3ª, o aluguel é de R$ 2.400,00.")
+    chunks = chunk_text(CONTRACT, RULES["regulation"], count_tokens)
+    assert [c.metadata.get("article") for c in chunks] == [
+        None,
+        "CLÁUSULA PRIMEIRA",
+        "CLÁUSULA SEGUNDA",
+        "CLÁUSULA 3ª",
+        "CLÁUSULA DÉCIMA PRIMEIRA",
+    ]
+    assert "Parágrafo único" in chunks[1].content and "II - incidem juros" in chunks[3].content
+    assert chunks[1].metadata.get("section") is None  # the clause's own title stays in its text
+    assert chunks[1].content.startswith("CLÁUSULA PRIMEIRA – DO OBJETO")

@@ -582,7 +582,7 @@ class Hipocampo:
         """The knowledge base's documents whose text does not read as language
         (``hipocampo.documents_not_language``: word salad, OCR garbage; found by search, never
         evidence for an answer), only those of ``source_uris`` when given: ``[{document_id,
-        source_uri, title, text_measures: {words, function_share, odd_transitions}}]``.
+        source_uri, title, text_measures: {words, word_order}}]`` (word_order in bits).
 
         Raises:
             NotFoundError: unknown knowledge base (P0002).

@@ -198,7 +198,7 @@ class DocumentTextChunk(BaseModel):
 
 class NotLanguageDocument(BaseModel):
     """A document whose text does not read as language (``documents_not_language``):
-    ``text_measures`` is ``{"words", "function_share", "odd_transitions"}``."""
+    ``text_measures`` is ``{"words", "word_order"}`` (word_order in bits: `_text_measures`)."""
 
     document_id: UUID
     source_uri: str

@@ -1138,8 +1138,7 @@ begin
             'evidence_token_budget', 'min_confidence', 'question_stopwords', 'cross_check_min_documents',
             'authoritative_trust', 'authoritative_source_types', 'conflict_trust_margin',
             'conflict_subject_overlap', 'sentence_weight', 'sentence_cosine_low', 'sentence_cosine_high',
-            'cache_ttl_seconds', 'cache_max_entry_bytes', 'language_min_words', 'language_min_function_share',
-            'language_max_odd_transitions',
+            'cache_ttl_seconds', 'cache_max_entry_bytes', 'language_min_words', 'language_min_word_order',
             'rate_limit_per_minute', 'question_min_chars', 'question_max_chars', 'context_prompt',
             'refusal_message', 'answer_format_prompt'
         ]

@@ -97,9 +97,9 @@ create table hipocampo_private.documents (
     -- Personal data the client's scrub replaced in the text (scrub_pii counts), as it reported
     -- them; what the documents and chunks triggers replace afterwards is not counted here.
     pii_replacements integer not null default 0,
-    -- How much the document's text reads as language (_text_measures: words, function_share,
-    -- odd_transitions), written when its chunks are (_measure_documents_text); the answer gate
-    -- reads it (_reads_as_language). Null: never measured.
+    -- How much the document's text reads as language (_text_measures: words, word_order and its parts),
+    -- written when its chunks are (_measure_documents_text); the answer gate and search read it
+    -- (_reads_as_language). Null: never measured.
     text_measures jsonb,
     -- Why ingestion kept the file out (issue 45 §4, status 'quarantined'): {kind, reason, at},
     -- kind credentials | transcript | financial_statement | biometric; no text and no chunk is
@@ -690,21 +690,30 @@ after delete on hipocampo_private.chunks
 referencing old table as old_rows
 for each statement execute function hipocampo_private._chunks_access_after_delete();
 
--- Text that is not language (issue 48 §3): a document's words are measured when its chunks are
--- written, and the answer gate reads the measures (rag.language_*): word salad made of a knowledge
--- base's own vocabulary, OCR garbage or a scrambled export is found by search but never answers.
+-- Text that is not language (issues 48 §3, 61 §5): a document's words are measured when its
+-- chunks are written, and the answer gate and search read the measures (rag.language_*): word
+-- salad made of a knowledge base's own vocabulary, OCR garbage or a scrambled export is found by
+-- search below every chunk that reads as language, and never answers. The measure is the words'
+-- order, so it judges every language alike.
 /*
 _text_measures(content text) -> jsonb
 
-Purpose: how much a text reads as language, from its words (_plain_words: lower case, unaccented;
-  numbers left out):
-  "words" (their count), "function_share" (the share that are function words - articles,
-  prepositions, conjunctions, pronouns, auxiliaries - of Portuguese or English: 0.18-0.55 in
-  prose, about 0.1 in words drawn from a vocabulary at random) and "odd_transitions" (after an
-  article or a preposition, the share followed by another article, a preposition or a
-  conjunction: at most 0.22 over the FaQuAD, Quati and SciFact documents of 100+ words, 0.25-0.31
-  in words drawn at random from a regulation's text; null under 5 such words).
-Returns: {"words", "function_share", "odd_transitions"}.
+Purpose: how much a text reads as language, from the order of its words (_plain_words: lower
+  case, unaccented, any script; numbers left out), two signals every language gives and words in
+  a random order do not, each in standard deviations from what the same words in a random order
+  would give:
+  "repeated_pairs": o = sum over the distinct adjacent word pairs of k * (k - 1) (k: the pair's
+  count) against a random order's e = (S2 / n)^2 * r^2, variance 4 * S3^2 / n^3 * r^3 + 2 * e
+  (S2, S3: sums of each word's count squared, cubed; n words; r = (n - 1) / n): languages repeat
+  their pairs ("de la", "of the", "in der");
+  "length_alternation": minus the correlation of adjacent words' lengths, times sqrt(n): short
+  words (articles, prepositions) alternate with long ones;
+  "word_order": their sum. Over real text in nine languages (benchmarks/language_check.py,
+  docs/BENCHMARKS.md §Text that reads as language) every piece of 500 words measured 2.5 or more,
+  and the measure grows with the length; the same words shuffled, words drawn from a knowledge
+  base's vocabulary (at its frequencies or uniformly) and OCR garbage stay near 0 whatever the
+  length (0.997 of those of 500 words under 2.5). Null under 3 words.
+Returns: {"words", "word_order", "repeated_pairs", "length_alternation"}.
 Errors: none (a pure function).
 Example: select hipocampo_private._text_measures('O prazo de recurso é de 15 dias.');
 */
@@ -717,42 +726,47 @@ security invoker
 set search_path = ''
 as $$
     with w as (
-        -- Words as _plain_words reads them (lower case, unaccented, any script), numbers left out.
-        select coalesce(array_agg(x.word order by x.n), '{}') as a
+        -- Words as _plain_words reads them (lower case, unaccented, any script), numbers left out;
+        -- rows, not an array: subscripting a long text array walks it (quadratic in the words).
+        select x.word, x.n
         from regexp_split_to_table(hipocampo_private._plain_words(content), ' ') with ordinality as x (word, n)
         where x.word !~ '^[0-9]*$'
     ),
-    lists as (
-        select
-            array['o', 'a', 'os', 'as', 'um', 'uma', 'uns', 'umas', 'the', 'an'] as det,
-            array['de', 'do', 'da', 'dos', 'das', 'em', 'no', 'na', 'nos', 'nas', 'num', 'numa', 'para', 'pra',
-                'por', 'pelo', 'pela', 'pelos', 'pelas', 'com', 'sem', 'sob', 'sobre', 'entre', 'ao', 'aos',
-                'of', 'in', 'to', 'for', 'on', 'with', 'by', 'from', 'at'] as prep,
-            array['e', 'ou', 'mas', 'nem', 'and', 'or'] as conj,
-            array['que', 'se', 'como', 'quando', 'onde', 'porque', 'pois', 'nao', 'ja', 'tambem', 'mais',
-                'muito', 'sao', 'foi', 'ser', 'ter', 'tem', 'ha', 'seu', 'sua', 'seus', 'suas', 'este',
-                'esta', 'esse', 'essa', 'isso', 'isto', 'ele', 'ela', 'eles', 'elas', 'lhe', 'me', 'te',
-                'ate', 'is', 'are', 'be', 'that', 'this', 'it', 'was', 'were', 'not'] as other
+    counts as (
+        -- n words; S2 and S3, the sums of each distinct word's count squared and cubed.
+        select coalesce(sum(k.n), 0)::double precision as n, coalesce(sum(k.n ^ 2), 0)::double precision as s2,
+            coalesce(sum(k.n ^ 3), 0)::double precision as s3
+        from (select count(*)::double precision as n from w group by w.word) as k
     ),
-    t as (
-        select w.a[i] as word, w.a[i + 1] as next
-        from w cross join generate_subscripts(w.a, 1) as i
+    adjacent as (
+        select a.word, a.next
+        from (select w.word, lead(w.word) over (order by w.n) as next from w) as a
+        where a.next is not null
     ),
-    flags as (
-        select
-            t.word = any(l.det || l.prep || l.conj || l.other) as function_word,
-            t.next is not null and (t.word = any(l.det) or t.word = any(l.prep)) as head,
-            t.word = any(l.det) and t.next = any(l.det) or t.next = any(l.prep) or t.next = any(l.conj) as odd
-        from t cross join lists as l
+    pairs as (
+        -- o: the sum over the distinct adjacent pairs of k * (k - 1).
+        select coalesce(sum(p.k * (p.k - 1)), 0)::double precision as o
+        from (select count(*)::double precision as k from adjacent as j group by j.word, j.next) as p
+    ),
+    lengths as (
+        select coalesce(corr(char_length(j.word), char_length(j.next)), 0) as rho from adjacent as j
+    ),
+    z as (
+        select c.n,
+            (p.o - (c.s2 / c.n) ^ 2 * ((c.n - 1) / c.n) ^ 2) / sqrt(
+                4 * c.s3 ^ 2 / c.n ^ 3 * ((c.n - 1) / c.n) ^ 3 + 2 * (c.s2 / c.n) ^ 2 * ((c.n - 1) / c.n) ^ 2
+            ) as pairs,
+            -l.rho * sqrt(c.n) as alternation
+        from counts as c cross join pairs as p cross join lengths as l
+        where c.n >= 3
     )
     select jsonb_build_object(
-        'words', count(*),
-        'function_share', round(coalesce(avg(f.function_word::integer), 0), 3),
-        'odd_transitions', case when count(*) filter (where f.head) >= 5 then round(
-            (count(*) filter (where f.head and f.odd))::numeric / count(*) filter (where f.head), 3
-        ) end
+        'words', c.n::bigint,
+        'word_order', round((z.pairs + z.alternation)::numeric, 3),
+        'repeated_pairs', round(z.pairs::numeric, 3),
+        'length_alternation', round(z.alternation::numeric, 3)
     )
-    from flags as f
+    from counts as c left join z on true
 $$;
 
 /*
@@ -760,9 +774,9 @@ _reads_as_language(measures jsonb, rag jsonb) -> boolean
 
 Purpose: whether a document's text reads as language by the rag config's rules: true for a text
   of fewer than rag.language_min_words words (too short to judge) or never measured; else its
-  function-word share reaches rag.language_min_function_share and its odd transitions stay
-  under rag.language_max_odd_transitions (_text_measures).
-Parameters: measures - documents.text_measures; rag - a rag config (rag_config).
+  word order (_text_measures, in standard deviations) reaches rag.language_min_word_order.
+Parameters: measures - documents.text_measures; rag - a rag config (rag_config), or any object
+  holding language_min_words and language_min_word_order.
 Returns: the verdict.
 Errors: none.
 Example: select hipocampo_private._reads_as_language(d.text_measures, hipocampo.rag_config()) from …;
@@ -776,19 +790,42 @@ set search_path = ''
 as $$
     select measures is null
         or coalesce((measures ->> 'words')::integer, 0) < (rag ->> 'language_min_words')::integer
-        or (
-            (measures ->> 'function_share')::double precision >= (rag ->> 'language_min_function_share')::double precision
-            and coalesce((measures ->> 'odd_transitions')::double precision, 0)
-            < (rag ->> 'language_max_odd_transitions')::double precision
-        )
+        or coalesce((measures ->> 'word_order')::double precision, 0)
+        >= (rag ->> 'language_min_word_order')::double precision
+$$;
+
+/*
+_chunk_own_text(content text, metadata jsonb) -> text
+
+Purpose: a chunk's text without the characters that repeat the previous chunk's end
+  (metadata.overlap_chars, written by the chunker; a value that is not a number, or none, leaves
+  the text whole).
+Returns: the text from character overlap_chars + 1 on.
+Errors: none.
+Example: select hipocampo_private._chunk_own_text('B. C.', '{"overlap_chars": 3}'); -- 'C.'
+*/
+create or replace function hipocampo_private._chunk_own_text(content text, metadata jsonb)
+returns text
+language sql
+immutable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+    select case when jsonb_typeof(metadata -> 'overlap_chars') = 'number'
+        then substr(content, least(greatest((metadata ->> 'overlap_chars')::numeric, 0), 1e9)::integer + 1)
+        else content
+    end
 $$;
 
 /*
 _measure_documents_text() -> trigger
 
 Purpose: after chunks are written, the measures of their documents' whole text (_text_measures
-  over each document's chunks in order, one row per position whatever the model), stored in
-  documents.text_measures when they changed. Statement-level, over the transition table.
+  over each document's chunks in order, one row per position whatever the model, each without
+  the first metadata.overlap_chars characters that repeat the previous chunk: a repeat would read
+  as repeated word pairs), stored in documents.text_measures when they changed. Statement-level,
+  over the transition table.
 Returns: null (a statement trigger).
 Errors: none of its own.
 */
@@ -806,7 +843,8 @@ begin
     from (
         select x.document_id, hipocampo_private._text_measures(string_agg(x.content, E'\n' order by x.chunk_index)) as measures
         from (
-            select distinct on (c.document_id, c.chunk_index) c.document_id, c.chunk_index, c.content
+            select distinct on (c.document_id, c.chunk_index) c.document_id, c.chunk_index,
+                hipocampo_private._chunk_own_text(c.content, c.metadata) as content
             from hipocampo_private.chunks as c
             where c.document_id in (select distinct n.document_id from new_rows as n)
             order by c.document_id, c.chunk_index, c.id

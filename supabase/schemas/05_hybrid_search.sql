@@ -99,7 +99,9 @@ Parameters:
   tenant_id        only for service_role; others use their JWT tenant.
 Returns: chunk_id, document_id, kb_id, chunk_index, content, metadata, title, source_uri,
   source_type, author, published_at, trust_score, dense_score (cosine similarity or null),
-  lexical_score (BM25 or null), fused_score, final_score, rank (1-based).
+  lexical_score (BM25 or null), fused_score, final_score, rank (1-based). A chunk of a document
+  that does not read as language (word salad, OCR garbage: _reads_as_language, the rag config's
+  rules) is still found, ranked after every chunk that reads as language.
 Errors:
   42501 as _resolve_tenant;
   22023 "query_text must be 1..2000 characters" (empty, blank or too long);
@@ -198,11 +200,15 @@ begin
     picked := hipocampo_private._mmr_pick(f.ids, f.final, p);
 
     -- The picked candidates, in pick order, as rows (a plan that does not depend on the arrays'
-    -- contents: subscripts in a join condition kept it from being cached).
+    -- contents: subscripts in a join condition kept it from being cached); a pick of a document
+    -- that does not read as language after every one that does, whatever MMR's diversity chose.
     return query
     select c.id, c.document_id, c.kb_id, c.chunk_index, c.content, c.metadata,
         d.title, d.source_uri, d.source_type, d.author, d.published_at, d.trust_score,
-        o.sim, o.score, o.fused, o.final, o.ord::integer
+        o.sim, o.score, o.fused, o.final,
+        (row_number() over (
+            order by hipocampo_private._reads_as_language(d.text_measures, p) desc, o.ord
+        ))::integer
     from unnest(
         array(select f.ids[x] from unnest(picked) as x), array(select f.sims[x] from unnest(picked) as x),
         array(select f.scores[x] from unnest(picked) as x), array(select f.fused[x] from unnest(picked) as x),
@@ -210,7 +216,7 @@ begin
     ) with ordinality as o (id, sim, score, fused, final, ord)
     inner join hipocampo_private.chunks as c on c.id = o.id
     inner join hipocampo_private.documents as d on d.id = c.document_id
-    order by o.ord;
+    order by 17;
 
     -- The read's record, appended to the read queue (in a read-only transaction: on the primary),
     -- which drain_read_queue turns into the access log and the chunks' access times.
@@ -318,6 +324,7 @@ set search_path = ''
 as $$
 declare
     r jsonb;
+    lang jsonb;
     k integer;
     min_sim double precision;
     w_dense double precision;
@@ -377,9 +384,14 @@ begin
         raise exception 'rerank must be none or trust_recency (got %)', rr using errcode = '22023';
     end if;
     -- After the range check: k * candidate_multiplier overflowed integer for k = -2^31 (22003).
+    -- The rag section's rules of what reads as language (_reads_as_language), which _fuse ranks by.
+    lang := hipocampo_private._config_section(
+        tenant, case when cardinality(scope) = 1 then scope[1] end, 'rag', model
+    );
     return r || jsonb_build_object(
         'match_count', k, 'min_similarity', min_sim, 'dense_weight', w_dense, 'lexical_weight', w_lex,
         'mmr_lambda', lambda, 'fusion', fuse, 'rerank', rr,
+        'language_min_words', lang -> 'language_min_words', 'language_min_word_order', lang -> 'language_min_word_order',
         'candidates', greatest(k * (r ->> 'candidate_multiplier')::integer, (r ->> 'min_candidates')::integer)
     );
 end;
@@ -625,7 +637,9 @@ Purpose: hybrid_search's fusion and rerank over the union of both legs, each can
   settings.rerank 'trust_recency': the fused score scaled to 0..1 *
   trust_recency_similarity_weight + the document's trust * trust_recency_trust_weight +
   freshness (exp(-age in days / freshness_half_life_days)) * trust_recency_freshness_weight.
-  The vectors are not carried through these steps (copying ~70 of 1.5 kB through the sorts was
+  A candidate of a document that does not read as language (_reads_as_language with the rag
+  rules settings carries) is moved below every candidate that does, its final score just under
+  theirs (issue 61 §5). The vectors are not carried through these steps (copying ~70 of 1.5 kB through the sorts was
   half of a 250-passage search): _mmr_pick reads them.
 Parameters: settings from _search_settings; the legs' arrays from _dense_leg and _lexical_leg.
 Returns: the candidates ranked by final score (ties: newer published_at, newer chunk, lower id):
@@ -664,6 +678,7 @@ begin
     ),
     cand as (
         select lg.id, d.trust_score, d.published_at, c.created_at,
+            hipocampo_private._reads_as_language(d.text_measures, settings) as language,
             case
                 when lg.sim is not null then lg.sim
                 when 1 - (c.embedding operator(extensions.<=>) query_embedding) >= min_sim
@@ -714,6 +729,13 @@ begin
                 else fd.fused
             end as final
         from by_fusion as fd
+    ),
+    placed as (  -- not language: moved just under every chunk that is, in its own order
+        select rk.id, rk.sim, rk.score, rk.fused, rk.published_at, rk.created_at, case
+            when rk.language or min(rk.final) filter (where rk.language) over () is null then rk.final
+            else min(rk.final) filter (where rk.language) over () - 1e-6
+                - (max(rk.final) filter (where not rk.language) over () - rk.final) end as final
+        from ranked as rk
     )
     select
         array_agg(x.id order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
@@ -722,7 +744,7 @@ begin
         array_agg(x.fused order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
         array_agg(x.final order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id)
     into ids, sims, scores, fused, final
-    from ranked as x;
+    from placed as x;
 end;
 $$;
 

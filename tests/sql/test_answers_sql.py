@@ -547,7 +547,7 @@ def test_passages_leave_out_text_that_is_not_language(db: Conn, world: World) ->
     world.act("service_role")
     db.execute(
         "update hipocampo_private.documents set trust_score = 0.5, text_measures = jsonb_build_object('words', 5000,"
-        " 'function_share', 0.01, 'odd_transitions', 0.9) where id = %s",
+        " 'word_order', 0.2) where id = %s",
         (world.doc_a,),
     )
     r = _on_topic(db, world, "Qual o prazo de trancamento de matrícula?")

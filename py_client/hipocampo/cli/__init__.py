@@ -335,7 +335,8 @@ def _report_ingest(
     for b in babble:
         err_console.print(
             f"[yellow]warning[/yellow] {escape(b.source_uri)}: its text does not read as language"
-            " (word salad, OCR garbage?): search finds it, answers never cite it (rag.language_*)",
+            " (word salad, OCR garbage?): search ranks it after every text that does, answers never cite it"
+            " (rag.language_*)",
             highlight=False,
             soft_wrap=True,
         )

@@ -335,8 +335,8 @@ def doc_show(
         babble = client.documents_not_language(d["kb_id"], [d["source_uri"]])
     if babble:
         err_console.print(
-            "warning: its text does not read as language (word salad, OCR garbage?): search finds it,"
-            " answers never cite it",
+            "warning: its text does not read as language (word salad, OCR garbage?): search ranks it"
+            " after every text that does, answers never cite it",
             style="yellow",
             highlight=False,
         )

@@ -7,7 +7,8 @@ packed into chunks of ``min_tokens``..``max_tokens`` MiniLM tokens. A chunk neve
 mid-sentence, except when a single sentence is longer than ``max_tokens`` (then it is cut at
 clause boundaries, then words). Each chunk after the first starts with the last whole sentences
 of the previous one, up to ``overlap`` tokens. Each chunk records the section heading, the
-articles that start in it (overlap excluded) and, for FAQs, its question in its metadata.
+articles that start in it (overlap excluded), for FAQs its question, and after an overlap how many
+of its first characters repeat the previous chunk (``overlap_chars``) in its metadata.
 """
 
 from __future__ import annotations
@@ -23,11 +24,23 @@ __all__ = [
     "ChunkingRule",
     "chunk_sentences",
     "chunk_text",
+    "cut_by_articles",
     "plain_markdown",
     "split_sentences",
 ]
 
-_ARTICLE = re.compile(r"^\s*(Art(?:igo)?\.?\s*\d+[º°o]?(?:-[A-Z])?)", re.IGNORECASE)
+# An article ("Art. 5º", "Artigo 12-A") or a contract's clause ("CLÁUSULA PRIMEIRA", "Cláusula 3ª",
+# "CLÁUSULA DÉCIMA SEGUNDA"): the unit a regulation, a policy or a contract is cut by.
+_ORDINAL = (
+    r"(?:primeir[ao]|segund[ao]|terceir[ao]|quart[ao]|quint[ao]|sext[ao]|s[ée]tim[ao]|oitav[ao]|non[ao]"
+    r"|d[ée]cim[ao]|vig[ée]sim[ao]|trig[ée]sim[ao]|quadrag[ée]sim[ao])"
+)
+_ARTICLE = re.compile(
+    rf"^\s*(Art(?:igo)?\.?\s*\d+[º°o]?(?:-[A-Z])?|Cl[áa]usula\s+(?:\d+[ªaº°o]?|{_ORDINAL}(?:\s+{_ORDINAL})?)\b)",
+    re.IGNORECASE,
+)
+# How many article or clause headings make a document one cut by them, whatever its source type.
+ARTICLES_MIN = 3
 _HEADING = re.compile(
     r"^\s*(?:#{1,6}\s+.+|(?:T[ÍI]TULO|CAP[ÍI]TULO|SE[ÇC][ÃA]O|SUBSE[ÇC][ÃA]O|ANEXO)\b.*)$",
     re.IGNORECASE,
@@ -149,7 +162,9 @@ def _sections(text: str, split: str) -> list[_Section]:
     boundary = _TOPIC if split == "topic" else _HEADING
     if split == "question":  # a question line starts an entry even without a blank line before it
         text = re.sub(r"\n(?=[^\n]*\?[\s*]*$)", "\n\n", text, flags=re.MULTILINE)
-    for block in re.split(r"\n\s*\n|\n(?=\s*(?:#|\**Art\.?\s*\d|T[ÍI]TULO|CAP[ÍI]TULO|SE[ÇC][ÃA]O))", text):
+    for block in re.split(
+        r"\n\s*\n|\n(?=\s*(?:#|\**Art\.?\s*\d|\**CL[ÁA]USULA\s|T[ÍI]TULO|CAP[ÍI]TULO|SE[ÇC][ÃA]O))", text
+    ):
         block = plain_markdown(block.strip())
         if not block:
             continue
@@ -224,6 +239,14 @@ def _split_long(sentence: str, max_tokens: int, count: Callable[[str], int]) -> 
     return out
 
 
+def cut_by_articles(text: str) -> bool:
+    """Whether ``text`` is a document of articles or clauses (at least :data:`ARTICLES_MIN` lines
+    open with one: a regulation, a policy, a contract), which is cut an article or a clause a
+    chunk whatever source type it was given (issue 61 §3)."""
+    starts = sum(1 for line in text.splitlines() if _ARTICLE.match(plain_markdown(line).lstrip("*# ")))
+    return starts >= ARTICLES_MIN
+
+
 def chunk_text(text: str, rule: ChunkingRule, count_tokens: Callable[[str], int]) -> list[Chunk]:
     """Cut ``text`` into chunks following ``rule``; ``count_tokens`` measures sizes.
 
@@ -267,6 +290,10 @@ def chunk_text(text: str, rule: ChunkingRule, count_tokens: Callable[[str], int]
             meta["article"] = articles[0]
             meta["articles"] = articles
         content = " ".join(u[0] for u in cur)
+        if carried:
+            # The characters that repeat the previous chunk's end (its text and the space after):
+            # the database measures a document's words without them (_measure_documents_text).
+            meta["overlap_chars"] = len(" ".join(u[0] for u in cur[:carried])) + 1
         chunks.append(Chunk(content, count_tokens(content), meta))
         keep: list[tuple[str, int, _Section, bool]] = []
         for u in reversed(cur):
