@@ -16,8 +16,9 @@ from hipocampo import Actor, Hipocampo
 from hipocampo.cli import app
 from hipocampo.errors import PermissionDeniedError
 from hipocampo.evaluation.answer_sets import ingest_paragraphs
+from hipocampo.evaluation.calibration import GateReplay
 from hipocampo.evaluation.datasets import load_beir
-from hipocampo.evaluation.kb_eval import GATE_CONFIDENCES, evaluate_kb, load_judged
+from hipocampo.evaluation.kb_eval import GATE_CONFIDENCES, Judged, evaluate_kb, gate_choice, load_judged
 
 runner = CliRunner()
 
@@ -114,7 +115,9 @@ def test_kb_eval_tunes_the_answer_gate_when_off_topic_questions_are_judged(
         # (the replay reads the gate: passages are not an answer, as a refusal is not)
         assert refused == (a["offtopic_refused"] + a["offtopic_passages"]) / a["offtopic"]
         assert g["confirmed"] == (
-            g["value"] != g["current"] and g["by_value"][str(g["value"])][1] >= g["by_value"][str(g["current"])][1]
+            g["value"] != g["current"]
+            and g["by_value"][str(g["value"])][1] >= g["by_value"][str(g["current"])][1]
+            and g["wrong"][str(g["value"])] <= g["wrong"][str(g["current"])]
         )
         assert g["value"] < 0.85 and g["confirmed"] and g["written"]
         after = service.rag_config(kb)
@@ -158,3 +161,34 @@ def test_kb_eval_says_which_line_is_wrong(database_url: str, tmp_path: Path) -> 
         assert res.exit_code == 1
         assert "error [22023]: choosing a dense weight needs at least 4 answerable questions" in res.output
         root.delete_tenant(tid)
+
+
+def _reading(support: float, uri: str, good: str) -> GateReplay:
+    item = {
+        "sentence_similarity": None, "lexical_support": support, "token_count": 10, "document_id": uri,
+        "source_type": "regulation", "trust_score": 0.9, "source_uri": uri,
+    }  # fmt: skip
+    rag = {
+        "min_score": 0.1, "min_confidence": 0.8, "evidence_token_budget": 1000, "sentence_weight": 0.0,
+        "sentence_cosine_low": 0.0, "sentence_cosine_high": 1.0, "cross_check_min_documents": 1,
+        "authoritative_trust": 0.8, "authoritative_source_types": ["regulation"],
+    }  # fmt: skip
+    return GateReplay(False, {good} if good else set(), [item], rag)
+
+
+def test_tune_never_confirms_a_value_that_answers_more_questions_wrongly() -> None:
+    """Issue 61 §1: at 0.60 eight questions are answered citing their document (J 0.8 on both
+    halves, against 0 at the 0.80 in force), but two are answered citing another document (a
+    chunk scoring 0.65): the value is chosen on J, and not confirmed, so --write stores nothing."""
+    judged = [Judged(f"q{i}", {"a.md": 1}) for i in range(10)] + [Judged(f"off{i}", {}) for i in range(4)]
+    readings = [_reading(0.6, "a.md", "a.md") for _ in range(8)]
+    readings += [_reading(0.65, "b.md", "a.md") for _ in range(2)]  # a wrong document, scored higher
+    readings += [_reading(0.2, "c.md", "") for _ in range(4)]
+    choice = gate_choice(readings, judged)
+    assert (choice.value, choice.current) == (0.6, 0.8)
+    assert choice.by_value[0.6][0] > choice.by_value[0.8][0] and choice.by_value[0.6][1] >= choice.by_value[0.8][1]
+    assert (choice.wrong[0.6], choice.wrong[0.8]) == (2, 0)
+    assert not choice.confirmed
+    # without the wrong answers the same value is confirmed
+    clean = gate_choice(readings[:8] + readings[10:], judged[:8] + judged[10:])
+    assert clean.value == 0.6 and clean.wrong[0.6] == 0 and clean.confirmed

@@ -51,7 +51,8 @@ def kb_eval(
     dense weight (0.3-2.0) with the best nDCG@10 on the odd-numbered questions, confirmed when it
     is not worse than the weight in force on the others, and given 4 or more off-topic questions
     the answer gate's min_confidence (0.30-0.90) with the best J (answered citing a relevant
-    document + off-topic refused - 1) chosen and confirmed the same way; --write stores what is
+    document + off-topic refused - 1) chosen and confirmed the same way, and never with more wrong
+    answers (answered citing no relevant document) than the value in force; --write stores what is
     confirmed as the knowledge base's tuning for the active embedding model, in force while that
     model is searched (docs/design.md §retrieval, §answers and §calibration)."""
     from ..embeddings import active_provider
@@ -75,7 +76,8 @@ def kb_eval(
         out["dense_weight"] |= {"by_weight": by_weight, "written": "retrieval.dense_weight" in stored}
     if gate:
         by_value = {str(v): r for v, r in gate.by_value.items()}
-        out["min_confidence"] |= {"by_value": by_value, "written": "rag.min_confidence" in stored}
+        wrong = {str(v): n for v, n in gate.wrong.items()}
+        out["min_confidence"] |= {"by_value": by_value, "wrong": wrong, "written": "rag.min_confidence" in stored}
     elif tune:
         out["min_confidence"] = None  # fewer than 4 answerable or 4 off-topic questions
     if as_json:
@@ -128,11 +130,13 @@ def _print_gate(g: dict[str, Any] | None, model: str) -> None:
         f"held out ({g['held_out']})",
         "answered citing relevant",
         "off-topic refused",
+        "wrong answers",
         title="answer gate (J = answered citing relevant + off-topic refused - 1)",
     )
     for v, (a, b, answered, refused) in g["by_value"].items():
         mark = _marks(float(v), g["current"], g["value"])
-        table.add_row(f"{float(v):.2f}{mark}", f"{a:.3f}", f"{b:.3f}", f"{answered:.3f}", f"{refused:.3f}")
+        wrong = str(g.get("wrong", {}).get(v, ""))
+        table.add_row(f"{float(v):.2f}{mark}", f"{a:.3f}", f"{b:.3f}", f"{answered:.3f}", f"{refused:.3f}", wrong)
     console.print(table)
     _verdict("rag.min_confidence", g["value"], g, model)
 

@@ -296,8 +296,11 @@ class GateChoice:
     off-topic refused − 1 (Youden's J, the rule the default was chosen by on FaQuAD's train split:
     docs/design.md §answers). ``by_value``: value → (J choosing half, J held-out half, answered
     citing a relevant document over all answerable, off-topic refused over all); ``current`` = the
-    value in force; ``confirmed``: the chosen value differs from it and its held-out J is not
-    lower. The decisions are calibration.GateReplay's over one reading of answer_evidence per
+    value in force; ``confirmed``: the chosen value differs from it, its held-out J is not
+    lower, and it answers no more judged questions wrongly than the value in force (issue 61 §1:
+    ``wrong`` = value → answerable questions answered citing no relevant document + off-topic
+    questions answered, over every judged question; a wrong answer is worse than a refusal or
+    passages). The decisions are calibration.GateReplay's over one reading of answer_evidence per
     question, which tests/test_gate_replay.py holds to the SQL gate's."""
 
     value: float
@@ -306,6 +309,7 @@ class GateChoice:
     chosen_on: int
     held_out: int
     confirmed: bool
+    wrong: dict[float, int] = field(default_factory=dict)
 
     @property
     def outcome(self) -> Outcome:
@@ -336,12 +340,21 @@ def _tune_gate(
     """``rag.min_confidence`` for ``kb`` (GateChoice): the value of GATE_CONFIDENCES (and the one in
     force) with the best J on the odd-numbered questions of each kind (a tie keeps the one in
     force, then the higher: fewer answers), confirmed when its J on the others is not lower than
-    the one in force. None when either kind has fewer than 4 questions (two per half)."""
+    the one in force and it answers no more judged questions wrongly (gate_choice). None when
+    either kind has fewer than 4 questions (two per half)."""
     answerable = [i for i, j in enumerate(judged) if j.relevant]
     offtopic = [i for i, j in enumerate(judged) if not j.relevant]
     if len(answerable) < 4 or len(offtopic) < 4:
         return None
-    readings = _gate_readings(client, kb, judged, vectors)
+    return gate_choice(_gate_readings(client, kb, judged, vectors), judged)
+
+
+def gate_choice(readings: Sequence[GateReplay], judged: Sequence[Judged]) -> GateChoice:
+    """_tune_gate's choice over one replayable reading per judged question (``readings[i]`` of
+    ``judged[i]``, the rag config in force in each): every value of GATE_CONFIDENCES at or above
+    rag.min_score, and the one in force, replayed (GateChoice says how it is chosen and confirmed)."""
+    answerable = [i for i, j in enumerate(judged) if j.relevant]
+    offtopic = [i for i, j in enumerate(judged) if not j.relevant]
     current = float(readings[0].rag["min_confidence"])
     floor = float(readings[0].rag["min_score"])
 
@@ -349,6 +362,7 @@ def _tune_gate(
         return _mean([float(ok[i]) for i in idx])
 
     by_value: dict[float, tuple[float, float, float, float]] = {}
+    wrong: dict[float, int] = {}
     for value in sorted({*(v for v in GATE_CONFIDENCES if v >= floor), current}):
         # Each question as judged: answerable ones answered citing a relevant document, off-topic
         # ones refused.
@@ -362,9 +376,16 @@ def _tune_gate(
             rate(ok, answerable),
             rate(ok, offtopic),
         )
+        # Answered, but citing no relevant document (or answering an off-topic question).
+        wrong[value] = sum(
+            r.at(min_confidence=value).decides(citing=False)
+            and not (q.relevant and r.at(min_confidence=value).decides(citing=True))
+            for r, q in zip(readings, judged, strict=True)
+        )
     best, confirmed = _choose(by_value, current, ties_to_higher=True)
     halves = len(answerable[0::2]) + len(offtopic[0::2]), len(answerable[1::2]) + len(offtopic[1::2])
-    return GateChoice(best, current, by_value, *halves, confirmed)
+    confirmed = confirmed and wrong[best] <= wrong[current]
+    return GateChoice(best, current, by_value, *halves, confirmed, wrong)
 
 
 @dataclass(frozen=True)
