@@ -481,6 +481,20 @@ def test_an_upload_that_fails_says_why_in_words(page: Any, hub: str, world: dict
     sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
     page.fill("#kb-name", "falhas")
     page.click("#create-kb button")
+    # Issue 58 §2: the source type is a required choice, each type explained; none is preselected
+    assert page.locator("#source-type").get_attribute("required") is not None
+    assert page.eval_on_selector("#source-type", "s => s.value") == ""
+    assert (
+        page.locator("#source-type-help dt").count()
+        == page.locator("#source-type option[value]:not([value=''])").count()
+    )
+    assert "um artigo por trecho" in page.inner_text("#source-type-help")
+    # ... and the server refuses an upload without one (a form that skipped the browser's check)
+    page.eval_on_selector("#source-type", "s => s.removeAttribute('required')")
+    page.set_input_files("#files", [str(world["files"] / "piscina.md")])
+    page.click("#upload-form button[type=submit]")
+    assert "22023: escolha o tipo de fonte" in page.inner_text("main")
+    assert page.locator("#doc-list tbody tr").count() == 0
     (tmp_path / "planilha.xlsx").write_bytes(b"PK\x03\x04 not really a spreadsheet")
     (tmp_path / "vazio.txt").write_text("   \n", encoding="utf-8")
     states = upload(page, [tmp_path / "planilha.xlsx", tmp_path / "vazio.txt", world["files"] / "piscina.md"])
@@ -491,6 +505,20 @@ def test_an_upload_that_fails_says_why_in_words(page: Any, hub: str, world: dict
     }
     assert "unsupported file type .xlsx" in errors["planilha.xlsx"] and "/tmp" not in errors["planilha.xlsx"]
     assert errors["vazio.txt"] and "/tmp" not in errors["vazio.txt"]
+    # Issue 58 §2: the failures are counted, red, and the finish says so (no green "finished")
+    done = {
+        r.locator("th").inner_text(): r.locator("td").nth(1).inner_text()
+        for r in page.locator("#upload-files tbody tr").all()
+    }
+    assert done == {"planilha.xlsx": "0/1", "vazio.txt": "0/1", "piscina.md": "1/1"}
+    assert page.locator("#upload-files tbody tr td.state-failed").count() == 4  # state and reason, twice
+    assert "2 arquivos com falha" in page.inner_text("#upload-summary")
+    finished = page.locator("#upload-finished")
+    assert finished.get_attribute("class") == "error"
+    assert finished.inner_text() == "Envio concluído: 2 de 3 arquivos falharam (veja o motivo de cada um)."
+    page.reload()  # the page as the server renders it says the same
+    assert page.locator("#upload-finished").get_attribute("class") == "error"
+    assert "2 arquivos com falha" in page.inner_text("#upload-summary")
     page.click("text=Voltar à base")
     assert page.inner_text("#kb-status") == "pronta"  # one document made it
 

@@ -486,9 +486,12 @@ def _document_routes(router: APIRouter, hub: Hub) -> None:
         kb = _kb(who, kb_id)
         files = [f for f in form.get("files") or [] if isinstance(f, UploadFile) and f.filename]
         payload = [(str(f.filename), await f.read()) for f in files]
-        source_type = str(form.get("source_type") or "other")
+        source_type = str(form.get("source_type") or "")
         trust_text = str(form.get("trust_score") or "").strip()
         try:
+            if not source_type:  # a required choice (issue 58 §2): "other" cannot answer alone
+                lang = pick_language(request.cookies.get(LANG_COOKIE), request.headers.get("accept-language"))
+                raise ValueError(text(lang)["choose_a_source_type"])
             if source_type not in SOURCE_TYPES:
                 raise ValueError(f"unknown source type {source_type!r}")
             trust = float(trust_text) if trust_text else None

@@ -135,13 +135,28 @@ _PT: dict[str, str] = {
     "quarantine_note": "Este arquivo não entrou na base: {kind}. Nenhum texto dele foi guardado e a busca não o "
     "encontra. Envie-o de novo sem esse conteúdo (o motivo detalhado está em `hipocampo doc show`).",
     "upload_done": "Envio concluído.",
+    "choose_source_type": "— escolha o tipo —",
+    "source_type_help": "O tipo decide como o documento é cortado e quanto ele vale como fonte:",
+    "std_regulation": "regimentos, regulamentos, estatutos: um artigo por trecho; fonte oficial, responde sozinha",
+    "std_policy": "políticas e normas internas: um artigo por trecho; fonte oficial",
+    "std_manual": "manuais e guias: uma seção por trecho",
+    "std_faq": "perguntas frequentes: uma pergunta com a resposta por trecho",
+    "std_assembly_minutes": "atas de assembleia ou reunião: cortadas por pauta",
+    "std_reservation": "reservas e agendamentos",
+    "std_decision": "decisões e comunicados da administração",
+    "std_penalty": "advertências e multas aplicadas",
+    "std_metric": "indicadores e relatórios com números",
+    "std_other": "qualquer outro texto: parágrafos; precisa de outra fonte para responder sozinho",
+    "upload_done_failed": "Envio concluído: {n} de {total} arquivos falharam (veja o motivo de cada um).",
+    "files_failed": "arquivos com falha",
+    "choose_a_source_type": "escolha o tipo de fonte",
     "cross_check_note": "Documentos do tipo {type} com confiança {trust} não são autoritativos: uma resposta "
     "precisa de {n} documentos que a sustentem, então as perguntas que só um deles responde serão recusadas "
     "(cross_check_failed). Para documentos verificados, envie-os como {types} com confiança de pelo menos "
     '{min_trust}; ou, nas configurações da base, seção rag: {{"cross_check_min_documents": 1}}.',
     "back_to_kb": "Voltar à base",
     "not_language": "O texto deste documento não parece linguagem (palavras soltas, OCR corrompido?): a busca o "
-    "encontra, mas as respostas nunca o citam.",
+    "encontra depois de todo texto que parece, e as respostas nunca o citam.",
     "evaluate": "Avaliar com perguntas",
     "eval_title": "Avaliar com perguntas",
     "eval_hint": "Envie um arquivo JSON Lines com uma pergunta por linha e os documentos que a respondem "
@@ -406,13 +421,28 @@ _EN: dict[str, str] = {
     "quarantine_note": "This file was kept out of the knowledge base: {kind}. None of its text was stored and "
     "search does not find it. Upload it again without that content (the detailed reason: `hipocampo doc show`).",
     "upload_done": "Upload finished.",
+    "choose_source_type": "— choose the type —",
+    "source_type_help": "The type decides how the document is cut and how much it weighs as a source:",
+    "std_regulation": "bylaws, regulations, statutes: an article a chunk; official, answers alone",
+    "std_policy": "policies and internal rules: an article a chunk; official",
+    "std_manual": "manuals and guides: a section a chunk",
+    "std_faq": "frequently asked questions: a question with its answer a chunk",
+    "std_assembly_minutes": "minutes of an assembly or meeting: cut by agenda item",
+    "std_reservation": "reservations and bookings",
+    "std_decision": "the administration's decisions and notices",
+    "std_penalty": "warnings and fines issued",
+    "std_metric": "indicators and reports with figures",
+    "std_other": "any other text: paragraphs; needs another source to answer alone",
+    "upload_done_failed": "Upload finished: {n} of {total} files failed (the table gives each one's reason).",
+    "files_failed": "files failed",
+    "choose_a_source_type": "choose a source type",
     "cross_check_note": "Documents of type {type} at trust {trust} are not authoritative: an answer needs {n} "
     "documents that support it, so questions only one of them answers will be refused (cross_check_failed). "
     "For vetted documents, upload them as {types} with trust of at least {min_trust}; or, in the knowledge "
     'base\'s settings, section rag: {{"cross_check_min_documents": 1}}.',
     "back_to_kb": "Back to the knowledge base",
-    "not_language": "This document's text does not read as language (word salad, OCR garbage?): search finds it, "
-    "but answers never cite it.",
+    "not_language": "This document's text does not read as language (word salad, OCR garbage?): search finds it "
+    "after every text that does, and answers never cite it.",
     "evaluate": "Evaluate with questions",
     "eval_title": "Evaluate with questions",
     "eval_hint": "Upload a JSON Lines file with one question per line and the documents that answer it (the "

@@ -74,7 +74,8 @@ class Upload:
     cross_check: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
-        """The progress the page shows: files, chunks, chunks/s, elapsed and remaining (s)."""
+        """The progress the page shows: files (and how many failed or were refused), chunks,
+        chunks/s, elapsed and remaining (s)."""
         end = self.finished or time.monotonic()
         elapsed = max(end - self.started, 1e-6)
         chunks = sum(f.chunks for f in self.files)
@@ -95,6 +96,7 @@ class Upload:
             "documents_done": done,
             "eta_s": eta,
             "files": [vars(f) for f in self.files],
+            "files_failed": sum(f.state in ("failed", "refused") for f in self.files),
             "cross_check": self.cross_check,
         }
 

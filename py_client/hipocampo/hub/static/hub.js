@@ -38,6 +38,7 @@ function renderUpload(box, up) {
   let summary = `${up.documents_done}/${up.documents} ${words.documents} · ${up.chunks} ${words.chunks} · ` +
     `${up.chunks_per_s} ${words.rate} · ${words.elapsed} ${up.elapsed_s} s`;
   if (up.eta_s !== null) summary += ` · ${words.eta} ${up.eta_s} s`;
+  if (up.files_failed) summary += ` · ${up.files_failed} ${words.failed}`;
   document.getElementById("upload-summary").textContent = summary;
   const body = document.querySelector("#upload-files tbody");
   body.replaceChildren(...up.files.map((f) => {
@@ -45,12 +46,19 @@ function renderUpload(box, up) {
     const th = document.createElement("th");
     th.scope = "row";
     th.textContent = f.name;
+    const failed = f.state === "failed" || f.state === "refused";
     tr.append(th, cell(states[f.state] || f.state, `state state-${f.state}`),
-      cell(`${f.documents_done}/${f.documents}`, "num"), cell(String(f.chunks), "num"),
-      cell(String(f.pii_replaced), "num"), cell(f.forbidden ? (kinds[f.forbidden] || f.forbidden) : (f.error || "")));
+      cell(`${failed ? 0 : f.documents_done}/${f.documents}`, "num"), cell(String(f.chunks), "num"),
+      cell(String(f.pii_replaced), "num"),
+      cell(f.forbidden ? (kinds[f.forbidden] || f.forbidden) : (f.error || ""), failed ? "state-failed" : ""));
     return tr;
   }));
-  document.getElementById("upload-finished").hidden = !up.finished;
+  const done = document.getElementById("upload-finished");
+  done.hidden = !up.finished;
+  done.className = up.files_failed ? "error" : "notice";
+  done.textContent = up.files_failed
+    ? words.done_failed.replace("{n}", up.files_failed).replace("{total}", up.files.length)
+    : words.done;
 }
 
 async function pollUpload() {
