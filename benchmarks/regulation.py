@@ -1,7 +1,8 @@
-"""Answers on a condominium regulation asked in residents' words (issue 48 §2, §5; issue 61).
+"""Answers on a condominium regulation and a rental contract asked in people's words (issue 48 §2,
+§5; issue 61, its two paraphrase sets).
 
-Usage:  .venv/bin/python benchmarks/regulation.py [--model NAME] [--verbose] [--write]
-        .venv/bin/python benchmarks/regulation.py --chat-base-url URL --chat-model NAME [--model NAME]
+Usage:  .venv/bin/python benchmarks/regulation.py [--set regulation|contract] [--model NAME] [--verbose] [--write]
+        .venv/bin/python benchmarks/regulation.py --chat-base-url URL --chat-model NAME [--set S] [--model NAME]
 
 The second form measures a chat model of your own (issue 61 §4): any OpenAI-compatible server
 (llama.cpp's server, Ollama, vLLM, OpenAI itself) answers through rag.provider = "openai" with
@@ -16,6 +17,12 @@ that answers it, most sharing no content word with that article ("Posso ter cach
 ones. The regulation is ingested through the real pipeline (`hipocampo ingest --source-type
 regulation`) into a knowledge base of its own; every question goes through Orchestrator.ask
 (cache and rate limit off).
+
+The second set (--set contract, issue 61 §3): examples/contrato-locacao/contrato-de-locacao.txt, a
+residential rental contract of 22 clauses (CLÁUSULA PRIMEIRA … VIGÉSIMA SEGUNDA, with "Parágrafo
+único"), written for hipocampo, ingested as people do, without a source type (type other: the
+chunker still cuts it a clause a chunk), and examples/perguntas-contrato.jsonl: 66 questions in
+tenants' words (three per clause), 12 on-topic questions it does not answer, 12 off-topic ones.
 
 Reported, each outcome apart (issue 61 §1): answered with the right article (a cited chunk whose
 metadata names it), answered citing only other articles (wrong answers), answered with passages
@@ -32,6 +39,7 @@ import json
 import statistics
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +54,47 @@ REGULATION = ROOT / "examples" / "regulamento-condominio"
 QUESTIONS = ROOT / "examples" / "perguntas-regulamento.jsonl"
 
 
-def questions() -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Set:
+    """A paraphrase set: its document folder, judged questions, the source type it is ingested with
+    (None: none given, as people do: type other), its BENCHMARKS markers and what its section says."""
+
+    folder: Path
+    questions: Path
+    source_type: str | None
+    marker: str
+    title: str
+    what: str
+
+
+SETS = {
+    "regulation": Set(
+        REGULATION,
+        QUESTIONS,
+        "regulation",
+        "regulation",
+        "A regulation asked in residents' words (benchmarks/regulation.py, issue 48)",
+        "examples/regulamento-condominio (25 articles, ingested as regulation)",
+    ),
+    "contract": Set(
+        ROOT / "examples" / "contrato-locacao",
+        ROOT / "examples" / "perguntas-contrato.jsonl",
+        None,
+        "contract",
+        "A rental contract asked in tenants' words (benchmarks/regulation.py --set contract, issue 61 §3)",
+        "examples/contrato-locacao (22 clauses, ingested without a source type)",
+    ),
+}
+
+
+def questions(path: Path = QUESTIONS) -> list[dict[str, Any]]:
     """The judged questions: ``article`` for the answerable ones, ``kind`` absent | off_topic for the others."""
-    return [json.loads(line) for line in QUESTIONS.read_text("utf-8").splitlines() if line.strip()]
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
 
 
-def run(model: str, verbose: bool = False, chat: tuple[str, str] | None = None) -> dict[str, Any]:
+def run(
+    model: str, verbose: bool = False, chat: tuple[str, str] | None = None, which: Set = SETS["regulation"]
+) -> dict[str, Any]:
     """The set asked through Orchestrator.ask with ``model`` active; ``chat`` = (base URL, model
     name) answers with that OpenAI-compatible chat model instead of the extractive answer."""
     import os
@@ -64,7 +107,8 @@ def run(model: str, verbose: bool = False, chat: tuple[str, str] | None = None) 
         try:
             client = root.as_actor(Actor.service(tid))
             client.create_kb("regulamento")
-            ingest_paths(client, "regulamento", [REGULATION], embedder, count_tokens, source_type="regulation")
+            typed = {"source_type": which.source_type} if which.source_type else {}
+            ingest_paths(client, "regulamento", [which.folder], embedder, count_tokens, **typed)
             kb = client.kb_id("regulamento")
             if chat is not None:
                 os.environ["OPENAI_BASE_URL"] = chat[0]
@@ -74,7 +118,7 @@ def run(model: str, verbose: bool = False, chat: tuple[str, str] | None = None) 
                     {"section": "rag", "patch": {"provider": "openai", "chat_model": chat[1]}, "tenant_id": tid},
                 )
             orch = Orchestrator(client, embedder)
-            qs = questions()
+            qs = questions(which.questions)
             counts: Counter[str] = Counter()
             lengths: list[int] = []
             for q in qs:
@@ -177,20 +221,23 @@ def _sharing_no_word(client: Hipocampo, kb: Any, qs: list[dict[str, Any]]) -> in
     return sum(not shared_words(client, kb, q) for q in qs)
 
 
-BEGIN, END = "<!-- regulation:begin -->", "<!-- regulation:end -->"
+def _markers(which: Set) -> tuple[str, str]:
+    return f"<!-- {which.marker}:begin -->", f"<!-- {which.marker}:end -->"
 
 
-def report(results: list[dict[str, Any]]) -> str:
+def report(results: list[dict[str, Any]], which: Set = SETS["regulation"]) -> str:
     """The BENCHMARKS section of ``results`` (one per model)."""
     r0 = results[0]
+    begin, end = _markers(which)
+    flag = "" if which.marker == "regulation" else f" --set {which.marker}"
     lines = [
-        BEGIN,
-        "## A regulation asked in residents' words (benchmarks/regulation.py, issue 48)",
+        begin,
+        f"## {which.title}",
         "",
-        "Command: `.venv/bin/python benchmarks/regulation.py --write` (each offline model active in its own"
-        " database; the default configuration; Orchestrator.ask, extractive, cache off). The set: examples/"
-        f"regulamento-condominio (25 articles), {r0['answerable']} questions in residents' words of which"
-        f" {r0['sharing_no_content_word']} share no content word with the article that answers them, 12 on-topic"
+        f"Command: `.venv/bin/python benchmarks/regulation.py{flag} --write` (each offline model active in its own"
+        " database; the default configuration; Orchestrator.ask, extractive, cache off). The set: "
+        f"{which.what}, {r0['answerable']} questions in people's words of which"
+        f" {r0['sharing_no_content_word']} share no content word with the unit that answers them, 12 on-topic"
         " questions it does not answer, 12 off-topic ones.",
         "",
         "| model | answered, right article | answered, another (wrong) | passages with the right article |"
@@ -220,20 +267,21 @@ def report(results: list[dict[str, Any]]) -> str:
         lines.append(f"| {r['model']} | {cells} |")
     lines += [
         "",
-        "Reading: the residents' words share none of the article's words in most questions, so the lexical leg"
+        "Reading: people's words share none of the answering unit's words in most questions, so the lexical leg"
         " finds little and the answer gate, which weighs idf coverage of the question's words, seldom confirms"
         " an answer (§The answer gate as a calibrated model); since issue 61 §1 those questions get the"
         " passages on their topic when they reach the model's on-topic floor (§The on-topic floor), so"
-        ' "passages with the right article" is what a resident reads instead of a refusal. Targets (issue 61'
+        ' "passages with the right article" is what a person reads instead of a refusal. Targets (issue 61'
         " §6, both paraphrase sets): the answering unit in the reply ≥ 0.90, wrong answers ≤ 0.03, off-topic"
         " refused ≥ 0.95, absent never answered, median reply ≤ 500 characters.",
-        END,
+        end,
     ]
     return "\n".join(lines)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--set", choices=sorted(SETS), default="regulation")
     ap.add_argument("--model", default="multilingual-e5-small")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--write", action="store_true", help="both offline models, into docs/BENCHMARKS.md")
@@ -243,13 +291,14 @@ def main() -> int:
     if bool(args.chat_base_url) != bool(args.chat_model):
         ap.error("--chat-base-url and --chat-model go together")
     chat = (args.chat_base_url, args.chat_model) if args.chat_base_url else None
+    which = SETS[args.set]
     if not args.write or chat:
-        result = run(args.model, args.verbose, chat)
-        print(report([result]) if chat else json.dumps(result, indent=2, ensure_ascii=False))
+        result = run(args.model, args.verbose, chat, which)
+        print(report([result], which) if chat else json.dumps(result, indent=2, ensure_ascii=False))
         return 0
-    text = report([run("multilingual-e5-small"), run(MINILM)])
+    text = report([run("multilingual-e5-small", which=which), run(MINILM, which=which)], which)
     print(text)
-    print(f"written to {write_section(BEGIN, END, text)}")
+    print(f"written to {write_section(*_markers(which), text)}")
     return 0
 
 

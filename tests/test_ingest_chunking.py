@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from itertools import pairwise
+from pathlib import Path
 
 import pytest
 
@@ -211,3 +213,15 @@ def test_a_contract_is_a_clause_a_chunk_whatever_its_type() -> None:
     assert "Parágrafo único" in chunks[1].content and "II - incidem juros" in chunks[3].content
     assert chunks[1].metadata.get("section") is None  # the clause's own title stays in its text
     assert chunks[1].content.startswith("CLÁUSULA PRIMEIRA – DO OBJETO")
+
+
+def test_the_example_contract_is_a_clause_a_chunk() -> None:
+    """The second paraphrase set's contract (examples/contrato-locacao): its preamble, then each of
+    its 22 clauses a chunk, named as benchmarks/regulation.py --set contract judges them."""
+    path = Path(__file__).parent.parent / "examples" / "contrato-locacao" / "contrato-de-locacao.txt"
+    text = path.read_text(encoding="utf-8")
+    assert cut_by_articles(text)
+    named = [c.metadata.get("article") for c in chunk_text(text, RULES["regulation"], count_tokens)]
+    rows = [json.loads(x) for x in (path.parent.parent / "perguntas-contrato.jsonl").read_text().splitlines()]
+    judged = {r["article"] for r in rows if "article" in r}
+    assert named[0] is None and len(named) == 23 and set(named[1:]) == judged

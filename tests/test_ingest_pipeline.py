@@ -316,3 +316,24 @@ def test_a_batch_goes_in_one_transaction_and_a_bad_document_fails_alone(
     assert failed[0].error is not None and failed[0].error.startswith("invalid document field:")
     listed = service_client.list_documents(service_client.kb_id("lote-misto"))
     assert sorted(d.source_uri for d in listed) == ["lote://0", "lote://1", "lote://3"]
+
+
+def test_a_contract_given_no_source_type_is_cut_by_its_clauses(
+    tmp_path: Path, service_client: Hipocampo, counting: CountingEmbedder
+) -> None:
+    """Issue 61 §3: a contract ingested without --source-type (type other: paragraphs of 200-400
+    tokens with overlap) is still cut a clause a chunk, each chunk naming its clause."""
+    from .test_ingest_chunking import CONTRACT
+
+    (tmp_path / "contrato.txt").write_text(CONTRACT, encoding="utf-8")
+    summary = ingest_paths(service_client, "contratos", [tmp_path], counting, count_tokens)
+    assert summary.documents_ingested == 1
+    with service_client.transaction() as cur:
+        cur.execute(
+            "select c.metadata ->> 'article' as article from hipocampo_private.chunks c"
+            " join hipocampo_private.documents d on d.id = c.document_id"
+            " where c.kb_id = %s order by c.chunk_index",
+            (service_client.kb_id("contratos"),),
+        )
+        articles = [r["article"] for r in cur.fetchall()]
+    assert articles == [None, "CLÁUSULA PRIMEIRA", "CLÁUSULA SEGUNDA", "CLÁUSULA 3ª", "CLÁUSULA DÉCIMA PRIMEIRA"]
