@@ -428,8 +428,10 @@ Purpose: the scrubber's number step: runs of digits joined by separators (at mos
   prose) are read group by group, and from each group the longest stretch (at most seven groups,
   or nineteen one digit per line or as a whole run of single digits; 9..19 digits) that
   _pii_stretch_kind names is replaced by its placeholder ([CPF] [CNPJ] [TELEFONE] [CARTAO]): a
-  new separator or script needs no new rule, the check digits decide. The pieces are joined once
-  at the end (a string grown at every number was quadratic: 37 s for 4 MB).
+  new separator or script needs no new rule, the check digits decide. A phone number, which has
+  no check digit, in a run glued to an ASCII letter is part of an identifier and stays (1 % of
+  random UUIDs held one: "90e32e82-3945-4353-…"). The pieces are joined once at the end (a string grown
+  at every number was quadratic: 37 s for 4 MB).
 Parameters: input - normalized text (_pii_normalize).
 Returns: text - the text with numbers replaced; counts - {"CPF": n, …}.
 Errors: none (a pure function).
@@ -492,6 +494,12 @@ begin
             while j >= i and best is null loop
                 if char_length(array_to_string(groups[i:j], '')) between 9 and 19 then
                     kind := hipocampo_private._pii_stretch_kind(groups, seps, i, j);
+                    -- A phone number (no check digit) in a run glued to a letter is part of an
+                    -- identifier (a UUID's "…2e82-3945-4353…" or "07994315-6851-4b03…", a code
+                    -- like "AB11-2345-6789"), not a number a person wrote.
+                    if kind = 'TELEFONE' and (right(gaps[r], 1) ~ '[A-Za-z]' or left(gaps[r + 1], 1) ~ '[A-Za-z]') then
+                        kind := null;
+                    end if;
                     if kind is not null then
                         best := j;
                     end if;
@@ -874,8 +882,8 @@ $$;
 /*
 _pii_scrub_jsonb(value jsonb) -> jsonb
 
-Purpose: value with every string leaf scrubbed by _pii_scrub (keys kept; numbers, booleans and
-  nulls unchanged). Used on chunk metadata.
+Purpose: value with every string leaf scrubbed by _pii_scrub (keys kept; numbers, booleans,
+  nulls and leaves that are a UUID unchanged). Used on chunk and message metadata.
 Returns: jsonb of the same shape.
 Errors: none (a pure function).
 Example: select hipocampo_private._pii_scrub_jsonb('{"title": "contrato 529.982.247-25"}');
@@ -891,7 +899,9 @@ set search_path = ''
 as $$
 begin
     return case jsonb_typeof(value)
-        when 'string' then to_jsonb((hipocampo_private._pii_scrub(value #>> '{}')).text)
+        -- an identifier (a UUID: a message's cited document ids) is never personal data
+        when 'string' then case when value #>> '{}' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+            then value else to_jsonb((hipocampo_private._pii_scrub(value #>> '{}')).text) end
         when 'object' then coalesce((select jsonb_object_agg(e.key, hipocampo_private._pii_scrub_jsonb(e.value))
             from jsonb_each(value) as e), '{}'::jsonb)
         when 'array' then coalesce((select jsonb_agg(hipocampo_private._pii_scrub_jsonb(e.value) order by e.n)
