@@ -150,11 +150,21 @@ class Hub:
             raise _Forbidden
         return who
 
+    @staticmethod
+    def language(request: Request) -> str:
+        """The request's language: its cookie, else its Accept-Language (hub.i18n.pick_language)."""
+        return pick_language(request.cookies.get(LANG_COOKIE), request.headers.get("accept-language"))
+
+    @classmethod
+    def words(cls, request: Request) -> dict[str, str]:
+        """The hub's words in the request's language (hub.i18n.text)."""
+        return text(cls.language(request))
+
     def render(
         self, request: Request, name: str, ctx: dict[str, Any] | None = None, status: int = 200, who: _Who | None = None
     ) -> HTMLResponse:
         """A page: the template with the language's words, the CSRF token and the user."""
-        lang = pick_language(request.cookies.get(LANG_COOKIE), request.headers.get("accept-language"))
+        lang = self.language(request)
         csrf = request.cookies.get(CSRF_COOKIE) or new_csrf_token()
         context = {"t": text(lang), "lang": lang, "csrf": csrf, "who": who, "path": request.url.path}
         context |= ctx or {}
@@ -490,8 +500,7 @@ def _document_routes(router: APIRouter, hub: Hub) -> None:
         trust_text = str(form.get("trust_score") or "").strip()
         try:
             if not source_type:  # a required choice (issue 58 §2): "other" cannot answer alone
-                lang = pick_language(request.cookies.get(LANG_COOKIE), request.headers.get("accept-language"))
-                raise ValueError(text(lang)["choose_a_source_type"])
+                raise ValueError(Hub.words(request)["choose_a_source_type"])
             if source_type not in SOURCE_TYPES:
                 raise ValueError(f"unknown source type {source_type!r}")
             trust = float(trust_text) if trust_text else None
@@ -613,7 +622,7 @@ def _query_routes(router: APIRouter, hub: Hub) -> None:
     def metrics(request: Request) -> Response:
         who = hub.admin(request)
         m = who.client.rpc("tenant_metrics", {"days": 30}) or {}
-        words = text(pick_language(request.cookies.get(LANG_COOKIE), request.headers.get("accept-language")))
+        words = hub.words(request)
         return hub.render(request, "metrics.html", {"m": m, "charts": _charts(m, words), "axis_px": AXIS_PX}, who=who)
 
 
@@ -726,7 +735,7 @@ def _embedding_routes(router: APIRouter, hub: Hub) -> None:
     def queue(request: Request) -> Response:
         who = hub.admin(request)
         requeued = request.query_params.get("requeued", "")
-        words = text(pick_language(request.cookies.get(LANG_COOKIE), request.headers.get("accept-language")))
+        words = hub.words(request)
         notice = words["requeued"].format(n=int(requeued)) if requeued.isdigit() else ""
         return hub.render(request, "embeddings.html", {"q": who.client.embedding_queue(), "notice": notice}, who=who)
 
