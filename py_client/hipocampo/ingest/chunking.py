@@ -26,6 +26,7 @@ __all__ = [
     "chunk_text",
     "cut_by_articles",
     "plain_markdown",
+    "rule_for",
     "split_sentences",
 ]
 
@@ -245,6 +246,15 @@ def cut_by_articles(text: str) -> bool:
     chunk whatever source type it was given (issue 61 §3)."""
     starts = sum(1 for line in text.splitlines() if _ARTICLE.match(plain_markdown(line).lstrip("*# ")))
     return starts >= ARTICLES_MIN
+
+
+def rule_for(text: str, rule: ChunkingRule, articles: ChunkingRule) -> ChunkingRule:
+    """The rule ``text`` is cut by: ``articles`` (the regulation's rule, when it splits by article)
+    for a document of articles or clauses (:func:`cut_by_articles`) given a ``rule`` that splits
+    neither by article nor by question, else ``rule`` (issue 61 §3)."""
+    if rule.split not in ("article", "question") and articles.split == "article" and cut_by_articles(text):
+        return articles
+    return rule
 
 
 def chunk_text(text: str, rule: ChunkingRule, count_tokens: Callable[[str], int]) -> list[Chunk]:

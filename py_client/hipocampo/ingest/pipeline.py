@@ -38,7 +38,7 @@ from ..config import load_config
 from ..embeddings.base import EmbeddingProvider
 from ..errors import ConnectionLostError, HipocampoError, InvalidInputError, LoaderError, NotFoundError
 from ..models import DocumentResult, DocumentWrite, IngestSummary, StoredDocument
-from .chunking import Chunk, ChunkingRule, chunk_sentences, chunk_text, cut_by_articles
+from .chunking import Chunk, ChunkingRule, chunk_sentences, chunk_text, rule_for
 from .forbidden import Finding, action_for, find_forbidden
 from .loaders import LoadedDocument, load_path
 from .scrub import ScrubProgress, scrub_texts
@@ -554,10 +554,7 @@ def _chunk_and_flush(
     """Chunk each prepared document and flush about ``embed_batch`` chunks at a time."""
     queued = 0
     for item, text, digest, pii in prepared:
-        rule = run.rule(item.source_type)
-        if rule.split not in ("article", "question") and cut_by_articles(text):
-            # A contract or regulation given another type (or none) is still cut by its clauses.
-            rule = run.rule("regulation") if run.rule("regulation").split == "article" else rule
+        rule = rule_for(text, run.rule(item.source_type), run.rule("regulation"))
         res = DocumentResult(source_uri=item.doc.source_uri, title=item.doc.title, status="failed", pii_replaced=pii)
         chunks = chunk_text(text, rule, count_tokens)
         if not chunks:
