@@ -23,10 +23,10 @@ import argparse
 import numpy as np
 
 from hipocampo.evaluation.calibration import (
+    DUPLICATE_SETS,
     DUPLICATE_STEP,
     MAX_FACTS_MERGED,
     MAX_PASSAGES_HIDDEN,
-    SIMILARITY_SETS,
     distinct_neighbours,
     duplicate_threshold,
     grid,
@@ -85,7 +85,7 @@ def main() -> None:
             pairs = np.argwhere(np.triu(sims, 1) > 0.8)
             copies_caught[s] = [float(sims[i, j]) for i, j in pairs if is_copy(bodies[i], bodies[j])]
         dedupe = duplicate_threshold(
-            [passages[s] for s in SIMILARITY_SETS if s in passages], MAX_PASSAGES_HIDDEN, grid(DUPLICATE_STEP)
+            [passages[s] for s in DUPLICATE_SETS if s in passages], MAX_PASSAGES_HIDDEN, grid(DUPLICATE_STEP)
         )
         duplicate = duplicate_threshold([facts["LoCoMo facts 1-5 (choose)"]], MAX_FACTS_MERGED, grid(DUPLICATE_STEP))
         chosen.append(f"{name}: retrieval.dedupe_threshold {dedupe}, memory.duplicate_cosine {duplicate}")
@@ -123,7 +123,7 @@ def main() -> None:
             f"`memory.duplicate_cosine` = the lowest multiple of {DUPLICATE_STEP} above which at most "
             f"{MAX_FACTS_MERGED:.1%} of LoCoMo's facts (observations, conversations 1-5) have a distinct fact of "
             f"their speaker; `retrieval.dedupe_threshold` = the lowest above which at most {MAX_PASSAGES_HIDDEN:.1%} "
-            f"of the passages of {' and '.join(SIMILARITY_SETS)} have a distinct neighbour. Distinct = not a copy "
+            f"of the passages of {' and '.join(DUPLICATE_SETS)} have a distinct neighbour. Distinct = not a copy "
             "(copy: 90 % of the shorter text's word 5-grams inside the other, case and spacing ignored).",
             "",
             head,

@@ -35,9 +35,32 @@ from hipocampo.evaluation.calibration import (
     is_copy,
     similarity_floor,
 )
+from hipocampo.evaluation.calibration import model_calibration as whole_calibration
 from hipocampo.evaluation.datasets import BEIR_SETS, datasets_dir, load_locomo
 
 from .conftest import MODEL, model_calibration
+
+
+def test_a_new_model_does_not_carry_the_lean_of_another() -> None:
+    """Issue 61 §3: retrieval.coverage_dense_boost is a model's own (e5 12, MiniLM 1): a model
+    without a calibration carries the default model's other keys, and no lean (1)."""
+    cal = {"e5": {"retrieval": {"min_similarity": 0.78, "dense_weight": 1.0, "coverage_dense_boost": 12.0}}}
+    out, carried = whole_calibration("new-model", [], cal, "e5")
+    assert out["retrieval"] == {"min_similarity": 0.78, "dense_weight": 1.0, "coverage_dense_boost": 1.0}
+    assert carried == ["retrieval.dense_weight", "retrieval.min_similarity"]
+    own, none = whole_calibration("e5", [], cal, "e5")
+    assert own["retrieval"]["coverage_dense_boost"] == 12.0 and none == []
+
+
+def test_the_floor_counts_questions_in_other_words(embedder: Any) -> None:
+    """Issue 61 §3: the dense floor's relevant pairs include the paraphrase sets, one per
+    answerable question (its best cosine over the chunks of its article or clause)."""
+    from hipocampo.evaluation.calibration import SIMILARITY_SETS, relevant_pairs
+
+    assert {"regulation", "contract"} <= set(SIMILARITY_SETS)
+    pairs = {name: relevant_pairs(embedder, name) for name in ("regulation", "contract")}
+    assert {k: len(v) for k, v in pairs.items()} == {"regulation": 65, "contract": 66}
+    assert all(-1 <= x <= 1 for v in pairs.values() for x in v)
 
 
 def spread(lo: float, hi: float, n: int = 1000) -> list[float]:

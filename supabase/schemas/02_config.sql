@@ -102,7 +102,7 @@ security invoker
 set search_path = ''
 as $$
     select '{
-        "retrieval": ["min_similarity", "dense_weight", "dedupe_threshold"],
+        "retrieval": ["min_similarity", "dense_weight", "dedupe_threshold", "coverage_dense_boost"],
         "memory": ["context_threshold", "answer_threshold", "duplicate_cosine"],
         "conversations": ["dense_weight"],
         "rag": ["sentence_weight", "sentence_cosine_low", "sentence_cosine_high", "passages_floor"]
@@ -113,7 +113,8 @@ $$;
 _calibrated_range(key text) -> jsonb
 
 Purpose: the range of a calibrated key's values, by its kind: a weight (a key ending in _weight)
-  lies in [0, 100], a threshold (a cosine) in [-1, 1]. _check_calibration bounds a model's
+  lies in [0, 100], coverage_dense_boost (a factor on the dense weight) in [1, 100], a threshold
+  (a cosine) in [-1, 1]. _check_calibration bounds a model's
   calibration with it, _check_config_patch an override or a tuning of such a key.
 Parameters: key - a key of _calibrated_keys(), e.g. 'dense_weight'.
 Returns: [lo, hi] as a json array.
@@ -127,7 +128,11 @@ immutable
 security invoker
 set search_path = ''
 as $$
-    select case when _calibrated_range.key like '%\_weight' then '[0, 100]'::jsonb else '[-1, 1]'::jsonb end
+    select case
+        when _calibrated_range.key like '%\_weight' then '[0, 100]'::jsonb
+        when _calibrated_range.key = 'coverage_dense_boost' then '[1, 100]'::jsonb
+        else '[-1, 1]'::jsonb
+    end
 $$;
 
 /*

@@ -429,8 +429,8 @@ Purpose: the scrubber's number step: runs of digits joined by separators (at mos
   or nineteen one digit per line or as a whole run of single digits; 9..19 digits) that
   _pii_stretch_kind names is replaced by its placeholder ([CPF] [CNPJ] [TELEFONE] [CARTAO]): a
   new separator or script needs no new rule, the check digits decide. A phone number, which has
-  no check digit, in a run glued to an ASCII letter is part of an identifier and stays (1 % of
-  random UUIDs held one: "90e32e82-3945-4353-…"). The pieces are joined once at the end (a string grown
+  no check digit, in a run glued to an ASCII letter is part of an identifier and stays (a code
+  like "AB11-2345-6789"; a UUID never reaches this step: _pii_scrub sets it aside). The pieces are joined once at the end (a string grown
   at every number was quadratic: 37 s for 4 MB).
 Parameters: input - normalized text (_pii_normalize).
 Returns: text - the text with numbers replaced; counts - {"CPF": n, …}.
@@ -495,8 +495,7 @@ begin
                 if char_length(array_to_string(groups[i:j], '')) between 9 and 19 then
                     kind := hipocampo_private._pii_stretch_kind(groups, seps, i, j);
                     -- A phone number (no check digit) in a run glued to a letter is part of an
-                    -- identifier (a UUID's "…2e82-3945-4353…" or "07994315-6851-4b03…", a code
-                    -- like "AB11-2345-6789"), not a number a person wrote.
+                    -- identifier (a code like "AB11-2345-6789"), not a number a person wrote.
                     if kind = 'TELEFONE' and (right(gaps[r], 1) ~ '[A-Za-z]' or left(gaps[r + 1], 1) ~ '[A-Za-z]') then
                         kind := null;
                     end if;
@@ -832,6 +831,9 @@ Purpose: the one PII scrubber: the text read through _pii_normalize, then number
   taken as 0/1 (_pii_letters_as_digits) is kept when it finds more. A text where nothing is found
   comes back exactly as it went in; a text where something is found comes back normalized, with
   each finding replaced by its typed placeholder [EMAIL] [CPF] [CNPJ] [TELEFONE] [CARTAO] [RG].
+  A UUID is an identifier, never personal data: its digits can read as a phone number or as a
+  card with a valid check digit (about 1 % of random UUIDs, more of those made mostly of digits),
+  so each is set aside while the shapes are looked for and put back whole.
   Idempotent. Linear in the text's size.
 Parameters: input - any text (null gives null and {}).
 Returns: text - the scrubbed text; counts - {"CPF": n, …} of the kinds replaced.
@@ -847,13 +849,21 @@ security invoker
 set search_path = ''
 as $$
 declare
+    uuid_shape constant text := '(?<![0-9A-Za-z])[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}(?![0-9A-Za-z])';
+    aside constant text := 'uuidzqzuuid';  -- letters no step reads (no digit, no O o l I)
     normal text := hipocampo_private._pii_normalize(input);
+    ids text [] := '{}';
+    pieces text [];
     step record;
     other record;
 begin
     if input is null then
         counts := '{}'::jsonb;
         return;
+    end if;
+    if strpos(normal, aside) = 0 then
+        ids := array(select m[1] from regexp_matches(normal, '(' || uuid_shape || ')', 'g') as m);
+        normal := regexp_replace(normal, uuid_shape, aside, 'g');
     end if;
     step := hipocampo_private._pii_scrub_spelled(normal);
     text := step.text;
@@ -875,6 +885,12 @@ begin
     counts := hipocampo_private._pii_add(counts, step.counts);
     if counts = '{}'::jsonb then
         text := input;
+        return;
+    end if;
+    pieces := string_to_array(text, aside);
+    if cardinality(ids) > 0 and cardinality(pieces) = cardinality(ids) + 1 then
+        text := pieces[1] || (select coalesce(string_agg(u.id || pieces[u.n + 1], '' order by u.n), '')
+            from unnest(ids) with ordinality as u (id, n));
     end if;
 end;
 $$;
@@ -882,8 +898,8 @@ $$;
 /*
 _pii_scrub_jsonb(value jsonb) -> jsonb
 
-Purpose: value with every string leaf scrubbed by _pii_scrub (keys kept; numbers, booleans,
-  nulls and leaves that are a UUID unchanged). Used on chunk and message metadata.
+Purpose: value with every string leaf scrubbed by _pii_scrub (keys kept; numbers, booleans and
+  nulls unchanged; a UUID comes back whole, as in any text). Used on chunk and message metadata.
 Returns: jsonb of the same shape.
 Errors: none (a pure function).
 Example: select hipocampo_private._pii_scrub_jsonb('{"title": "contrato 529.982.247-25"}');
@@ -899,9 +915,7 @@ set search_path = ''
 as $$
 begin
     return case jsonb_typeof(value)
-        -- an identifier (a UUID: a message's cited document ids) is never personal data
-        when 'string' then case when value #>> '{}' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
-            then value else to_jsonb((hipocampo_private._pii_scrub(value #>> '{}')).text) end
+        when 'string' then to_jsonb((hipocampo_private._pii_scrub(value #>> '{}')).text)
         when 'object' then coalesce((select jsonb_object_agg(e.key, hipocampo_private._pii_scrub_jsonb(e.value))
             from jsonb_each(value) as e), '{}'::jsonb)
         when 'array' then coalesce((select jsonb_agg(hipocampo_private._pii_scrub_jsonb(e.value) order by e.n)

@@ -89,7 +89,9 @@ Parameters:
                    0.25, calibrated per model).
   fusion           'score' (z-score weighted sum) | 'rrf' (reciprocal rank, k = rrf_k).
   dense_weight, lexical_weight  weights of the two legs, 0 or 1e-6..100, not both 0 (a smaller
-                   positive weight underflowed the fused score: 22003).
+                   positive weight underflowed the fused score: 22003); the dense weight is
+                   raised per query the less of it the best lexical hit covers (_fuse:
+                   retrieval.coverage_dense_boost, the model's, and coverage_exponent).
   rerank           'none' | 'trust_recency' (similarity * retrieval.trust_recency_similarity_weight
                    + trust * …_trust_weight + freshness * …_freshness_weight: 0.6 / 0.4 / 0.2, seed 004).
   mmr_lambda       0 or 1e-6..1; 1 = relevance only, 0.5 = seed MMR (a smaller positive value
@@ -195,7 +197,7 @@ begin
         t, s.scope, s.model, query_text, hybrid_search.source_types, hybrid_search.metadata_filter, p
     );
     f := hipocampo_private._fuse(
-        query_embedding, p, dense.ids, dense.sims, lex.ids, lex.scores, lex.scored_ids, lex.scored_scores
+        query_embedding, p, dense.ids, dense.sims, lex.ids, lex.scores, lex.scored_ids, lex.scored_scores, lex.coverage
     );
     picked := hipocampo_private._mmr_pick(f.ids, f.final, p);
 
@@ -342,7 +344,8 @@ begin
             'max_query_chars', 'match_count', 'min_similarity', 'fusion', 'dense_weight', 'lexical_weight',
             'rrf_k', 'rerank', 'mmr_lambda', 'dedupe_threshold', 'bm25_k1', 'bm25_b', 'freshness_half_life_days',
             'exact_scan_max_rows', 'candidate_multiplier', 'min_candidates', 'hnsw_ef_search',
-            'trust_recency_similarity_weight', 'trust_recency_trust_weight', 'trust_recency_freshness_weight'
+            'trust_recency_similarity_weight', 'trust_recency_trust_weight', 'trust_recency_freshness_weight',
+            'coverage_dense_boost', 'coverage_exponent'
         ]) as key
         where r -> key is null or r -> key = 'null'::jsonb
     ) then
@@ -392,6 +395,7 @@ begin
         'match_count', k, 'min_similarity', min_sim, 'dense_weight', w_dense, 'lexical_weight', w_lex,
         'mmr_lambda', lambda, 'fusion', fuse, 'rerank', rr,
         'language_min_words', lang -> 'language_min_words', 'language_min_word_order', lang -> 'language_min_word_order',
+        'question_stopwords', lang -> 'question_stopwords',
         'candidates', greatest(k * (r ->> 'candidate_multiplier')::integer, (r ->> 'min_candidates')::integer)
     );
 end;
@@ -521,9 +525,52 @@ end;
 $$;
 
 /*
+_question_idf(scope uuid[], model text, query_text text, stopwords jsonb, out kb_ids uuid[],
+  out totals double precision[])
+
+Purpose: the lexical leg's measure of a whole question (issue 61 §3): per knowledge base of the
+  scope, the sum of the BM25 idf of the question's distinct lexemes (its text search config's),
+  stopwords (rag.question_stopwords, a jsonb array of lexemes) left out, a lexeme the knowledge
+  base lacks counted with the idf of df 0. The denominator of _lexical_leg's coverage.
+Parameters: scope and model from _search_scope; query_text as hybrid_search's.
+Returns: kb_ids and totals, one per knowledge base with text statistics for model ('{}' for none).
+Errors: none.
+Example: select * from hipocampo_private._question_idf(array[kb], 'multilingual-e5-small', 'qual o prazo?', '["qual"]');
+*/
+create or replace function hipocampo_private._question_idf(
+    scope uuid[], model text, query_text text, stopwords jsonb, out kb_ids uuid[], out totals double precision[]
+)
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select coalesce(array_agg(w.kb_id), '{}'), coalesce(array_agg(w.total), '{}')
+    from (
+        select
+            q.kb_id,
+            sum(ln(1 + (st.chunk_count - coalesce(ts.doc_freq, 0) + 0.5) / (coalesce(ts.doc_freq, 0) + 0.5))) as total
+        from (
+            select distinct kb.id as kb_id, u.lexeme
+            from hipocampo_private.knowledge_bases as kb
+            cross join lateral pg_catalog.unnest(
+                pg_catalog.to_tsvector(hipocampo_private.text_search_config(kb.language), query_text)
+            ) as u
+            where kb.id = any(scope)
+              and u.lexeme <> all(coalesce(array(select jsonb_array_elements_text(stopwords)), '{}'))
+        ) as q
+        inner join hipocampo_private.kb_text_stats as st
+            on st.kb_id = q.kb_id and st.embedding_model = model
+        left join hipocampo_private.kb_term_stats as ts
+            on ts.kb_id = q.kb_id and ts.embedding_model = model and ts.lexeme = q.lexeme
+        group by q.kb_id
+    ) as w;
+$$;
+
+/*
 _lexical_leg(tenant uuid, scope uuid[], model text, query_text text, source_types text[],
   metadata_filter jsonb, settings jsonb, out ids bigint[], out scores double precision[],
-  out scored_ids bigint[], out scored_scores double precision[])
+  out scored_ids bigint[], out scored_scores double precision[], out coverage double precision)
 
 Purpose: hybrid_search's lexical leg: Okapi BM25 (k1 = settings.bm25_k1, b = settings.bm25_b)
   with OR semantics over the query's stemmed, unaccented lexemes (each knowledge base's
@@ -535,14 +582,17 @@ Parameters: scope and model from _search_scope; settings from _search_settings; 
   hybrid_search's.
 Returns: ids and scores (BM25), at most settings.candidates, best first, after the filters;
   scored_ids and scored_scores, every chunk of the scope that holds a query term (unfiltered):
-  the fusion reads the BM25 score of a dense-only candidate there.
+  the fusion reads the BM25 score of a dense-only candidate there; coverage, the idf-weighted
+  share of the query's lexemes (settings.question_stopwords left out; one the knowledge base
+  lacks counts with the idf of df 0) that the best of scored_ids holds, 0..1 (null when no chunk
+  holds a query term), which _fuse weighs the dense leg by.
 Errors: none.
 Example: select * from hipocampo_private._lexical_leg(tenant, array[kb], model, 'prazo', null, null, settings);
 */
 create or replace function hipocampo_private._lexical_leg(
     tenant uuid, scope uuid[], model text, query_text text, source_types text[], metadata_filter jsonb,
     settings jsonb, out ids bigint[], out scores double precision[], out scored_ids bigint[],
-    out scored_scores double precision[]
+    out scored_scores double precision[], out coverage double precision
 )
 language plpgsql
 stable
@@ -557,8 +607,14 @@ declare
     t_lex text [];
     t_idf double precision [];
     t_avg double precision [];
+    t_total_kb uuid [];
+    t_total double precision [];  -- per knowledge base of t_total_kb: the idf of every query lexeme
     lim integer;
 begin
+    -- Coverage (issue 61 §3): the share of the question's idf the best BM25 hit holds.
+    select w.kb_ids, w.totals into t_total_kb, t_total
+    from hipocampo_private._question_idf(scope, model, query_text, settings -> 'question_stopwords') as w;
+
     select
         coalesce(array_agg(q.kb_id), '{}'),
         coalesce(array_agg(q.lexeme), '{}'),
@@ -581,12 +637,18 @@ begin
 
     select
         coalesce(array_agg(x.chunk_id order by x.score desc, x.chunk_id), '{}'),
-        coalesce(array_agg(x.score order by x.score desc, x.chunk_id), '{}')
-    into scored_ids, scored_scores
+        coalesce(array_agg(x.score order by x.score desc, x.chunk_id), '{}'),
+        (array_agg(x.matched / nullif(x.total, 0) order by x.score desc, x.chunk_id))[1]
+    into scored_ids, scored_scores, coverage
     from (
         select p.chunk_id,
-            sum(tm.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.chunk_length / tm.avg_len))) as score
+            sum(tm.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.chunk_length / tm.avg_len))) as score,
+            coalesce(sum(tm.idf) filter (
+                where tm.lexeme <> all(coalesce(array(select jsonb_array_elements_text(settings -> 'question_stopwords')), '{}'))
+            ), 0) as matched,
+            max(tt.total) as total
         from unnest(t_kb, t_lex, t_idf, t_avg) as tm (kb_id, lexeme, idf, avg_len)
+        left join unnest(t_total_kb, t_total) as tt (kb_id, total) on tt.kb_id = tm.kb_id
         -- One primary-key range per term: "offset 0" keeps the planner from flattening the
         -- lateral subquery into a join it may run as a scan of all the tenant's postings.
         cross join lateral (
@@ -621,10 +683,38 @@ end;
 $$;
 
 /*
+_leaning_dense_weight(settings jsonb, coverage double precision) -> double precision
+
+Purpose: the dense leg's weight for one question (issue 61 §3): settings.dense_weight * (1 +
+  (settings.coverage_dense_boost - 1) * (1 - coverage) ^ settings.coverage_exponent). The less
+  of the question the best lexical hit holds (coverage, from _lexical_leg), the more the dense
+  leg counts; coverage null (no chunk holds a query term) is no lean.
+Parameters: settings from _search_settings; coverage 0..1 (clamped) or null.
+Returns: the weight, settings.dense_weight .. dense_weight * coverage_dense_boost.
+Errors: none.
+Example: select hipocampo_private._leaning_dense_weight('{"dense_weight": 1, "coverage_dense_boost": 12,
+  "coverage_exponent": 0.25}', 0.1);  -- 11.4
+*/
+create or replace function hipocampo_private._leaning_dense_weight(settings jsonb, coverage double precision)
+returns double precision
+language sql
+immutable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+    select (settings ->> 'dense_weight')::double precision * (
+        1 + ((settings ->> 'coverage_dense_boost')::double precision - 1)
+        * (1 - least(greatest(coalesce(coverage, 1), 0), 1)) ^ (settings ->> 'coverage_exponent')::double precision
+    );
+$$;
+
+/*
 _fuse(query_embedding vector, settings jsonb, dense_ids bigint[], dense_sims double precision[],
   lexical_ids bigint[], lexical_scores double precision[], scored_ids bigint[],
-  scored_scores double precision[], out ids bigint[], out sims double precision[],
-  out scores double precision[], out fused double precision[], out final double precision[])
+  scored_scores double precision[], coverage double precision, out ids bigint[],
+  out sims double precision[], out scores double precision[], out fused double precision[],
+  out final double precision[])
 
 Purpose: hybrid_search's fusion and rerank over the union of both legs, each candidate chunk
   read once. Every candidate gets both signals, so the fusion compares like with like: the BM25
@@ -639,9 +729,13 @@ Purpose: hybrid_search's fusion and rerank over the union of both legs, each can
   freshness (exp(-age in days / freshness_half_life_days)) * trust_recency_freshness_weight.
   A candidate of a document that does not read as language (_reads_as_language with the rag
   rules settings carries) is moved below every candidate that does, its final score just under
-  theirs (issue 61 §5). The vectors are not carried through these steps (copying ~70 of 1.5 kB through the sorts was
+  theirs (issue 61 §5). The dense weight is per query: settings.dense_weight * (1 +
+  (settings.coverage_dense_boost - 1) * (1 - coverage) ^ settings.coverage_exponent), coverage
+  from _lexical_leg (null: 1, no lean): the less of the question the best lexical hit holds, the
+  more the dense leg counts (issue 61 §3). The vectors are not carried through these steps (copying ~70 of 1.5 kB through the sorts was
   half of a 250-passage search): _mmr_pick reads them.
-Parameters: settings from _search_settings; the legs' arrays from _dense_leg and _lexical_leg.
+Parameters: settings from _search_settings; the legs' arrays and coverage from _dense_leg and
+  _lexical_leg.
 Returns: the candidates ranked by final score (ties: newer published_at, newer chunk, lower id):
   ids, sims (cosine or null), scores (BM25), fused, final; null arrays when there is none.
 Errors: none.
@@ -651,6 +745,7 @@ Example: select * from hipocampo_private._fuse('[…]', settings, d.ids, d.sims,
 create or replace function hipocampo_private._fuse(
     query_embedding extensions.vector, settings jsonb, dense_ids bigint[], dense_sims double precision[],
     lexical_ids bigint[], lexical_scores double precision[], scored_ids bigint[], scored_scores double precision[],
+    coverage double precision,
     out ids bigint[], out sims double precision[], out scores double precision[],
     out fused double precision[], out final double precision[]
 )
@@ -662,7 +757,7 @@ as $$
 declare
     min_sim double precision := (settings ->> 'min_similarity')::double precision;
     fuse text := settings ->> 'fusion';
-    w_dense double precision := (settings ->> 'dense_weight')::double precision;
+    w_dense double precision := hipocampo_private._leaning_dense_weight(settings, coverage);  -- issue 61 §3
     w_lex double precision := (settings ->> 'lexical_weight')::double precision;
     rrf_k double precision := (settings ->> 'rrf_k')::double precision;
     rr text := settings ->> 'rerank';

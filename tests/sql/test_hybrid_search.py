@@ -512,3 +512,34 @@ def test_mmr_puts_a_different_passage_before_a_near_twin(db: psycopg.Connection[
         rows = search(db, "regras da sauna", emb=QUERY, match_count=3, mmr_lambda=lam, kb_ids=[world.kb_a])
         order[lam] = [r["title"] for r in rows]
     assert order == {1.0: ["perto", "gemeo", "longe"], 0.5: ["perto", "longe", "gemeo"]}
+
+
+def test_the_dense_leg_leans_on_questions_in_other_words(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+    """Issue 61 §3: a question the best lexical hit covers little of (coverage, the idf-weighted
+    share of its lexemes) weighs the dense leg by 1 + (coverage_dense_boost - 1) * (1 - coverage) ^
+    coverage_exponent: the passage that means it, in other words, comes before the one that shares
+    an incidental word; with the model's boost at 1 (no lean) the order is the old one."""
+    from ..conftest import at_cosine
+
+    world.act("service_role")
+    texts = {
+        "palavras": ("Aos domingos o salão de festas fica fechado para limpeza; aos domingos não há reservas.", 0.55),
+        "sentido": ("A área de lazer aquática abre às 9h no fim de semana, com salva-vidas.", 0.9),
+    }
+    for name, (content, cosine) in texts.items():
+        doc = {"title": name, "source_uri": f"test://{name}", "content_hash": name}
+        chunk = [{"chunk_index": 0, "content": content, "content_hash": name, "embedding": at_cosine(7, 71, cosine)}]
+        db.execute(
+            "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
+            (world.kb_a, json.dumps(doc), json.dumps(chunk), MODEL),
+        )
+    order = {}
+    for boost in (1.0, 12.0):
+        world.act("service_role")
+        calibration = model_calibration()
+        calibration["retrieval"] = {**calibration["retrieval"], "coverage_dense_boost": boost}
+        db.execute("select hipocampo.set_model_calibration(%s, %s::jsonb)", (MODEL, json.dumps(calibration)))
+        world.act("authenticated", world.member_a, world.tenant_a)
+        rows = search(db, "Posso nadar no domingo de manhã?", match_count=10, kb_ids=[world.kb_a])
+        order[boost] = [r["title"] for r in rows if r["title"] in texts]
+    assert order == {1.0: ["palavras", "sentido"], 12.0: ["sentido", "palavras"]}

@@ -19,7 +19,7 @@ from ..conftest import MINILM, MODEL, World, at_cosine, calibrate, model_calibra
 Conn = psycopg.Connection[dict[str, Any]]
 OTHER = "calibrated-model-384"
 KEYS = {
-    "retrieval": {"min_similarity", "dense_weight", "dedupe_threshold"},
+    "retrieval": {"min_similarity", "dense_weight", "dedupe_threshold", "coverage_dense_boost"},
     "memory": {"context_threshold", "answer_threshold", "duplicate_cosine"},
     "conversations": {"dense_weight"},
     "rag": {"sentence_weight", "sentence_cosine_low", "sentence_cosine_high", "passages_floor"},
@@ -341,7 +341,8 @@ def test_hybrid_search_takes_the_calibration_of_the_model_it_searches(db: Conn, 
             "unknown calibration key retrieval.match_count (calibrated keys: rag.sentence_weight, "
             "rag.sentence_cosine_low, rag.sentence_cosine_high, rag.passages_floor, memory.context_threshold, "
             "memory.answer_threshold, memory.duplicate_cosine, retrieval.min_similarity, "
-            "retrieval.dense_weight, retrieval.dedupe_threshold, conversations.dense_weight)",
+            "retrieval.dense_weight, retrieval.dedupe_threshold, retrieval.coverage_dense_boost, "
+            "conversations.dense_weight)",
         ),
         (lambda c: c["memory"].update(context_threshold="0.3"), "22023", "memory.context_threshold must be a number"),
         (

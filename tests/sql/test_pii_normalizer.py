@@ -265,20 +265,30 @@ def test_a_text_with_pii_comes_back_normalized_and_scrubbed(db: Conn, world: Wor
 
 
 def test_uuids_are_not_phone_numbers(db: Conn, world: World) -> None:
-    """A phone number glued to a letter is part of an identifier: none of 2,000 random UUIDs is
-    scrubbed (1 % were: a message's cited document id came back as 3fd33a[TELEFONE]-…), alone, in
-    prose, or as a message's metadata; a phone number written as people write it still is."""
+    """A phone number glued to a letter (or by a hyphen to a hexadecimal group with one) is part of
+    an identifier, and so is a UUID of digits: none of 2,000 random UUIDs nor of 2,000 made mostly
+    of digits is scrubbed (1 % were: a message's cited document id came back as
+    3fd33a[TELEFONE]-…), alone, in prose, or as a message's metadata; a phone number written as
+    people write it still is."""
     import random
 
     rnd = random.Random(61)
     ids = [str(uuid.UUID(int=rnd.getrandbits(128), version=4)) for _ in range(2000)]
+    # UUIDs made mostly of digits: their phone-shaped runs end at a hyphen before a group with a
+    # letter, or at both ends of the UUID ("0e4a5b6c-5512-4345-9123-…" read as +55 12 4345-9123)
+    digits = [
+        str(uuid.UUID("".join(rnd.choice("0123456789" * 9 + "abcdef") for _ in range(32)), version=4))
+        for _ in range(2000)
+    ] + ["0e4a5b6c-5512-4345-9123-112345678901", "12345678-5512-4345-9123-112345678901"]
     world.act("authenticated", world.member_a, world.tenant_a)
-    rows = db.execute("select text from hipocampo.scrub_pii(%s)", (ids,)).fetchall()
-    assert [r["text"] for r in rows] == ids
+    for batch in (ids, digits, [f"id {x} ok" for x in digits]):
+        rows = db.execute("select text from hipocampo.scrub_pii(%s)", (batch,)).fetchall()
+        assert [r["text"] for r in rows] == batch
     row = db.execute(
-        "select text from hipocampo.scrub_pii(%s)", (["Ligue (11) 98765-4321 ou 11 3456-7890."],)
+        "select text from hipocampo.scrub_pii(%s)",
+        (["Ligue (11) 98765-4321 ou 11 3456-7890, fone-11 98765-4321."],),
     ).fetchone()
-    assert row is not None and row["text"] == "Ligue [TELEFONE] ou [TELEFONE]."
+    assert row is not None and row["text"] == "Ligue [TELEFONE] ou [TELEFONE], fone-[TELEFONE]."
     conversation = uuid.uuid4()
     mid = add(
         db,

@@ -3,7 +3,10 @@ by the rules behind all-MiniLM-L6-v2's configured values (issue 22 §2; docs/BEN
 "Thresholds per embedding model").
 
 - ``retrieval.min_similarity``: the largest grid value that drops at most 0.5 % of the relevant
-  (question, passage) pairs of FaQuAD and of Quati (cosine floor of the dense leg).
+  (question, passage) pairs of each of FaQuAD, Quati, the regulation and the contract asked in
+  people's words (cosine floor of the dense leg; for the last two, each question's best cosine
+  over the chunks of the article or clause that answers it: a floor fitted on questions in the
+  documents' words alone cut a tenth of the contract's, issue 61 §3).
 - ``memory.context_threshold``: the highest grid value that keeps at least 75 % of LoCoMo's
   (question, evidence turn) pairs; ``memory.answer_threshold``: the lowest that keeps at most
   1.5 % of (question, other turn) pairs. Chosen on conversations 1-5; 6-10 reported as held out.
@@ -39,12 +42,17 @@ database it is given and deletes afterwards, whatever happens:
   raises J by at least 0.02 (benchmarks/calibrate_sentences.py reports it with the held-out sets).
 
 - ``rag.passages_floor`` (the on-topic floor of issue 61 §1): the rule of
-  :mod:`hipocampo.evaluation.on_topic` over FaQuAD, Quati, SciFact and the regulation.
+  :mod:`hipocampo.evaluation.on_topic` over FaQuAD, Quati, SciFact, the regulation and the
+  contract.
 
 A model's whole calibration (``[calibration."<model>"]`` in config.toml, stored per model in the
-database: docs/design.md §thresholds) holds all eleven. Without ``--weights`` the five that need the
-searches are not computed: :func:`model_calibration` keeps the model's own values of those, or
-carries the default model's over and says so.
+database: docs/design.md §thresholds) holds all twelve.
+``retrieval.coverage_dense_boost`` is chosen by ``benchmarks/fusion_coverage.py --model <m>``
+(leave-one-dataset-out over five sets), not here: a model keeps its own value, and a model without
+a calibration of its own gets 1 (no lean: e5 chose 12, MiniLM 1, so the lean is not carried from
+one model to another). Without ``--weights`` the five that need the searches are not computed:
+:func:`model_calibration` keeps the model's own values of those, or carries the default model's
+over and says so.
 """
 
 from __future__ import annotations
@@ -104,7 +112,10 @@ __all__ = [
     "write_calibration",
 ]
 
-SIMILARITY_SETS = ("faquad", "quati")
+SIMILARITY_SETS = ("faquad", "quati", "regulation", "contract")
+DUPLICATE_SETS = ("faquad", "quati")  # retrieval.dedupe_threshold: passages of these
+NO_LEAN = 1.0  # retrieval.coverage_dense_boost of a model not measured by benchmarks/fusion_coverage.py
+PARAPHRASE_SETS = ("regulation", "contract")  # examples/: questions in people's words
 MAX_DROPPED = 0.005  # share of relevant pairs a similarity floor may drop
 MIN_EVIDENCE_KEPT = 0.75  # memory.context_threshold keeps at least this share of evidence pairs
 MAX_OTHERS_KEPT = 0.015  # memory.answer_threshold keeps at most this share of other pairs
@@ -274,7 +285,19 @@ def locomo_pairs(embedder: EmbeddingProvider, samples: list[dict[str, object]]) 
 
 
 def relevant_pairs(embedder: EmbeddingProvider, name: str) -> list[float]:
-    """Cosines of each question of the BEIR set ``name`` to its relevant passages (title + text)."""
+    """Cosines of each question of the BEIR set ``name`` to its relevant passages (title + text);
+    of a paraphrase set (regulation, contract), each answerable question's best cosine over the
+    chunks of its article or clause."""
+    if name in PARAPHRASE_SETS:
+        from .on_topic import load_sets
+
+        (qs,) = load_sets([name])
+        vectors = embedder.embed_documents(qs.texts)
+        return [
+            max(_dot(embedder.embed_query(q), v) for v, u in zip(vectors, qs.units, strict=True) if u == unit)
+            for q, unit in zip(qs.on_topic, qs.answers, strict=True)
+            if unit is not None
+        ]
     ds = load_beir(name)
     docs = sorted({d for rel in ds.qrels.values() for d in rel})
     texts = [f"{ds.corpus[d][0]}\n{ds.corpus[d][1]}" if ds.corpus[d][0] else ds.corpus[d][1] for d in docs]
@@ -301,7 +324,7 @@ def calibrate(embedder: EmbeddingProvider) -> list[Finding]:
     context = context_threshold(chosen_pos, candidates)
     answer = answer_threshold(chosen_neg, candidates)
     fine = grid(DUPLICATE_STEP)
-    passages = [passage_neighbours(embedder, name) for name in SIMILARITY_SETS]
+    passages = [passage_neighbours(embedder, name) for name in DUPLICATE_SETS]
     dedupe = duplicate_threshold(passages, MAX_PASSAGES_HIDDEN, fine)
     facts, held_facts = memory_neighbours(embedder, data[:5]), memory_neighbours(embedder, data[5:])
     duplicate = duplicate_threshold([facts], MAX_FACTS_MERGED, fine)
@@ -335,7 +358,7 @@ def calibrate(embedder: EmbeddingProvider) -> list[Finding]:
             "retrieval.dedupe_threshold",
             dedupe,
             "passages with a distinct neighbour above it: "
-            + ", ".join(f"{n} {above(xs, dedupe):.1%}" for n, xs in zip(SIMILARITY_SETS, passages, strict=True))
+            + ", ".join(f"{n} {above(xs, dedupe):.1%}" for n, xs in zip(DUPLICATE_SETS, passages, strict=True))
             + f" (at most {MAX_PASSAGES_HIDDEN:.1%})",
         ),
         Finding(
@@ -731,7 +754,8 @@ def model_calibration(
 ) -> tuple[Calibration, list[str]]:
     """``model``'s whole calibration with ``findings`` applied: its own calibration from
     ``calibrations`` (config.toml's ``[calibration]``: {model: {section: {key: value}}}) where it
-    has one, else ``default_model``'s, whose values of the keys no finding gives are carried over.
+    has one, else ``default_model``'s, whose values of the keys no finding gives are carried over
+    (but ``retrieval.coverage_dense_boost``, which is NO_LEAN, 1, until measured).
 
     Returns:
         ``(calibration, carried)``: {section: {key: value}}, and the ``section.key`` names carried
@@ -742,7 +766,9 @@ def model_calibration(
     """
     own = model in calibrations
     out: Calibration = copy.deepcopy(calibrations[model if own else default_model])
-    found = {f.key for f in findings}
+    if not own:  # the lean is the model's own (benchmarks/fusion_coverage.py): none until measured
+        out.setdefault("retrieval", {})["coverage_dense_boost"] = NO_LEAN
+    found = {f.key for f in findings} | (set() if own else {"retrieval.coverage_dense_boost"})
     for f in findings:
         section, key = f.key.split(".", 1)
         out.setdefault(section, {})[key] = f.value

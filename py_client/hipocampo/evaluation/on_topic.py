@@ -49,6 +49,10 @@ class QuestionSet:
     texts: list[str]
     on_topic: list[str]
     off_topic: list[str] = field(default_factory=list)
+    # A paraphrase set's units: the article or clause of each text, and the one that answers each
+    # on-topic question (None: the set answers it nowhere). Empty for the BEIR sets.
+    units: list[str | None] = field(default_factory=list)
+    answers: list[str | None] = field(default_factory=list)
 
 
 def _beir(name: str, limit_questions: int | None = None) -> QuestionSet:
@@ -62,28 +66,56 @@ def _beir(name: str, limit_questions: int | None = None) -> QuestionSet:
     return QuestionSet(name, texts, [ds.queries[q] for q in qids])
 
 
-def _regulation() -> QuestionSet:
-    """examples/regulamento-condominio cut as `hipocampo ingest --source-type regulation` cuts it
-    (by article, the context header before each chunk), with examples/perguntas-regulamento.jsonl."""
-    from ..ingest.chunking import ChunkingRule, chunk_text
+def _paraphrase(name: str, document: str, questions: str, source_type: str) -> QuestionSet:
+    """An example document cut as `hipocampo ingest --source-type <source_type>` cuts it (a
+    document of articles or clauses by article: ``chunking.rule_for``; the context header before
+    each chunk), with its judged questions (``examples/<questions>``: ``article`` names the unit
+    that answers, ``kind`` off_topic the off-topic ones)."""
+    from ..ingest.chunking import ChunkingRule, chunk_text, rule_for
     from ..ingest.pipeline import context_header
 
     root = repo_root() / "examples"
-    text = (root / "regulamento-condominio" / "regulamento-interno.md").read_text("utf-8")
-    rule = ChunkingRule.from_config(load_config()["chunking"]["regulation"])
+    path = root / document
+    text = path.read_text("utf-8")
+    rules = load_config()["chunking"]
+    rule = rule_for(
+        text,
+        ChunkingRule.from_config(rules.get(source_type) or rules["other"]),
+        ChunkingRule.from_config(rules["regulation"]),
+    )
     chunks = chunk_text(text, rule, count_tokens)
-    title = "regulamento-interno.md"
-    texts = [f"{context_header(title, c)}\n{c.content}" for c in chunks]
-    rows = [json.loads(line) for line in (root / "perguntas-regulamento.jsonl").read_text("utf-8").splitlines() if line]
-    on = [r["question"] for r in rows if r.get("kind") != "off_topic"]
+    texts = [f"{context_header(path.name, c)}\n{c.content}" for c in chunks]
+    rows = [json.loads(line) for line in (root / questions).read_text("utf-8").splitlines() if line]
+    on = [r for r in rows if r.get("kind") != "off_topic"]
     off = [r["question"] for r in rows if r.get("kind") == "off_topic"]
-    return QuestionSet("regulation", texts, on, off)
+    return QuestionSet(
+        name,
+        texts,
+        [r["question"] for r in on],
+        off,
+        units=[str(c.metadata.get("article", "")) or None for c in chunks],
+        answers=[r.get("article") for r in on],
+    )
 
 
-def load_sets(names: Sequence[str] = ("faquad", "quati", "scifact", "regulation")) -> list[QuestionSet]:
+def _regulation() -> QuestionSet:
+    """examples/regulamento-condominio (ingested as regulation) with examples/perguntas-regulamento.jsonl."""
+    return _paraphrase(
+        "regulation", "regulamento-condominio/regulamento-interno.md", "perguntas-regulamento.jsonl", "regulation"
+    )
+
+
+def _contract() -> QuestionSet:
+    """examples/contrato-locacao (ingested without a source type: other, cut by clause) with
+    examples/perguntas-contrato.jsonl."""
+    return _paraphrase("contract", "contrato-locacao/contrato-de-locacao.txt", "perguntas-contrato.jsonl", "other")
+
+
+def load_sets(names: Sequence[str] = ("faquad", "quati", "scifact", "regulation", "contract")) -> list[QuestionSet]:
     """The question sets by name: FaQuAD (249 paragraphs, its first 300 questions by id), Quati
     (239 passages, 24 questions), SciFact (the relevant abstracts of its 300 test claims and 700
-    others), the regulation (25 articles; 77 on-topic and 12 off-topic questions).
+    others), the regulation (25 articles; 77 on-topic and 12 off-topic questions), the contract
+    (22 clauses; 78 on-topic and 12 off-topic questions).
 
     Raises:
         FileNotFoundError: the shared datasets are missing.
@@ -93,6 +125,7 @@ def load_sets(names: Sequence[str] = ("faquad", "quati", "scifact", "regulation"
         "quati": lambda: _beir("quati"),
         "scifact": lambda: _beir("scifact"),
         "regulation": _regulation,
+        "contract": _contract,
     }
     return [loaders[n]() for n in names]
 
