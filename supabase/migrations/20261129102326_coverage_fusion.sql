@@ -591,6 +591,15 @@ update hipocampo_private.settings
 set config = jsonb_set(config, '{retrieval}', (config -> 'retrieval') || '{"coverage_exponent": 0.25}'::jsonb)
 where tenant_id is null and jsonb_typeof(config -> 'retrieval') = 'object';
 
+-- The passages reply's length (issue 61 §6: median within 500 characters): 2 passages of at most
+-- 160 characters where the global row still has the defaults before (3 and 200).
+update hipocampo_private.settings
+set config = jsonb_set(config, '{rag}', (config -> 'rag') || '{"passages_max": 2, "passage_max_chars": 160}'::jsonb)
+where
+    tenant_id is null
+    and config #>> '{rag,passages_max}' = '3'
+    and config #>> '{rag,passage_max_chars}' = '200';
+
 update hipocampo_private.model_calibrations
 set
     config = jsonb_set(
