@@ -355,6 +355,8 @@ def test_an_admin_tunes_a_kb_on_its_judged_questions(
 def test_another_tenants_knowledge_base_is_invisible(page: Any, hub: str, world: dict[str, Any]) -> None:
     sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
     assert "segredo-do-b" not in page.inner_text("main")
+    # the header names the tenant the user acts on (issue 58 §2), not another
+    assert page.inner_text("header .tenant") == "Hub a" and "Hub b" not in page.inner_text("header")
     for path in (f"/kbs/{world['b']['kb']}", f"/kbs/{world['b']['kb']}/settings"):
         response = page.goto(hub + path)
         assert response.status == 404

@@ -608,6 +608,32 @@ $$;
 comment on function hipocampo.tenant_by_slug(text) is 'The id of the tenant with this slug, as the caller may see it.';
 
 /*
+current_tenant(tenant_id uuid default null) -> table (id uuid, slug text, name text)
+
+Purpose: the tenant a call acts on, as people know it (its slug and name): what the hub's header
+  names (issue 58 §2). A user's tenant comes from their JWT claims; service_role names one.
+Parameters: tenant_id - service_role: the tenant (required); a user may repeat their own.
+Returns: one row (id, slug, name); none when service_role names a tenant that does not exist.
+Errors: 42501 as _resolve_tenant (no caller, a user naming another tenant, service_role naming none).
+Example: select * from hipocampo.current_tenant();  -- (…, 'sol', 'Condomínio Sol')
+*/
+create or replace function hipocampo.current_tenant(tenant_id uuid default null)
+returns table (id uuid, slug text, name text)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    t uuid := hipocampo_private._resolve_tenant(current_tenant.tenant_id);  -- 42501 before any other work
+begin
+    return query select x.id, x.slug, x.name from hipocampo_private.tenants as x where x.id = t;
+end;
+$$;
+
+comment on function hipocampo.current_tenant(uuid) is 'The caller''s tenant: id, slug and name.';
+
+/*
 membership_role(user_id uuid default null, tenant_id uuid default null) -> text
 
 Purpose: a user's role in a tenant: admin | member, or null when not a member. A signed-in user

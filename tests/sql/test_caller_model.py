@@ -219,3 +219,28 @@ def test_a_member_cannot_share_their_own_memory(db: Conn, world: World, table: s
     world.act("authenticated", world.admin_a, world.tenant_a)
     shared = db.execute(f"select id from hipocampo_private.{table} where scope = 'tenant_shared'").fetchall()
     assert shared == []
+
+
+def test_the_current_tenant_is_the_callers_own(db: Conn, world: World) -> None:
+    """Issue 58 §2: current_tenant names the tenant a call acts on (the hub's header): a member's
+    from their claims; a member naming another tenant is refused (42501); service_role names one."""
+    world.act("authenticated", world.member_a, world.tenant_a)
+    mine = db.execute("select id, slug, name from hipocampo.current_tenant()").fetchall()
+    world.act("service_role")
+    a = db.execute("select slug, name from hipocampo_private.tenants where id = %s", (world.tenant_a,)).fetchone()
+    assert a is not None and mine == [{"id": world.tenant_a, "slug": a["slug"], "name": a["name"]}]
+    named = db.execute("select id from hipocampo.current_tenant(%s)", (world.tenant_b,)).fetchall()
+    assert named == [{"id": world.tenant_b}]
+    for who, tenant, message in (
+        ((world.member_a, world.tenant_a), world.tenant_b, "tenant mismatch: the JWT claims name another tenant"),
+        (None, None, "no tenant: service_role must pass tenant_id"),
+    ):
+        if who is None:
+            world.act("service_role")
+        else:
+            world.act("authenticated", *who)
+        db.execute("savepoint s")
+        with pytest.raises(psycopg.Error) as exc:
+            db.execute("select * from hipocampo.current_tenant(%s)", (tenant,))
+        db.execute("rollback to savepoint s")
+        assert (exc.value.sqlstate, exc.value.diag.message_primary) == ("42501", message)

@@ -1120,6 +1120,7 @@ SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] = {
     "export_user_data": _ids("user_id", default="member_a"),
     "membership_role": _ids("user_id", default="member_a"),
     "list_members": _ids("tenant_id", default="tenant_a"),
+    "current_tenant": _ids("tenant_id", default="tenant_a"),
     "staged_memories": lambda world: st.just({}),
     "heartbeat_ingestion_job": _ids("job_id"),
     "recover_ingestion_jobs": _recover_jobs,

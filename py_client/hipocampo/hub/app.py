@@ -85,6 +85,8 @@ class _Who:
     tenant_id: str
     role: str
     email: str
+    tenant_name: str = ""
+    tenant_slug: str = ""
 
     @property
     def admin(self) -> bool:
@@ -141,7 +143,16 @@ class Hub:
             raise _SignIn(exc.message) from exc
         claims = actor.claims
         tenant = str((claims.get("app_metadata") or {}).get("tenant_id") or claims.get("tenant_id") or "")
-        return _Who(client, str(claims.get("sub")), tenant, str(role), str(claims.get("email") or ""))
+        named = client.rpc("current_tenant", {}, "row") or {}
+        return _Who(
+            client,
+            str(claims.get("sub")),
+            tenant,
+            str(role),
+            str(claims.get("email") or ""),
+            str(named.get("name") or ""),
+            str(named.get("slug") or ""),
+        )
 
     def admin(self, request: Request) -> _Who:
         """The signed-in user, who must be an admin of their tenant (else _Forbidden)."""

@@ -146,6 +146,7 @@ insert into calls values
 ('hipocampo.delete_knowledge_base', 'select hipocampo.delete_knowledge_base({kb_a})'),
 ('hipocampo.delete_tenant', 'select hipocampo.delete_tenant({tenant_a})'),
 ('hipocampo.list_tenants', 'select count(*) from hipocampo.list_tenants()'),
+('hipocampo.current_tenant', 'select count(*) from hipocampo.current_tenant({tenant_a})'),
 ('hipocampo.list_members', 'select count(*) from hipocampo.list_members({tenant_a})'),
 ('hipocampo.remove_member', 'select hipocampo.remove_member({tenant_a}, {member_a})'),
 ('hipocampo.add_message', 'select hipocampo.add_message({conv_a}, ''user'', ''Oi'', user_id => {member_a}, tenant_id => {tenant_a})'),
@@ -457,6 +458,7 @@ insert into expected values
 ('hipocampo.delete_knowledge_base', 'call', '42501 42501 42501 42501 42501 42501 P0002 write write'),
 ('hipocampo.delete_tenant', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo.list_tenants', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
+('hipocampo.current_tenant', 'call', '42501 42501 42501 42501 42501 none 42501 none none'),
 ('hipocampo.list_members', 'call', '42501 42501 42501 42501 42501 42501 42501 none none'),
 ('hipocampo.remove_member', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo.add_message', 'call', '42501 42501 42501 42501 42501 write 42501 42501 write'),
@@ -857,6 +859,7 @@ insert into shared_expected values
 ('hipocampo.forbidden_content', 'none'),
 ('hipocampo.quarantine_document', '42501'),
 ('hipocampo.list_knowledge_bases', 'none'),
+('hipocampo.current_tenant', 'none'),
 ('hipocampo.list_members', '42501'),
 ('hipocampo.list_tenants', '42501'),
 -- a read-queue row (as context_pack)
