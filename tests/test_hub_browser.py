@@ -496,6 +496,14 @@ def test_an_upload_that_fails_says_why_in_words(page: Any, hub: str, world: dict
     page.set_input_files("#files", [str(world["files"] / "piscina.md")])
     page.click("#upload-form button[type=submit]")
     assert "22023: escolha o tipo de fonte" in page.inner_text("main")
+    # ... and a trust that is not a number in [0, 1] is refused in the page's words, not Python's
+    page.select_option("#source-type", "regulation")
+    page.fill("#trust", "alta")
+    page.set_input_files("#files", [str(world["files"] / "piscina.md")])
+    page.click("#upload-form button[type=submit]")
+    assert "22023: a confiança é um número entre 0 e 1" in page.inner_text("main")
+    assert "could not convert" not in page.inner_text("main")
+    page.fill("#trust", "")
     assert page.locator("#doc-list tbody tr").count() == 0
     (tmp_path / "planilha.xlsx").write_bytes(b"PK\x03\x04 not really a spreadsheet")
     (tmp_path / "vazio.txt").write_text("   \n", encoding="utf-8")

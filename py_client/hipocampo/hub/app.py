@@ -499,6 +499,23 @@ def _model(who: _Who) -> str:
     return who.client.active_embedding_model() or ""
 
 
+def _trust(text: str, refusal: str) -> float | None:
+    """An upload's trust score from its form field: None when empty, else a number in [0, 1].
+
+    Raises:
+        ValueError: ``refusal`` (in the page's language) for anything else.
+    """
+    if not text:
+        return None
+    try:
+        trust = float(text)
+    except ValueError:
+        raise ValueError(refusal) from None
+    if not 0 <= trust <= 1:  # also refuses nan
+        raise ValueError(refusal)
+    return trust
+
+
 def _document_routes(router: APIRouter, hub: Hub) -> None:
     @router.post("/kbs/{kb_id}/uploads")
     async def upload(request: Request, kb_id: str) -> Response:
@@ -509,16 +526,15 @@ def _document_routes(router: APIRouter, hub: Hub) -> None:
         payload = [(str(f.filename), await f.read()) for f in files]
         source_type = str(form.get("source_type") or "")
         trust_text = str(form.get("trust_score") or "").strip()
+        words = hub.words(request)
         try:
             if not source_type:  # a required choice (issue 58 §2): "other" cannot answer alone
-                raise ValueError(Hub.words(request)["choose_a_source_type"])
+                raise ValueError(words["choose_a_source_type"])
             if source_type not in SOURCE_TYPES:
-                raise ValueError(f"unknown source type {source_type!r}")
-            trust = float(trust_text) if trust_text else None
-            if trust is not None and not 0 <= trust <= 1:
-                raise ValueError("trust must lie in [0, 1]")
+                raise ValueError(words["unknown_source_type"].format(value=source_type))
+            trust = _trust(trust_text, words["trust_in_range"])
             if not payload:
-                raise ValueError("choose at least one file")
+                raise ValueError(words["choose_a_file"])
         except ValueError as exc:
             ctx = {"kb": kb, "source_types": SOURCE_TYPES, "model": _model(who), "error": f"22023: {exc}"}
             return hub.render(request, "kb.html", ctx | _doc_page(who, kb.id, None), 422, who)

@@ -151,6 +151,9 @@ _PT: dict[str, str] = {
     "upload_done_failed": "Envio concluído: {n} de {total} arquivos falharam (veja o motivo de cada um).",
     "files_failed": "arquivos com falha",
     "choose_a_source_type": "escolha o tipo de fonte",
+    "unknown_source_type": "tipo de fonte desconhecido: {value}",
+    "trust_in_range": "a confiança é um número entre 0 e 1",
+    "choose_a_file": "escolha ao menos um arquivo",
     "cross_check_note": "Documentos do tipo {type} com confiança {trust} não são autoritativos: uma resposta "
     "precisa de {n} documentos que a sustentem, então as perguntas que só um deles responde serão recusadas "
     "(cross_check_failed). Para documentos verificados, envie-os como {types} com confiança de pelo menos "
@@ -438,6 +441,9 @@ _EN: dict[str, str] = {
     "upload_done_failed": "Upload finished: {n} of {total} files failed (the table gives each one's reason).",
     "files_failed": "files failed",
     "choose_a_source_type": "choose a source type",
+    "unknown_source_type": "unknown source type: {value}",
+    "trust_in_range": "trust is a number between 0 and 1",
+    "choose_a_file": "choose at least one file",
     "cross_check_note": "Documents of type {type} at trust {trust} are not authoritative: an answer needs {n} "
     "documents that support it, so questions only one of them answers will be refused (cross_check_failed). "
     "For vetted documents, upload them as {types} with trust of at least {min_trust}; or, in the knowledge "
