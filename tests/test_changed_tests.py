@@ -11,5 +11,5 @@ def test_a_change_picks_the_tests_that_touch_it() -> None:
     picked = pick({"py_client/hipocampo/db/tenant_copy.py"})
     assert "tests/test_tenant_copy.py" in picked and "tests/test_answers.py" not in picked
     assert pick({"supabase/functions/ask/index.ts"}) == sorted(EDGE)
-    assert pick({"supabase/schemas/10_answers.sql"}) == sorted(SCHEMA)
+    assert pick({"supabase/schemas/10_answers_1_evidence.sql"}) == sorted(SCHEMA)
     assert pick({"README.md"}) == []

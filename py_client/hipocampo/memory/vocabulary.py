@@ -1,8 +1,8 @@
 """The closed vocabularies of a memory, as the schema's check constraints hold them
-(supabase/schemas/06_memory.sql: memories_category_check, memories_emotion_check,
-memories_life_domain_check); tests/sql/test_contracts.py keeps them equal. The CLI's help and the
-MCP tools' JSON schemas take their values from here, so an agent is never told of a value the
-database refuses."""
+(supabase/schemas/06_memory_1_records_and_writes.sql: memories_category_check,
+memories_emotion_check, memories_life_domain_check); tests/sql/test_contracts.py keeps them
+equal. The CLI's help and the MCP tools' JSON schemas take their values from here, so an agent is
+never told of a value the database refuses."""
 
 from __future__ import annotations
 
