@@ -113,11 +113,13 @@ def test_seed_profile_history_export_erase(mem: Memory) -> None:
     assert len(ids) == 2
     hits = mem.search_history("elevador quebrado", conversation_id=conv)
     assert hits[0].message_id == ids[0] and hits[0].lexical_score and hits[0].dense_score
-    assert [m["id"] for m in mem.context(conv)["messages"]] == ids
-    data = mem.export()
-    assert len(data["memories"]) == 3 and len(data["messages"]) == 2
+    context = mem.context(conv)
+    assert [m.id for m in context.messages] == ids and context.messages[1].modality == "voice"
+    data = mem.export()  # typed (issue 60 §4)
+    assert data.format == "hipocampo.user_export.v1" and data.tenant_id and data.user_id
+    assert len(data.memories) == 3 and len(data.messages) == 2
     erased = mem.erase()
-    assert (erased["memories"], erased["messages"], erased["memberships"]) == (3, 2, 1)
+    assert (erased.memories, erased.messages, erased.memberships) == (3, 2, 1) and erased.user_ref
     # The erased user is no member any more: their token no longer opens the tenant.
     with pytest.raises(PermissionDeniedError, match="no tenant"):
         mem.list()
@@ -143,7 +145,7 @@ def test_history_tokens_are_read_after_the_previous_messages(mem: Memory, embedd
     hits = mem.search_history("o que ela pintou?", conversation_id=conv)
     assert hits[0].message_id in first and all(h.token_score is not None for h in hits)
     # Derived from the content like the embeddings, the tokens stay out of the user's export.
-    exported = mem.export()["messages"][0]
+    exported = mem.export().messages[0]
     assert exported["content"] == texts[0] and not {"token_ids", "token_bits", "embedding"} & exported.keys()
 
 

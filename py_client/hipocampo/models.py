@@ -6,13 +6,16 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 __all__ = [
     "REFUSAL_REASONS",
     "Answer",
     "ClosestPassage",
+    "ContextMessage",
+    "ConversationContext",
     "DocumentResult",
+    "ErasureReport",
     "HistoryHit",
     "IngestSummary",
     "KnowledgeBase",
@@ -23,6 +26,7 @@ __all__ = [
     "ScrubResult",
     "SearchHit",
     "Source",
+    "UserExport",
 ]
 
 
@@ -374,6 +378,65 @@ class HistoryHit(BaseModel):
     score: float
     rank: int
     token_score: float | None = None
+
+
+class ContextMessage(BaseModel):
+    """One message of a conversation's context (``conversation_context``), oldest first."""
+
+    id: int
+    role: str = Field(description="user | assistant | system | tool")
+    content: str
+    modality: str = Field(description="chat | voice")
+    attachments: list[Any] = Field(default_factory=list)
+    created_at: datetime
+
+
+class ConversationContext(BaseModel):
+    """What an assistant needs of a conversation (``Memory.context``, ``conversation_context``):
+    its rolling summary, the id of the last message the summary covers, how many messages came
+    after it, and the last N messages (``sessions.last_messages``, 20), oldest first."""
+
+    conversation_id: UUID
+    summary: str | None = None
+    summary_through: int | None = Field(default=None, description="message id the summary covers up to")
+    unsummarized: int = Field(default=0, ge=0, description="messages after the summary")
+    messages: list[ContextMessage] = Field(default_factory=list)
+
+
+class UserExport(BaseModel):
+    """Everything held about one user in one tenant (``Memory.export``, ``export_user_data``, LGPD
+    art. 18 II/V), format ``hipocampo.user_export.v1``. The rows are the tables' rows as JSON
+    objects (embeddings and token vectors left out); ``consent`` is the consent row or None."""
+
+    model_config = ConfigDict(extra="allow")
+
+    format: Literal["hipocampo.user_export.v1"]
+    exported_at: datetime
+    tenant_id: UUID
+    user_id: UUID
+    consent: dict[str, Any] | None = None
+    memories: list[dict[str, Any]] = Field(default_factory=list, description="with history, by key")
+    staged_memories: list[dict[str, Any]] = Field(default_factory=list)
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    conversation_summaries: list[dict[str, Any]] = Field(default_factory=list)
+    sessions: list[dict[str, Any]] = Field(default_factory=list)
+    events: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ErasureReport(BaseModel):
+    """What ``Memory.erase`` (``erase_user``, LGPD art. 18 VI) deleted, rows per kind, and
+    ``user_ref``: the keyed HMAC that names the user in the one audit record left
+    (docs/SECURITY.md §Erasure). Shared memories are kept, their author pseudonymised."""
+
+    user_ref: str
+    memories: int = Field(ge=0)
+    shared_memories_pseudonymised: int = Field(ge=0)
+    staged_memories: int = Field(ge=0)
+    messages: int = Field(ge=0)
+    conversation_summaries: int = Field(ge=0)
+    sessions: int = Field(ge=0)
+    events: int = Field(ge=0)
+    memberships: int = Field(ge=0)
 
 
 AnswerSource = Literal["CACHE", "SESSION", "LLM", "EXTRACTIVE", "PASSAGES", "REFUSAL"]

@@ -19,7 +19,16 @@ from pgvector import Vector
 from ..client import Hipocampo
 from ..embeddings.base import EmbeddingProvider, TokenEmbedder, TokenVectors, token_embedder
 from ..errors import InvalidInputError, MemoryRejected, PreconditionError
-from ..models import HistoryHit, MemoryHit, MemoryRecord, Recall, RememberResult
+from ..models import (
+    ConversationContext,
+    ErasureReport,
+    HistoryHit,
+    MemoryHit,
+    MemoryRecord,
+    Recall,
+    RememberResult,
+    UserExport,
+)
 
 __all__ = ["Memory"]
 
@@ -260,17 +269,18 @@ class Memory:
         return out
 
     # -- data-subject rights ---------------------------------------------------------------------
-    def export(self) -> dict[str, Any]:
-        """Everything held about the user as JSON (format ``hipocampo.user_export.v1``): consent,
-        memories with history, staged memories, messages, summaries, sessions, events."""
-        return dict(self._call("export_user_data", self._subject()))
+    def export(self) -> UserExport:
+        """Everything held about the user (format ``hipocampo.user_export.v1``): consent, memories
+        with history, staged memories, messages, summaries, sessions, events (:class:`UserExport`;
+        ``.model_dump(mode="json")`` is the JSON document)."""
+        return UserExport.model_validate(self._call("export_user_data", self._subject()))
 
-    def erase(self) -> dict[str, Any]:
+    def erase(self) -> ErasureReport:
         """Erase the user from the tenant (LGPD art. 18 VI), one transaction: their data, their
         rate-limit bucket and their membership (the token no longer opens the tenant); one
         pseudonymous audit record remains. Returns the rows deleted per kind and the ``user_ref``
-        (a keyed HMAC, docs/SECURITY.md §Erasure)."""
-        return dict(self._call("erase_user", self._subject()))
+        (a keyed HMAC, docs/SECURITY.md §Erasure) as an :class:`ErasureReport`."""
+        return ErasureReport.model_validate(self._call("erase_user", self._subject()))
 
     # -- conversation history --------------------------------------------------------------------
     def add_message(
@@ -428,10 +438,10 @@ class Memory:
         )
         return [HistoryHit.model_validate(r) for r in rows]
 
-    def context(self, conversation_id: UUID | str, last_n: int | None = None) -> dict[str, Any]:
+    def context(self, conversation_id: UUID | str, last_n: int | None = None) -> ConversationContext:
         """A conversation's rolling summary and its last N messages (default
-        ``sessions.last_messages``)."""
-        return dict(
+        ``sessions.last_messages``, 20), oldest first (:class:`ConversationContext`)."""
+        return ConversationContext.model_validate(
             self._call(
                 "conversation_context",
                 {"conversation_id": str(conversation_id), "last_n": last_n, **self._subject()},
