@@ -525,49 +525,6 @@ end;
 $$;
 
 /*
-_question_idf(scope uuid[], model text, query_text text, stopwords jsonb, out kb_ids uuid[],
-  out totals double precision[])
-
-Purpose: the lexical leg's measure of a whole question (issue 61 §3): per knowledge base of the
-  scope, the sum of the BM25 idf of the question's distinct lexemes (its text search config's),
-  stopwords (rag.question_stopwords, a jsonb array of lexemes) left out, a lexeme the knowledge
-  base lacks counted with the idf of df 0. The denominator of _lexical_leg's coverage.
-Parameters: scope and model from _search_scope; query_text as hybrid_search's.
-Returns: kb_ids and totals, one per knowledge base with text statistics for model ('{}' for none).
-Errors: none.
-Example: select * from hipocampo_private._question_idf(array[kb], 'multilingual-e5-small', 'qual o prazo?', '["qual"]');
-*/
-create or replace function hipocampo_private._question_idf(
-    scope uuid[], model text, query_text text, stopwords jsonb, out kb_ids uuid[], out totals double precision[]
-)
-language sql
-stable
-security invoker
-set search_path = ''
-as $$
-    select coalesce(array_agg(w.kb_id), '{}'), coalesce(array_agg(w.total), '{}')
-    from (
-        select
-            q.kb_id,
-            sum(ln(1 + (st.chunk_count - coalesce(ts.doc_freq, 0) + 0.5) / (coalesce(ts.doc_freq, 0) + 0.5))) as total
-        from (
-            select distinct kb.id as kb_id, u.lexeme
-            from hipocampo_private.knowledge_bases as kb
-            cross join lateral pg_catalog.unnest(
-                pg_catalog.to_tsvector(hipocampo_private.text_search_config(kb.language), query_text)
-            ) as u
-            where kb.id = any(scope)
-              and u.lexeme <> all(coalesce(array(select jsonb_array_elements_text(stopwords)), '{}'))
-        ) as q
-        inner join hipocampo_private.kb_text_stats as st
-            on st.kb_id = q.kb_id and st.embedding_model = model
-        left join hipocampo_private.kb_term_stats as ts
-            on ts.kb_id = q.kb_id and ts.embedding_model = model and ts.lexeme = q.lexeme
-        group by q.kb_id
-    ) as w;
-$$;
-
-/*
 _lexical_leg(tenant uuid, scope uuid[], model text, query_text text, source_types text[],
   metadata_filter jsonb, settings jsonb, out ids bigint[], out scores double precision[],
   out scored_ids bigint[], out scored_scores double precision[], out coverage double precision)
@@ -607,33 +564,34 @@ declare
     t_lex text [];
     t_idf double precision [];
     t_avg double precision [];
-    t_total_kb uuid [];
-    t_total double precision [];  -- per knowledge base of t_total_kb: the idf of every query lexeme
+    t_counted boolean [];  -- the lexeme counts toward coverage: not a rag.question_stopwords one
     lim integer;
 begin
-    -- Coverage (issue 61 §3): the share of the question's idf the best BM25 hit holds.
-    select w.kb_ids, w.totals into t_total_kb, t_total
-    from hipocampo_private._question_idf(scope, model, query_text, settings -> 'question_stopwords') as w;
-
+    -- One term list per knowledge base: every lexeme of the question with its BM25 idf (a lexeme
+    -- the knowledge base lacks at df 0: no postings to score, but part of the question's whole).
     select
         coalesce(array_agg(q.kb_id), '{}'),
         coalesce(array_agg(q.lexeme), '{}'),
-        coalesce(array_agg(ln(1 + (st.chunk_count - ts.doc_freq + 0.5) / (ts.doc_freq + 0.5))), '{}'),
-        coalesce(array_agg(st.token_total::double precision / greatest(st.chunk_count, 1)), '{}')
-    into t_kb, t_lex, t_idf, t_avg
+        coalesce(array_agg(ln(1 + (st.chunk_count - q.df + 0.5) / (q.df + 0.5))), '{}'),
+        coalesce(array_agg(st.token_total::double precision / greatest(st.chunk_count, 1)), '{}'),
+        coalesce(array_agg(q.counted), '{}')
+    into t_kb, t_lex, t_idf, t_avg, t_counted
     from (
-        select distinct kb.id as kb_id, u.lexeme
+        select
+            kb.id as kb_id,
+            u.lexeme,
+            coalesce(ts.doc_freq, 0) as df,
+            not coalesce(settings -> 'question_stopwords', '[]'::jsonb) ? u.lexeme as counted
         from hipocampo_private.knowledge_bases as kb
         cross join lateral pg_catalog.unnest(
             pg_catalog.to_tsvector(hipocampo_private.text_search_config(kb.language), query_text)
         ) as u
+        left join hipocampo_private.kb_term_stats as ts
+            on ts.kb_id = kb.id and ts.embedding_model = model and ts.lexeme = u.lexeme
         where kb.id = any(scope)
     ) as q
-    inner join hipocampo_private.kb_term_stats as ts
-        on ts.kb_id = q.kb_id and ts.embedding_model = model and ts.lexeme = q.lexeme
     inner join hipocampo_private.kb_text_stats as st
-        on st.kb_id = q.kb_id and st.embedding_model = model
-    where ts.doc_freq > 0;
+        on st.kb_id = q.kb_id and st.embedding_model = model;
 
     select
         coalesce(array_agg(x.chunk_id order by x.score desc, x.chunk_id), '{}'),
@@ -643,12 +601,15 @@ begin
     from (
         select p.chunk_id,
             sum(tm.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.chunk_length / tm.avg_len))) as score,
-            coalesce(sum(tm.idf) filter (
-                where tm.lexeme <> all(coalesce(array(select jsonb_array_elements_text(settings -> 'question_stopwords')), '{}'))
-            ), 0) as matched,
+            coalesce(sum(tm.idf) filter (where tm.counted), 0) as matched,
             max(tt.total) as total
-        from unnest(t_kb, t_lex, t_idf, t_avg) as tm (kb_id, lexeme, idf, avg_len)
-        left join unnest(t_total_kb, t_total) as tt (kb_id, total) on tt.kb_id = tm.kb_id
+        from unnest(t_kb, t_lex, t_idf, t_avg, t_counted) as tm (kb_id, lexeme, idf, avg_len, counted)
+        -- Coverage (issue 61 §3): the share of its knowledge base's question idf a chunk holds.
+        inner join (
+            select w.kb_id, sum(w.idf) filter (where w.counted) as total
+            from unnest(t_kb, t_idf, t_counted) as w (kb_id, idf, counted)
+            group by w.kb_id
+        ) as tt on tt.kb_id = tm.kb_id
         -- One primary-key range per term: "offset 0" keeps the planner from flattening the
         -- lateral subquery into a join it may run as a scan of all the tenant's postings.
         cross join lateral (
@@ -729,10 +690,9 @@ Purpose: hybrid_search's fusion and rerank over the union of both legs, each can
   freshness (exp(-age in days / freshness_half_life_days)) * trust_recency_freshness_weight.
   A candidate of a document that does not read as language (_reads_as_language with the rag
   rules settings carries) is moved below every candidate that does, its final score just under
-  theirs (issue 61 §5). The dense weight is per query: settings.dense_weight * (1 +
-  (settings.coverage_dense_boost - 1) * (1 - coverage) ^ settings.coverage_exponent), coverage
-  from _lexical_leg (null: 1, no lean): the less of the question the best lexical hit holds, the
-  more the dense leg counts (issue 61 §3). The vectors are not carried through these steps (copying ~70 of 1.5 kB through the sorts was
+  theirs (issue 61 §5). The dense weight is per query, _leaning_dense_weight of coverage
+  (from _lexical_leg): the less of the question the best lexical hit holds, the more the dense
+  leg counts (issue 61 §3). The vectors are not carried through these steps (copying ~70 of 1.5 kB through the sorts was
   half of a 250-passage search): _mmr_pick reads them.
 Parameters: settings from _search_settings; the legs' arrays and coverage from _dense_leg and
   _lexical_leg.
