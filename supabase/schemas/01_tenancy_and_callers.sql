@@ -458,6 +458,27 @@ comment on function hipocampo.remove_member(uuid, uuid) is
 -- and memory_staging check the new row as their USING clause checks the old one (a member could
 -- move their own memory to tenant_shared, which every member reads).
 /*
+_uuid_shape() -> text
+
+Purpose: the shape of a uuid in text (8-4-4-4-12 hexadecimal digits, either case), unanchored: a
+  caller anchors it ('^' || … || '$') or bounds it, so the JWT claims, the cached answers'
+  document ids and the PII scrub read one shape.
+Returns: a POSIX regular expression.
+Errors: none.
+Example: select 'c0ffee00-0000-4000-8000-000000000000' ~ ('^' || hipocampo_private._uuid_shape() || '$');
+*/
+create or replace function hipocampo_private._uuid_shape()
+returns text
+language sql
+immutable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+    select '[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}'::text;
+$$;
+
+/*
 _caller() -> record (kind text, tenant_id uuid, user_id uuid, tenant_role text)
 
 Purpose: who is calling, from the request alone: the role and claims in request.jwt.claims
@@ -496,7 +517,7 @@ declare
     db_role text := current_setting('role');
     sub_text text := claims ->> 'sub';
     tenant_text text := coalesce(claims -> 'app_metadata' ->> 'tenant_id', claims ->> 'tenant_id');
-    uuid_format constant text := '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+    uuid_format constant text := '^' || hipocampo_private._uuid_shape() || '$';
 begin
     if db_role <> 'none' then
         if claim_role is not null and claim_role <> db_role then
@@ -608,17 +629,20 @@ $$;
 comment on function hipocampo.tenant_by_slug(text) is 'The id of the tenant with this slug, as the caller may see it.';
 
 /*
-current_tenant(tenant_id uuid default null) -> table (id uuid, slug text, name text)
+current_tenant(tenant_id uuid default null) -> table (id uuid, slug text, name text, role text)
 
-Purpose: the tenant a call acts on, as people know it (its slug and name): what the hub's header
-  names (issue 58 §2). A user's tenant comes from their JWT claims; service_role names one.
+Purpose: the tenant a call acts on, as people know it (its slug and name), and the caller's role
+  in it: what the hub's header names and whom it lets in (issue 58 §2), in one call. A user's
+  tenant comes from their JWT claims (a live membership: _caller); service_role names one.
 Parameters: tenant_id - service_role: the tenant (required); a user may repeat their own.
-Returns: one row (id, slug, name); none when service_role names a tenant that does not exist.
-Errors: 42501 as _resolve_tenant (no caller, a user naming another tenant, service_role naming none).
-Example: select * from hipocampo.current_tenant();  -- (…, 'sol', 'Condomínio Sol')
+Returns: one row (id, slug, name, role: 'admin' | 'member' for a user, null for service_role);
+  none when service_role names a tenant that does not exist.
+Errors: 42501 as _resolve_tenant (no caller, no membership, a user naming another tenant,
+  service_role naming none).
+Example: select * from hipocampo.current_tenant();  -- (…, 'sol', 'Condomínio Sol', 'admin')
 */
 create or replace function hipocampo.current_tenant(tenant_id uuid default null)
-returns table (id uuid, slug text, name text)
+returns table (id uuid, slug text, name text, role text)
 language plpgsql
 stable
 security invoker
@@ -626,12 +650,13 @@ set search_path = ''
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(current_tenant.tenant_id);  -- 42501 before any other work
+    c record := hipocampo_private._caller();
 begin
-    return query select x.id, x.slug, x.name from hipocampo_private.tenants as x where x.id = t;
+    return query select x.id, x.slug, x.name, c.tenant_role from hipocampo_private.tenants as x where x.id = t;
 end;
 $$;
 
-comment on function hipocampo.current_tenant(uuid) is 'The caller''s tenant: id, slug and name.';
+comment on function hipocampo.current_tenant(uuid) is 'The caller''s tenant: id, slug, name and the caller''s role in it.';
 
 /*
 membership_role(user_id uuid default null, tenant_id uuid default null) -> text

@@ -849,7 +849,7 @@ security invoker
 set search_path = ''
 as $$
 declare
-    uuid_shape constant text := '(?<![0-9A-Za-z])[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}(?![0-9A-Za-z])';
+    uuid_shape constant text := '(?<![0-9A-Za-z])' || hipocampo_private._uuid_shape() || '(?![0-9A-Za-z])';
     aside constant text := 'uuidzqzuuid';  -- letters no step reads (no digit, no O o l I)
     normal text := hipocampo_private._pii_normalize(input);
     ids text [] := '{}';

@@ -191,7 +191,7 @@ as $$
                 and (s ->> 'n') ~ '^\d{1,9}$' and jsonb_typeof(s -> 'n') = 'number'
                 and (s ->> 'chunk_id') ~ '^\d{1,18}$' and jsonb_typeof(s -> 'chunk_id') = 'number'
                 and jsonb_typeof(s -> 'document') = 'string'
-                and (s ->> 'document_id') ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                and (s ->> 'document_id') ~ ('^' || hipocampo_private._uuid_shape() || '$')
                 and jsonb_typeof(s -> 'source_uri') = 'string'
                 and jsonb_typeof(s -> 'excerpt') = 'string'
                 and jsonb_typeof(s -> 'score') = 'number',

@@ -138,20 +138,18 @@ class Hub:
             raise _SignIn("the hub signs in users (role authenticated), not service keys")
         client = self.root.as_actor(actor)
         try:
-            role = client.rpc("membership_role", {}) or ""
+            tenant = client.rpc("current_tenant", {}, "row") or {}
         except PermissionDeniedError as exc:
             raise _SignIn(exc.message) from exc
         claims = actor.claims
-        tenant = str((claims.get("app_metadata") or {}).get("tenant_id") or claims.get("tenant_id") or "")
-        named = client.rpc("current_tenant", {}, "row") or {}
         return _Who(
             client,
             str(claims.get("sub")),
-            tenant,
-            str(role),
+            str(tenant.get("id") or ""),
+            str(tenant.get("role") or ""),
             str(claims.get("email") or ""),
-            str(named.get("name") or ""),
-            str(named.get("slug") or ""),
+            str(tenant.get("name") or ""),
+            str(tenant.get("slug") or ""),
         )
 
     def admin(self, request: Request) -> _Who:
