@@ -14,7 +14,14 @@ from __future__ import annotations
 
 import argparse
 
-from hipocampo.evaluation.on_topic import MIN_OFF_TOPIC_REFUSED, best_cosines, fit_floor, load_sets, refused_share
+from hipocampo.evaluation.on_topic import (
+    MIN_OFF_TOPIC_REFUSED,
+    QuestionSet,
+    best_cosines,
+    fit_floor,
+    load_sets,
+    refused_share,
+)
 from models import MINILM, offline_embedder
 from report import write_section
 
@@ -23,22 +30,23 @@ BEGIN = "<!-- passages_floor.py: begin -->"
 END = "<!-- passages_floor.py: end -->"
 
 
-def _paraphrase_curve(model: str, name: str, cos: dict[str, dict[str, list[float]]], floors: list[float]) -> list[str]:
-    import numpy as np
+STEPS = (-0.07, -0.05, -0.03, -0.02, -0.01, 0, 0.01)  # the curve's floors around the fitted one
 
-    emb = offline_embedder(model)
-    (qs,) = load_sets([name])
-    passages = np.asarray(emb.embed_documents(qs.texts))
 
-    def best(questions: list[str]) -> list[float]:
-        return [float((np.asarray(emb.embed_query(q)) @ passages.T).max()) for q in questions]
-
-    answerable = best([q for q, a in zip(qs.on_topic, qs.answers, strict=True) if a is not None])
-    absent = best([q for q, a in zip(qs.on_topic, qs.answers, strict=True) if a is None])
-    off = best(qs.off_topic)
+def _paraphrase_curve(
+    model: str, qs: QuestionSet, cos: dict[str, dict[str, list[float]]], floors: list[float]
+) -> list[str]:
+    """The paraphrase set ``qs``'s questions at each floor, from ``best_cosines``' values: its
+    on-topic questions in order (answerable or absent by ``qs.answers``), its own off-topic ones
+    first among the off-topic cosines."""
+    name = qs.name
+    on = cos[name]["on"]
+    answerable = [c for c, a in zip(on, qs.answers, strict=True) if a is not None]
+    absent = [c for c, a in zip(on, qs.answers, strict=True) if a is None]
+    off, others = cos[name]["off"][: len(qs.off_topic)], cos[name]["off"][len(qs.off_topic) :]
     out = [
         f"The {name} with {model}: its questions at each floor (answerable {len(answerable)}, absent "
-        f"{len(absent)}, off-topic {len(off)}; other sets' questions {len(cos[name]['off'])}).",
+        f"{len(absent)}, off-topic {len(off)}; other sets' questions {len(others)}).",
         "",
         "| floor | answerable kept | absent kept | its off-topic refused | other sets' questions refused |",
         "|---|---|---|---|---|",
@@ -46,7 +54,7 @@ def _paraphrase_curve(model: str, name: str, cos: dict[str, dict[str, list[float
     for f in floors:
         out.append(
             f"| {f:.2f} | {1 - refused_share(answerable, f):.3f} | {1 - refused_share(absent, f):.3f} | "
-            f"{refused_share(off, f):.3f} | {refused_share(cos[name]['off'], f):.3f} |"
+            f"{refused_share(off, f):.3f} | {refused_share(others, f):.3f} |"
         )
     return out
 
@@ -77,13 +85,9 @@ def run(model: str) -> list[str]:
         "",
         *[
             line
-            for name in ("regulation", "contract")
-            for line in (
-                *_paraphrase_curve(
-                    model, name, cos, [round(final + d, 2) for d in (-0.07, -0.05, -0.03, -0.02, -0.01, 0, 0.01)]
-                ),
-                "",
-            )
+            for qs in sets
+            if qs.name in ("regulation", "contract")
+            for line in (*_paraphrase_curve(model, qs, cos, [round(final + d, 2) for d in STEPS]), "")
         ],
     ]
     return lines

@@ -293,10 +293,10 @@ def relevant_pairs(embedder: EmbeddingProvider, name: str) -> list[float]:
 
         (qs,) = load_sets([name])
         vectors = embedder.embed_documents(qs.texts)
+        asked = [(q, unit) for q, unit in zip(qs.on_topic, qs.answers, strict=True) if unit is not None]
         return [
-            max(_dot(embedder.embed_query(q), v) for v, u in zip(vectors, qs.units, strict=True) if u == unit)
-            for q, unit in zip(qs.on_topic, qs.answers, strict=True)
-            if unit is not None
+            max(_dot(qv, v) for v, u in zip(vectors, qs.units, strict=True) if u == unit)
+            for qv, unit in ((embedder.embed_query(q), unit) for q, unit in asked)
         ]
     ds = load_beir(name)
     docs = sorted({d for rel in ds.qrels.values() for d in rel})
