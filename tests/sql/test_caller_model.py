@@ -223,14 +223,18 @@ def test_a_member_cannot_share_their_own_memory(db: Conn, world: World, table: s
 
 def test_the_current_tenant_is_the_callers_own(db: Conn, world: World) -> None:
     """Issue 58 §2: current_tenant names the tenant a call acts on (the hub's header): a member's
-    from their claims; a member naming another tenant is refused (42501); service_role names one."""
+    from their claims, with their role in it (the hub signs in by it); a member naming another
+    tenant is refused (42501); service_role names one (no role)."""
     world.act("authenticated", world.member_a, world.tenant_a)
-    mine = db.execute("select id, slug, name from hipocampo.current_tenant()").fetchall()
+    mine = db.execute("select id, slug, name, role from hipocampo.current_tenant()").fetchall()
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    admin = db.execute("select role from hipocampo.current_tenant()").fetchall()
     world.act("service_role")
     a = db.execute("select slug, name from hipocampo_private.tenants where id = %s", (world.tenant_a,)).fetchone()
-    assert a is not None and mine == [{"id": world.tenant_a, "slug": a["slug"], "name": a["name"]}]
-    named = db.execute("select id from hipocampo.current_tenant(%s)", (world.tenant_b,)).fetchall()
-    assert named == [{"id": world.tenant_b}]
+    assert a is not None and mine == [{"id": world.tenant_a, "slug": a["slug"], "name": a["name"], "role": "member"}]
+    assert admin == [{"role": "admin"}]
+    named = db.execute("select id, role from hipocampo.current_tenant(%s)", (world.tenant_b,)).fetchall()
+    assert named == [{"id": world.tenant_b, "role": None}]
     for who, tenant, message in (
         ((world.member_a, world.tenant_a), world.tenant_b, "tenant mismatch: the JWT claims name another tenant"),
         (None, None, "no tenant: service_role must pass tenant_id"),
