@@ -84,10 +84,12 @@ def ingest_paragraphs(
     source_type: str = "regulation",
     trust: float | None = 0.9,
     prefix: str = "faquad",
+    language: str = "portuguese",
 ) -> UUID:
     """Each passage of ``corpus`` ({id: (title, text)}) as one document of ``source_type`` (``trust``
     None: the type's default) and one chunk, source_uri ``<prefix>:<id>``, into the knowledge base
-    ``name`` (created, or reused: unchanged documents are skipped); then the sentence embeddings
+    ``name`` of ``language`` (its text search configuration: created, or reused: unchanged documents
+    are skipped); then the sentence embeddings
     of any of the tenant's chunks that lack them where the gate weighs them (what `hipocampo db
     embed-missing` does). ``client`` acts as service_role of a tenant. Returns the knowledge
     base's id.
@@ -97,7 +99,7 @@ def ingest_paragraphs(
     from ..ingest import DocumentInput, ingest_documents
     from ..ingest.loaders import LoadedDocument
 
-    client.create_kb(name, language="portuguese", overrides={"chunking": {source_type: WHOLE}})
+    client.create_kb(name, language=language, overrides={"chunking": {source_type: WHOLE}})
     docs = [
         DocumentInput(LoadedDocument(title or pid, text, f"{prefix}:{pid}"), source_type, trust_score=trust)
         for pid, (title, text) in corpus.items()
