@@ -122,6 +122,16 @@ def test_tools_are_listed_with_input_schemas(tenants: dict[str, Any]) -> None:
     (top_k,) = [b for b in search.input_schema["properties"]["top_k"]["anyOf"] if b.get("type") == "integer"]
     assert top_k["maximum"] == 100  # hybrid_search's match_count range; left out: retrieval.match_count
     assert all(t.description and len(t.description) > 40 for t in tools.values())
+    # Issue 60 §4: every tool says what it returns (a pydantic model's JSON schema), so a client
+    # reads typed fields, not a bare object.
+    assert all(t.output_schema for t in tools.values()), [n for n, t in tools.items() if not t.output_schema]
+    hit = search.output_schema["properties"]["result"]["items"]
+    assert {"final_score", "excerpt", "chunk_id"} <= set(
+        search.output_schema["$defs"][hit["$ref"].split("/")[-1]]["properties"]
+    )
+    assert {"answer_source", "refused", "sources"} <= set(tools["ask"].output_schema["properties"])
+    assert {"tokens_used", "window", "chunks"} <= set(tools["context_pack"].output_schema["properties"])
+    assert tools["memory_consent"].output_schema["properties"]["granted"]["type"] == "boolean"
 
 
 def test_search_ask_and_context_pack(tenants: dict[str, Any]) -> None:

@@ -32,6 +32,7 @@ from .embeddings.factory import query_vector
 from .errors import HipocampoError, PermissionDeniedError
 from .memory import Memory
 from .memory.vocabulary import Category, Emotion
+from .models import Answer, Consent, ContextPack, Forgotten, MemoryHit, MemoryRecord, PassageHit, RememberResult
 from .text import plain_text
 
 if TYPE_CHECKING:
@@ -206,28 +207,28 @@ def _knowledge_tools(server: MCPServer, s: _Session) -> None:
             int | None,
             Field(ge=1, le=100, description="How many passages to return (default retrieval.match_count, 5)."),
         ] = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[PassageHit]:
         """Hybrid search (meaning + keywords) over the organisation's documents. Returns the best
         passages with their document title, source and scores (dense: cosine -1..1; lexical:
         BM25 >= 0; final: the fused ranking score). Cite title and source when you use one."""
 
-        def run() -> list[dict[str, Any]]:
+        def run() -> list[PassageHit]:
             client = s.client
             kb_ids = s.kb_ids(kb)
             vector = query_vector(client, query, s.embedder(), kb_ids)
             hits = client.search(query, vector, kb_ids=kb_ids, match_count=top_k)
             return [
-                {
-                    "rank": h.rank,
-                    "title": h.title,
-                    "source_uri": h.source_uri,
-                    "excerpt": plain_text(h.content),
-                    "dense_score": h.dense_score,
-                    "lexical_score": h.lexical_score,
-                    "final_score": h.final_score,
-                    "document_id": str(h.document_id),
-                    "chunk_id": h.chunk_id,
-                }
+                PassageHit(
+                    rank=h.rank,
+                    title=h.title,
+                    source_uri=h.source_uri,
+                    excerpt=plain_text(h.content),
+                    dense_score=h.dense_score,
+                    lexical_score=h.lexical_score,
+                    final_score=h.final_score,
+                    document_id=h.document_id,
+                    chunk_id=h.chunk_id,
+                )
                 for h in hits
             ]
 
@@ -259,7 +260,7 @@ def _answer_tools(server: MCPServer, s: _Session) -> None:
                 " (answer_source SESSION), and the turn is recorded in it."
             ),
         ] = None,
-    ) -> dict[str, Any]:
+    ) -> Answer:
         """Answer from the knowledge bases with numbered citations [n]; or, when no passage answers
         exactly but some are on the question's topic, those passages quoted and cited
         (answer_source PASSAGES, refused = false: say that no exact answer was found and show
@@ -270,7 +271,7 @@ def _answer_tools(server: MCPServer, s: _Session) -> None:
         function): answer, refused, reason, confidence, sources, conflicts, answer_source,
         trace_id, closest, resolved_question, timings_ms."""
 
-        def run() -> dict[str, Any]:
+        def run() -> Answer:
             client = s.client
             kb_ids = s.kb_ids(kb)
             if kb_ids is None and agent is None:  # neither named: every knowledge base of the tenant
@@ -278,7 +279,7 @@ def _answer_tools(server: MCPServer, s: _Session) -> None:
             ans = Orchestrator(client, s.embedder()).ask(  # the RPC caller checks the uuid (22023)
                 question, kb_ids=kb_ids, agent=agent, use_cache=use_cache, session_id=session_id or None
             )
-            return dict(_dump(ans))
+            return ans
 
         return _call(run)
 
@@ -299,12 +300,12 @@ def _answer_tools(server: MCPServer, s: _Session) -> None:
         kb: Annotated[
             list[str] | str | None, Field(description="Knowledge base names for the RAG part (a list, or one name).")
         ] = None,
-    ) -> dict[str, Any]:
+    ) -> ContextPack:
         """Everything to put in the prompt for this turn, within a token budget: the user's
         relevant memories, the conversation's recent messages and summary, and knowledge-base
         passages with citations."""
 
-        def run() -> dict[str, Any]:
+        def run() -> ContextPack:
             args = {  # the RPC caller checks the uuid (22023 "conversation_id is not a uuid")
                 "conversation_id": conversation_id,
                 "query": query,
@@ -313,7 +314,7 @@ def _answer_tools(server: MCPServer, s: _Session) -> None:
                 "token_budget": token_budget,
                 "kb_ids": s.kb_ids(kb),
             }
-            return dict(s.client.rpc("context_pack", args) or {})
+            return ContextPack.model_validate(s.client.rpc("context_pack", args))
 
         return _call(run)
 
@@ -327,12 +328,12 @@ def _memory_tools(server: MCPServer, s: _Session) -> None:
         category: Annotated[Category, Field(description="The kind of memory (one of the schema's categories).")],
         emotion: Annotated[Emotion | None, Field(description="How the user felt about it, if they said.")] = None,
         intensity: Annotated[float | None, Field(ge=0, le=10, description="How much it matters, 0..10.")] = None,
-    ) -> dict[str, Any]:
+    ) -> RememberResult:
         """Store or update one memory of the user (one active value per key; the old value is kept
         as history). Refused (42501) without the user's consent or when the text carries personal
         identifiers or sensitive data; low-intensity items are staged before becoming long-term."""
         return _call(
-            lambda: _dump(s.memory().remember(key, value, description, category, emotion=emotion, intensity=intensity))
+            lambda: s.memory().remember(key, value, description, category, emotion=emotion, intensity=intensity)
         )
 
     @server.tool()
@@ -341,31 +342,31 @@ def _memory_tools(server: MCPServer, s: _Session) -> None:
         k: Annotated[
             int | None, Field(ge=1, le=100, description="How many memories at most (default memory.match_count).")
         ] = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[MemoryHit]:
         """Memories of the user relevant to the query (their own and the tenant's shared ones),
         best first, with their key, value, description and score (cosine)."""
-        return _call(lambda: [_dump(h) for h in s.memory().recall(query, k=k).hits])
+        return _call(lambda: s.memory().recall(query, k=k).hits)
 
     @server.tool()
-    def list_memories() -> list[dict[str, Any]]:
+    def list_memories() -> list[MemoryRecord]:
         """Every memory the user has: long-term and staged, with ids (for correct and forget)."""
-        return _call(lambda: [_dump(m) for m in s.memory(embed=False).list()])
+        return _call(lambda: s.memory(embed=False).list())
 
     @server.tool()
     def correct(
         memory_id: Annotated[str, Field(description="The memory's id (from recall or list_memories).")],
         value: Annotated[Any, Field(description="The right value.")],
         description: Annotated[str, Field(description="The corrected sentence.")],
-    ) -> dict[str, Any]:
+    ) -> RememberResult:
         """Replace a memory the user says is wrong; the wrong one is kept in its history."""
-        return _call(lambda: _dump(s.memory().correct(memory_id, value, description)))
+        return _call(lambda: s.memory().correct(memory_id, value, description))
 
     @server.tool()
     def forget(
         memory_id: Annotated[str, Field(description="The memory's id (from recall or list_memories).")],
-    ) -> dict[str, Any]:
+    ) -> Forgotten:
         """Forget a memory when the user asks (soft delete; it stops being recalled)."""
-        return _call(lambda: {"forgotten": s.memory(embed=False).forget(memory_id), "memory_id": memory_id})
+        return _call(lambda: Forgotten(forgotten=s.memory(embed=False).forget(memory_id), memory_id=UUID(memory_id)))
 
 
 def _consent_tool(server: MCPServer, s: _Session) -> None:
@@ -378,16 +379,16 @@ def _consent_tool(server: MCPServer, s: _Session) -> None:
                 "omit to only read the current state."
             ),
         ] = None,
-    ) -> dict[str, Any]:
+    ) -> Consent:
         """The user's consent to long-term memory (LGPD art. 7 I): without it every remember is
         refused (no_consent). Ask the user first, in their words; record their answer here (true
         or false), never assume it. Returns {"granted": bool}."""
 
-        def run() -> dict[str, Any]:
+        def run() -> Consent:
             mem = s.memory(embed=False)
             if granted is not None:
                 mem.consent(granted)
-            return {"granted": mem.has_consent()}
+            return Consent(granted=mem.has_consent())
 
         return _call(run)
 

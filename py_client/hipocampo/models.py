@@ -12,15 +12,24 @@ __all__ = [
     "REFUSAL_REASONS",
     "Answer",
     "ClosestPassage",
+    "Consent",
     "ContextMessage",
+    "ContextPack",
     "ConversationContext",
     "DocumentResult",
     "ErasureReport",
+    "Forgotten",
     "HistoryHit",
     "IngestSummary",
     "KnowledgeBase",
     "MemoryHit",
     "MemoryRecord",
+    "PackChunk",
+    "PackDropped",
+    "PackMemory",
+    "PackRag",
+    "PackWindow",
+    "PassageHit",
     "Recall",
     "RememberResult",
     "ScrubResult",
@@ -401,6 +410,113 @@ class ConversationContext(BaseModel):
     summary_through: int | None = Field(default=None, description="message id the summary covers up to")
     unsummarized: int = Field(default=0, ge=0, description="messages after the summary")
     messages: list[ContextMessage] = Field(default_factory=list)
+
+
+class PackWindow(BaseModel):
+    """Which of a conversation's messages a ContextPack holds (config ``context_pack``)."""
+
+    policy: Literal["all", "recent_with_summary", "recent_long"] = Field(
+        description="all (< all_below messages), the last recent_with_summary + the summary (up to "
+        "summary_above), or the last recent_long + the summary"
+    )
+    total_messages: int = Field(ge=0, description="the conversation's messages")
+    included: int = Field(ge=0, description="messages in the pack, after the token budget")
+
+
+class PackMemory(BaseModel):
+    """A memory of the user in a ContextPack: preferences first, then by cosine."""
+
+    memory_id: UUID
+    key: str
+    value: Any
+    description: str | None = None
+    category: str
+    scope: str = Field(description="personal | tenant_shared")
+    similarity: float | None = Field(default=None, description="cosine to the query, -1..1")
+    preference: bool = Field(description="category preference or style, or a prefs.* key")
+
+
+class PackChunk(BaseModel):
+    """A knowledge-base passage in a ContextPack, numbered for citation ([n] title)."""
+
+    n: int = Field(ge=1, description="citation number, 1-based")
+    chunk_id: int
+    document_id: UUID
+    title: str
+    source_uri: str
+    content: str
+    score: float = Field(description="hybrid_search's final score")
+    citation: str = Field(description="'[n] title'")
+
+
+class PackRag(BaseModel):
+    """Whether the pack searched the knowledge bases, and why not."""
+
+    skipped: bool
+    reason: str | None = Field(
+        default=None,
+        description="no_knowledge_base | no_query_embedding | rag_disabled | covered_by_session (null: searched)",
+    )
+
+
+class PackDropped(BaseModel):
+    """Items left out because they did not fit the token budget."""
+
+    memories: int = Field(ge=0)
+    messages: int = Field(ge=0)
+    chunks: int = Field(ge=0)
+
+
+class ContextPack(BaseModel):
+    """Everything an assistant puts in its prompt for one turn (``hipocampo.context_pack``), within
+    a token budget: memories, the conversation's summary and recent messages, the live session's
+    state, and knowledge-base passages with citations. ``tokens_used <= token_budget`` always
+    (tokens as ``_pack_tokens`` estimates them)."""
+
+    conversation_id: UUID
+    modality: Literal["chat", "voice"]
+    query: str
+    token_budget: int = Field(ge=1, description="tokens")
+    tokens_used: int = Field(ge=0, description="tokens")
+    retrieval_order: list[str] = Field(description="the order the pack's parts were filled in")
+    window: PackWindow
+    summary: str | None = None
+    messages: list[ContextMessage] = Field(default_factory=list, description="newest kept, oldest first")
+    memories: list[PackMemory] = Field(default_factory=list)
+    session: dict[str, Any] | None = Field(
+        default=None, description="the live session: tools used, pending confirmations, summary (no messages)"
+    )
+    chunks: list[PackChunk] = Field(default_factory=list)
+    rag: PackRag
+    dropped: PackDropped
+
+
+class PassageHit(BaseModel):
+    """A passage as the MCP tool ``search_knowledge_base`` returns it: a SearchHit's citation
+    fields and scores, the chunk's text without markup (``excerpt``)."""
+
+    rank: int = Field(ge=1)
+    title: str
+    source_uri: str
+    excerpt: str
+    dense_score: float | None = Field(default=None, description="cosine -1..1; null: not found by the dense leg")
+    lexical_score: float | None = Field(default=None, description="BM25 >= 0; null: not found by the lexical leg")
+    final_score: float = Field(description="the fused ranking score")
+    document_id: UUID
+    chunk_id: int
+
+
+class Forgotten(BaseModel):
+    """The MCP tool ``forget``'s result: whether the memory was active and is now forgotten."""
+
+    forgotten: bool
+    memory_id: UUID
+
+
+class Consent(BaseModel):
+    """The user's consent to long-term memory after the call (LGPD art. 7 I)."""
+
+    granted: bool
 
 
 class UserExport(BaseModel):
