@@ -15,6 +15,7 @@ from uuid import UUID
 
 import psycopg
 
+from .config_models import ConfigSection, EffectiveConfig, ModelCalibration, RagConfig
 from .errors import HipocampoError, from_db_error
 from .models import (
     AgentBinding,
@@ -270,17 +271,18 @@ class Hipocampo:
         """
         return TenantDeletion.model_validate(self.rpc("delete_tenant", {"tenant_id": tenant_id}))
 
-    def set_tenant_config(self, section: str, patch: dict[str, Any]) -> dict[str, Any]:
+    def set_tenant_config(self, section: str, patch: dict[str, Any]) -> ConfigSection:
         """Override config keys of the tenant within their bounds (``hipocampo.set_tenant_config``);
-        returns the tenant's section after the change.
+        returns the tenant's overrides of the section after the change (values only, no bounds).
 
         Raises:
             InvalidInputError: unknown section or key, wrong type, locked key (22023), out of its
                 ``<key>_range`` (22003). PermissionDeniedError: not a tenant admin.
         """
-        return dict(self.rpc("set_tenant_config", {"section": section, "patch": patch, "tenant_id": self._tenant()}))
+        args = {"section": section, "patch": patch, "tenant_id": self._tenant()}
+        return ConfigSection.parse(section, self.rpc("set_tenant_config", args) or {})
 
-    def set_tenant_tuning(self, model: str, section: str, patch: dict[str, Any]) -> dict[str, Any]:
+    def set_tenant_tuning(self, model: str, section: str, patch: dict[str, Any]) -> ConfigSection:
         """Store the tenant's values for one embedding model (``hipocampo.set_tenant_tuning``: the
         model-dependent keys, e.g. retrieval.dense_weight, memory.answer_threshold,
         rag.min_confidence), in force only while ``model`` is active or searched, before the
@@ -293,14 +295,20 @@ class Hipocampo:
                 PermissionDeniedError: not a tenant admin (42501).
         """
         args = {"model": model, "section": section, "patch": patch, "tenant_id": self._tenant()}
-        return dict(self.rpc("set_tenant_tuning", args))
+        return ConfigSection.parse(section, self.rpc("set_tenant_tuning", args) or {})
 
-    def set_kb_config(self, kb_id: UUID, section: str, patch: dict[str, Any]) -> dict[str, Any]:
+    def set_kb_config(self, kb_id: UUID, section: str, patch: dict[str, Any]) -> ConfigSection:
         """Override config keys of one knowledge base (``hipocampo.set_knowledge_base_config``;
-        validated like the tenant's); returns the KB's overrides of that section."""
-        return dict(self.rpc("set_knowledge_base_config", {"kb_id": kb_id, "section": section, "patch": patch}))
+        validated like the tenant's); returns the KB's overrides of that section (values only).
 
-    def set_kb_tuning(self, kb_id: UUID, model: str, section: str, patch: dict[str, Any]) -> dict[str, Any]:
+        Raises:
+            InvalidInputError: as set_tenant_config (22023, 22003). NotFoundError: unknown knowledge
+                base (P0002). PermissionDeniedError: not a tenant admin (42501).
+        """
+        args = {"kb_id": kb_id, "section": section, "patch": patch}
+        return ConfigSection.parse(section, self.rpc("set_knowledge_base_config", args) or {})
+
+    def set_kb_tuning(self, kb_id: UUID, model: str, section: str, patch: dict[str, Any]) -> ConfigSection:
         """Store a knowledge base's values for one embedding model (``hipocampo.set_knowledge_base_tuning``:
         retrieval.min_similarity / dense_weight / dedupe_threshold, rag.min_score / min_confidence /
         sentence_*), in force only while ``model`` is the one searched (docs/design.md §calibration);
@@ -312,7 +320,7 @@ class Hipocampo:
                 (P0002). PermissionDeniedError: not a tenant admin (42501).
         """
         args = {"kb_id": kb_id, "model": model, "section": section, "patch": patch}
-        return dict(self.rpc("set_knowledge_base_tuning", args))
+        return ConfigSection.parse(section, self.rpc("set_knowledge_base_tuning", args) or {})
 
     # -- knowledge bases ---------------------------------------------------------------------
     def create_kb(
@@ -353,12 +361,16 @@ class Hipocampo:
         """Set a KB's status: draft | indexing | ready | error."""
         self.rpc("set_knowledge_base_status", {"kb_id": kb_id, "status": status}, "none")
 
-    def effective_config(self, kb_id: UUID | None = None) -> dict[str, Any]:
+    def effective_config(self, kb_id: UUID | None = None) -> EffectiveConfig:
         """The config in force (global <- the active embedding model's calibration <- tenant <-
-        KB), as stored in the database."""
-        return dict(self.rpc("effective_config", {"tenant_id": self._tenant(), "kb_id": kb_id}))
+        KB), each section's values and the bounds of its keys (``config["retrieval"]["dense_weight"]``).
 
-    def set_model_calibration(self, model: str, calibration: dict[str, dict[str, float]]) -> dict[str, Any]:
+        Raises:
+            PermissionDeniedError: no tenant (42501). NotFoundError: unknown knowledge base (P0002).
+        """
+        return EffectiveConfig.parse(self.rpc("effective_config", {"tenant_id": self._tenant(), "kb_id": kb_id}))
+
+    def set_model_calibration(self, model: str, calibration: dict[str, dict[str, float]]) -> ModelCalibration:
         """Store an embedding model's calibration (service_role): ``{section: {key: value}}`` with
         every calibrated key (retrieval.min_similarity, dense_weight, dedupe_threshold;
         memory.context_threshold, answer_threshold, duplicate_cosine; conversations.dense_weight),
@@ -369,7 +381,8 @@ class Hipocampo:
                 (22003).
             PermissionDeniedError: the actor is not service_role (42501).
         """
-        return dict(self.rpc("set_model_calibration", {"model": model, "calibration": calibration}))
+        stored = self.rpc("set_model_calibration", {"model": model, "calibration": calibration})
+        return ModelCalibration(model=model, sections=stored)
 
     def set_agent_binding(self, name: str, kb_ids: Sequence[UUID], rag_overrides: dict[str, Any] | None = None) -> UUID:
         """Create or replace the agent binding ``name`` (``hipocampo.set_agent_binding``): the
@@ -414,14 +427,14 @@ class Hipocampo:
         """
         return int(self.rpc("requeue_tenant_embeddings", {"kind": kind, "tenant_id": self._tenant()}) or 0)
 
-    def rag_config(self, kb_id: UUID | None = None, agent: str | None = None) -> dict[str, Any]:
+    def rag_config(self, kb_id: UUID | None = None, agent: str | None = None) -> RagConfig:
         """The effective rag section (``hipocampo.rag_config``): global <- tenant <- KB <- agent
-        binding, plus ``kb_ids`` (the agent's knowledge bases or ``[kb_id]``) and ``agent``.
+        binding, with ``kb_ids`` (the agent's knowledge bases or ``[kb_id]``) and ``agent``.
 
         Raises:
             NotFoundError: unknown agent binding. PermissionDeniedError: no tenant.
         """
-        return dict(self.rpc("rag_config", {"kb_id": kb_id, "agent": agent, "tenant_id": self._tenant()}))
+        return RagConfig.from_rpc(self.rpc("rag_config", {"kb_id": kb_id, "agent": agent, "tenant_id": self._tenant()}))
 
     # -- documents ---------------------------------------------------------------------------
     def scrub_pii(self, texts: Sequence[str]) -> list[ScrubResult]:

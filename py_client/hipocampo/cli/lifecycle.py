@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Column, Table
 
 from ..client import Actor, Hipocampo
+from ..config_models import BOUND_SUFFIXES as _BOUND_SUFFIXES
 from ..errors import HipocampoError, InvalidInputError, NotFoundError
 from .common import JsonOpt, TenantOpt, _client, _database_url, _fail, console, err_console
 
@@ -416,11 +417,11 @@ def config_show(
     (fixed: tenant_locked; operator: operator_only), or the raw rows with --json."""
     with _client(tenant) as client:
         try:
-            cfg = client.effective_config(client.kb_id(kb) if kb else None)
+            cfg = client.effective_config(client.kb_id(kb) if kb else None).stored()
             if section == "rag" or section is None:
                 cfg["rag"] = {
                     k: v
-                    for k, v in client.rag_config(client.kb_id(kb) if kb else None).items()
+                    for k, v in client.rag_config(client.kb_id(kb) if kb else None).stored().items()
                     if k not in ("kb_ids", "agent")
                 }
         except HipocampoError as exc:
@@ -439,9 +440,6 @@ def config_show(
         console.print(f"answers written by: {answering_model(rag)}", highlight=False)
     for name, values in [(section, cfg)] if section is not None else sorted(cfg.items()):
         console.print(_config_table(str(name), values))
-
-
-_BOUND_SUFFIXES = ("_range", "_max_length", "_max_items", "_regex")
 
 
 def _config_table(section: str, values: Any) -> Table:
@@ -513,4 +511,4 @@ def config_set(
                 out = client.set_tenant_config(section, values)
         except HipocampoError as exc:
             raise _fail(exc) from exc
-    _dump(out)
+    _dump(out.stored())

@@ -422,7 +422,7 @@ def _settings(
     hub: Hub, request: Request, who: _Who, kb_id: str, error: str | None = None, key: str | None = None
 ) -> Response:
     kb = _kb(who, kb_id)
-    effective = who.client.effective_config(kb.id)
+    effective = who.client.effective_config(kb.id).stored()
     ctx = {
         "kb": kb,
         "sections": CONFIG_SECTIONS,
@@ -656,7 +656,7 @@ def _answered_by(who: _Who) -> str:
     extractive answer offline, or the chat model and where it is served)."""
     from ..answers.generation import answering_model
 
-    return answering_model(who.client.rag_config(None))
+    return answering_model(who.client.rag_config(None).stored())
 
 
 def _search(hub: Hub, who: _Who, q: dict[str, str], kb_ids: list[UUID] | None) -> list[dict[str, Any]]:
