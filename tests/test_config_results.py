@@ -20,6 +20,8 @@ def test_effective_config_splits_values_from_bounds_and_loses_nothing(service_cl
     assert retrieval["match_count"] == raw["retrieval"]["match_count"]
     assert retrieval.bounds["match_count"].range == tuple(raw["retrieval"]["match_count_range"])
     assert "match_count_range" not in retrieval and "match_count_range" not in dict(retrieval.items())
+    # A calibrated key's range (not in the global row) is beside it too, as _check_config_patch checks it.
+    assert (retrieval.bounds["min_similarity"].range, retrieval.bounds["dense_weight"].range) == ((-1, 1), (0, 100))
     locked = raw["rag"].get("tenant_locked") or []
     assert locked and all(cfg["rag"].bounds[k].tenant_locked for k in locked)
     operator = raw["rag"].get("operator_only") or []

@@ -39,6 +39,11 @@ ADDED = {
         "answer_evidence.passages",
         "answer_evidence.reply",
         "answer_evidence.config.passages_floor",
+        # Each calibrated key's range beside it, as every other key's bound (issue 58 §2's form).
+        "answer_evidence.config.passages_floor_range",
+        "answer_evidence.config.sentence_cosine_high_range",
+        "answer_evidence.config.sentence_cosine_low_range",
+        "answer_evidence.config.sentence_weight_range",
     }
 }
 # Keys the newer migrations remove from a read's answer on purpose (CHANGELOG.md, Unreleased), as

@@ -1245,7 +1245,9 @@ Purpose: the configuration in force: the global row, overridden per section by t
   row, then by the knowledge base's tuning for the active model (set_knowledge_base_tuning),
   then by the knowledge base's overrides.
 Parameters: tenant_id - null = the caller's tenant; kb_id - optional knowledge base.
-Returns: a jsonb object with sections retrieval, chunking, embedding, memory, ….
+Returns: a jsonb object with sections retrieval, chunking, embedding, memory, …; each key's
+  bounds beside it as the global row declares them (<key>_range, …), a calibrated key's range
+  (_calibrated_range) included.
 Errors: 42501 as _resolve_tenant.
 Example: select hipocampo.effective_config() -> 'retrieval' ->> 'min_similarity';
 */
@@ -1293,6 +1295,14 @@ begin
                 cfg := jsonb_set(cfg, array[section], layer -> section);
             end if;
         end loop;
+    end loop;
+    -- What each calibrated key accepts, beside it as every other key's bound is (the global row
+    -- has none for them; _check_config_patch reads the same _calibrated_range).
+    for section in select jsonb_object_keys(hipocampo_private._calibrated_keys()) loop
+        cfg := jsonb_set(cfg, array[section], coalesce(cfg -> section, '{}'::jsonb) || coalesce((
+            select jsonb_object_agg(k.key || '_range', hipocampo_private._calibrated_range(k.key))
+            from jsonb_array_elements_text(hipocampo_private._calibrated_keys() -> section) as k (key)
+        ), '{}'::jsonb));
     end loop;
     return cfg;
 end;
