@@ -374,18 +374,32 @@ def test_kb_settings_rename_validate_and_delete_with_confirmation(page: Any, hub
     assert page.input_value("#name") == "temporaria"
     assert page.input_value("#description") == "<b>negrito?</b>"
 
-    page.select_option("#section", "rag")
-    page.fill("#patch", '{"top_k": -3}')
-    page.click("#config-form button")
+    # Issue 58 §2: each section is a form built from the config's bounds, not a JSON box.
+    page.click("#config-rag-box summary")
+    top_k = page.locator("#cfg-rag-top_k")
+    bounds = (top_k.get_attribute("type"), top_k.get_attribute("min"), top_k.get_attribute("max"))
+    assert bounds == ("number", "1", "20")
+    assert top_k.input_value() == "4" and "1..20" in page.inner_text("#config-rag tr:has(#cfg-rag-top_k) .bound")
+    assert page.locator("#cfg-rag-provider").is_disabled()  # the operator's key
+    assert "só o operador" in page.inner_text("#config-rag tr:has(#cfg-rag-provider) .bound")
+    assert page.locator("#cfg-rag-question_max_chars").is_disabled()  # tenant_locked
+    # The database still checks what the browser lets through (its min/max turned off here).
+    page.eval_on_selector("#config-rag", "f => { f.noValidate = true; }")
+    top_k.fill("-3")
+    page.click("#config-rag button[type=submit]")
     assert re.match(r"22003: ", page.inner_text(".error-text")), page.inner_text(".error-text")
-    page.fill("#patch", "{not json")
-    page.click("#config-form button")
-    assert page.inner_text(".error-text").startswith("22023: ")
-    page.fill("#patch", '{"top_k": 4}')
-    page.click("#config-form button")
+    assert page.get_attribute("#config-rag-box", "open") is not None  # the section the error is about
+    page.fill("#cfg-rag-top_k", "6")
+    page.fill("#cfg-rag-question_stopwords", '["qual", "quando"')
+    page.click("#config-rag button[type=submit]")
+    assert page.inner_text(".error-text") == "22023: rag.question_stopwords must be JSON"
+    page.fill("#cfg-rag-top_k", "6")
+    page.fill("#cfg-rag-question_stopwords", '["qual", "quando"]')
+    page.click("#config-rag button[type=submit]")
     assert page.inner_text(".notice") == "Salvo."
-    page.click("summary >> text=rag")
-    assert '"top_k": 4' in page.inner_text("details pre >> nth=0")
+    page.click("#config-rag-box summary")
+    assert page.input_value("#cfg-rag-top_k") == "6"
+    assert page.input_value("#cfg-rag-question_stopwords") == '["qual", "quando"]'
 
     page.fill("#confirm", "outro nome")
     page.click("#delete-kb button")
@@ -393,7 +407,7 @@ def test_kb_settings_rename_validate_and_delete_with_confirmation(page: Any, hub
     page.fill("#confirm", "temporaria")
     page.click("#delete-kb button")
     page.wait_for_url(f"{hub}/kbs?done=deleted")
-    assert "temporaria" not in page.inner_text("#kb-list")
+    assert "temporaria" not in page.inner_text("main")  # (no list at all when it was the tenant's only one)
 
 
 def test_document_metadata_edit_and_delete(page: Any, hub: str, world: dict[str, Any]) -> None:
@@ -407,7 +421,7 @@ def test_document_metadata_edit_and_delete(page: Any, hub: str, world: dict[str,
     assert note.startswith("Documentos do tipo manual com confiança 0.6 não são autoritativos"), note
     assert "precisa de 2 documentos" in note and "(cross_check_failed)" in note
     assert "policy, manual, regulation, faq com confiança de pelo menos 0.85" in note
-    assert '{"cross_check_min_documents": 1}' in note
+    assert "seção rag, ponha cross_check_min_documents em 1" in note
     assert re.fullmatch(r"/hub/kbs/[0-9a-f-]{36}/settings", page.get_attribute("#upload-cross-check a", "href") or "")
     page.click("text=Voltar à base")
     page.click("#doc-list a >> text=Regulamento da piscina")
@@ -747,6 +761,7 @@ def test_screenshots(page: Any, hub: str, world: dict[str, Any]) -> None:
     shot("06-document")
     page.go_back()
     page.click("text=Configurações")
+    page.click("#config-retrieval-box summary")
     shot("07-settings")
     page.goto(f"{hub}/playground")
     page.fill("#question", "Qual o horário da piscina do condomínio?")

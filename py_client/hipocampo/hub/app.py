@@ -44,6 +44,7 @@ from ..errors import HipocampoError, InvalidInputError, NotFoundError, Permissio
 from ..evaluation import MODES
 from ..evaluation.kb_eval import Judged, KbEvaluation, evaluate_kb, parse_judged, store_confirmed
 from ..ingest.pipeline import SOURCE_TYPES
+from .config_form import form_fields, form_patch
 from .i18n import code_label, pick_language, text
 from .present import AXIS_PX, Chart, bar_chart, highlight, shown_uri
 from .security import (
@@ -394,14 +395,14 @@ def _kb_routes(router: APIRouter, hub: Hub) -> None:
         form = await hub.form(request)
         section = str(form.get("section") or "")
         try:
-            patch = json.loads(str(form.get("patch") or "{}"))
-            if section not in CONFIG_SECTIONS or not isinstance(patch, dict):
-                raise ValueError(f"section must be one of {', '.join(CONFIG_SECTIONS)} and the patch a JSON object")
-            who.client.set_kb_config(_kb(who, kb_id).id, section, patch)
-        except ValueError as exc:
-            return _settings(hub, request, who, kb_id, f"22023: {exc}")
+            if section not in CONFIG_SECTIONS:
+                raise InvalidInputError(f"section must be one of {', '.join(CONFIG_SECTIONS)}", "22023")
+            kb = _kb(who, kb_id)
+            patch = form_patch(who.client.effective_config(kb.id)[section], form)
+            if patch:
+                who.client.set_kb_config(kb.id, section, patch)
         except HipocampoError as exc:
-            return _settings(hub, request, who, kb_id, hub.error_text(exc))
+            return _settings(hub, request, who, kb_id, hub.error_text(exc), section=section)
         return _redirect(f"/hub/kbs/{kb_id}/settings?done=saved")
 
     @router.post("/kbs/{kb_id}/delete")
@@ -419,14 +420,23 @@ def _kb_routes(router: APIRouter, hub: Hub) -> None:
 
 
 def _settings(
-    hub: Hub, request: Request, who: _Who, kb_id: str, error: str | None = None, key: str | None = None
+    hub: Hub,
+    request: Request,
+    who: _Who,
+    kb_id: str,
+    error: str | None = None,
+    key: str | None = None,
+    section: str | None = None,
 ) -> Response:
+    """The knowledge base's settings page: name, the config sections as forms (the one an error
+    is about open), deletion."""
     kb = _kb(who, kb_id)
-    effective = who.client.effective_config(kb.id).stored()
+    effective = who.client.effective_config(kb.id)
     ctx = {
         "kb": kb,
         "sections": CONFIG_SECTIONS,
-        "effective": {s: json.dumps(effective.get(s, {}), indent=2, ensure_ascii=False) for s in CONFIG_SECTIONS},
+        "fields": {s: form_fields(effective[s]) for s in CONFIG_SECTIONS},
+        "open_section": section,
         "error": error,
         "error_key": key,
     }

@@ -102,9 +102,15 @@ _PT: dict[str, str] = {
     "delete": "Excluir",
     "settings": "Configurações",
     "rename": "Salvar nome e descrição",
-    "overrides": "Ajustes da configuração (JSON)",
-    "overrides_hint": "Um objeto JSON com as chaves a mudar nesta seção; null remove o ajuste. Segredos só "
-    "pelo nome da variável de ambiente.",
+    "overrides": "Configuração desta base",
+    "overrides_hint": "Os valores em vigor nesta base, seção por seção; mude os que quiser e salve a seção. Cada "
+    "valor fica dentro dos limites ao lado; os fixos só mudam para todos, pelo operador. Listas e objetos em JSON; "
+    "segredos só pelo nome da variável de ambiente.",
+    "bound": "Limites",
+    "fixed": "fixo",
+    "operator_only": "só o operador",
+    "max_chars": "até {n} caracteres",
+    "max_items": "até {n} itens",
     "section": "Seção",
     "effective": "Configuração em vigor",
     "save": "Salvar",
@@ -157,7 +163,7 @@ _PT: dict[str, str] = {
     "cross_check_note": "Documentos do tipo {type} com confiança {trust} não são autoritativos: uma resposta "
     "precisa de {n} documentos que a sustentem, então as perguntas que só um deles responde serão recusadas "
     "(cross_check_failed). Para documentos verificados, envie-os como {types} com confiança de pelo menos "
-    '{min_trust}; ou, nas configurações da base, seção rag: {{"cross_check_min_documents": 1}}.',
+    "{min_trust}; ou, nas configurações da base, seção rag, ponha cross_check_min_documents em 1.",
     "back_to_kb": "Voltar à base",
     "not_language": "O texto deste documento não parece linguagem (palavras soltas, OCR corrompido?): a busca o "
     "encontra depois de todo texto que parece, e as respostas nunca o citam.",
@@ -392,9 +398,15 @@ _EN: dict[str, str] = {
     "delete": "Delete",
     "settings": "Settings",
     "rename": "Save name and description",
-    "overrides": "Configuration overrides (JSON)",
-    "overrides_hint": "A JSON object of the keys to change in this section; null removes an override. "
-    "Secrets only by the name of their environment variable.",
+    "overrides": "This knowledge base's configuration",
+    "overrides_hint": "The values in force for this knowledge base, section by section; change any and save the "
+    "section. Each value stays within the limits beside it; fixed ones change only for everyone, by the operator. "
+    "Lists and objects in JSON; secrets only by the name of their environment variable.",
+    "bound": "Limits",
+    "fixed": "fixed",
+    "operator_only": "operator only",
+    "max_chars": "up to {n} characters",
+    "max_items": "up to {n} items",
     "section": "Section",
     "effective": "Configuration in force",
     "save": "Save",
@@ -447,7 +459,7 @@ _EN: dict[str, str] = {
     "cross_check_note": "Documents of type {type} at trust {trust} are not authoritative: an answer needs {n} "
     "documents that support it, so questions only one of them answers will be refused (cross_check_failed). "
     "For vetted documents, upload them as {types} with trust of at least {min_trust}; or, in the knowledge "
-    'base\'s settings, section rag: {{"cross_check_min_documents": 1}}.',
+    "base's settings, section rag, set cross_check_min_documents to 1.",
     "back_to_kb": "Back to the knowledge base",
     "not_language": "This document's text does not read as language (word salad, OCR garbage?): search finds it "
     "after every text that does, and answers never cite it.",

@@ -1,0 +1,142 @@
+"""A config section as a form (issue 58 §2): one input per key, its kind from the value in force
+and its limits from the key's bounds (hipocampo.config_models.KeyBound), and the form's fields
+back into the patch of the keys that changed.
+
+The database still checks every patch (``set_knowledge_base_config``: 22023 / 22003); the
+form's ``min``, ``max`` and ``maxlength`` only spare a round trip. Keys a tenant may not change
+(``tenant_locked``, ``operator_only``) are shown, disabled.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from markupsafe import Markup, escape
+
+from ..config_models import ConfigSection
+from ..errors import InvalidInputError
+
+__all__ = ["ConfigField", "form_fields", "form_patch"]
+
+Kind = Literal["boolean", "integer", "number", "choice", "text", "json"]
+
+
+@dataclass(frozen=True)
+class ConfigField:
+    """One key of a section as the form shows it: ``value`` as the input holds it (text)."""
+
+    key: str
+    kind: Kind
+    value: str
+    low: float | None = None
+    high: float | None = None
+    max_length: int | None = None
+    max_items: int | None = None
+    choices: list[str] = field(default_factory=list)
+    fixed: bool = False
+    operator_only: bool = False
+
+    @property
+    def key_html(self) -> Markup:
+        """The key with a line-break opportunity after each underscore (never inside a word)."""
+        return Markup("_<wbr>").join(escape(part) for part in self.key.split("_"))
+
+    @property
+    def editable(self) -> bool:
+        """A tenant admin may change it."""
+        return not (self.fixed or self.operator_only)
+
+
+def _kind(value: Any, choices: list[str] | None) -> Kind:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, list | dict):
+        return "json"
+    return "choice" if choices and isinstance(value, str) else "text"
+
+
+def _shown(value: Any, kind: Kind) -> str:
+    if kind == "boolean":
+        return "true" if value else "false"
+    if kind == "json":
+        return json.dumps(value, ensure_ascii=False)
+    return "" if value is None else str(value)
+
+
+def form_fields(section: ConfigSection) -> list[ConfigField]:
+    """The section's keys, sorted, as form fields."""
+    out = []
+    for key in sorted(section.values):
+        value = section.values[key]
+        bound = section.bounds.get(key)
+        choices = (bound.values if bound else None) or []
+        kind = _kind(value, choices)
+        low, high = bound.range if bound and bound.range else (None, None)
+        out.append(
+            ConfigField(
+                key=key,
+                kind=kind,
+                value=_shown(value, kind),
+                low=low,
+                high=high,
+                max_length=bound.max_length if bound else None,
+                max_items=bound.max_items if bound else None,
+                choices=choices if kind == "choice" else [],
+                fixed=bool(bound and bound.tenant_locked),
+                operator_only=bool(bound and bound.operator_only),
+            )
+        )
+    return out
+
+
+def _parsed(section: str, f: ConfigField, text: str) -> Any:
+    """A submitted text as the key's kind; 22023 when it is not one."""
+    name = f"{section}.{f.key}"
+    try:
+        if f.kind == "boolean":
+            if text not in ("true", "false"):
+                raise ValueError
+            return text == "true"
+        if f.kind == "integer":
+            return int(text)
+        if f.kind == "number":
+            return float(text)
+        if f.kind == "json":
+            return json.loads(text)
+    except ValueError:
+        what = {"boolean": "true or false", "integer": "a whole number", "number": "a number"}.get(f.kind, "JSON")
+        raise InvalidInputError(f"{name} must be {what}", "22023") from None
+    return text
+
+
+def form_patch(section: ConfigSection, form: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of ``section`` whose submitted value differs from the one in force, parsed by
+    kind; a key not submitted (disabled, or absent) is left alone, and an empty text where the
+    value in force is null stays null.
+
+    Raises:
+        InvalidInputError: a value that is not of its key's kind (22023), or a key a tenant may not
+            change (22023, as the database says it).
+    """
+    patch: dict[str, Any] = {}
+    for f in form_fields(section):
+        if f.key not in form:
+            continue
+        text = str(form[f.key]).strip() if f.kind != "text" else str(form[f.key])
+        current = section.values[f.key]
+        if current is None and text == "":
+            continue
+        value = _parsed(section.name, f, text)
+        if value == current and type(value) is type(current):
+            continue
+        if not f.editable:
+            raise InvalidInputError(f"{section.name}.{f.key} is fixed and cannot be changed per tenant", "22023")
+        patch[f.key] = value
+    return patch
