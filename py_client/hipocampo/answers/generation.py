@@ -73,20 +73,36 @@ def parse_reply(text: str) -> str:
     return str(obj.get("answer") or "").strip()
 
 
-def answering_model(config: Mapping[str, Any]) -> str:
-    """Who writes the answers under this rag config, in words (issue 61 §4; ``config show`` and the
-    hub's playground say it): "extractive (offline: quotes the passages; no model)"; "openai
-    chat model <rag.chat_model> at $<rag.base_url_secret> (<its value>, else OpenAI's API)" for
-    any OpenAI-compatible server (llama.cpp's server, Ollama, vLLM); "azure deployment <d>"."""
+def answering_parts(config: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """Who writes the answers under this rag config, as a kind ('extractive' | 'openai' | 'azure')
+    and its names (chat model, the base URL's secret and its value or "" for OpenAI's API; the
+    Azure deployment and API version), for a surface to say in its language."""
     import os
 
     provider = str(config.get("provider") or "extractive")
     if provider == "openai":
         name = str(config.get("base_url_secret") or "OPENAI_BASE_URL")
-        where = os.environ.get(name) or "OpenAI's API"
-        return f"openai chat model {config.get('chat_model')} at ${name} ({where})"
+        return "openai", {"model": str(config.get("chat_model")), "secret": name, "where": os.environ.get(name) or ""}
     if provider == "azure":
-        return f"azure deployment {config.get('azure_deployment')} (api {config.get('azure_api_version')})"
+        return "azure", {
+            "deployment": str(config.get("azure_deployment")),
+            "version": str(config.get("azure_api_version")),
+        }
+    return "extractive", {}
+
+
+def answering_model(config: Mapping[str, Any]) -> str:
+    """Who writes the answers under this rag config, in words (issue 61 §4; ``config show`` says
+    it, the hub in its language from ``answering_parts``): "extractive (offline: quotes the
+    passages; no model)"; "openai chat model <rag.chat_model> at $<rag.base_url_secret> (<its
+    value>, else OpenAI's API)" for any OpenAI-compatible server (llama.cpp's server, Ollama,
+    vLLM); "azure deployment <d>"."""
+    kind, names = answering_parts(config)
+    if kind == "openai":
+        where = names["where"] or "OpenAI's API"
+        return f"openai chat model {names['model']} at ${names['secret']} ({where})"
+    if kind == "azure":
+        return f"azure deployment {names['deployment']} (api {names['version']})"
     return "extractive (offline: quotes the passages; no model)"
 
 

@@ -630,7 +630,8 @@ def _query_routes(router: APIRouter, hub: Hub) -> None:
     @router.get("/playground")
     def playground(request: Request) -> Response:
         who = hub.who(request)
-        ctx = {"kbs": who.client.list_kbs(), "q": {"mode": "hybrid"}, "answered_by": _answered_by(who)}
+        answered_by = _answered_by(who, hub.words(request))
+        ctx = {"kbs": who.client.list_kbs(), "q": {"mode": "hybrid"}, "answered_by": answered_by}
         return hub.render(request, "playground.html", ctx, who=who)
 
     @router.post("/playground")
@@ -639,7 +640,7 @@ def _query_routes(router: APIRouter, hub: Hub) -> None:
         form = await hub.form(request)
         q = {k: str(form.get(k) or "").strip() for k in ("question", "kb", "mode", "mmr", "action")}
         kbs = who.client.list_kbs()
-        ctx: dict[str, Any] = {"kbs": kbs, "q": q, "answered_by": _answered_by(who)}
+        ctx: dict[str, Any] = {"kbs": kbs, "q": q, "answered_by": _answered_by(who, hub.words(request))}
         try:
             kb_ids = [_uuid(q["kb"])] if q["kb"] else [kb.id for kb in kbs]
             if q["action"] == "ask":
@@ -661,12 +662,15 @@ def _query_routes(router: APIRouter, hub: Hub) -> None:
         return hub.render(request, "metrics.html", {"m": m, "charts": _charts(m, words), "axis_px": AXIS_PX}, who=who)
 
 
-def _answered_by(who: _Who) -> str:
-    """Who writes the tenant's answers (generation.answering_model of its rag config: the
-    extractive answer offline, or the chat model and where it is served)."""
-    from ..answers.generation import answering_model
+def _answered_by(who: _Who, words: dict[str, str]) -> str:
+    """Who writes the tenant's answers, in the page's language (generation.answering_parts of its
+    rag config: the extractive answer offline, or the chat model and where it is served)."""
+    from ..answers.generation import answering_parts
 
-    return answering_model(who.client.rag_config(None).stored())
+    kind, names = answering_parts(who.client.rag_config(None).stored())
+    if kind == "openai" and not names["where"]:
+        names["where"] = words["openai_api"]
+    return words["answered_" + kind].format(**names)
 
 
 def _search(hub: Hub, who: _Who, q: dict[str, str], kb_ids: list[UUID] | None) -> list[dict[str, Any]]:

@@ -7,6 +7,8 @@ falls back to Portuguese, so a page never shows a raw key. The language comes fr
 
 from __future__ import annotations
 
+from ..models import REFUSAL_REASONS
+
 __all__ = ["LANGUAGES", "code_label", "pick_language", "text"]
 
 LANGUAGES = ("pt-BR", "en")
@@ -107,6 +109,11 @@ _PT: dict[str, str] = {
     "valor fica dentro dos limites ao lado; os fixos só mudam para todos, pelo operador. Listas e objetos em JSON; "
     "segredos só pelo nome da variável de ambiente.",
     "bound": "Limites",
+    "chunk_n": "trecho {n}",
+    "answered_extractive": "extrativa (offline: cita os trechos; sem modelo)",
+    "answered_openai": "modelo de chat {model} em ${secret} ({where})",
+    "answered_azure": "implantação Azure {deployment} (api {version})",
+    "openai_api": "a API da OpenAI",
     "fixed": "fixo",
     "operator_only": "só o operador",
     "max_chars": "até {n} caracteres",
@@ -403,6 +410,11 @@ _EN: dict[str, str] = {
     "section. Each value stays within the limits beside it; fixed ones change only for everyone, by the operator. "
     "Lists and objects in JSON; secrets only by the name of their environment variable.",
     "bound": "Limits",
+    "chunk_n": "chunk {n}",
+    "answered_extractive": "extractive (offline: quotes the passages; no model)",
+    "answered_openai": "chat model {model} at ${secret} ({where})",
+    "answered_azure": "Azure deployment {deployment} (api {version})",
+    "openai_api": "OpenAI's API",
     "fixed": "fixed",
     "operator_only": "operator only",
     "max_chars": "up to {n} characters",
@@ -638,6 +650,104 @@ _PT_CODES: dict[str, str] = {
     "why_no_consent": "sem consentimento",
     "why_explicit_user_wins": "o usuário já disse outra coisa",
     "why_unknown": "desconhecido",
+    "why_database_unavailable": "banco de dados indisponível",
+    "why_not_configured": "servidor não configurado",
+    # Each refusal reason in a sentence (models.REFUSAL_REASONS is the English one).
+    "explain_invalid_question": "a pergunta é curta ou longa demais",
+    "explain_prompt_injection": "a pergunta tenta mudar as instruções do assistente",
+    "explain_sensitive_data": "a pergunta traz dados pessoais (CPF, e-mail, telefone, cartão…)",
+    "explain_secret": "a pergunta traz algo que parece uma senha, chave ou token",
+    "explain_rate_limited": "perguntas demais no último minuto; tente de novo em instantes",
+    "explain_rag_disabled": "as respostas estão desligadas para esta organização ou agente (rag.enabled)",
+    "explain_no_evidence": "nenhum trecho das bases de conhecimento corresponde à pergunta",
+    "explain_low_confidence": "há trechos sobre o assunto, mas nenhum sustenta a pergunta o bastante "
+    "(rag.min_confidence)",
+    "explain_conflicting_sources": "as fontes discordam e nenhuma é confiável o bastante acima das outras",
+    "explain_cross_check_failed": "só um documento sustenta a resposta e ele não é autoritativo (um tipo de "
+    "rag.authoritative_source_types com confiança >= rag.authoritative_trust); aumente a confiança dele ou "
+    "acrescente uma segunda fonte",
+    "explain_number_not_in_evidence": "a resposta redigida traz um número que as fontes não têm",
+    "explain_not_in_sources": "o modelo leu os trechos encontrados e diz que eles não respondem à pergunta",
+    "explain_generation_failed": "o modelo que redige a resposta falhou",
+    "explain_database_unavailable": "o banco de dados está indisponível",
+    "explain_not_configured": "o servidor não está configurado",
+    # Where an answer came from (Answer.answer_source).
+    "src_CACHE": "do cache de respostas",
+    "src_SESSION": "da resposta anterior desta sessão",
+    "src_LLM": "redigida pelo modelo",
+    "src_EXTRACTIVE": "frases das fontes",
+    "src_PASSAGES": "trechos sobre o assunto",
+    "src_REFUSAL": "recusa",
+    # The steps of an answer (Answer.timings_ms).
+    "step_config": "configuração",
+    "step_guardrails": "proteções",
+    "step_rate_limit": "limite de perguntas",
+    "step_cache": "cache",
+    "step_session": "sessão",
+    "step_embed": "vetor da pergunta",
+    "step_evidence": "evidência",
+    "step_generate": "redação",
+    "step_cache_put": "gravar no cache",
+    "step_session_record": "registrar na sessão",
+    "step_total": "total",
+}
+
+_EN_CODES: dict[str, str] = {
+    **{
+        f"st_{k}": k.replace("_", " ")
+        for k in (
+            "regulation",
+            "policy",
+            "assembly_minutes",
+            "reservation",
+            "decision",
+            "penalty",
+            "metric",
+            "manual",
+            "other",
+        )
+    },
+    "st_faq": "FAQ",
+    "why_no_evidence": "no evidence",
+    "why_low_confidence": "weak evidence",
+    "why_conflicting_sources": "conflicting sources",
+    "why_cross_check_failed": "not confirmed by another source",
+    "why_number_not_in_evidence": "a number not in the sources",
+    "why_not_in_sources": "not in the sources",
+    "why_prompt_injection": "an attempt to divert the assistant",
+    "why_sensitive_data": "personal data in the question",
+    "why_secret": "a secret in the question",
+    "why_invalid_question": "invalid question",
+    "why_rate_limited": "question limit",
+    "why_rag_disabled": "answers turned off",
+    "why_generation_failed": "drafting failed",
+    "why_personal_data": "personal data",
+    "why_sensitive": "sensitive data",
+    "why_noise": "small talk",
+    "why_quota": "memory limit",
+    "why_no_consent": "no consent",
+    "why_explicit_user_wins": "the user said otherwise",
+    "why_unknown": "unknown",
+    "why_database_unavailable": "database unavailable",
+    "why_not_configured": "server not configured",
+    **{f"explain_{k}": v for k, v in REFUSAL_REASONS.items()},
+    "src_CACHE": "from the answer cache",
+    "src_SESSION": "this session's earlier answer",
+    "src_LLM": "drafted by the model",
+    "src_EXTRACTIVE": "sentences of the sources",
+    "src_PASSAGES": "passages on the topic",
+    "src_REFUSAL": "refusal",
+    "step_config": "configuration",
+    "step_guardrails": "guardrails",
+    "step_rate_limit": "question limit",
+    "step_cache": "cache",
+    "step_session": "session",
+    "step_embed": "question's vector",
+    "step_evidence": "evidence",
+    "step_generate": "drafting",
+    "step_cache_put": "cache write",
+    "step_session_record": "session record",
+    "step_total": "total",
 }
 
 
@@ -649,7 +759,7 @@ def code_label(words: dict[str, str], prefix: str, code: str) -> str:
 
 def text(lang: str) -> dict[str, str]:
     """The interface words of ``lang`` ('pt-BR' | 'en'); English falls back to Portuguese per key."""
-    return {**_PT, **_PT_CODES} if lang != "en" else {**_PT, **_EN}
+    return {**_PT, **_PT_CODES} if lang != "en" else {**_PT, **_PT_CODES, **_EN, **_EN_CODES}
 
 
 def pick_language(cookie: str | None, accept_language: str | None) -> str:
