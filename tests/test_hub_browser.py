@@ -208,6 +208,9 @@ def test_admin_creates_a_kb_uploads_three_files_searches_and_asks(
     assert page.locator("#chart-p95-hybrid-search rect.bar").count() >= 1
     assert "Memórias ativas por usuário" in page.inner_text("#memory-quota")
     assert page.locator("#chart-queries .y-top").count() == 1  # one day: a bar on a labelled axis
+    # Issue 58 §2: each table names what its numbers are (latencies were labelled "Quantidade").
+    heads = {c: page.inner_text(f"#{c} thead th >> nth=1") for c in ("chart-queries", "chart-p95", "chart-cache")}
+    assert heads == {"chart-queries": "Quantidade", "chart-p95": "ms", "chart-cache": "Taxa de acerto"}
     assert page.inner_text("#quota-at") == "0"  # member A's two active memories, far below 50
 
     dev_token = next(c for c in page.context.cookies() if c["name"] == "hipocampo_session")

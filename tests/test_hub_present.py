@@ -30,3 +30,16 @@ def test_one_day_is_a_narrow_bar_on_an_axis() -> None:
     assert bar.width <= 48 and bar.x >= AXIS_PX and bar.height == 140  # the top of the axis: 12
     many = bar_chart([(f"d{i}", float(i)) for i in range(1, 31)])
     assert all(b.x >= AXIS_PX for b in many.bars) and many.top == 30
+
+
+def test_an_axis_label_fits_under_its_bar() -> None:
+    """Issue 58 §2: labels were cut off ("tentativa de desvi"); a day is MM-DD, a long label is
+    cut to its bar's room with an ellipsis, a short one whole."""
+    from hipocampo.hub.present import LABEL_CHAR_PX, bar_chart
+
+    labels = ["tentativa de desviar o assistente", "evidência fraca", "2026-11-29"]
+    chart = bar_chart([(label, 1.0) for label in labels])
+    room = (chart.width - 56) / len(labels) / LABEL_CHAR_PX
+    assert [b.short for b in chart.bars][1:] == ["evidência fraca", "11-29"]
+    assert chart.bars[0].short.endswith("…") and len(chart.bars[0].short) <= room
+    assert chart.bars[0].short[:-1] == labels[0][: len(chart.bars[0].short) - 1].rstrip()

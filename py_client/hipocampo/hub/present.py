@@ -64,6 +64,7 @@ class Bar:
     y: float
     width: float
     height: float
+    short: str = ""  # the label under the bar, within its slot: a day as MM-DD, a long label cut with "…"
 
 
 # The room left of the bars for the y axis and its top value's label (px).
@@ -89,7 +90,18 @@ def bar_chart(points: Sequence[tuple[str, float]], width: int = 640, height: int
     slot = (width - AXIS_PX) / n
     bar = min(slot * 0.8, 48.0)
     bars = []
+    room = max(int(slot / LABEL_CHAR_PX), 4)  # characters that fit under one bar
     for i, (label, value) in enumerate(points):
         h = (height - 20) * (value / top)
-        bars.append(Bar(label, value, AXIS_PX + i * slot + (slot - bar) / 2, height - 20 - h, bar, h))
+        short = label[-5:] if _is_day(label) else (label if len(label) <= room else label[: room - 1].rstrip() + "…")
+        bars.append(Bar(label, value, AXIS_PX + i * slot + (slot - bar) / 2, height - 20 - h, bar, h, short))
     return Chart(bars, width, height, top)
+
+
+# The width of one character of an axis label, in the chart's units (hub.css: .chart .label is 20 px).
+LABEL_CHAR_PX = 11.0
+
+
+def _is_day(label: str) -> bool:
+    """An ISO date (YYYY-MM-DD), shown by its month and day."""
+    return len(label) == 10 and label[4] == "-" and label[7] == "-" and label[:4].isdigit()
