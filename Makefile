@@ -189,9 +189,10 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/scale.py
 
 # Screenshots of every page of the knowledge-base hub (docs/screenshots/, linked from the README),
-# taken by the browser tests' own flow in headless Chromium on a fresh embedded database.
+# taken by the browser tests' own flow in headless Chromium on a fresh embedded database; and each
+# page at 375 and 1280 px as the width checks see it (docs/screenshots/widths/, not committed).
 screenshots: $(STAMP) $(CHROMIUM)
-	HIPOCAMPO_SCREENSHOTS=$(CURDIR)/docs/screenshots $(BIN)/python -m pytest -q tests/test_hub_browser.py -k screenshots
+	HIPOCAMPO_SCREENSHOTS=$(CURDIR)/docs/screenshots $(BIN)/python -m pytest -q tests/test_hub_browser.py -k "screenshots or fits_and_breaks"
 
 clean:
 	rm -rf $(VENV) .hipocampo .deno .pgtap .pg15 .chromium .tesseract .minilm .e5 .site
