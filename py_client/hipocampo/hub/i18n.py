@@ -7,6 +7,7 @@ falls back to Portuguese, so a page never shows a raw key. The language comes fr
 
 from __future__ import annotations
 
+from ..ingest.pipeline import SOURCE_TYPES
 from ..models import REFUSAL_REASONS
 
 __all__ = ["LANGUAGES", "code_label", "pick_language", "text"]
@@ -697,21 +698,7 @@ _PT_CODES: dict[str, str] = {
 }
 
 _EN_CODES: dict[str, str] = {
-    **{
-        f"st_{k}": k.replace("_", " ")
-        for k in (
-            "regulation",
-            "policy",
-            "assembly_minutes",
-            "reservation",
-            "decision",
-            "penalty",
-            "metric",
-            "manual",
-            "other",
-        )
-    },
-    "st_faq": "FAQ",
+    **{f"st_{k}": "FAQ" if k == "faq" else k.replace("_", " ") for k in SOURCE_TYPES},
     "why_no_evidence": "no evidence",
     "why_low_confidence": "weak evidence",
     "why_conflicting_sources": "conflicting sources",
