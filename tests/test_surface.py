@@ -16,7 +16,7 @@ SURFACES = {"cli", "http", "hub", "mcp_server"}
 SERVICES = {"answers", "memory", "ingest", "embeddings", "agents", "backfill", "evaluation"}
 CLIENT = {
     "client", "transport", "rpc", "models", "errors", "constraints", "config", "resources", "text", "supabase_client",
-    "replication",
+    "replication", "config_models",
 }  # fmt: skip
 DB = {"db"}
 

@@ -25,7 +25,7 @@ SECTION_LISTS = ("tenant_locked", "operator_only")
 
 
 class KeyBound(BaseModel):
-    """What one key accepts from a tenant's patch (hipocampo_private._check_config_patch)."""
+    """What one key accepts from a tenant's patch (the database checks it in set_tenant_config and the others)."""
 
     range: tuple[int | float, int | float] | None = Field(
         default=None, description="inclusive numeric bounds (<key>_range), as config.toml writes them"
