@@ -403,6 +403,15 @@ def test_kb_settings_rename_validate_and_delete_with_confirmation(page: Any, hub
     page.click("#config-rag-box summary")
     assert page.input_value("#cfg-rag-top_k") == "6"
     assert page.input_value("#cfg-rag-question_stopwords") == '["qual", "quando"]'
+    # A key the knowledge base sets itself goes back to the organisation's value (the override
+    # removed, not copied); a key it inherits offers no reset.
+    assert page.locator("#reset-rag-provider").count() == 0 and page.locator("#reset-rag-min_score").count() == 0
+    page.check("#reset-rag-top_k")
+    page.click("#config-rag button[type=submit]")
+    assert page.inner_text(".notice") == "Salvo."
+    page.click("#config-rag-box summary")
+    assert page.input_value("#cfg-rag-top_k") == "4" and page.locator("#reset-rag-top_k").count() == 0
+    assert page.input_value("#cfg-rag-question_stopwords") == '["qual", "quando"]'
 
     page.fill("#confirm", "outro nome")
     page.click("#delete-kb button")

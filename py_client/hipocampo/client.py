@@ -368,7 +368,18 @@ class Hipocampo:
         Raises:
             PermissionDeniedError: no tenant (42501). NotFoundError: unknown knowledge base (P0002).
         """
-        return EffectiveConfig.parse(self.rpc("effective_config", {"tenant_id": self._tenant(), "kb_id": kb_id}))
+        return EffectiveConfig.parse(self.effective_config_json(kb_id))
+
+    def effective_config_json(self, kb_id: UUID | None = None) -> dict[str, Any]:
+        """``effective_config``'s object as the RPC returns it (``{section: {key: value,
+        <key>_range: [lo, hi], ...}}``), unparsed: for readers that only look values up (the
+        ingestion pipeline, calibration); :meth:`effective_config` is the typed form.
+
+        Raises:
+            PermissionDeniedError: no tenant (42501). NotFoundError: unknown knowledge base (P0002).
+        """
+        out: dict[str, Any] = self.rpc("effective_config", {"tenant_id": self._tenant(), "kb_id": kb_id})
+        return out
 
     def set_model_calibration(self, model: str, calibration: dict[str, dict[str, float]]) -> ModelCalibration:
         """Store an embedding model's calibration (service_role): ``{section: {key: value}}`` with
@@ -434,7 +445,18 @@ class Hipocampo:
         Raises:
             NotFoundError: unknown agent binding. PermissionDeniedError: no tenant.
         """
-        return RagConfig.from_rpc(self.rpc("rag_config", {"kb_id": kb_id, "agent": agent, "tenant_id": self._tenant()}))
+        return RagConfig.from_rpc(self.rag_config_json(kb_id, agent))
+
+    def rag_config_json(self, kb_id: UUID | None = None, agent: str | None = None) -> dict[str, Any]:
+        """``rag_config``'s object as the RPC returns it (the rag keys with their bounds,
+        ``kb_ids``, ``agent``), unparsed: for the answer path, which reads values on every ask;
+        :meth:`rag_config` is the typed form.
+
+        Raises:
+            NotFoundError: unknown agent binding. PermissionDeniedError: no tenant.
+        """
+        out: dict[str, Any] = self.rpc("rag_config", {"kb_id": kb_id, "agent": agent, "tenant_id": self._tenant()})
+        return out
 
     # -- documents ---------------------------------------------------------------------------
     def scrub_pii(self, texts: Sequence[str]) -> list[ScrubResult]:

@@ -136,6 +136,28 @@ as $$
 $$;
 
 /*
+_calibrated_bounds(section text) -> jsonb
+
+Purpose: what each calibrated key of a section accepts, as the bounds beside a key are written
+  (<key>_range = _calibrated_range(key)); the global row declares none for them.
+  _check_config_patch checks a patch with them, effective_config shows them beside the values.
+Parameters: section - a section name, e.g. 'retrieval'; a section with no calibrated key gives {}.
+Returns: a jsonb object {"<key>_range": [lo, hi], ...}.
+Errors: none.
+Example: select hipocampo_private._calibrated_bounds('memory') -> 'answer_threshold_range';
+*/
+create or replace function hipocampo_private._calibrated_bounds(section text)
+returns jsonb
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select coalesce(jsonb_object_agg(k.key || '_range', hipocampo_private._calibrated_range(k.key)), '{}'::jsonb)
+    from jsonb_array_elements_text(hipocampo_private._calibrated_keys() -> _calibrated_bounds.section) as k (key)
+$$;
+
+/*
 _check_calibration(model text, calibration jsonb) -> jsonb
 
 Purpose: validate one model's calibration: an object of the sections of _calibrated_keys(), each
@@ -451,10 +473,7 @@ begin
     -- with their ranges.
     select s.config -> _check_config_patch.section
         || coalesce(hipocampo_private._calibration() -> _check_config_patch.section, '{}'::jsonb)
-        || coalesce((
-            select jsonb_object_agg(k.key || '_range', hipocampo_private._calibrated_range(k.key))
-            from jsonb_array_elements_text(hipocampo_private._calibrated_keys() -> _check_config_patch.section) as k (key)
-        ), '{}'::jsonb)
+        || hipocampo_private._calibrated_bounds(_check_config_patch.section)
         into global_section
     from hipocampo_private.settings as s where s.tenant_id is null;
     if global_section is null or jsonb_typeof(global_section) <> 'object' then
@@ -1297,12 +1316,9 @@ begin
         end loop;
     end loop;
     -- What each calibrated key accepts, beside it as every other key's bound is (the global row
-    -- has none for them; _check_config_patch reads the same _calibrated_range).
+    -- has none for them; _check_config_patch reads the same _calibrated_bounds).
     for section in select jsonb_object_keys(hipocampo_private._calibrated_keys()) loop
-        cfg := jsonb_set(cfg, array[section], coalesce(cfg -> section, '{}'::jsonb) || coalesce((
-            select jsonb_object_agg(k.key || '_range', hipocampo_private._calibrated_range(k.key))
-            from jsonb_array_elements_text(hipocampo_private._calibrated_keys() -> section) as k (key)
-        ), '{}'::jsonb));
+        cfg := jsonb_set(cfg, array[section], coalesce(cfg -> section, '{}'::jsonb) || hipocampo_private._calibrated_bounds(section));
     end loop;
     return cfg;
 end;

@@ -53,7 +53,7 @@ class Orchestrator:
 
     def config(self, kb_ids: Sequence[UUID] | None = None, agent: str | None = None) -> dict[str, Any]:
         """The effective rag config (``hipocampo.rag_config``) for these knowledge bases / agent."""
-        return self.client.rag_config(kb_ids[0] if kb_ids and len(kb_ids) == 1 else None, agent).stored()
+        return self.client.rag_config_json(kb_ids[0] if kb_ids and len(kb_ids) == 1 else None, agent)
 
     def ask(
         self,

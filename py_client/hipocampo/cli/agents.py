@@ -81,7 +81,7 @@ def agent_show(
     """The rag config an agent answers with (global <- tenant <- its overrides), its knowledge bases."""
     with _client(tenant) as client:
         try:
-            cfg = client.rag_config(agent=name).stored()
+            cfg = client.rag_config_json(agent=name)
         except HipocampoError as exc:
             raise _fail(exc) from exc
     if as_json:

@@ -417,11 +417,11 @@ def config_show(
     (fixed: tenant_locked; operator: operator_only), or the raw rows with --json."""
     with _client(tenant) as client:
         try:
-            cfg = client.effective_config(client.kb_id(kb) if kb else None).stored()
+            cfg = client.effective_config_json(client.kb_id(kb) if kb else None)
             if section == "rag" or section is None:
                 cfg["rag"] = {
                     k: v
-                    for k, v in client.rag_config(client.kb_id(kb) if kb else None).stored().items()
+                    for k, v in client.rag_config_json(client.kb_id(kb) if kb else None).items()
                     if k not in ("kb_ids", "agent")
                 }
         except HipocampoError as exc:

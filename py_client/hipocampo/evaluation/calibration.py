@@ -713,7 +713,7 @@ def sentence_gate(client: Hipocampo, embedder: EmbeddingProvider) -> list[Findin
 
     fq = load_beir("faquad")
     with _scratch_tenant(client) as (_, scoped):
-        configured = scoped.effective_config()["rag"].stored()
+        configured = scoped.effective_config_json()["rag"]
         # While ingesting: a weight > 0, so that sentences are embedded.
         scoped.set_tenant_config("rag", SENTENCES_READ)
         kb_full, kept, kb_held = faquad_kbs(scoped, fq, embedder)

@@ -324,7 +324,7 @@ def _gate_readings(
     candidate kept (calibration.gate_reading: GATE_READING as the knowledge base's override in a
     transaction that is rolled back, so nothing changes for anyone else), to replay at the
     configured rag keys."""
-    rag = client.rag_config(kb).stored()
+    rag = client.rag_config_json(kb)
     out: list[GateReplay] = []
     with gate_reading(client, [kb]) as read:
         for j, v in zip(judged, vectors, strict=True):

@@ -432,10 +432,11 @@ def _settings(
     is about open), deletion."""
     kb = _kb(who, kb_id)
     effective = who.client.effective_config(kb.id)
+    tenant = who.client.effective_config(None)
     ctx = {
         "kb": kb,
         "sections": CONFIG_SECTIONS,
-        "fields": {s: form_fields(effective[s]) for s in CONFIG_SECTIONS},
+        "fields": {s: form_fields(effective[s], tenant[s]) for s in CONFIG_SECTIONS},
         "open_section": section,
         "error": error,
         "error_key": key,
@@ -667,7 +668,7 @@ def _answered_by(who: _Who, words: dict[str, str]) -> str:
     rag config: the extractive answer offline, or the chat model and where it is served)."""
     from ..answers.generation import answering_parts
 
-    kind, names = answering_parts(who.client.rag_config(None).stored())
+    kind, names = answering_parts(who.client.rag_config_json(None))
     if kind == "openai" and not names["where"]:
         names["where"] = words["openai_api"]
     return words["answered_" + kind].format(**names)

@@ -26,7 +26,9 @@ Kind = Literal["boolean", "integer", "number", "choice", "text", "json"]
 
 @dataclass(frozen=True)
 class ConfigField:
-    """One key of a section as the form shows it: ``value`` as the input holds it (text)."""
+    """One key of a section as the form shows it: ``value`` as the input holds it (text); ``own``
+    when the knowledge base's value differs from the tenant's (its override or its tuning), so
+    the form offers to go back to the tenant's."""
 
     key: str
     kind: Kind
@@ -38,6 +40,7 @@ class ConfigField:
     choices: list[str] = field(default_factory=list)
     fixed: bool = False
     operator_only: bool = False
+    own: bool = False
 
     @property
     def key_html(self) -> Markup:
@@ -70,8 +73,9 @@ def _shown(value: Any, kind: Kind) -> str:
     return "" if value is None else str(value)
 
 
-def form_fields(section: ConfigSection) -> list[ConfigField]:
-    """The section's keys, sorted, as form fields."""
+def form_fields(section: ConfigSection, inherited: ConfigSection | None = None) -> list[ConfigField]:
+    """The section's keys, sorted, as form fields; ``inherited`` is the same section without the
+    knowledge base (the tenant's values), which marks the keys the knowledge base sets itself."""
     out = []
     for key in sorted(section.values):
         value = section.values[key]
@@ -91,6 +95,7 @@ def form_fields(section: ConfigSection) -> list[ConfigField]:
                 choices=choices if kind == "choice" else [],
                 fixed=bool(bound and bound.tenant_locked),
                 operator_only=bool(bound and bound.operator_only),
+                own=inherited is not None and inherited.values.get(key) != value,
             )
         )
     return out
@@ -119,14 +124,18 @@ def _parsed(section: str, f: ConfigField, text: str) -> Any:
 def form_patch(section: ConfigSection, form: Mapping[str, Any]) -> dict[str, Any]:
     """The keys of ``section`` whose submitted value differs from the one in force, parsed by
     kind; a key not submitted (disabled, or absent) is left alone, and an empty text where the
-    value in force is null stays null.
+    value in force is null stays null. A key with ``reset:<key>`` ticked is sent as null, which
+    removes the knowledge base's override of it (``set_knowledge_base_config``).
 
     Raises:
-        InvalidInputError: a value that is not of its key's kind (22023), or a key a tenant may not
-            change (22023, as the database says it).
+        InvalidInputError: a value that is not of its key's kind (22023). A key a tenant may not
+            change is left in the patch: the database refuses it (22023, _check_config_patch).
     """
     patch: dict[str, Any] = {}
     for f in form_fields(section):
+        if form.get(f"reset:{f.key}"):
+            patch[f.key] = None  # the override removed: the tenant's value (or tuning) again
+            continue
         if f.key not in form:
             continue
         text = str(form[f.key]).strip() if f.kind != "text" else str(form[f.key])
@@ -136,7 +145,5 @@ def form_patch(section: ConfigSection, form: Mapping[str, Any]) -> dict[str, Any
         value = _parsed(section.name, f, text)
         if value == current and type(value) is type(current):
             continue
-        if not f.editable:
-            raise InvalidInputError(f"{section.name}.{f.key} is fixed and cannot be changed per tenant", "22023")
         patch[f.key] = value
     return patch

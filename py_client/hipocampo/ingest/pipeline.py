@@ -180,7 +180,7 @@ class _Run:
                     " (or pass --create-kb)",
                     "P0002",
                 ) from None
-        cfg = client.effective_config(self.kb_id).stored()
+        cfg = client.effective_config_json(self.kb_id)
         self.rules: dict[str, Any] = cfg.get("chunking", {})
         self.default_trust: dict[str, Any] = cfg.get("retrieval", {}).get("default_trust", {})
         self.forbidden: dict[str, Any] = cfg.get("forbidden_sources", {})
