@@ -171,22 +171,15 @@ wheel-test: $(STAMP)
 fuzz: $(STAMP) $(DENO) $(PGTAP)
 	HIPOCAMPO_FUZZ_EXAMPLES=3000 $(BIN)/python -m pytest -q tests/sql/test_fuzz_rpcs.py
 
-# Every benchmark, printing its figures (add --write to one to rewrite its docs/BENCHMARKS.md
-# section). Long: latency.py builds 100k chunks on its first run, memory.py 500k memories.
+# The benchmark harness (benchmarks/bench.py; `make bench` lists the suites): SUITE=retrieval,
+# answers, memory, latency, ingest, scale or install; WRITE=1 rewrites the suite's sections of
+# docs/BENCHMARKS.md; FRESH=1 runs it in a new database of its own (dropped after); AGAINST=<git
+# ref> measures the database as that commit defines it beside the current one (ROUNDS rounds in
+# turn, 3 by default). Long: latency builds 100k chunks on its first run, memory 500k memories,
+# scale a million chunks.
 bench: $(STAMP)
-	$(BIN)/python benchmarks/embedder.py --quality
-	$(BIN)/python benchmarks/cli_latency.py
-	$(BIN)/python benchmarks/retrieval.py
-	$(BIN)/python benchmarks/latency.py
-	$(BIN)/python benchmarks/kb_latency.py
-	$(BIN)/python benchmarks/search_ab.py
-	$(BIN)/python benchmarks/postings_covering.py
-	$(BIN)/python benchmarks/near_duplicates.py
-	$(BIN)/python benchmarks/memory.py
-	$(BIN)/python benchmarks/locomo.py
-	$(BIN)/python benchmarks/history_latency.py
-	$(BIN)/python benchmarks/answers.py
-	$(BIN)/python benchmarks/scale.py
+	@if [ -z "$(SUITE)" ]; then $(BIN)/python benchmarks/bench.py list; else \
+	$(BIN)/python benchmarks/bench.py run $(SUITE) $(if $(WRITE),--write) $(if $(FRESH),--fresh) $(if $(AGAINST),--against $(AGAINST) --rounds $(or $(ROUNDS),3)); fi
 
 # Screenshots of every page of the knowledge-base hub (docs/screenshots/, linked from the README),
 # taken by the browser tests' own flow in headless Chromium on a fresh embedded database; and each

@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from calibrate_similarity import _model
 from hipocampo.evaluation.calibration import answer_threshold, context_threshold, grid, grid_step, locomo_pairs
 from hipocampo.evaluation.datasets import load_locomo
+from models import offline_embedder
 from report import pct
 
 
@@ -27,7 +27,7 @@ def main() -> None:
     ap.add_argument("--step", type=float, default=None, help="threshold grid step")
     args = ap.parse_args()
     data = load_locomo()
-    emb = _model(args.model)
+    emb = offline_embedder(args.model)
     halves = {"conversations 1-5 (choose)": locomo_pairs(emb, data[:5])}
     halves["conversations 6-10 (held out)"] = locomo_pairs(emb, data[5:])
     pos, neg = halves["conversations 1-5 (choose)"]

@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hipocampo import Actor, Hipocampo, db
 from hipocampo.config import load_config, repo_root
-from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
+from hipocampo.embeddings import CachingEmbedder, EmbeddingProvider, LocalMiniLM, count_tokens
 from hipocampo.evaluation.datasets import load_beir
 from hipocampo.ingest import LoadedDocument, sha256
 from hipocampo.ingest.pipeline import DocumentInput, ingest_documents
@@ -81,12 +81,16 @@ def fresh_database(name: str = DBNAME) -> str:
 class Corpus:
     """SciFact abstracts as (document, chunks) pairs, with cached vectors."""
 
-    def __init__(self) -> None:
+    def __init__(self, embedder: EmbeddingProvider | None = None) -> None:
+        """``embedder``: the model whose vectors the chunks carry (default all-MiniLM-L6-v2, this
+        script's own database's model); benchmarks/latency.py passes the active model's."""
         ds = load_beir("scifact")
         self.ids = list(ds.corpus)
         self.corpus = ds.corpus
         texts = [f"{t}\n{x}" for t, x in (ds.corpus[i] for i in self.ids)]
-        self.embedder = CachingEmbedder(LocalMiniLM(), repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
+        self.embedder = embedder or CachingEmbedder(
+            LocalMiniLM(), repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite"
+        )
         self.vectors = self.embedder.embed_documents(texts)  # from the cache after the first run
         self.texts = texts
 

@@ -26,11 +26,10 @@ import time
 import uuid
 from typing import Any
 
-from hipocampo import Actor, Hipocampo, db
-from hipocampo.config import repo_root
-from hipocampo.embeddings import CachingEmbedder, LocalMiniLM
+from hipocampo import Actor, Hipocampo
 from hipocampo.evaluation.answer_sets import ingest_paragraphs
 from hipocampo.evaluation.datasets import load_beir
+from models import with_model
 from report import pct, write_section
 
 BEGIN, END = "<!-- kb-latency:begin -->", "<!-- kb-latency:end -->"
@@ -62,14 +61,15 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--queries", type=int, default=30)
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--model", help="an offline embedding model (default: config.toml's, the one a new database has)")
     args = ap.parse_args()
     fq = load_beir("faquad")
-    embedder = CachingEmbedder(LocalMiniLM(), repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
+    url, embedder = with_model(args.model)
     texts = list(fq.queries.values())[: args.queries]
-    vectors = ["[" + ",".join(map(str, v)) + "]" for v in embedder.embed_documents(texts)]
+    vectors = ["[" + ",".join(map(str, embedder.embed_query(t))) + "]" for t in texts]
     fresh: dict[str, list[float]] = {name: [] for name in CALLS}
     analysed: dict[str, list[float]] = {name: [] for name in CALLS}
-    with Hipocampo(db.ensure_database()) as root:
+    with Hipocampo(url) as root:
         for _ in range(args.runs):
             tid = root.create_tenant("Benchmark (kb latency)", f"bench-kb-latency-{uuid.uuid4().hex[:8]}")
             try:

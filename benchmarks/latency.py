@@ -25,11 +25,11 @@ import time
 import uuid
 from typing import Any
 
-from hipocampo import Actor, Hipocampo, db
-from hipocampo.config import repo_root
-from hipocampo.embeddings import CachingEmbedder, LocalMiniLM
+from hipocampo import Actor, Hipocampo
+from hipocampo.embeddings import EmbeddingProvider
 from hipocampo.evaluation.datasets import load_beir
 from ingest import Corpus, Item
+from models import with_model
 from report import pct, write_section
 
 BEGIN, END = "<!-- latency:begin -->", "<!-- latency:end -->"
@@ -39,9 +39,9 @@ CLIENTS = (1, 4)
 
 
 def build(
-    root: Hipocampo, embedder: CachingEmbedder, tenants: int, per_tenant: int
+    root: Hipocampo, embedder: EmbeddingProvider, tenants: int, per_tenant: int
 ) -> tuple[list[tuple[Any, Any, Any]], dict[str, float]]:
-    corpus = Corpus()  # benchmarks/ingest.py's items: a distinct vector per copy
+    corpus = Corpus(embedder)  # benchmarks/ingest.py's items: a distinct vector per copy
     out: list[tuple[Any, Any, Any]] = []
     written = 0
     seconds = 0.0
@@ -156,9 +156,9 @@ def main() -> None:
     ap.add_argument("--per-tenant", type=int, default=2000)
     ap.add_argument("--queries", type=int, default=300, help="queries per client")
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--model", help="an offline embedding model (default: config.toml's, the one a new database has)")
     args = ap.parse_args()
-    url = db.ensure_database()
-    embedder = CachingEmbedder(LocalMiniLM(), repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
+    url, embedder = with_model(args.model)
     with Hipocampo(url, pool_size=4) as root:
         scopes, ingest = build(root, embedder, args.tenants, args.per_tenant)
         with root.transaction() as cur:
@@ -173,7 +173,7 @@ def main() -> None:
 
         ds = load_beir("scifact")
         qtexts = list(ds.queries.values())
-        qvecs = embedder.embed_documents(qtexts)
+        qvecs = [embedder.embed_query(q) for q in qtexts]
         queries = list(zip(qtexts, qvecs, strict=True))
         results: list[tuple[str, dict[str, Any]]] = []
         for path, value in (("exact", 1_000_000), ("hnsw", 0)):
@@ -186,7 +186,7 @@ def main() -> None:
         set_exact_max(root, scopes, None)
 
     fresh = [f"{t} {x}"[:1000] for t, x in list(ds.corpus.values())[:256]]
-    model = LocalMiniLM()
+    model = embedder.inner
     model.embed_documents(fresh[:8])
     t0 = time.perf_counter()
     model.embed_documents(fresh)
@@ -222,7 +222,7 @@ def main() -> None:
         lines += [
             "",
             ingest_line,
-            f"Embedder (all-MiniLM-L6-v2, {model.model_version}, 2 cores): {emb_rate:.0f} abstracts/s "
+            f"Embedder ({embedder.model_name}, {model.model_version}, 2 cores): {emb_rate:.0f} abstracts/s "
             "(SciFact abstracts, truncated at 256 word pieces).",
             END,
         ]

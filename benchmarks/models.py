@@ -4,7 +4,7 @@
 (.hipocampo/cache/embeddings.sqlite), so reruns do not re-embed.
 
 ``model_database(name)``: where a benchmark runs with that model active. The configured default
-model (all-MiniLM-L6-v2 unless config.toml says otherwise) uses the usual database
+model (multilingual-e5-small unless config.toml says otherwise) uses the usual database
 (``db.ensure_database``); any other model gets a database of its own on the same server
 (``hipocampo_bench_<model>``), migrated and seeded like `hipocampo db migrate`, with the model
 registered and activated there. Activating a model is global (every tenant's default and
@@ -19,11 +19,27 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from hipocampo import Hipocampo, db
-from hipocampo.config import repo_root
+from hipocampo.config import load_config, repo_root
 from hipocampo.embeddings import CachingEmbedder, EmbeddingProvider, LocalE5, LocalMiniLM
 from hipocampo.embeddings.local import MODEL_NAME as MINILM
 
-__all__ = ["MINILM", "model_database", "offline_embedder"]
+__all__ = ["E5", "MINILM", "default_model", "model_database", "offline_embedder", "with_model"]
+
+E5 = "multilingual-e5-small"
+
+
+def default_model() -> str:
+    """config.toml's ``[embedding] model``: the model a new database starts with (e5 unless
+    config.toml says otherwise)."""
+    return str(load_config().get("embedding", {}).get("model") or E5)
+
+
+def with_model(name: str | None) -> tuple[str, EmbeddingProvider]:
+    """The database where ``name`` (default :func:`default_model`) is the active model
+    (:func:`model_database`) and that model's offline embedder: what a benchmark that searches
+    with the default model's vectors runs on, so its vectors are the ones the database searches."""
+    model = name or default_model()
+    return model_database(model, 384), offline_embedder(model)
 
 
 def offline_embedder(name: str) -> EmbeddingProvider:

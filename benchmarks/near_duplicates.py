@@ -19,11 +19,10 @@ import statistics
 import time
 from typing import Any
 
-from hipocampo import Actor, Hipocampo, db
-from hipocampo.config import repo_root
-from hipocampo.embeddings import CachingEmbedder, LocalMiniLM
+from hipocampo import Actor, Hipocampo
 from hipocampo.evaluation.datasets import load_beir
 from latency import build
+from models import with_model
 from report import pct, write_section
 
 BEGIN, END = "<!-- near-duplicates:begin -->", "<!-- near-duplicates:end -->"
@@ -33,9 +32,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--questions", type=int, default=80)
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--model", help="an offline embedding model (default: config.toml's, the one a new database has)")
     args = ap.parse_args()
-    embedder = CachingEmbedder(LocalMiniLM(), repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
-    with Hipocampo(db.ensure_database()) as root:
+    url, embedder = with_model(args.model)
+    with Hipocampo(url) as root:
         ((tenant, _, kb),), _ = build(root, embedder, 1, 5183)
         client = root.as_actor(Actor.service(tenant))
         questions = list(load_beir("scifact").queries.values())[: args.questions]

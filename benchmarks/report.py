@@ -1,11 +1,12 @@
-"""Shared by the benchmarks: percentiles, writing a marked section of docs/BENCHMARKS.md, and for
-the before / after benchmarks functions as they were at an earlier git revision, installed beside
-the current ones, and calls as the benchmark tenant's member."""
+"""Shared by the benchmarks: percentiles, writing a marked section of docs/BENCHMARKS.md (or, in
+the harness's A/B, capturing it), the benchmark tenant's member and calls as it, and the latency
+tenants' scopes."""
 
 from __future__ import annotations
 
 import json
-import subprocess
+import os
+import re
 import sys
 import uuid
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
     from hipocampo import Hipocampo
 
-__all__ = ["as_member", "bench_member", "function_at", "install_reference", "pct", "write_section"]
+__all__ = ["as_member", "bench_member", "latency_tenants", "pct", "write_section"]
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -31,7 +32,16 @@ def pct(xs: list[float], p: float) -> float:
 
 def write_section(begin: str, end: str, text: str) -> Path:
     """Replace the text between the markers ``begin`` and ``end`` (inclusive) of
-    docs/BENCHMARKS.md with ``text`` (which carries the markers), or append it."""
+    docs/BENCHMARKS.md with ``text`` (which carries the markers), or append it.
+
+    Under the harness's A/B (``HIPOCAMPO_BENCH_SECTIONS`` names a folder) the section is written
+    to ``<folder>/<name>.md`` instead, its name from the begin marker (benchmarks/bench.py)."""
+    capture = os.environ.get("HIPOCAMPO_BENCH_SECTIONS")
+    if capture:
+        name = re.sub(r"[^a-z0-9]+", "-", begin.lower().removeprefix("<!--").split("begin")[0]).strip("-")
+        out = Path(capture) / f"{name}.md"
+        out.write_text(text, "utf-8")
+        return out
     path = repo_root() / "docs" / "BENCHMARKS.md"
     doc = path.read_text("utf-8") if path.exists() else "# Benchmarks\n"
     if begin in doc and end in doc:
@@ -40,20 +50,6 @@ def write_section(begin: str, end: str, text: str) -> Path:
         doc = doc.rstrip("\n") + "\n\n" + text + "\n"
     path.write_text(doc, "utf-8")
     return path
-
-
-def function_at(ref: str, schema_file: str, name: str) -> str:
-    """The ``create or replace function <name>(`` statement of ``supabase/schemas/<schema_file>``
-    at git revision ``ref``, through its closing ``$$;``."""
-    text = subprocess.run(
-        ["git", "show", f"{ref}:supabase/schemas/{schema_file}"],
-        cwd=repo_root(),
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    at = text.index(f"create or replace function {name}(")
-    return text[at : text.index("$$;", text.index("as $$", at)) + 3]
 
 
 def bench_member(root: Hipocampo) -> tuple[uuid.UUID, str]:
@@ -65,22 +61,6 @@ def bench_member(root: Hipocampo) -> tuple[uuid.UUID, str]:
     root.add_member(tid, member, "member")
     claims = json.dumps({"sub": str(member), "role": "authenticated", "app_metadata": {"tenant_id": str(tid)}})
     return tid, claims
-
-
-def install_reference(conn: psycopg.Connection[Any], ref: str, functions: list[tuple[str, str]]) -> None:
-    """Schema ``bench_ref`` (dropped first) with ``functions`` as they were at git revision
-    ``ref``: each ``(schema file, qualified name)`` installed as ``bench_ref.<name>``, and the calls
-    among them pointed at those copies (the other functions they call are the current ones);
-    executable by authenticated. Given in dependency order (callees first)."""
-    sources = [function_at(ref, file, name) for file, name in functions]
-    conn.execute("drop schema if exists bench_ref cascade")
-    conn.execute("create schema bench_ref")
-    for src in sources:
-        for _, name in functions:
-            src = src.replace(f"{name}(", f"bench_ref.{name.split('.', 1)[1]}(")
-        conn.execute(src)  # type: ignore[arg-type]
-    conn.execute("grant usage on schema bench_ref to authenticated")
-    conn.execute("grant execute on all functions in schema bench_ref to authenticated")
 
 
 @contextmanager

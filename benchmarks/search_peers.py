@@ -36,14 +36,12 @@ from typing import Any
 
 import psycopg
 
-from hipocampo import Actor, Hipocampo, db
-from hipocampo.config import repo_root
-from hipocampo.embeddings import CachingEmbedder, LocalMiniLM, count_tokens
+from hipocampo import Actor, Hipocampo
+from hipocampo.embeddings import count_tokens
 from hipocampo.evaluation import index_beir, ndcg_at_k, recall_at_k
 from hipocampo.evaluation.datasets import load_beir
+from models import with_model
 from report import as_member, bench_member, pct, write_section
-
-BEGIN, END = "<!-- search-peers:begin -->", "<!-- search-peers:end -->"
 
 PEER_SCHEMA = """
 drop schema if exists bench_peer cascade;
@@ -62,7 +60,6 @@ PEER_INDEXES = """
 create index on bench_peer.documents using gin (fts);
 create index on bench_peer.documents using hnsw (embedding extensions.vector_ip_ops);
 create index on bench_peer.documents using hnsw (embedding extensions.vector_cosine_ops);
-analyze bench_peer.documents;
 """
 
 # The guide's hybrid_search, in its shape: two ranked legs, a full outer join, RRF.
@@ -150,6 +147,7 @@ def build_peer(conn: psycopg.Connection[Any], kb: str, prefix: str) -> int:
         (len(prefix) + 1, kb),
     )
     conn.execute(PEER_INDEXES)  # type: ignore[arg-type]
+    conn.execute("vacuum (analyze) bench_peer.documents")
     row = conn.execute("select count(*) from bench_peer.documents").fetchone()
     return int(row[0]) if row else 0
 
@@ -173,7 +171,7 @@ def run_set(
     service = root.as_actor(Actor.service(tid))
     kb = str(service.kb_id(index_beir(service, ds, embedder, count_tokens)))
     for table in ("chunks", "documents", "kb_postings", "kb_term_stats", "kb_text_stats"):
-        conn.execute(f"analyze hipocampo_private.{table}")
+        conn.execute(f"vacuum (analyze) hipocampo_private.{table}")  # the visibility map: index-only scans
     prefix = f"beir:{name}:"
     n_rows = build_peer(conn, kb, prefix)
     qids = [q for q in ds.queries if ds.qrels.get(q)][: args.queries]
@@ -215,9 +213,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--k", type=int, default=10, help="rows asked of every method")
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--section", default="search-peers", help="the BENCHMARKS.md section's marker name")
+    ap.add_argument("--title", default="Hybrid search beside its peers (one run)")
+    ap.add_argument("--beside", help="what else the database holds, said in the section")
+    ap.add_argument("--model", help="an offline embedding model (default: config.toml's, the one a new database has)")
     args = ap.parse_args()
-    url = db.ensure_database()
-    embedder = CachingEmbedder(LocalMiniLM(), repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
+    url, embedder = with_model(args.model)
     rows: list[str] = []
     with Hipocampo(url) as root, psycopg.connect(url, autocommit=True) as conn:
         _, claims = bench_member(root)
@@ -227,27 +228,30 @@ def main() -> None:
         finally:
             conn.execute("drop schema if exists bench_peer cascade")
     if args.write:
+        begin, end = f"<!-- {args.section}:begin -->", f"<!-- {args.section}:end -->"
         cmd = "python benchmarks/search_peers.py " + shlex.join(sys.argv[1:])
         text = "\n".join(
             [
-                BEGIN,
-                "## Hybrid search beside its peers (one run)",
+                begin,
+                f"## {args.title}",
                 "",
-                f"Command: `{cmd.strip()}`. The same chunks and vectors (all-MiniLM-L6-v2) searched three ways, "
+                f"Command: `{cmd.strip()}`. The same chunks and vectors ({embedder.model_name}) searched three ways, "
                 "each called as a member of the tenant, one transaction per call, the query vector sent as text, "
                 f"{args.k} rows asked of each; the methods take turns, the first rotating per round. `hipocampo`: "
                 "`hybrid_search` with its defaults. `supabase`: the hybrid search of Supabase's guide (stored "
                 "tsvector with GIN, HNSW `vector_ip_ops`, RRF k = 50), its text search configuration the "
                 "knowledge base's language. `langchain`: LangChain's `match_documents` (HNSW `vector_cosine_ops`, "
-                "dense only). nDCG@10 and recall@10 from the first round's calls.",
+                "dense only). nDCG@10 and recall@10 from the first round's calls. The database holds "
+                + (args.beside or "the benchmark knowledge bases only")
+                + ".",
                 "",
                 "| set | chunks | method | calls | p50 ms | p95 ms | nDCG@10 | recall@10 |",
                 "|---|---|---|---|---|---|---|---|",
                 *rows,
-                END,
+                end,
             ]
         )
-        print(f"written to {write_section(BEGIN, END, text)}")
+        print(f"written to {write_section(begin, end, text)}")
 
 
 if __name__ == "__main__":
