@@ -52,6 +52,38 @@ comment on table hipocampo_private.model_calibrations is
 'Per embedding model: the config keys that depend on its score distribution (seeded from config.toml [calibration."<model>"]).';
 
 /*
+_forget_config_cache() -> trigger
+
+Purpose: empties this transaction's cache of effective_config (the transaction-local setting
+  hipocampo.config_cache) after any write to a table the config is merged from: settings,
+  model_calibrations, knowledge_bases, embedding_models. A config read after a write in the same
+  transaction merges again; other transactions never see the cache (it ends with its transaction).
+Returns: null (a statement trigger).
+Errors: none.
+Example: create trigger settings_forget_config_cache after insert or update or delete on
+  hipocampo_private.settings for each statement execute function hipocampo_private._forget_config_cache();
+*/
+create or replace function hipocampo_private._forget_config_cache()
+returns trigger
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+begin
+    perform set_config('hipocampo.config_cache', '', true);
+    return null;
+end;
+$$;
+
+create trigger settings_forget_config_cache
+after insert or update or delete or truncate on hipocampo_private.settings
+for each statement execute function hipocampo_private._forget_config_cache();
+
+create trigger model_calibrations_forget_config_cache
+after insert or update or delete or truncate on hipocampo_private.model_calibrations
+for each statement execute function hipocampo_private._forget_config_cache();
+
+/*
 _operator_limit(section text, key text) -> integer
 
 Purpose: an integer limit of the global config row (the operator's, tenant_locked), e.g. the bounds
@@ -1266,7 +1298,11 @@ Purpose: the configuration in force: the global row, overridden per section by t
 Parameters: tenant_id - null = the caller's tenant; kb_id - optional knowledge base.
 Returns: a jsonb object with sections retrieval, chunking, embedding, memory, …; each key's
   bounds beside it as the global row declares them (<key>_range, …), a calibrated key's range
-  (_calibrated_range) included.
+  (_calibrated_range) included. The merge (_merged_config) runs once per transaction for a
+  tenant, knowledge base and caller: later calls in the transaction read it from the
+  transaction-local setting hipocampo.config_cache, which any write to settings,
+  model_calibrations, knowledge_bases or embedding_models empties (_forget_config_cache); the
+  caller is resolved on every call.
 Errors: 42501 as _resolve_tenant.
 Example: select hipocampo.effective_config() -> 'retrieval' ->> 'min_similarity';
 */
@@ -1279,6 +1315,46 @@ set search_path = ''
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(effective_config.tenant_id);
+    -- The merge depends on the tenant, the knowledge base and what the caller may read (RLS):
+    -- the key names all three, so a role or claims change within the transaction merges again.
+    key text := md5(concat_ws('/', t, effective_config.kb_id, current_user, current_setting('request.jwt.claims', true)));
+    cache jsonb := nullif(current_setting('hipocampo.config_cache', true), '')::jsonb;
+    cfg jsonb;
+begin
+    if cache ? key then
+        return cache -> key;
+    end if;
+    cfg := hipocampo_private._merged_config(t, effective_config.kb_id);
+    perform set_config('hipocampo.config_cache', (coalesce(cache, '{}'::jsonb) || jsonb_build_object(key, cfg))::text, true);
+    return cfg;
+end;
+$$;
+
+comment on function hipocampo.effective_config(uuid, uuid) is
+'Config in force for a tenant (and KB): global row <- model calibration <- tenant tuning for the model <- tenant row <- KB tuning for the model <- KB overrides.';
+
+/*
+_merged_config(tenant_id uuid, kb_id uuid) -> jsonb
+
+Purpose: effective_config's merge for a tenant already resolved: the global row, overridden per
+  section by the active model's calibration, the tenant's tuning for that model, the tenant's
+  row, the knowledge base's tuning and its overrides (effective_config's precedence), with each
+  calibrated key's range (_calibrated_bounds) beside it. effective_config caches its result for
+  the transaction.
+Parameters: tenant_id - resolved (_resolve_tenant); kb_id - a knowledge base of it, or null.
+Returns: the config, as effective_config.
+Errors: none.
+Example: select hipocampo_private._merged_config(t, null) -> 'retrieval';
+*/
+create or replace function hipocampo_private._merged_config(tenant_id uuid, kb_id uuid)
+returns jsonb
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    t uuid := _merged_config.tenant_id;
     active text := (select e.name from hipocampo_private.embedding_models as e where e.active);
     cfg jsonb;
     layer jsonb;
@@ -1300,7 +1376,7 @@ begin
             select l.ord, l.config
             from hipocampo_private.knowledge_bases as k
             cross join lateral (values (4, coalesce(k.tuning -> active, '{}')), (5, k.overrides)) as l (ord, config)
-            where k.id = effective_config.kb_id and k.tenant_id = t
+            where k.id = _merged_config.kb_id and k.tenant_id = t
         ) as x
         order by x.ord
     loop
@@ -1323,9 +1399,6 @@ begin
     return cfg;
 end;
 $$;
-
-comment on function hipocampo.effective_config(uuid, uuid) is
-'Config in force for a tenant (and KB): global row <- model calibration <- tenant tuning for the model <- tenant row <- KB tuning for the model <- KB overrides.';
 
 /*
 _config_section(tenant_id uuid, kb_id uuid, section text, model text) -> jsonb

@@ -675,6 +675,14 @@ create trigger knowledge_bases_check_write
 before insert or update of overrides, tuning on hipocampo_private.knowledge_bases
 for each row execute function hipocampo_private._check_knowledge_base_write();
 
+create trigger knowledge_bases_forget_config_cache
+after insert or update or delete or truncate on hipocampo_private.knowledge_bases
+for each statement execute function hipocampo_private._forget_config_cache();
+
+create trigger embedding_models_forget_config_cache
+after insert or update or delete or truncate on hipocampo_private.embedding_models
+for each statement execute function hipocampo_private._forget_config_cache();
+
 create trigger chunks_stats_after_insert
 after insert on hipocampo_private.chunks
 referencing new table as new_rows
