@@ -128,13 +128,13 @@ lint: $(STAMP) $(DENO)
 	$(DENO) check supabase/functions/*/index.ts
 
 pytest: $(STAMP) $(DENO) $(PGTAP) $(CHROMIUM) $(TESSERACT)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 # The same suite on a throwaway PostgreSQL 15 server with pg_cron enabled, as on a Supabase
 # project that turned Cron on (migrations, shim, RPCs, pgTAP, the pg_cron jobs).
 pytest-pg15: $(STAMP) $(DENO) $(PGTAP) $(PG15) $(CHROMIUM) $(TESSERACT)
 	$(BIN)/python tests/scratch_server.py $(PG15_BIN) -c shared_preload_libraries=pg_cron \
-		-c cron.database_name=postgres --extension pg_cron -- $(BIN)/python -m pytest -q
+		-c cron.database_name=postgres --extension pg_cron -- $(BIN)/python -m pytest -q --durations=15
 
 # The migrations as an operator deploys them (issue 47 §3): on a throwaway PostgreSQL 15 server over
 # TCP, `supabase db push --db-url`, `supabase migration list` must list them all as applied, and
@@ -150,7 +150,7 @@ MINILM_CONFIG := .minilm/config.toml
 pytest-minilm: $(STAMP) $(DENO) $(PGTAP) $(CHROMIUM) $(TESSERACT)
 	mkdir -p .minilm && sed 's/^model = "multilingual-e5-small"$$/model = "all-MiniLM-L6-v2"/' config.toml > $(MINILM_CONFIG) && \
 	grep -q '^model = "all-MiniLM-L6-v2"$$' $(MINILM_CONFIG) && \
-	HIPOCAMPO_CONFIG=$(CURDIR)/$(MINILM_CONFIG) HIPOCAMPO_TEST_MODEL=all-MiniLM-L6-v2 $(BIN)/python -m pytest -q
+	HIPOCAMPO_CONFIG=$(CURDIR)/$(MINILM_CONFIG) HIPOCAMPO_TEST_MODEL=all-MiniLM-L6-v2 $(BIN)/python -m pytest -q --durations=15
 
 test: lint pytest pytest-minilm pytest-pg15 supabase-cli
 

@@ -235,17 +235,33 @@ def _merged_cell(current: list[str], reference: list[str]) -> str:
     return f"{current[0]} / {reference[0]}"
 
 
+IN_TEXT = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w.])")
+
+
+def _merged_text(rows: list[str], n: int) -> str:
+    """A line of prose over the rounds: when every run wrote it alike but for its numbers, each
+    number merged as a table cell is; otherwise the current side's first round's line."""
+    skeletons = {IN_TEXT.sub("#", r) for r in rows}
+    if len(skeletons) != 1:
+        return rows[0]
+    numbers = [IN_TEXT.findall(r) for r in rows]
+    merged = iter(
+        _merged_cell([x[j] for x in numbers[:n]], [x[j] for x in numbers[n:]]) for j in range(len(numbers[0]))
+    )
+    return IN_TEXT.sub(lambda _: next(merged), rows[0])
+
+
 def ab_table(current: Sequence[str], reference: Sequence[str]) -> str:
     """One section's text from the rounds of both sides: its lines as the current side's first
-    round printed them, each table cell merged over the rounds (:func:`_merged_cell`). Lines that
-    are not table rows, or rows the runs do not share, are the current side's."""
+    round printed them, each table cell and each number of a prose line merged over the rounds
+    (:func:`_merged_cell`). Rows and lines the runs do not share are the current side's."""
     split = [s.splitlines() for s in (*current, *reference)]
     n = len(current)
     out = []
     for i, line in enumerate(split[0]):
         rows = [lines[i] if i < len(lines) else "" for lines in split]
         if not line.startswith("|") or set(line) <= set("|-: ") or any(not r.startswith("|") for r in rows):
-            out.append(line)
+            out.append(line if set(line) <= set("|-: ") else _merged_text(rows, n))
             continue
         cells = [[c.strip() for c in r.strip().strip("|").split("|")] for r in rows]
         if len({len(c) for c in cells}) != 1:
@@ -322,8 +338,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     steps = _steps(args.suite, args.only)
     if args.step_args is not None:
-        if len(steps) != 1:
-            sys.exit("--step-args needs exactly one step (--only)")
+        if len({s.script for s in steps}) != 1:
+            sys.exit("--step-args needs one script (--only)")
         steps = [replace(steps[0], args=tuple(shlex.split(args.step_args)))]
     if args.against:
         if args.write:

@@ -13,6 +13,7 @@ thresholds change), so a benchmark never switches the model of the database the 
 
 from __future__ import annotations
 
+import os
 import re
 
 import psycopg
@@ -63,6 +64,11 @@ def model_database(name: str, dims: int) -> str:
         active = root.rpc("active_embedding_model", None, "rows")
     if active and active[0]["name"] == name:
         return url
+    if os.environ.get("HIPOCAMPO_BENCH_FIXED_SCHEMA") == "1":
+        # The harness gave a database migrated as one commit defines it (an A/B, or --fresh): a
+        # database of its own for another model would be migrated as this checkout defines it.
+        have = active[0]["name"] if active else "none"
+        raise SystemExit(f"{name} is not the active model of the harness's database ({have}): pass --model {have}")
     dbname = "hipocampo_bench_" + re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
     with psycopg.connect(url, autocommit=True) as conn:
         if not conn.execute("select 1 from pg_database where datname = %s", (dbname,)).fetchone():

@@ -41,6 +41,8 @@ def test_an_ab_table_shows_each_number_as_current_over_the_reference_with_the_ra
     merged = bench.ab_table(current, reference).splitlines()
     assert merged[:2] == ["| set | method | p50 ms |", "|---|---|---|"]
     assert merged[2] == "| faquad | hipocampo | 3 / 2 (1.50×) |"
+    prose = bench.ab_table(["ask p50 10.0 ms over 120 asks"] * 2, ["ask p50 5.0 ms over 120 asks"] * 2)
+    assert prose == "ask p50 10 / 5 (2.00×) ms over 120 asks"
 
 
 def test_a_section_is_captured_under_the_harness_and_written_otherwise(
