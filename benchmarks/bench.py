@@ -145,7 +145,7 @@ SUITES: dict[str, Suite] = {
                     "--title",
                     "SciFact beside 100,000 chunks of 50 other tenants (one run)",
                     "--beside",
-                    "latency.py's 50 tenants (100,000 chunks, one HNSW graph for the model) too",
+                    "the 50 tenants of latency.py too (100,000 chunks, one HNSW graph for the model)",
                 ),
             ),
             Step("kb_latency.py", ()),

@@ -230,12 +230,12 @@ def test_every_function_has_a_complete_docblock() -> None:
 
 
 def test_the_readme_s_postgrest_examples_match_the_catalog(db: Conn) -> None:
-    """Issue 20 §2: the README's ``POST /rest/v1/rpc/...`` examples stay exact: each names an RPC
+    """Issue 20 §2: the ``POST /rest/v1/rpc/...`` examples of docs/interfaces.md stay exact: each names an RPC
     of the exposed schema that ``authenticated`` may execute, sends ``Content-Profile: hipocampo``,
     the apikey and a bearer token, and a JSON body whose keys are the RPC's arguments."""
     import json
 
-    text = (ROOT / "README.md").read_text("utf-8")
+    text = (ROOT / "docs" / "interfaces.md").read_text("utf-8")
     calls = re.findall(r'curl -X POST "\$SUPABASE_URL/rest/v1/rpc/(\w+)" \\\n(.*?)-d \'(\{.*?\})\'', text, re.S)
     assert len(calls) >= 3
     catalog = rpc_arguments(db)
