@@ -1300,9 +1300,9 @@ Returns: a jsonb object with sections retrieval, chunking, embedding, memory, â€
   bounds beside it as the global row declares them (<key>_range, â€¦), a calibrated key's range
   (_calibrated_range) included. The merge (_merged_config) runs once per transaction for a
   tenant, knowledge base and caller: later calls in the transaction read it from the
-  transaction-local setting hipocampo.config_cache, which any write to settings,
-  model_calibrations, knowledge_bases or embedding_models empties (_forget_config_cache); the
-  caller is resolved on every call.
+  transaction-local setting hipocampo.config_cache (at most four entries: a fifth starts it
+  again), which any write to settings, model_calibrations, knowledge_bases or embedding_models
+  empties (_forget_config_cache); the caller is resolved on every call.
 Errors: 42501 as _resolve_tenant.
 Example: select hipocampo.effective_config() -> 'retrieval' ->> 'min_similarity';
 */
@@ -1325,7 +1325,12 @@ begin
         return cache -> key;
     end if;
     cfg := hipocampo_private._merged_config(t, effective_config.kb_id);
-    perform set_config('hipocampo.config_cache', (coalesce(cache, '{}'::jsonb) || jsonb_build_object(key, cfg))::text, true);
+    -- At most four entries (a call reads two or three): a transaction that walks many tenants
+    -- (the maintenance jobs) starts the cache again rather than parse a growing one each time.
+    if cache is null or (select count(*) from jsonb_object_keys(cache)) >= 4 then
+        cache := '{}'::jsonb;
+    end if;
+    perform set_config('hipocampo.config_cache', (cache || jsonb_build_object(key, cfg))::text, true);
     return cfg;
 end;
 $$;

@@ -89,3 +89,20 @@ def test_a_change_made_elsewhere_is_seen_by_the_session_s_next_transaction(datab
         after = reader.execute("select coalesce(current_setting('hipocampo.config_cache', true), '') as v").fetchone()
         assert after == {"v": ""}
         writer.execute("select hipocampo.delete_tenant(%s)", (tid,))
+
+
+def test_a_transaction_over_many_tenants_keeps_at_most_four_entries(db: Conn, world: World) -> None:
+    """The maintenance jobs read the config of every tenant in one transaction: the cache starts
+    again at its fifth entry instead of growing (each call parses it whole)."""
+    world.act("service_role")
+    tenants = [world.tenant_a, world.tenant_b]
+    for n in range(4):
+        row = db.execute(
+            "select hipocampo.create_tenant('Many', %s) as v", (f"many-{n}-{world.tenant_a.hex[:6]}",)
+        ).fetchone()
+        assert row
+        tenants.append(row["v"])
+    db.execute("select set_config('hipocampo.config_cache', '', true)")
+    for n, tenant in enumerate(tenants, start=1):
+        db.execute("select hipocampo.effective_config(%s)", (tenant,))
+        assert len(cached_keys(db)) == (n - 1) % 4 + 1
