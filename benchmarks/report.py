@@ -8,6 +8,7 @@ import json
 import os
 import re
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
     from hipocampo import Hipocampo
 
-__all__ = ["as_member", "bench_member", "latency_tenants", "pct", "write_section"]
+__all__ = ["as_member", "bench_member", "latency_tenants", "pct", "settle", "write_section"]
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -50,6 +51,24 @@ def write_section(begin: str, end: str, text: str) -> Path:
         doc = doc.rstrip("\n") + "\n\n" + text + "\n"
     path.write_text(doc, "utf-8")
     return path
+
+
+def settle(conn: psycopg.Connection[Any], timeout_s: float = 900) -> None:
+    """Vacuum and analyse the database of ``conn`` (autocommit), then wait (at most
+    ``timeout_s`` seconds) until no autovacuum worker runs in it: timings taken after a bulk load
+    then measure the calls, not the clean-up of the load running beside them (visibility map set,
+    so index-only scans read no heap; statistics current)."""
+    conn.execute("vacuum (analyze)")
+    busy = (
+        "select count(*) from pg_stat_activity"
+        " where backend_type = 'autovacuum worker' and datname = current_database()"
+    )
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        row = conn.execute(busy).fetchone()
+        if not row or not row[0]:
+            return
+        time.sleep(1)
 
 
 def bench_member(root: Hipocampo) -> tuple[uuid.UUID, str]:

@@ -41,7 +41,7 @@ from hipocampo.embeddings import count_tokens
 from hipocampo.evaluation import index_beir, ndcg_at_k, recall_at_k
 from hipocampo.evaluation.datasets import load_beir
 from models import with_model
-from report import as_member, bench_member, pct, write_section
+from report import as_member, bench_member, pct, settle, write_section
 
 PEER_SCHEMA = """
 drop schema if exists bench_peer cascade;
@@ -170,8 +170,7 @@ def run_set(
     tid = root.tenant_id("bench")
     service = root.as_actor(Actor.service(tid))
     kb = str(service.kb_id(index_beir(service, ds, embedder, count_tokens)))
-    for table in ("chunks", "documents", "kb_postings", "kb_term_stats", "kb_text_stats"):
-        conn.execute(f"vacuum (analyze) hipocampo_private.{table}")  # the visibility map: index-only scans
+    settle(conn)  # the load's clean-up done before any timing
     prefix = f"beir:{name}:"
     n_rows = build_peer(conn, kb, prefix)
     qids = [q for q in ds.queries if ds.qrels.get(q)][: args.queries]
