@@ -39,8 +39,8 @@ def with_model(name: str | None) -> tuple[str, EmbeddingProvider]:
     """The database where ``name`` (default :func:`default_model`) is the active model
     (:func:`model_database`) and that model's offline embedder: what a benchmark that searches
     with the default model's vectors runs on, so its vectors are the ones the database searches."""
-    model = name or default_model()
-    return model_database(model, 384), offline_embedder(model)
+    embedder = offline_embedder(name or default_model())
+    return model_database(embedder.model_name, embedder.dims), embedder
 
 
 def offline_embedder(name: str) -> EmbeddingProvider:
