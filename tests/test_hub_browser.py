@@ -365,7 +365,9 @@ def test_another_tenants_knowledge_base_is_invisible(page: Any, hub: str, world:
         assert response.status == 404
 
 
-def test_kb_settings_rename_validate_and_delete_with_confirmation(page: Any, hub: str, world: dict[str, Any]) -> None:
+def test_kb_settings_rename_validate_and_delete_with_confirmation(
+    page: Any, hub: str, world: dict[str, Any], database_url: str
+) -> None:
     sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
     page.fill("#kb-name", "rascunho-temporario")
     page.click("#create-kb button")
@@ -404,8 +406,18 @@ def test_kb_settings_rename_validate_and_delete_with_confirmation(page: Any, hub
     assert page.input_value("#cfg-rag-top_k") == "6"
     assert page.input_value("#cfg-rag-question_stopwords") == '["qual", "quando"]'
     # A key the knowledge base sets itself goes back to the organisation's value (the override
-    # removed, not copied); a key it inherits offers no reset.
+    # removed, not copied); a key it inherits, or holds from its tuning (which a reset would not
+    # remove), offers no reset.
+    with Hipocampo(database_url) as root:
+        service = root.as_actor(Actor.service(world["a"]["tenant"]))
+        model = service.active_embedding_model()
+        assert model
+        service.set_kb_tuning(service.kb_id("temporaria"), model, "rag", {"sentence_weight": 0.35})
+    page.reload()
+    page.click("#config-rag-box summary")
+    assert page.input_value("#cfg-rag-sentence_weight") == "0.35"
     assert page.locator("#reset-rag-provider").count() == 0 and page.locator("#reset-rag-min_score").count() == 0
+    assert page.locator("#reset-rag-sentence_weight").count() == 0
     page.check("#reset-rag-top_k")
     page.click("#config-rag button[type=submit]")
     assert page.inner_text(".notice") == "Salvo."

@@ -82,7 +82,9 @@ class KnowledgeBaseDeletion(BaseModel):
 
 
 class KnowledgeBase(BaseModel):
-    """A knowledge base with its document and chunk counts."""
+    """A knowledge base with its document and chunk counts, and ``overrides``: the config it sets
+    itself, ``{section: {key: value}}`` (its tuning is not in them; ``effective_config(kb_id)``
+    gives what is in force)."""
 
     id: UUID
     name: str
@@ -93,6 +95,7 @@ class KnowledgeBase(BaseModel):
     documents: int = 0
     chunks: int = 0
     updated_at: datetime | None = None
+    overrides: dict[str, Any] = Field(default_factory=dict)
 
 
 class AgentBinding(BaseModel):

@@ -1345,10 +1345,13 @@ Purpose: effective_config's merge for a tenant already resolved: the global row,
   section by the active model's calibration, the tenant's tuning for that model, the tenant's
   row, the knowledge base's tuning and its overrides (effective_config's precedence), with each
   calibrated key's range (_calibrated_bounds) beside it. effective_config caches its result for
-  the transaction.
-Parameters: tenant_id - resolved (_resolve_tenant); kb_id - a knowledge base of it, or null.
+  the transaction. Granted to authenticated because effective_config runs as the caller, so it
+  resolves the tenant itself (_resolve_tenant): a tenant argument is honoured for service_role
+  only, called directly or not.
+Parameters: tenant_id - as effective_config's (null = the caller's tenant); kb_id - a knowledge
+  base of it, or null.
 Returns: the config, as effective_config.
-Errors: none.
+Errors: 42501 as _resolve_tenant.
 Example: select hipocampo_private._merged_config(t, null) -> 'retrieval';
 */
 create or replace function hipocampo_private._merged_config(tenant_id uuid, kb_id uuid)
@@ -1359,7 +1362,7 @@ security invoker
 set search_path = ''
 as $$
 declare
-    t uuid := _merged_config.tenant_id;
+    t uuid := hipocampo_private._resolve_tenant(_merged_config.tenant_id);
     active text := (select e.name from hipocampo_private.embedding_models as e where e.active);
     cfg jsonb;
     layer jsonb;

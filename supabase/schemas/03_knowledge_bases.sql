@@ -675,8 +675,9 @@ create trigger knowledge_bases_check_write
 before insert or update of overrides, tuning on hipocampo_private.knowledge_bases
 for each row execute function hipocampo_private._check_knowledge_base_write();
 
+-- Only the columns effective_config reads: ingestion's status and counters leave the cache.
 create trigger knowledge_bases_forget_config_cache
-after insert or update or delete or truncate on hipocampo_private.knowledge_bases
+after insert or update of overrides, tuning, tenant_id or delete or truncate on hipocampo_private.knowledge_bases
 for each statement execute function hipocampo_private._forget_config_cache();
 
 create trigger embedding_models_forget_config_cache
@@ -1128,14 +1129,16 @@ $$;
 list_knowledge_bases(tenant_id uuid default null) -> setof record
 
 Purpose: the caller's knowledge bases with document and chunk counts.
-Returns: id, name, description, tags, status, language, documents, chunks, updated_at.
+Returns: id, name, description, tags, status, language, documents, chunks, updated_at, and
+  overrides (the knowledge base's own config sections, {section: {key: value}}; its tuning is
+  not in them: effective_config(kb_id) gives what is in force).
 Errors: 42501 as _resolve_tenant.
 Example: select * from hipocampo.list_knowledge_bases();
 */
 create or replace function hipocampo.list_knowledge_bases(tenant_id uuid default null)
 returns table (
     id uuid, name text, description text, tags text[], status text, language text,
-    documents bigint, chunks bigint, updated_at timestamptz
+    documents bigint, chunks bigint, updated_at timestamptz, overrides jsonb
 )
 language sql
 stable
@@ -1146,7 +1149,7 @@ as $$
         k.id, k.name, k.description, k.tags, k.status, k.language,
         (select count(*) from hipocampo_private.documents as d where d.kb_id = k.id),
         (select count(*) from hipocampo_private.chunks as c where c.kb_id = k.id),
-        k.updated_at
+        k.updated_at, k.overrides
     from hipocampo_private.knowledge_bases as k
     where k.tenant_id = hipocampo_private._resolve_tenant(list_knowledge_bases.tenant_id)
     order by k.name

@@ -178,7 +178,7 @@ declare
     s record;      -- what is searched (_search_scope): model, dims, scope
     p jsonb;       -- the parameters (_search_settings): arguments over the config rows
     dense record;  -- the dense leg: ids, sims
-    lex record;    -- the lexical leg: ids, scores, and every chunk it scored: scored_ids, scored_scores
+    lex record;    -- the lexical leg: ids, scores, the dense candidates' BM25 scores (dense_scores), coverage
     f record;      -- the ranking (_fuse): ids, sims, scores, fused, final
     picked integer[];
 begin
@@ -194,10 +194,10 @@ begin
         t, s.scope, s.model, s.dims, query_embedding, hybrid_search.source_types, hybrid_search.metadata_filter, p
     );
     lex := hipocampo_private._lexical_leg(
-        t, s.scope, s.model, query_text, hybrid_search.source_types, hybrid_search.metadata_filter, p
+        t, s.scope, s.model, query_text, hybrid_search.source_types, hybrid_search.metadata_filter, p, dense.ids
     );
     f := hipocampo_private._fuse(
-        query_embedding, p, dense.ids, dense.sims, lex.ids, lex.scores, lex.scored_ids, lex.scored_scores, lex.coverage
+        query_embedding, p, dense.ids, dense.sims, lex.dense_scores, lex.ids, lex.scores, lex.coverage
     );
     picked := hipocampo_private._mmr_pick(f.ids, f.final, p);
 
@@ -526,8 +526,8 @@ $$;
 
 /*
 _lexical_leg(tenant uuid, scope uuid[], model text, query_text text, source_types text[],
-  metadata_filter jsonb, settings jsonb, out ids bigint[], out scores double precision[],
-  out scored_ids bigint[], out scored_scores double precision[], out coverage double precision)
+  metadata_filter jsonb, settings jsonb, dense_ids bigint[], out ids bigint[],
+  out scores double precision[], out dense_scores double precision[], out coverage double precision)
 
 Purpose: hybrid_search's lexical leg: Okapi BM25 (k1 = settings.bm25_k1, b = settings.bm25_b)
   with OR semantics over the query's stemmed, unaccented lexemes (each knowledge base's
@@ -535,21 +535,23 @@ Purpose: hybrid_search's lexical leg: Okapi BM25 (k1 = settings.bm25_k1, b = set
   arithmetic; idf and the average length from the per-KB statistics (kb_term_stats,
   kb_text_stats). The filters (model, status, expiry, source type, metadata) are checked on the
   best 4 * settings.candidates first; every scored chunk only when they leave too few.
-Parameters: scope and model from _search_scope; settings from _search_settings; the others as
-  hybrid_search's.
+Parameters: scope and model from _search_scope; settings from _search_settings; dense_ids, the
+  dense leg's candidates (_dense_leg); the others as hybrid_search's.
 Returns: ids and scores (BM25), at most settings.candidates, best first, after the filters;
-  scored_ids and scored_scores, every chunk of the scope that holds a query term (unfiltered):
-  the fusion reads the BM25 score of a dense-only candidate there; coverage, the idf-weighted
-  share of the query's lexemes (settings.question_stopwords left out; one the knowledge base
-  lacks counts with the idf of df 0) that the best of scored_ids holds, 0..1 (null when no chunk
-  holds a query term), which _fuse weighs the dense leg by.
+  dense_scores, the BM25 score of each of dense_ids in its order (0 for a chunk holding no query
+  term), which the fusion gives a dense-only candidate (only these leave the leg: handing _fuse
+  every scored chunk of a large knowledge base was a third of its time); coverage, the
+  idf-weighted share of the query's lexemes (settings.question_stopwords left out; one the
+  knowledge base lacks counts with the idf of df 0) that the best scored chunk holds, 0..1 (null
+  when no chunk holds a query term), which _fuse weighs the dense leg by.
 Errors: none.
-Example: select * from hipocampo_private._lexical_leg(tenant, array[kb], model, 'prazo', null, null, settings);
+Example: select * from hipocampo_private._lexical_leg(tenant, array[kb], model, 'prazo', null, null, settings,
+  dense.ids);
 */
 create or replace function hipocampo_private._lexical_leg(
     tenant uuid, scope uuid[], model text, query_text text, source_types text[], metadata_filter jsonb,
-    settings jsonb, out ids bigint[], out scores double precision[], out scored_ids bigint[],
-    out scored_scores double precision[], out coverage double precision
+    settings jsonb, dense_ids bigint[], out ids bigint[], out scores double precision[],
+    out dense_scores double precision[], out coverage double precision
 )
 language plpgsql
 stable
@@ -565,6 +567,8 @@ declare
     t_idf double precision [];
     t_avg double precision [];
     t_counted boolean [];  -- the lexeme counts toward coverage: not a rag.question_stopwords one
+    scored_ids bigint [];  -- every chunk of the scope holding a query term, best first (unfiltered)
+    scored_scores double precision [];
     lim integer;
 begin
     -- One term list per knowledge base: every lexeme of the question with its BM25 idf (a lexeme
@@ -577,10 +581,7 @@ begin
         coalesce(array_agg(q.counted), '{}')
     into t_kb, t_lex, t_idf, t_avg, t_counted
     from (
-        select
-            kb.id as kb_id,
-            u.lexeme,
-            coalesce(ts.doc_freq, 0) as df,
+        select kb.id as kb_id, u.lexeme, coalesce(ts.doc_freq, 0) as df,
             not coalesce(settings -> 'question_stopwords', '[]'::jsonb) ? u.lexeme as counted
         from hipocampo_private.knowledge_bases as kb
         cross join lateral pg_catalog.unnest(
@@ -640,6 +641,9 @@ begin
         ) as f;
         exit when cardinality(ids) >= n_cand or cardinality(scored_ids) <= n_cand * 4;
     end loop;
+    select coalesce(array_agg(coalesce(sc.score, 0) order by dl.ord), '{}') into dense_scores
+    from unnest(dense_ids) with ordinality as dl (id, ord)
+    left join unnest(scored_ids, scored_scores) as sc (id, score) on sc.id = dl.id;
 end;
 $$;
 
@@ -672,15 +676,14 @@ $$;
 
 /*
 _fuse(query_embedding vector, settings jsonb, dense_ids bigint[], dense_sims double precision[],
-  lexical_ids bigint[], lexical_scores double precision[], scored_ids bigint[],
-  scored_scores double precision[], coverage double precision, out ids bigint[],
-  out sims double precision[], out scores double precision[], out fused double precision[],
-  out final double precision[])
+  dense_scores double precision[], lexical_ids bigint[], lexical_scores double precision[],
+  coverage double precision, out ids bigint[], out sims double precision[],
+  out scores double precision[], out fused double precision[], out final double precision[])
 
 Purpose: hybrid_search's fusion and rerank over the union of both legs, each candidate chunk
   read once. Every candidate gets both signals, so the fusion compares like with like: the BM25
-  score of a dense-only hit is the lexical leg's (scored_scores: every chunk of the scope holding
-  a query term; 0 when it holds none), the cosine of a lexical-only hit is computed here and
+  score of a dense-only hit is the lexical leg's (dense_scores; 0 when it holds no query term),
+  the cosine of a lexical-only hit is computed here and
   counts at or above settings.min_similarity, as in the dense leg. settings.fusion 'score': each
   leg's z-score over the candidates (a candidate without the signal takes the leg's lowest),
   weighted by dense_weight and lexical_weight; the means and deviations are summed in rank order,
@@ -694,18 +697,17 @@ Purpose: hybrid_search's fusion and rerank over the union of both legs, each can
   (from _lexical_leg): the less of the question the best lexical hit holds, the more the dense
   leg counts (issue 61 §3). The vectors are not carried through these steps (copying ~70 of 1.5 kB through the sorts was
   half of a 250-passage search): _mmr_pick reads them.
-Parameters: settings from _search_settings; the legs' arrays and coverage from _dense_leg and
-  _lexical_leg.
+Parameters: settings from _search_settings; the legs' arrays (dense_scores aligned with
+  dense_ids) and coverage from _dense_leg and _lexical_leg.
 Returns: the candidates ranked by final score (ties: newer published_at, newer chunk, lower id):
   ids, sims (cosine or null), scores (BM25), fused, final; null arrays when there is none.
 Errors: none.
-Example: select * from hipocampo_private._fuse('[…]', settings, d.ids, d.sims, l.ids, l.scores,
-  l.scored_ids, l.scored_scores);
+Example: select * from hipocampo_private._fuse('[…]', settings, d.ids, d.sims, l.dense_scores, l.ids,
+  l.scores, l.coverage);
 */
 create or replace function hipocampo_private._fuse(
     query_embedding extensions.vector, settings jsonb, dense_ids bigint[], dense_sims double precision[],
-    lexical_ids bigint[], lexical_scores double precision[], scored_ids bigint[], scored_scores double precision[],
-    coverage double precision,
+    dense_scores double precision[], lexical_ids bigint[], lexical_scores double precision[], coverage double precision,
     out ids bigint[], out sims double precision[], out scores double precision[],
     out fused double precision[], out final double precision[]
 )
@@ -727,8 +729,8 @@ declare
     half_life double precision := (settings ->> 'freshness_half_life_days')::double precision;
 begin
     with legs as (
-        select coalesce(dl.id, ll.id) as id, dl.sim, ll.score
-        from unnest(dense_ids, dense_sims) as dl (id, sim)
+        select coalesce(dl.id, ll.id) as id, dl.sim, coalesce(ll.score, dl.score, 0) as score
+        from unnest(dense_ids, dense_sims, dense_scores) as dl (id, sim, score)
         full outer join unnest(lexical_ids, lexical_scores) as ll (id, score) on ll.id = dl.id
     ),
     cand as (
@@ -739,11 +741,10 @@ begin
                 when 1 - (c.embedding operator(extensions.<=>) query_embedding) >= min_sim
                     then 1 - (c.embedding operator(extensions.<=>) query_embedding)
             end as sim,
-            coalesce(lg.score, sc.score, 0) as score
+            lg.score
         from legs as lg
         inner join hipocampo_private.chunks as c on c.id = lg.id
         inner join hipocampo_private.documents as d on d.id = c.document_id
-        left join unnest(scored_ids, scored_scores) as sc (id, score) on lg.score is null and sc.id = lg.id
     ),
     st as (
         select

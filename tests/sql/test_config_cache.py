@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import psycopg
+import pytest
 from psycopg.rows import dict_row
 
 from ..conftest import World
@@ -60,6 +61,25 @@ def test_a_change_in_the_same_transaction_is_seen_by_the_next_call(db: Conn, wor
     assert row and row["v"] == "777"
 
 
+def test_a_knowledge_base_write_that_is_not_its_config_keeps_the_cache(db: Conn, world: World) -> None:
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    top_k(db, world.kb_a)
+    assert cached_keys(db)
+    db.execute("reset role")
+    db.execute(
+        "update hipocampo_private.knowledge_bases set status = 'indexing', updated_at = now() where id = %s",
+        (world.kb_a,),
+    )
+    assert cached_keys(db)  # ingestion's status and timestamps are not the config
+    db.execute(
+        'update hipocampo_private.knowledge_bases set overrides = \'{"rag": {"top_k": 3}}\' where id = %s',
+        (world.kb_a,),
+    )
+    assert cached_keys(db) == []
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    assert top_k(db, world.kb_a) == 3
+
+
 def test_a_change_made_elsewhere_is_seen_by_the_session_s_next_transaction(database_url: str) -> None:
     with (
         psycopg.connect(database_url, autocommit=True, row_factory=dict_row) as reader,
@@ -106,3 +126,19 @@ def test_a_transaction_over_many_tenants_keeps_at_most_four_entries(db: Conn, wo
     for n, tenant in enumerate(tenants, start=1):
         db.execute("select hipocampo.effective_config(%s)", (tenant,))
         assert len(cached_keys(db)) == (n - 1) % 4 + 1
+
+
+def test_the_merge_called_directly_honours_a_tenant_argument_for_service_role_only(db: Conn, world: World) -> None:
+    """_merged_config is granted to authenticated (effective_config runs as the caller), so it
+    resolves the tenant itself: a member naming another tenant is refused, not served by RLS alone."""
+    world.act("authenticated", world.member_a, world.tenant_a)
+    db.execute("savepoint s")
+    with pytest.raises(psycopg.Error) as exc:
+        db.execute("select hipocampo_private._merged_config(%s, null)", (world.tenant_b,))
+    db.execute("rollback to savepoint s")
+    assert (exc.value.sqlstate, exc.value.diag.message_primary) == (
+        "42501",
+        "tenant mismatch: the JWT claims name another tenant",
+    )
+    own = db.execute("select hipocampo_private._merged_config(null, null) -> 'rag' as v").fetchone()
+    assert own and own["v"]

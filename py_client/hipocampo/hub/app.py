@@ -432,11 +432,10 @@ def _settings(
     is about open), deletion."""
     kb = _kb(who, kb_id)
     effective = who.client.effective_config(kb.id)
-    tenant = who.client.effective_config(None)
     ctx = {
         "kb": kb,
         "sections": CONFIG_SECTIONS,
-        "fields": {s: form_fields(effective[s], tenant[s]) for s in CONFIG_SECTIONS},
+        "fields": {s: form_fields(effective[s], kb.overrides.get(s) or {}) for s in CONFIG_SECTIONS},
         "open_section": section,
         "error": error,
         "error_key": key,

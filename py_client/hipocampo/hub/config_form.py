@@ -10,7 +10,7 @@ form's ``min``, ``max`` and ``maxlength`` only spare a round trip. Keys a tenant
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -27,8 +27,8 @@ Kind = Literal["boolean", "integer", "number", "choice", "text", "json"]
 @dataclass(frozen=True)
 class ConfigField:
     """One key of a section as the form shows it: ``value`` as the input holds it (text); ``own``
-    when the knowledge base's value differs from the tenant's (its override or its tuning), so
-    the form offers to go back to the tenant's."""
+    when the knowledge base's overrides set it, so the form offers to remove that and go back to
+    what the tenant (or the knowledge base's tuning, which a reset does not remove) gives."""
 
     key: str
     kind: Kind
@@ -73,9 +73,9 @@ def _shown(value: Any, kind: Kind) -> str:
     return "" if value is None else str(value)
 
 
-def form_fields(section: ConfigSection, inherited: ConfigSection | None = None) -> list[ConfigField]:
-    """The section's keys, sorted, as form fields; ``inherited`` is the same section without the
-    knowledge base (the tenant's values), which marks the keys the knowledge base sets itself."""
+def form_fields(section: ConfigSection, own: Collection[str] = ()) -> list[ConfigField]:
+    """The section's keys, sorted, as form fields; ``own``, the keys the knowledge base's
+    overrides set in this section (``KnowledgeBase.overrides[section]``)."""
     out = []
     for key in sorted(section.values):
         value = section.values[key]
@@ -95,7 +95,7 @@ def form_fields(section: ConfigSection, inherited: ConfigSection | None = None) 
                 choices=choices if kind == "choice" else [],
                 fixed=bool(bound and bound.tenant_locked),
                 operator_only=bool(bound and bound.operator_only),
-                own=inherited is not None and inherited.values.get(key) != value,
+                own=key in own,
             )
         )
     return out

@@ -3,7 +3,8 @@
  *
  * Routes (POST, JSON body; names and types as the RPCs'):
  * - ""  -> hipocampo.list_knowledge_bases(tenant_id?: service_role only): {"results": [{"id",
- *   "name", "description", "tags", "status", "language", "documents", "chunks", "updated_at"}]}.
+ *   "name", "description", "tags", "status", "language", "documents", "chunks", "updated_at",
+ *   "overrides"}]}.
  * - id  -> hipocampo.knowledge_base_id(name, tenant_id?): {"kb_id": uuid}; 404 (P0002) when the
  *   tenant has no knowledge base of that name.
  * Errors as every function: 401, 403 (42501), 404, 405, 422, 429, 503.
