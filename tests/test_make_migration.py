@@ -78,6 +78,12 @@ def edited(tmp_path: Path) -> Path:
     body = "where e.active;\nend;"
     assert text.count(body) == 1
     config.write_text(text.replace(body, "where e.active\n    order by e.name;\nend;"), "utf-8")
+    # A function's settings alone (migra compares definitions without them).
+    head = "create or replace function hipocampo.add_member("
+    text = tenancy.read_text("utf-8")
+    start = text.index(head)
+    setting = text.index("set jit = off\n", start)
+    tenancy.write_text(text[:setting] + "set work_mem = '8MB'\n" + text[setting + len("set jit = off\n") :], "utf-8")
     observability = root / "schemas" / "11_observability.sql"
     observability.write_text(
         observability.read_text("utf-8")
@@ -105,6 +111,8 @@ def test_a_schema_edit_becomes_a_migration_the_catalog_comparison_accepts(edited
     assert "grant execute on function hipocampo.count_tenants_for_test() to service_role;" in text
     assert "comment on column hipocampo_private.tenants.note_for_test is 'A note (test).';" in text
     assert "security_invoker" in text
+    member = "alter function hipocampo.add_member(tenant_id uuid, user_id uuid, role text)"
+    assert f"{member} reset jit;" in text and f"{member} set work_mem = '8MB';" in text
     # The extension once (not its functions, types), and "all" rather than each privilege: PostgreSQL
     # 15 has no maintain.
     assert "\n\ncreate extension if not exists fuzzystrmatch with schema extensions;\n" in text

@@ -96,6 +96,14 @@ from pg_class as c join pg_namespace as n on n.oid = c.relnamespace
 where n.nspname = any(%(schemas)s) and c.relkind = 'v'
 """
 
+# A function's own settings (``set jit = off``): migra compares definitions without them.
+FUNCTION_CONFIG = """
+select format('%%I.%%I(%%s)', n.nspname, p.proname, pg_get_function_identity_arguments(p.oid)),
+       coalesce(p.proconfig, '{}')
+from pg_proc as p join pg_namespace as n on n.oid = p.pronamespace
+where n.nspname = any(%(schemas)s)
+"""
+
 # pg_identify_object's type → the word COMMENT ON takes.
 COMMENT_KIND = {"table column": "column", "view column": "column", "table constraint": "constraint"}
 
@@ -210,6 +218,25 @@ def supplement(source: str, target: str) -> list[str]:
                 out.append(f"alter view {view} reset ({', '.join(sorted(dropped))});")
             if new:
                 out.append(f"alter view {view} set ({', '.join(sorted(new))});")
+    return out + _function_config_statements(source, target)
+
+
+def _function_config_statements(source: str, target: str) -> list[str]:
+    """``alter function … set`` / ``reset`` for each setting of a function both databases have
+    that differs (a new or replaced function is migra's)."""
+    have = {f: dict(c.split("=", 1) for c in config) for f, config in _rows(source, FUNCTION_CONFIG)}
+    out = []
+    for function, config in sorted(_rows(target, FUNCTION_CONFIG)):
+        if function not in have:
+            continue
+        want = dict(c.split("=", 1) for c in config)
+        for name in sorted(set(have[function]) - set(want)):
+            out.append(f"alter function {function} reset {name};")
+        for name, value in sorted(want.items()):
+            if have[function].get(name) != value:
+                plain = re.fullmatch(r"[a-z_][a-z0-9_]*|\d+(?:\.\d+)?", value)
+                shown = value if plain else _literal(value.strip('"'))
+                out.append(f"alter function {function} set {name} = {shown};")
     return out
 
 

@@ -218,6 +218,7 @@ returns uuid
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     new_id uuid;
@@ -258,6 +259,7 @@ returns void
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 begin
     if add_member.tenant_id is null or add_member.user_id is null then
@@ -292,6 +294,7 @@ language sql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
     select
         t.id, t.name, t.slug,
@@ -321,6 +324,7 @@ language plpgsql
 stable
 security definer
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(list_members.tenant_id);  -- 42501 before any other work
@@ -355,6 +359,7 @@ returns boolean
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 begin
     delete from hipocampo_private.memberships as m
@@ -386,6 +391,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
@@ -612,6 +618,7 @@ language plpgsql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     c record := hipocampo_private._caller();
@@ -647,6 +654,7 @@ language plpgsql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(current_tenant.tenant_id);  -- 42501 before any other work
@@ -673,6 +681,7 @@ language plpgsql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     a record := hipocampo_private._memory_actor(membership_role.user_id, membership_role.tenant_id);

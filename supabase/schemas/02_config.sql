@@ -305,6 +305,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 begin
     perform hipocampo_private._check_calibration(set_model_calibration.model, set_model_calibration.calibration);
@@ -404,6 +405,7 @@ returns jsonb
 language plpgsql
 security definer
 set search_path = ''
+set jit = off
 as $$
 #variable_conflict use_column
 declare
@@ -751,6 +753,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
@@ -868,6 +871,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
@@ -913,6 +917,7 @@ returns jsonb
 language plpgsql
 security definer
 set search_path = ''
+set jit = off
 as $$
 #variable_conflict use_column
 declare
@@ -1051,6 +1056,7 @@ returns uuid
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 #variable_conflict use_column
 declare
@@ -1105,6 +1111,7 @@ language sql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
     select a.id, a.name, a.kb_ids,
         array(
@@ -1132,6 +1139,7 @@ returns boolean
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(delete_agent_binding.tenant_id);
@@ -1168,6 +1176,7 @@ language plpgsql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(rag_config.tenant_id);
@@ -1301,8 +1310,9 @@ Returns: a jsonb object with sections retrieval, chunking, embedding, memory, â€
   (_calibrated_range) included. The merge (_merged_config) runs once per transaction for a
   tenant, knowledge base and caller: later calls in the transaction read it from the
   transaction-local setting hipocampo.config_cache (at most four entries: a fifth starts it
-  again), which any write to settings, model_calibrations, knowledge_bases or embedding_models
-  empties (_forget_config_cache); the caller is resolved on every call.
+  again), which any write to settings, model_calibrations or embedding_models, and to a
+  knowledge base's overrides or tuning, empties (_forget_config_cache); the caller is resolved
+  on every call.
 Errors: 42501 as _resolve_tenant.
 Example: select hipocampo.effective_config() -> 'retrieval' ->> 'min_similarity';
 */
@@ -1312,6 +1322,7 @@ language plpgsql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(effective_config.tenant_id);

@@ -891,6 +891,7 @@ language plpgsql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
@@ -1039,6 +1040,7 @@ returns uuid
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(create_knowledge_base.tenant_id);
@@ -1111,6 +1113,7 @@ language plpgsql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(knowledge_base_id.tenant_id);
@@ -1144,6 +1147,7 @@ language sql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
     select
         k.id, k.name, k.description, k.tags, k.status, k.language,
@@ -1169,6 +1173,7 @@ returns void
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 begin
     perform hipocampo_private._caller();
@@ -1204,6 +1209,7 @@ language plpgsql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     model text;
@@ -1238,6 +1244,7 @@ returns boolean
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 begin
     perform hipocampo_private._caller();
@@ -1263,6 +1270,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
@@ -1308,6 +1316,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
@@ -1359,6 +1368,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
@@ -1452,6 +1462,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     cfg jsonb := hipocampo_private._require_config(
@@ -1581,6 +1592,7 @@ language plpgsql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
@@ -1625,6 +1637,7 @@ language plpgsql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(get_document.tenant_id);  -- 42501 before any other work
@@ -1660,6 +1673,7 @@ language plpgsql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(document_text.tenant_id);  -- 42501 before any other work

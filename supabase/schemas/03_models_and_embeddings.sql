@@ -116,6 +116,7 @@ returns boolean
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 begin
     return hipocampo_private._drop_model_index(defer_model_index.embedding_model);
@@ -145,6 +146,7 @@ returns text
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     cfg jsonb := (
@@ -188,6 +190,7 @@ returns text
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     existing integer;
@@ -233,6 +236,7 @@ returns void
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 begin
     if not exists (
@@ -331,6 +335,7 @@ language plpgsql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
 begin
     return hipocampo_private._search_model(hipocampo_private._resolve_tenant(search_model.tenant_id), kb_ids);
@@ -360,6 +365,7 @@ returns bigint
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     is_active boolean;
@@ -469,6 +475,7 @@ language plpgsql
 volatile
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     model text;
@@ -584,6 +591,7 @@ returns integer
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     item jsonb;
@@ -663,6 +671,7 @@ language plpgsql
 volatile
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     model text;
@@ -714,6 +723,7 @@ returns integer
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     item jsonb;
@@ -781,6 +791,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     m jsonb := (select s.config -> 'maintenance' from hipocampo_private.settings as s where s.tenant_id is null);
@@ -836,6 +847,7 @@ returns integer
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     n integer;
@@ -868,6 +880,7 @@ language plpgsql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
 begin
     perform hipocampo_private._caller();

@@ -549,6 +549,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
@@ -607,6 +608,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
@@ -697,6 +699,7 @@ returns uuid
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
@@ -737,6 +740,7 @@ returns void
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 begin
     perform hipocampo_private._caller();
@@ -779,6 +783,7 @@ returns void
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 begin
     perform hipocampo_private._caller();
@@ -865,6 +870,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     c record := hipocampo_private._caller();

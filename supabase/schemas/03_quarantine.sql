@@ -37,6 +37,7 @@ language plpgsql
 volatile
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
@@ -637,6 +638,7 @@ language plpgsql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work

@@ -945,6 +945,7 @@ immutable
 parallel safe
 security invoker
 set search_path = ''
+set jit = off
 as $$
     select s.text, s.counts
     from unnest(texts) with ordinality as t (value, n)

@@ -171,6 +171,7 @@ language plpgsql
 security definer
 set search_path = ''
 set plan_cache_mode = force_generic_plan
+set jit = off
 as $$
 declare
     started timestamptz := clock_timestamp();

@@ -415,6 +415,7 @@ returns void
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     a record := hipocampo_private._memory_actor(set_memory_consent.user_id, set_memory_consent.tenant_id);
@@ -448,6 +449,7 @@ language plpgsql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     a record := hipocampo_private._memory_actor(memory_consent.user_id, memory_consent.tenant_id);
@@ -526,6 +528,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 begin
     if remember.confidence is null or not (remember.confidence between 0 and 1) then
@@ -611,6 +614,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
@@ -642,6 +646,7 @@ returns boolean
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
@@ -673,6 +678,7 @@ returns boolean
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     m hipocampo_private.memories;
@@ -704,6 +710,7 @@ returns setof hipocampo_private.memories
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(null);
@@ -753,6 +760,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     -- The global row with the active embedding model's calibration (issue 22 §2): every key of
@@ -850,6 +858,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work

@@ -449,6 +449,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
@@ -505,6 +506,7 @@ language sql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
     select s.* from hipocampo_private.memory_staging as s
     where s.tenant_id = hipocampo_private._resolve_tenant(null)

@@ -142,6 +142,7 @@ returns table (
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(null);
@@ -242,6 +243,7 @@ returns integer
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work

@@ -187,6 +187,7 @@ language plpgsql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     a record := hipocampo_private._memory_actor(memories_without_embedding.user_id,

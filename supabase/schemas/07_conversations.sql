@@ -172,6 +172,7 @@ returns bigint
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     a record := hipocampo_private._memory_actor(add_message.user_id, add_message.tenant_id);
@@ -236,6 +237,7 @@ returns void
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     a record := hipocampo_private._memory_actor(update_conversation_summary.user_id,
@@ -282,6 +284,7 @@ language plpgsql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     a record := hipocampo_private._memory_actor(conversation_context.user_id, conversation_context.tenant_id);
@@ -436,6 +439,7 @@ returns void
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
@@ -1107,6 +1111,7 @@ returns table (
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     n integer;
@@ -1158,6 +1163,7 @@ language plpgsql
 volatile
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     model text;

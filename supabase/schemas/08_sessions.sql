@@ -177,6 +177,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     a record := hipocampo_private._memory_actor(open_session.user_id, open_session.tenant_id);
@@ -223,6 +224,7 @@ returns jsonb
 language sql
 security invoker
 set search_path = ''
+set jit = off
 as $$
     select hipocampo_private._session_view(hipocampo_private._session(session_id, renew))
 $$;
@@ -252,6 +254,7 @@ returns bigint
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     s hipocampo_private.sessions := hipocampo_private._session(session_add_message.session_id, true);
@@ -324,6 +327,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     s hipocampo_private.sessions := hipocampo_private._session(update_session.session_id, true);
@@ -365,6 +369,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     s hipocampo_private.sessions := hipocampo_private._session(add_pending_confirmation.session_id, true);
@@ -414,6 +419,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     s hipocampo_private.sessions := hipocampo_private._session(resolve_pending_confirmation.session_id, true);
@@ -448,6 +454,7 @@ returns boolean
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     gate record := hipocampo_private._caller();  -- 42501 before any other work
@@ -475,6 +482,7 @@ returns integer
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     n integer;

@@ -118,6 +118,7 @@ returns jsonb
 language plpgsql
 security definer
 set search_path = ''
+set jit = off
 as $$
 declare
     a record := hipocampo_private._data_subject(export_user_data.user_id, export_user_data.tenant_id);
@@ -202,6 +203,7 @@ returns jsonb
 language plpgsql
 security definer
 set search_path = ''
+set jit = off
 as $$
 declare
     a record := hipocampo_private._data_subject(erase_user.user_id, erase_user.tenant_id);
@@ -350,6 +352,7 @@ returns boolean
 language plpgsql
 security definer
 set search_path = ''
+set jit = off
 as $$
 declare
     m hipocampo_private.memories := hipocampo_private._user_memory(
@@ -395,6 +398,7 @@ returns jsonb
 language plpgsql
 security definer
 set search_path = ''
+set jit = off
 as $$
 declare
     m hipocampo_private.memories := hipocampo_private._user_memory(
@@ -449,6 +453,7 @@ returns jsonb
 language plpgsql
 security definer
 set search_path = ''
+set jit = off
 as $$
 declare
     c record := hipocampo_private._caller();
@@ -514,6 +519,7 @@ returns jsonb
 language plpgsql
 security definer
 set search_path = ''
+set jit = off
 as $$
 declare
     a record := hipocampo_private._data_subject(inspect_user_memory.user_id, inspect_user_memory.tenant_id);

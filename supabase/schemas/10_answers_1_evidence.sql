@@ -70,6 +70,7 @@ language sql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
     select hipocampo_private._caller();
     with c as (
@@ -276,6 +277,7 @@ language sql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
     select hipocampo_private._caller();
     with cfg as (
@@ -320,9 +322,7 @@ as $$
     ),
 
     groups as (
-        select g.kind, g.scope
-        from conflicting as g
-        group by g.kind, g.scope
+        select g.kind, g.scope from conflicting as g group by g.kind, g.scope
     ),
 
     ranked as (
@@ -426,6 +426,7 @@ language plpgsql
 security invoker
 set search_path = ''
 set plan_cache_mode = force_generic_plan
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(answer_evidence.tenant_id);

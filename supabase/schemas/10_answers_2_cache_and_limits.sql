@@ -88,6 +88,7 @@ language sql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
     select hipocampo_private._plain_words(question)
 $$;
@@ -130,6 +131,7 @@ language plpgsql
 stable
 security definer
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(cache_get.tenant_id);
@@ -236,6 +238,7 @@ returns boolean
 language plpgsql
 security definer
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(cache_put.tenant_id);
@@ -337,6 +340,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     d hipocampo_private.documents;
@@ -438,6 +442,7 @@ returns jsonb
 language plpgsql
 security definer
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(take_rate_limit.tenant_id);
@@ -522,6 +527,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     per_minute integer := (
@@ -558,6 +564,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 begin
     if ip is null then

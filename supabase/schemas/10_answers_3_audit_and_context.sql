@@ -30,6 +30,7 @@ returns uuid
 language plpgsql
 security definer
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(record_answer.tenant_id);
@@ -217,6 +218,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     a record := hipocampo_private._memory_actor(context_pack.user_id, context_pack.tenant_id);

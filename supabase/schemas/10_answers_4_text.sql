@@ -27,6 +27,7 @@ stable
 parallel safe
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     q text := regexp_replace(coalesce(question, ''), '^\s+|\s+$', '', 'g');
@@ -116,6 +117,7 @@ immutable
 parallel safe
 security invoker
 set search_path = ''
+set jit = off
 as $$
     select coalesce(array_agg(distinct a.n order by a.n), '{}')
     from hipocampo_private._numbers(answer) as a (n)
@@ -146,6 +148,7 @@ immutable
 parallel safe
 security invoker
 set search_path = ''
+set jit = off
 as $$
     select regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
         regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(content,
@@ -247,6 +250,7 @@ immutable
 parallel safe
 security invoker
 set search_path = ''
+set jit = off
 as $$
     with items as (
         select e.item, e.pos
@@ -313,6 +317,7 @@ immutable
 parallel safe
 security invoker
 set search_path = ''
+set jit = off
 as $$
     with marked as (
         -- A marker of more than 9 digits names no item (n is an integer).
@@ -374,6 +379,7 @@ immutable
 parallel safe
 security invoker
 set search_path = ''
+set jit = off
 as $$
     select case when reason is distinct from 'conflicting_sources' then refusal_message
     else refusal_message || ' ' || coalesce(

@@ -234,6 +234,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     s hipocampo_private.sessions := hipocampo_private._session(session_turn.session_id, true);
@@ -389,6 +390,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     s hipocampo_private.sessions := hipocampo_private._session(session_record_turn.session_id, true);

@@ -78,6 +78,7 @@ language plpgsql
 stable
 security definer
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(tenant_embedding_queue.tenant_id);  -- 42501 before any other work
@@ -135,6 +136,7 @@ language plpgsql
 volatile
 security definer
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(requeue_tenant_embeddings.tenant_id);  -- 42501 before any other work

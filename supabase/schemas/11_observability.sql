@@ -223,6 +223,7 @@ language plpgsql
 stable
 security definer
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(memory_quota_use.tenant_id);  -- 42501 before any other work
@@ -449,6 +450,7 @@ language plpgsql
 stable
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     t uuid := hipocampo_private._resolve_tenant(tenant_metrics.tenant_id);  -- 42501 before any other work

@@ -318,6 +318,7 @@ returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
+set jit = off
 as $$
 declare
     result jsonb;

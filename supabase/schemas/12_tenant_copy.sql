@@ -75,6 +75,7 @@ stable
 security invoker
 set search_path = ''
 set timezone to 'UTC'
+set jit = off
 as $$
 declare
     t record;
