@@ -810,18 +810,37 @@ def test_an_admin_sets_lists_and_deletes_an_agent_binding(page: Any, hub: str, w
     """Issue 45 §5: agent bindings (seed 003's hub) in the hub, not only in SQL."""
     sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
     page.click("nav >> text=Agentes")
+    # Issue 58 §2: the rag keys as a form; an empty field inherits the organisation's value, shown
+    # as its placeholder; keys only the operator sets are not offered.
     page.fill("#agent-name", "portaria")
     page.locator("#agent-form input[name=kb_ids]").first.check()
-    page.fill("#agent-overrides", '{"top_k": 3}')
+    page.click("#agent-rag-box summary")
+    top_k = page.locator("#agent-rag-top_k")
+    assert top_k.input_value() == "" and top_k.get_attribute("placeholder") == "4"
+    assert (top_k.get_attribute("min"), top_k.get_attribute("max")) == ("1", "20")
+    assert page.locator("#agent-rag-provider").count() == 0
+    top_k.fill("3")
+    page.select_option("#agent-rag-enabled", "true")
     page.click("#agent-form button[type=submit]")
     row = page.locator("#agent-list tbody tr", has_text="portaria")
-    assert row.count() == 1 and '"top_k": 3' in row.inner_text()
-    # A bad override is refused with its SQLSTATE, and nothing is stored.
+    assert row.count() == 1 and "top_k = 3" in row.inner_text() and "enabled = true" in row.inner_text()
+    # Editing shows what the agent sets; emptying a field stops overriding it.
+    row.locator("text=Editar").click()
+    assert page.input_value("#agent-name") == "portaria" and page.input_value("#agent-rag-top_k") == "3"
+    assert page.locator("#agent-form input[name=kb_ids]").first.is_checked()
+    page.fill("#agent-rag-top_k", "")
+    page.click("#agent-form button[type=submit]")
+    row = page.locator("#agent-list tbody tr", has_text="portaria")
+    assert "top_k" not in row.inner_text() and "enabled = true" in row.inner_text()
+    # A bad value is refused with its SQLSTATE, nothing is stored, and the form keeps what was sent.
     page.fill("#agent-name", "sac")
     page.locator("#agent-form input[name=kb_ids]").first.check()
-    page.fill("#agent-overrides", '{"top_k": -5}')
+    page.click("#agent-rag-box summary")
+    page.eval_on_selector("#agent-form", "f => { f.noValidate = true; }")
+    page.fill("#agent-rag-top_k", "-5")
     page.click("#agent-form button[type=submit]")
     assert "22003" in page.inner_text("main") and page.locator("#agent-list tbody tr", has_text="sac").count() == 0
+    assert page.input_value("#agent-name") == "sac" and page.input_value("#agent-rag-top_k") == "-5"
     page.locator("#agent-list tbody tr", has_text="portaria").locator("button").click()
     assert page.locator("#agent-list tbody tr", has_text="portaria").count() == 0
     sign_in(page, hub, token(world["a"]["member2"], world["a"]["tenant"]))

@@ -44,7 +44,7 @@ from ..errors import HipocampoError, InvalidInputError, NotFoundError, Permissio
 from ..evaluation import MODES
 from ..evaluation.kb_eval import Judged, KbEvaluation, evaluate_kb, parse_judged, store_confirmed
 from ..ingest.pipeline import SOURCE_TYPES
-from .config_form import form_fields, form_patch
+from .config_form import agent_fields, agent_overrides, form_fields, form_patch
 from .i18n import code_label, pick_language, text
 from .present import AXIS_PX, Chart, bar_chart, highlight, shown_uri
 from .security import (
@@ -731,9 +731,27 @@ def _agent_routes(router: APIRouter, hub: Hub) -> None:
     """The agents page: the tenant's agent bindings (knowledge bases and rag overrides), set and
     deleted by its admins (issue 45 §5)."""
 
-    def page(request: Request, who: _Who, error: str | None = None, status: int = 200) -> Response:
-        ctx = {"agents": who.client.list_agent_bindings(), "kbs": who.client.list_kbs(), "error": error}
-        return hub.render(request, "agents.html", ctx, status if error is None else 422, who)
+    def page(
+        request: Request,
+        who: _Who,
+        error: str | None = None,
+        sent: dict[str, Any] | None = None,
+    ) -> Response:
+        """The list and the form: empty, ``?edit=<name>``'s agent, or the form as it was sent
+        (``sent``: name, kb_ids, and the rag keys' texts) when ``error`` refused it."""
+        agents = who.client.list_agent_bindings()
+        rag = who.client.effective_config(None)["rag"]
+        editing = next((a for a in agents if a.name == request.query_params.get("edit")), None)
+        if sent is not None:
+            form = {"name": sent["name"], "kb_ids": sent["kb_ids"]}
+            fields = agent_fields(rag, {}, texts=sent["texts"])
+        elif editing is not None:
+            form = {"name": editing.name, "kb_ids": [str(k) for k in editing.kb_ids]}
+            fields = agent_fields(rag, editing.rag_overrides)
+        else:
+            form, fields = {"name": "", "kb_ids": []}, agent_fields(rag, {})
+        ctx = {"agents": agents, "kbs": who.client.list_kbs(), "error": error, "form": form, "rag_fields": fields}
+        return hub.render(request, "agents.html", ctx, 200 if error is None else 422, who)
 
     @router.get("/agents")
     def agents(request: Request) -> Response:
@@ -743,16 +761,17 @@ def _agent_routes(router: APIRouter, hub: Hub) -> None:
     async def set_agent(request: Request) -> Response:
         who = hub.admin(request)
         form = await hub.form(request)
+        name = str(form.get("name") or "").strip()
+        sent = {
+            "name": name,
+            "kb_ids": [str(k) for k in form.get("kb_ids") or []],
+            "texts": {k[4:]: str(v) for k, v in form.items() if k.startswith("rag:") and str(v).strip()},
+        }
         try:
-            overrides = json.loads(str(form.get("rag_overrides") or "{}"))
-            if not isinstance(overrides, dict):
-                raise ValueError("the overrides must be a JSON object")
-            kb_ids = [_uuid(str(k)) for k in form.get("kb_ids") or []]
-            who.client.set_agent_binding(str(form.get("name") or "").strip(), kb_ids, overrides)
-        except ValueError as exc:
-            return page(request, who, f"22023: {exc}")
+            overrides = agent_overrides(who.client.effective_config(None)["rag"], form)
+            who.client.set_agent_binding(name, [_uuid(k) for k in sent["kb_ids"]], overrides)
         except HipocampoError as exc:
-            return page(request, who, hub.error_text(exc))
+            return page(request, who, hub.error_text(exc), sent)
         return _redirect("/hub/agents?done=saved")
 
     @router.post("/agents/delete")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from markupsafe import Markup, escape
@@ -19,7 +19,7 @@ from markupsafe import Markup, escape
 from ..config_models import ConfigSection
 from ..errors import InvalidInputError
 
-__all__ = ["ConfigField", "form_fields", "form_patch"]
+__all__ = ["ConfigField", "agent_fields", "agent_overrides", "form_fields", "form_patch"]
 
 Kind = Literal["boolean", "integer", "number", "choice", "text", "json"]
 
@@ -41,6 +41,7 @@ class ConfigField:
     fixed: bool = False
     operator_only: bool = False
     own: bool = False
+    placeholder: str = ""
 
     @property
     def key_html(self) -> Markup:
@@ -147,3 +148,42 @@ def form_patch(section: ConfigSection, form: Mapping[str, Any]) -> dict[str, Any
             continue
         patch[f.key] = value
     return patch
+
+
+def agent_fields(
+    rag: ConfigSection, overrides: Mapping[str, Any], texts: Mapping[str, str] | None = None
+) -> list[ConfigField]:
+    """The rag section's keys a tenant admin may change, as an agent's form (issue 58 §2): a key
+    the agent's ``overrides`` set holds that value (``own``), any other is empty with the value in
+    force for the tenant as its ``placeholder``; empty means the agent inherits it. ``texts``: the
+    fields as a refused form sent them, shown again instead of ``overrides``."""
+
+    def shown(f: ConfigField) -> str:
+        if texts is not None:
+            return texts.get(f.key, "")
+        return _shown(overrides[f.key], f.kind) if f.key in overrides else ""
+
+    return [
+        replace(f, value=shown(f), placeholder=f.value, own=f.key in (texts if texts is not None else overrides))
+        for f in form_fields(rag)
+        if f.editable
+    ]
+
+
+def agent_overrides(rag: ConfigSection, form: Mapping[str, Any], prefix: str = "rag:") -> dict[str, Any]:
+    """An agent's rag overrides from its form (fields named ``<prefix><key>``): each key a tenant
+    admin may change whose field is not empty, parsed by kind; the binding is replaced whole
+    (``set_agent_binding``), so an emptied field stops overriding.
+
+    Raises:
+        InvalidInputError: a value that is not of its key's kind (22023); the database checks the
+            bounds (22003).
+    """
+    out: dict[str, Any] = {}
+    for f in form_fields(rag):
+        text = str(form.get(prefix + f.key) or "")
+        if f.kind != "text":
+            text = text.strip()
+        if f.editable and text != "":
+            out[f.key] = _parsed(rag.name, f, text)
+    return out

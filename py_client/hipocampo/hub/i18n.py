@@ -52,6 +52,13 @@ _PT: dict[str, str] = {
     ),
     "agent": "Agente",
     "agent_set": "Criar ou substituir um agente",
+    "agent_overrides": "Ajustes das respostas (seção rag)",
+    "agent_overrides_hint": (
+        "Deixe vazio o que o agente herda da organização (o valor em vigor aparece em cinza); preencha só o"
+        " que este agente faz diferente."
+    ),
+    "inherited": "da organização: {v}",
+    "none_set": "nenhum (herda tudo)",
     "no_agents": "Nenhum agente ainda.",
     "kb_deleted": "(base excluída)",
     "signed_in_as": "Conectado como",
@@ -356,6 +363,13 @@ _EN: dict[str, str] = {
     ),
     "agent": "Agent",
     "agent_set": "Create or replace an agent",
+    "agent_overrides": "Answer settings (rag section)",
+    "agent_overrides_hint": (
+        "Leave empty what the agent inherits from the organisation (the value in force shows in grey); fill in"
+        " only what this agent does differently."
+    ),
+    "inherited": "organisation's: {v}",
+    "none_set": "none (inherits everything)",
     "no_agents": "No agents yet.",
     "kb_deleted": "(deleted knowledge base)",
     "signed_in_as": "Signed in as",
