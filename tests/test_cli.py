@@ -361,3 +361,40 @@ def test_agent_bindings_are_set_listed_shown_and_deleted(database_url: str) -> N
     res = runner.invoke(app, ["agent", "delete", "portaria", "--tenant", slug])
     assert res.exit_code == 1 and "P0002" in res.output
     assert json.loads(runner.invoke(app, ["agent", "list", "--tenant", slug, "--json"]).output) == []
+
+
+def test_feedback_is_marked_read_judged_and_evaluated(database_url: str, tmp_path: Path) -> None:
+    """Issue 59 §5 from the command line: a reply marked not useful with its question shows in the
+    summary; judged with the document that answers it, `kb eval --stored` evaluates it."""
+    slug = f"cli-{uuid.uuid4().hex[:8]}"
+    assert runner.invoke(app, ["tenant", "create", "Feedback", "--slug", slug]).exit_code == 0
+    (tmp_path / "regimento.md").write_text(
+        "# Regimento\n\nArt. 12º O prazo de recurso contra multa é de 15 dias corridos, contados da notificação.",
+        encoding="utf-8",
+    )
+    res = runner.invoke(
+        app, ["ingest", str(tmp_path), "--kb", "regras", "--create-kb", "--tenant", slug, "--source-type", "regulation"]
+    )
+    assert res.exit_code == 0, res.output
+    question = "em quanto tempo posso contestar uma multa?"
+    res = runner.invoke(app, ["ask", question, "--kb", "regras", "--tenant", slug, "--json"])
+    assert res.exit_code == 0, res.output
+    trace = json.loads(res.stdout)["trace_id"]
+    mark = ["feedback", "mark", trace, "--not-useful", "--comment", "queria o prazo", "--tenant", slug]
+    res = runner.invoke(app, [*mark, "--question", "outra pergunta?"])
+    assert res.exit_code == 1 and "question is not the one this answer was asked" in res.output
+    res = runner.invoke(app, [*mark, "--question", question, "--json"])
+    assert res.exit_code == 0 and json.loads(res.stdout) == {"trace_id": trace}, res.output
+    res = runner.invoke(app, ["feedback", "summary", "--kb", "regras", "--tenant", slug, "--json"])
+    worst = json.loads(res.stdout)["worst"]
+    assert [(w["question"], w["comment"], w["judged"]) for w in worst] == [(question, "queria o prazo", False)]
+    res = runner.invoke(app, ["doc", "list", "--kb", "regras", "--tenant", slug, "--json"])
+    document = json.loads(res.stdout)[0]["id"]
+    res = runner.invoke(app, ["feedback", "judge", trace, "--document", document, "--tenant", slug, "--json"])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["feedback", "judged", "--kb", "regras", "--tenant", slug, "--json"])
+    uri = (tmp_path / "regimento.md").as_uri()
+    assert [(j["question"], j["relevant_uris"]) for j in json.loads(res.stdout)] == [(question, [uri])]
+    res = runner.invoke(app, ["kb", "eval", "regras", "--stored", "--tenant", slug, "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["questions"] == 1

@@ -34,7 +34,7 @@ from .jwks_endpoint import LocalJWKS, user_claims
 from .openai_endpoint import LocalOpenAI, local_openai
 
 REPO = Path(__file__).resolve().parents[1]
-FUNCTIONS = ("context-pack", "search", "memory", "conversations", "embed", "ask", "knowledge-bases")
+FUNCTIONS = ("context-pack", "search", "memory", "conversations", "embed", "ask", "knowledge-bases", "feedback")
 SECRET = "edge-functions-test-secret-0123456789abcdef"
 ESTAGIO = (
     "Regulamento de estágio. O estágio supervisionado tem carga horária mínima de 400 horas. "
@@ -794,6 +794,29 @@ def test_ask_shares_the_cache_and_refuses_what_it_cannot_do(env: Env, fn: dict[s
     )
     r = httpx.post(fn["ask"].url, json={"question": q, "kb_ids": [env.kb]}, headers=env.user(env.stranger, env.tenant))
     assert r.status_code == 403 and r.json()["sqlstate"] == "42501"
+
+
+def test_feedback_marks_the_caller_s_own_reply_only(env: Env, fn: dict[str, EdgeFunction]) -> None:
+    """Issue 59 §5: a reply's trace id marked useful or not; another user's reply is 404, a
+    question that is not the reply's 422, and a missing verdict 422, each with its SQLSTATE."""
+    q = "Qual o prazo para entregar o relatório final do estágio?"
+    body = {"question": q, "kb_ids": [env.kb], "query_embedding": env.vec(q), "use_cache": False}
+    trace = httpx.post(fn["ask"].url, json=body, headers=env.user()).json()["trace_id"]
+    mark = {"trace_id": trace, "useful": True, "comment": "claro", "question": q}
+    r = httpx.post(fn["feedback"].url, json=mark, headers=env.user())
+    assert (r.status_code, r.json()) == (200, {"trace_id": trace})
+    other = env.root.as_actor(Actor.service(env.tenant))
+    stranger = uuid.uuid4()
+    other.add_member(env.tenant, stranger, "member")
+    r = httpx.post(fn["feedback"].url, json=mark, headers=env.user(stranger, env.tenant))
+    assert (r.status_code, r.json()["sqlstate"], r.json()["error"]) == (404, "P0002", f"unknown answer: {trace}")
+    r = httpx.post(fn["feedback"].url, json={**mark, "question": "outra coisa?"}, headers=env.user())
+    assert (r.status_code, r.json()["sqlstate"]) == (422, "22023")
+    r = httpx.post(fn["feedback"].url, json={"trace_id": trace}, headers=env.user())
+    assert r.status_code == 422
+    with other.transaction() as cur:
+        cur.execute("select useful, comment from hipocampo_private.answer_feedback where trace_id = %s", (trace,))
+        assert cur.fetchone() == {"useful": True, "comment": "claro"}
 
 
 def test_ask_with_a_chat_model_generates_and_validates_as_python_does(

@@ -301,6 +301,41 @@ def test_an_admin_evaluates_a_kb_with_judged_questions(
     assert page.locator("#eval-retrieval").count() == 0
 
 
+def test_a_reply_marked_in_the_playground_becomes_a_judged_question(
+    page: Any, hub: str, world: dict[str, Any], database_url: str, embedder: Any
+) -> None:
+    """Issue 59 §5 in the hub: a member marks the reply they got; the admin reads it on the
+    knowledge base's feedback page, judges it by the document that answers it in one click, and
+    the evaluation page measures it with the judged questions saved."""
+    kb = _rules_kb(database_url, world, embedder)
+    question = "Posso usar o salão de festas depois das dez da noite?"
+    sign_in(page, hub, token(world["a"]["member"], world["a"]["tenant"]))
+    page.goto(f"{hub}/playground")
+    page.fill("#question", question)
+    page.select_option("#kb", str(kb))
+    page.click("#do-ask")
+    page.fill("#feedback-comment", "queria saber o horário")
+    page.click("#feedback-not-useful")
+    assert page.inner_text(".notice") == "Obrigado: sua avaliação foi registrada."
+    assert page.goto(f"{hub}/kbs/{kb}/feedback").status == 403  # a member reads no one's feedback
+
+    sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
+    page.goto(f"{hub}/kbs/{kb}")
+    page.click("#feedback-link")
+    assert page.locator("#feedback-weeks tbody tr").count() == 1
+    row = page.locator("#feedback-worst li", has_text=question)
+    assert "queria saber o horário" in row.inner_text() and "já é pergunta avaliada" not in row.inner_text()
+    row.locator("select").select_option(label="Regras do salão")
+    row.locator("button").click()
+    assert page.inner_text(".notice") == "Pergunta avaliada guardada."
+    assert "já é pergunta avaliada" in page.locator("#feedback-worst li", has_text=question).inner_text()
+    page.goto(f"{hub}/kbs/{kb}/evaluate")
+    page.check("#eval-stored")
+    page.uncheck("#eval-answers")
+    page.click("#eval-form button")
+    assert page.locator("#eval-hybrid td").all_inner_texts()[2] == "1"
+
+
 def test_an_admin_tunes_a_kb_on_its_judged_questions(
     page: Any, hub: str, world: dict[str, Any], database_url: str, embedder: Any, tmp_path: Path
 ) -> None:
@@ -870,7 +905,7 @@ BROKEN_WORDS_JS = """() => {
   return out.slice(0, 8);
 }"""
 PAGES = ["", "/playground", "/metrics", "/memory", "/memory/<member>", "/agents", "/embeddings", "/kbs/<kb>"]
-PAGES += ["/kbs/<kb>/settings", "/kbs/<kb>/evaluate", "<document>"]
+PAGES += ["/kbs/<kb>/settings", "/kbs/<kb>/evaluate", "/kbs/<kb>/feedback", "<document>"]
 
 
 @pytest.mark.parametrize("width", [375, 1280])

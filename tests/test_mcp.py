@@ -34,6 +34,7 @@ TOOLS = {
     "list_memories",
     "context_pack",
     "memory_consent",
+    "feedback",
 }
 
 

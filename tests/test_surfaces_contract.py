@@ -121,8 +121,41 @@ def surfaces(env: Env, fn: dict[str, EdgeFunction], gateway: str) -> Iterator[di
             assert r.status_code in (200, 422, 429), r.text
             return dict(r.json())
 
+        def mark_served(body: dict[str, Any]) -> str:
+            r = serve.post("/feedback", json=body, headers=bearer)
+            assert r.status_code == 200, r.text
+            return str(r.json()["trace_id"])
+
+        def mark_edge(body: dict[str, Any]) -> str:
+            r = httpx.post(fn["feedback"].url, json=body, headers=bearer, timeout=60)
+            assert r.status_code == 200, r.text
+            return str(r.json()["trace_id"])
+
+        def mark_mcp(body: dict[str, Any]) -> str:
+            params = StdioServerParameters(
+                command=HIPOCAMPO, args=["mcp", "--tenant", slug, "--user", str(user)], env=dict(os.environ)
+            )
+
+            async def main() -> Any:
+                async with Client(params) as client:
+                    return await client.call_tool("feedback", body)
+
+            return str(data(anyio.run(main))["trace_id"])
+
+        def mark_with(client: Hipocampo) -> Callable[[dict[str, Any]], str]:
+            return lambda b: str(client.record_feedback(b["trace_id"], b["useful"], b["comment"], b["question"]))
+
         surfaces = {"orchestrator": orchestrator, "serve": served, "edge": edge, "mcp": mcp, "supabase_py": supabase_py}
         surfaces["open_session"] = lambda: str(direct.rpc("open_session", {})["session_id"])  # type: ignore[assignment]
+        marks = {
+            "orchestrator": mark_with(direct),
+            "serve": mark_served,
+            "edge": mark_edge,
+            "mcp": mark_mcp,
+            "supabase_py": mark_with(http),
+        }
+        surfaces |= {f"mark:{name}": mark for name, mark in marks.items()}  # type: ignore[misc]
+        surfaces["service"] = lambda: service  # type: ignore[assignment]
         yield surfaces
     http.close()
 
@@ -162,7 +195,26 @@ def test_every_surface_reads_the_one_answer_cache(surfaces: dict[str, Ask]) -> N
 
 
 def _asking(surfaces: dict[str, Ask]) -> dict[str, Ask]:
-    return {name: ask for name, ask in surfaces.items() if name != "open_session"}
+    return {name: ask for name, ask in surfaces.items() if name not in ("open_session", "service") and ":" not in name}
+
+
+def test_every_surface_records_feedback_on_its_reply(surfaces: dict[str, Ask]) -> None:
+    """Issue 59 §5: the user marks the reply each surface gave by its trace id, through the same
+    surface; each verdict is stored with its comment and the question."""
+    traces = {}
+    for name, ask in _asking(surfaces).items():
+        trace = ask(ANSWERED, False)["trace_id"]
+        body = {"trace_id": trace, "useful": False, "comment": f"via {name}", "question": ANSWERED}
+        assert surfaces[f"mark:{name}"](body) == trace, name
+        traces[trace] = name
+    with surfaces["service"]().transaction() as cur:  # type: ignore[call-arg, attr-defined]
+        cur.execute(
+            "select trace_id::text as t, useful, comment, question from hipocampo_private.answer_feedback"
+            " where trace_id = any(%s::uuid[])",
+            (list(traces),),
+        )
+        rows = {r["t"]: (r["useful"], r["comment"], r["question"]) for r in cur.fetchall()}
+    assert rows == {t: (False, f"via {name}", ANSWERED) for t, name in traces.items()}
 
 
 FOLLOW_UP = "E o prazo do relatório final?"

@@ -25,6 +25,8 @@ from .models import (
     DocumentTextChunk,
     DocumentWrite,
     EmbeddingQueue,
+    FeedbackSummary,
+    JudgedQuestion,
     KnowledgeBase,
     KnowledgeBaseDeletion,
     MemberRow,
@@ -457,6 +459,59 @@ class Hipocampo:
         """
         out: dict[str, Any] = self.rpc("rag_config", {"kb_id": kb_id, "agent": agent, "tenant_id": self._tenant()})
         return out
+
+    # -- feedback on replies (issue 59 §5) ------------------------------------------------------
+    def record_feedback(
+        self, trace_id: UUID | str, useful: bool, comment: str | None = None, question: str | None = None
+    ) -> UUID:
+        """Mark the reply ``trace_id`` (every surface returns it) useful or not, with an optional
+        ``comment`` (1..1,000 characters) and the ``question`` it answered (1..2,000 characters;
+        kept, scrubbed of PII, only when it is the question that reply was asked: its sha256 is
+        checked against the audit row). Marking again replaces the verdict and comment. A user
+        marks their own replies; a service actor any of its tenant's.
+
+        Raises:
+            NotFoundError: no such reply of the tenant, or another user's (P0002).
+            InvalidInputError: a comment or question out of its bounds, a question that is not
+                the reply's, or a trace id that is not a uuid (22023).
+        """
+        args = {"trace_id": trace_id, "useful": useful, "comment": comment, "question": question}
+        return UUID(str(self.rpc("record_feedback", {**args, "tenant_id": self._tenant()})))
+
+    def feedback_summary(self, kb_id: UUID | None = None, weeks: int = 12) -> FeedbackSummary:
+        """What the tenant's users said of its replies over ``weeks`` (1..104) weeks, for admins:
+        per week useful / not useful and the share useful, and the newest 20 replies marked not
+        useful with their question (of ``kb_id``'s replies, or all).
+
+        Raises:
+            PermissionDeniedError: not a tenant admin (42501). InvalidInputError: weeks out of range.
+        """
+        args = {"kb_id": kb_id, "weeks": weeks, "tenant_id": self._tenant()}
+        return FeedbackSummary.model_validate(self.rpc("feedback_summary", args) or {})
+
+    def judge_feedback(self, trace_id: UUID | str, document_ids: Sequence[UUID]) -> int:
+        """Make the question of the reply ``trace_id`` (marked, with its question) a judged question
+        of kb eval: ``document_ids`` (1..20, of one knowledge base) are the ones that answer it.
+        Judging it again replaces its documents. Returns the judged question's id.
+
+        Raises:
+            PermissionDeniedError: not a tenant admin. NotFoundError: no such feedback with its
+            question, or an unknown document. InvalidInputError: no document, more than 20, or
+            documents of several knowledge bases.
+        """
+        args = {"trace_id": trace_id, "document_ids": list(document_ids), "tenant_id": self._tenant()}
+        return int(self.rpc("judge_feedback", args))
+
+    def judged_questions(self, kb_id: UUID) -> list[JudgedQuestion]:
+        """The knowledge base's judged questions stored from feedback, oldest first (what
+        ``kb eval --stored`` evaluates). Raises PermissionDeniedError (not an admin), NotFoundError
+        (unknown knowledge base)."""
+        rows = self.rpc("judged_questions", {"kb_id": kb_id, "tenant_id": self._tenant()}, "rows")
+        return [JudgedQuestion.model_validate(dict(r)) for r in rows]
+
+    def delete_judged_question(self, judged_id: int) -> bool:
+        """Remove one judged question; False when the tenant has none of that id."""
+        return bool(self.rpc("delete_judged_question", {"id": judged_id, "tenant_id": self._tenant()}))
 
     # -- documents ---------------------------------------------------------------------------
     def scrub_pii(self, texts: Sequence[str]) -> list[ScrubResult]:

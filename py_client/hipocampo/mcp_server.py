@@ -32,7 +32,17 @@ from .embeddings.factory import query_vector
 from .errors import HipocampoError, PermissionDeniedError
 from .memory import Memory
 from .memory.vocabulary import Category, Emotion
-from .models import Answer, Consent, ContextPack, Forgotten, MemoryHit, MemoryRecord, PassageHit, RememberResult
+from .models import (
+    Answer,
+    Consent,
+    ContextPack,
+    FeedbackRecorded,
+    Forgotten,
+    MemoryHit,
+    MemoryRecord,
+    PassageHit,
+    RememberResult,
+)
 from .text import plain_text
 
 if TYPE_CHECKING:
@@ -282,6 +292,24 @@ def _answer_tools(server: MCPServer, s: _Session) -> None:
             return ans
 
         return _call(run)
+
+    @server.tool()
+    def feedback(
+        trace_id: Annotated[str, Field(description="The reply's trace_id (from ask).")],
+        useful: Annotated[bool, Field(description="Whether the reply helped the user.")],
+        comment: Annotated[str | None, Field(description="What the user said about it (1..1,000 characters).")] = None,
+        question: Annotated[
+            str | None,
+            Field(
+                description="The question exactly as it was asked, so that an admin can make it a judged question"
+                " (kept only when it is that reply's)."
+            ),
+        ] = None,
+    ) -> FeedbackRecorded:
+        """Record whether one of the user's replies was useful, when the user says so (thumbs up or
+        down, "isso não respondeu"). The tenant's admins read it per week and turn questions
+        marked not useful into judged questions of the knowledge base's evaluation."""
+        return _call(lambda: FeedbackRecorded(trace_id=s.client.record_feedback(trace_id, useful, comment, question)))
 
     @server.tool()
     def context_pack(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Literal
 from uuid import UUID
 
@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 __all__ = [
     "REFUSAL_REASONS",
     "Answer",
+    "CitedDocument",
     "ClosestPassage",
     "Consent",
     "ContextMessage",
@@ -18,10 +19,14 @@ __all__ = [
     "ConversationContext",
     "DocumentResult",
     "ErasureReport",
+    "FeedbackRecorded",
+    "FeedbackSummary",
     "Forgotten",
     "HistoryHit",
     "IngestSummary",
+    "JudgedQuestion",
     "KnowledgeBase",
+    "MarkedReply",
     "MemoryHit",
     "MemoryRecord",
     "PackChunk",
@@ -36,6 +41,7 @@ __all__ = [
     "SearchHit",
     "Source",
     "UserExport",
+    "WeekOfFeedback",
 ]
 
 
@@ -509,6 +515,12 @@ class PassageHit(BaseModel):
     chunk_id: int
 
 
+class FeedbackRecorded(BaseModel):
+    """What marking a reply gives back (the MCP ``feedback`` tool, POST /feedback): its trace id."""
+
+    trace_id: UUID
+
+
 class Forgotten(BaseModel):
     """The MCP tool ``forget``'s result: whether the memory was active and is now forgotten."""
 
@@ -540,6 +552,7 @@ class UserExport(BaseModel):
     conversation_summaries: list[dict[str, Any]] = Field(default_factory=list)
     sessions: list[dict[str, Any]] = Field(default_factory=list)
     events: list[dict[str, Any]] = Field(default_factory=list)
+    feedback: list[dict[str, Any]] = Field(default_factory=list, description="the user's verdicts on replies")
 
 
 class ErasureReport(BaseModel):
@@ -554,11 +567,66 @@ class ErasureReport(BaseModel):
     messages: int = Field(ge=0)
     conversation_summaries: int = Field(ge=0)
     sessions: int = Field(ge=0)
+    feedback: int = Field(ge=0, default=0)
     events: int = Field(ge=0)
     memberships: int = Field(ge=0)
 
 
 AnswerSource = Literal["CACHE", "SESSION", "LLM", "EXTRACTIVE", "PASSAGES", "REFUSAL"]
+
+
+class WeekOfFeedback(BaseModel):
+    """One week of feedback (``feedback_summary``): replies marked useful and not, and the share
+    useful (0..1); ``week`` is its Monday."""
+
+    week: date
+    useful: int = Field(ge=0)
+    not_useful: int = Field(ge=0)
+    share_useful: float = Field(ge=0, le=1)
+
+
+class CitedDocument(BaseModel):
+    """A document a reply cited (``feedback_summary``'s ``cited``)."""
+
+    document_id: UUID
+    title: str | None = None
+    source_uri: str
+    kb_id: UUID
+
+
+class MarkedReply(BaseModel):
+    """A reply marked not useful with its question (``feedback_summary``'s ``worst``): what the
+    user asked and said, what answered (``answer_source``), the documents cited, and whether an
+    admin has made it a judged question (``judged``)."""
+
+    trace_id: UUID
+    question: str
+    comment: str | None = None
+    answer_source: AnswerSource
+    created_at: datetime
+    kb_ids: list[UUID] = Field(default_factory=list)
+    judged: bool = False
+    cited: list[CitedDocument] = Field(default_factory=list)
+
+
+class FeedbackSummary(BaseModel):
+    """What a tenant's users said of its replies (``Hipocampo.feedback_summary``, issue 59 §5):
+    ``weeks`` oldest first (weeks without feedback left out), ``worst`` the newest 20 replies
+    marked not useful that carry their question."""
+
+    weeks: list[WeekOfFeedback] = Field(default_factory=list)
+    worst: list[MarkedReply] = Field(default_factory=list)
+
+
+class JudgedQuestion(BaseModel):
+    """A judged question stored from feedback (``judge_feedback``): kb eval's judged-file terms,
+    the question and the ``source_uri`` of each document that answers it."""
+
+    id: int
+    question: str
+    relevant_uris: list[str]
+    from_trace_id: UUID | None = None
+    created_at: datetime
 
 
 class Source(BaseModel):

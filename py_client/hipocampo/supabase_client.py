@@ -46,6 +46,7 @@ ROUTES: dict[str, tuple[str, str]] = {
     "search_history": ("conversations/history", "results"),
     "knowledge_base_id": ("knowledge-bases/id", "kb_id"),
     "list_knowledge_bases": ("knowledge-bases", "results"),
+    "record_feedback": ("feedback", "trace_id"),
 }
 # Arguments the Python client sends as JSON text (jsonb, vector literals); the functions take JSON.
 _JSON_TEXT = ("value", "profile", "embedding", "query_embedding", "metadata", "attachments")

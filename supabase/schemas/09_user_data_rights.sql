@@ -100,14 +100,14 @@ export_user_data(user_id uuid default null, tenant_id uuid default null) -> json
 
 Purpose: everything hipocampo holds about one user in one tenant, as JSON (LGPD art. 18 II/V):
   consent, memories (with history), staged memories, messages, conversation summaries, live
-  sessions and memory events. Embeddings and the messages' token_ids / token_bits (derived from
+  sessions, memory events and feedback on replies. Embeddings and the messages' token_ids / token_bits (derived from
   their content) are left out. Audited (user.exported, reason data_subject | tenant_admin |
   service_role).
 Parameters: user_id - service_role, or a tenant admin naming a member of their tenant (users export
   themselves); tenant_id - service_role only.
 Returns: {"format": "hipocampo.user_export.v1", "exported_at", "tenant_id", "user_id", "consent",
   "memories": [...], "staged_memories": [...], "messages": [...], "conversation_summaries": [...],
-  "sessions": [...], "events": [...]}.
+  "sessions": [...], "events": [...], "feedback": [...]}.
 Errors: 42501 / P0002 as _data_subject (no tenant / no user / a member naming another user / an
   admin naming a non-member).
 Example: select hipocampo.export_user_data();
@@ -166,6 +166,11 @@ begin
             select jsonb_agg(to_jsonb(e) order by e.id)
             from hipocampo_private.memory_events as e
             where e.tenant_id = a.actor_tenant and e.user_id = a.actor_user
+        ), '[]'::jsonb),
+        'feedback', coalesce((
+            select jsonb_agg(to_jsonb(f) order by f.created_at, f.trace_id)
+            from hipocampo_private.answer_feedback as f
+            where f.tenant_id = a.actor_tenant and f.user_id = a.actor_user
         ), '[]'::jsonb)
     );
     perform hipocampo_private._memory_event(a.actor_tenant, a.actor_user, null, 'user.exported', who.reason,
@@ -179,7 +184,8 @@ $$;
 erase_user(user_id uuid default null, tenant_id uuid default null) -> jsonb
 
 Purpose: erase a user from a tenant (LGPD art. 18 VI): personal memories (with history), staged
-  memories, messages, conversation summaries, sessions, consent, memory events, the user's
+  memories, messages, conversation summaries, sessions, feedback on replies (a judged question an
+  admin made from it is the tenant's and stays), consent, memory events, the user's
   rate-limit bucket and their membership are deleted; tenant_shared memories the user wrote stay
   (tenant knowledge) with the author replaced by a pseudonym; the access log and ingestion jobs
   keep their rows without the user. No raw user id remains in any table
@@ -191,7 +197,7 @@ Parameters: user_id - service_role, or a tenant admin naming a member or former 
   removes the membership, so a tenant admin may not erase another admin (who erases themselves,
   or is erased by the operator): one admin cannot lock the others out.
 Returns: {"user_ref", "memories", "shared_memories_pseudonymised", "staged_memories", "messages",
-  "conversation_summaries", "sessions", "events", "memberships"} (rows affected).
+  "conversation_summaries", "sessions", "feedback", "events", "memberships"} (rows affected).
 Errors: 42501 / P0002 as _data_subject (no tenant / no user / a member naming another user / an
   admin naming someone who is neither a member nor holds data in the tenant); 42501 "an admin's
   data is erased by that admin or by the operator (service_role)".
@@ -243,6 +249,9 @@ begin
     delete from hipocampo_private.sessions as s where s.tenant_id = a.actor_tenant and s.user_id = a.actor_user;
     get diagnostics n = row_count;
     counts := counts || jsonb_build_object('sessions', n);
+    delete from hipocampo_private.answer_feedback as f where f.tenant_id = a.actor_tenant and f.user_id = a.actor_user;
+    get diagnostics n = row_count;
+    counts := counts || jsonb_build_object('feedback', n);
     delete from hipocampo_private.memory_consents as c
     where c.tenant_id = a.actor_tenant and c.user_id = a.actor_user;
     delete from hipocampo_private.memory_events as e

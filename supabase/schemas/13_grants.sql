@@ -39,6 +39,10 @@ grant select, insert, update, delete on hipocampo_private.agent_bindings to auth
 grant all on hipocampo_private.agent_bindings to service_role;
 grant select on hipocampo_private.answer_audit to authenticated;
 grant all on hipocampo_private.answer_audit to service_role;
+grant select on hipocampo_private.answer_feedback to authenticated;
+grant all on hipocampo_private.answer_feedback to service_role;
+grant select, insert, update, delete on hipocampo_private.judged_questions to authenticated;
+grant all on hipocampo_private.judged_questions to service_role;
 grant all on hipocampo_private.answer_cache to service_role;
 grant select, insert, delete on hipocampo_private.chunks to authenticated;
 grant update (expires_at) on hipocampo_private.chunks to authenticated;
@@ -218,6 +222,11 @@ grant execute on function hipocampo.take_embedding_budget(caller text, character
 grant execute on function hipocampo.take_rate_limit(cost double precision, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.tenant_by_slug(slug text) to authenticated, service_role;
 grant execute on function hipocampo.tenant_metrics(days integer, tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.record_feedback(trace_id uuid, useful boolean, comment text, question text, user_id uuid, tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.feedback_summary(kb_id uuid, weeks integer, tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.judge_feedback(trace_id uuid, document_ids uuid[], tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.judged_questions(kb_id uuid, tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.delete_judged_question(id bigint, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.update_conversation_summary(conversation_id uuid, summary text, through_message_id bigint, user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.update_knowledge_base(kb_id uuid, name text, description text) to authenticated, service_role;
 grant execute on function hipocampo.update_session(session_id uuid, summary text, tool text) to authenticated, service_role;

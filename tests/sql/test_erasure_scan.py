@@ -87,11 +87,13 @@ def use_everything(db: Conn, world: World) -> None:
     world.act("authenticated", world.admin_a, world.tenant_a)
     db.execute("select * from hipocampo.hybrid_search('multa', %s::extensions.vector)", (vec_text(unit_vector(2)),))
     db.execute("select hipocampo.take_rate_limit()")
+    trace = uuid.uuid4()
     db.execute(
-        "select hipocampo.record_answer(gen_random_uuid(), 'Qual o prazo?', 'REFUSAL', 'low_confidence',"
+        "select hipocampo.record_answer(%s, 'Qual o prazo?', 'REFUSAL', 'low_confidence',"
         " 0.3::real, 4, 3, null, '{}', 12::real, array[%s]::uuid[])",
-        (world.kb_a,),
+        (trace, world.kb_a),
     )
+    db.execute("select hipocampo.record_feedback(%s, false, 'não respondeu', 'Qual o prazo?')", (trace,))
     job = db.execute("select hipocampo.start_ingestion_job(%s, 1) as v", (world.kb_a,)).fetchone()
     assert job is not None
     db.execute("select hipocampo.export_user_data()")

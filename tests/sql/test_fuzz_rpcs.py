@@ -508,6 +508,35 @@ def _tenant_metrics(world: World) -> st.SearchStrategy[dict[str, Any]]:
     return st.fixed_dictionaries({"days": mostly(st.integers(1, 366), INT)})
 
 
+def _record_feedback(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "trace_id": UUID.map(lambda k: an_id(world, k)),
+            "useful": st.one_of(st.none(), st.booleans()),
+            "comment": TEXT,
+            "question": mostly(Q, TEXT),
+        }
+    )
+
+
+def _feedback_summary(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "kb_id": mostly(st.just("kb_a"), UUID).map(lambda k: an_id(world, k)),
+            "weeks": mostly(st.integers(1, 104), INT),
+        }
+    )
+
+
+def _judge_feedback(world: World) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "trace_id": UUID.map(lambda k: an_id(world, k)),
+            "document_ids": st.one_of(st.none(), st.lists(UUID.map(lambda k: an_id(world, k)), max_size=3)),
+        }
+    )
+
+
 def _list_documents(world: World) -> st.SearchStrategy[dict[str, Any]]:
     return st.fixed_dictionaries(
         {
@@ -1079,6 +1108,9 @@ SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] = {
     "extractive_answer": _extractive_answer,
     "numbers_absent": _numbers_absent,
     "tenant_metrics": _tenant_metrics,
+    "record_feedback": _record_feedback,
+    "feedback_summary": _feedback_summary,
+    "judge_feedback": _judge_feedback,
     "list_documents": _list_documents,
     "get_session": _get_session,
     "update_session": _update_session,
@@ -1108,6 +1140,8 @@ SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] = {
     "open_session": _ids("conversation_id"),
     "delete_document": _ids("document_id", default="doc_a"),
     "get_document": _ids("document_id", default="doc_a"),
+    "judged_questions": _ids("kb_id", default="kb_a"),
+    "delete_judged_question": _texts(id=st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1))),
     "document_text": _ids("document_id", default="doc_a"),
     "delete_knowledge_base": _ids("kb_id", default="kb_a"),
     "set_knowledge_base_status": _kb_status,
@@ -1185,6 +1219,7 @@ SERVICE_SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] =
 RPC_CASTS = {
     "cache_put": {"answer": "::jsonb"},
     "record_answer": {"confidence": "::real", "latency_ms": "::real"},
+    "judge_feedback": {"document_ids": "::uuid[]"},
 }
 
 # Documented beyond ALLOWED: a config value out of its declared range (_check_config_patch), a

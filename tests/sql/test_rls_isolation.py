@@ -33,6 +33,8 @@ TABLES = [
     "sessions",
     "agent_bindings",
     "answer_audit",
+    "answer_feedback",
+    "judged_questions",
 ]
 TENANT_COLUMN = {"tenants": "id"}
 PERSONAL_TABLES = {"messages", "conversation_summaries", "sessions"}  # rows of one user, tested in test_conversations
@@ -110,7 +112,8 @@ def test_anon_is_refused_every_table(db: psycopg.Connection[dict[str, Any]], wor
     [
         t
         for t in TABLES
-        if t not in ("settings", "data_access_log", "agent_bindings", "answer_audit")
+        if t
+        not in ("settings", "data_access_log", "agent_bindings", "answer_audit", "answer_feedback", "judged_questions")
         and "memor" not in t
         and t not in PERSONAL_TABLES
         and t != "chunk_access"  # written by searches; tests/sql/test_hybrid_search.py

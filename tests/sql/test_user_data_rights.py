@@ -106,6 +106,7 @@ def test_erase_user_leaves_one_pseudonymous_record(db: Conn, world: World) -> No
         "messages": 1,
         "conversation_summaries": 1,
         "sessions": 1,
+        "feedback": 0,
         "events": counts["events"],
         "memberships": 1,
         "user_ref": ref,

@@ -27,6 +27,7 @@ from .answers import ask, serve
 from .calibrate import calibrate
 from .common import JsonOpt, TenantOpt, _client, _database_url, _fail, console, err_console
 from .evaluate import kb_eval
+from .feedback import feedback_app
 from .lifecycle import (
     config_app,
     doc_app,
@@ -60,6 +61,7 @@ app.add_typer(db_app, name="db")
 app.add_typer(tenant_app, name="tenant")
 app.add_typer(kb_app, name="kb")
 app.add_typer(agent_app, name="agent")
+app.add_typer(feedback_app, name="feedback")
 
 
 # -- db ---------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ..errors import HipocampoError
+from ..errors import HipocampoError, InvalidInputError
 from .common import JsonOpt, TenantOpt, _client, _fail, console
 
 __all__ = ["kb_eval"]
@@ -20,7 +20,7 @@ __all__ = ["kb_eval"]
 def kb_eval(
     name: Annotated[str, typer.Argument(help="Knowledge base name.")],
     questions: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             "--questions",
             "-q",
@@ -29,7 +29,15 @@ def kb_eval(
             exists=True,
             dir_okay=False,
         ),
-    ],
+    ] = None,
+    from_feedback: Annotated[
+        bool,
+        typer.Option(
+            "--stored",
+            help="Also the knowledge base's judged questions made from feedback (`hipocampo feedback judge`); "
+            "alone when no --questions file is given.",
+        ),
+    ] = False,
     tenant: TenantOpt = "default",
     answers: Annotated[bool, typer.Option("--answers", help="Also ask every question (`hipocampo ask`).")] = False,
     tune: Annotated[
@@ -56,15 +64,21 @@ def kb_eval(
     confirmed as the knowledge base's tuning for the active embedding model, in force while that
     model is searched (docs/design.md §retrieval, §answers and §calibration)."""
     from ..embeddings import active_provider
-    from ..evaluation.kb_eval import evaluate_kb, load_judged, store_confirmed
+    from ..evaluation.kb_eval import evaluate_kb, load_judged, store_confirmed, stored_judged
 
+    if questions is None and not from_feedback:
+        raise _fail(InvalidInputError("pass --questions <file>, --stored, or both", "22023"))
     try:
-        judged = load_judged(questions)  # a malformed file is said before anything is read
+        judged = load_judged(questions) if questions else []  # a malformed file is said before anything is read
     except HipocampoError as exc:
         raise _fail(exc) from exc
     with _client(tenant) as client:
         try:
             kb = client.kb_id(name)
+            if from_feedback:
+                judged += stored_judged(client, kb)
+            if not judged:
+                raise InvalidInputError(f"no judged questions: knowledge base {name} has none stored", "22023")
             result = evaluate_kb(client, kb, judged, active_provider(client), answers=answers, tune=tune)
             stored = store_confirmed(client, kb, result) if write else {}
         except HipocampoError as exc:

@@ -79,6 +79,16 @@ def load_judged(path: Path) -> list[Judged]:
     return parse_judged(path.read_text("utf-8"), str(path))
 
 
+def stored_judged(client: Hipocampo, kb_id: UUID) -> list[Judged]:
+    """The knowledge base's judged questions stored from feedback (``judged_questions``: each
+    relevant document at grade 1), oldest first.
+
+    Raises:
+        PermissionDeniedError: not a tenant admin. NotFoundError: unknown knowledge base.
+    """
+    return [Judged(j.question, dict.fromkeys(j.relevant_uris, 1)) for j in client.judged_questions(kb_id)]
+
+
 def parse_judged(text: str, source: str) -> list[Judged]:
     """The questions of JSON Lines ``text`` (format in the module docstring) read from ``source``
     (named in errors); blank lines skipped.

@@ -70,6 +70,18 @@ class AskRequest(BaseModel):
     tenant_id: UUID | None = Field(default=None, description="service_role only: the tenant to act on")
 
 
+class FeedbackRequest(BaseModel):
+    """Body of POST /feedback (issue 59 §5): the caller's verdict on one of their replies."""
+
+    trace_id: UUID = Field(description="the reply's trace id (the ask's trace_id / X-Trace-ID)")
+    useful: bool = Field(description="true: the reply helped; false: it did not")
+    comment: str | None = Field(default=None, description="1..1,000 characters")
+    question: str | None = Field(
+        default=None, description="the question asked (kept, scrubbed of PII, only when it is that reply's)"
+    )
+    tenant_id: UUID | None = Field(default=None, description="service_role only: the tenant to act on")
+
+
 class EmbeddingsRequest(BaseModel):
     """Body of POST /v1/embeddings, OpenAI's shape (issue 45 §5: a JavaScript app or an edge
     function gets the offline model's vectors from `hipocampo serve`)."""
@@ -379,6 +391,29 @@ class _Endpoints:
             headers={"X-Trace-ID": trace},
         )  # fmt: skip
 
+    def feedback(
+        self, body: FeedbackRequest, request: Request, authorization: str | None = Header(default=None)
+    ) -> JSONResponse:
+        """Mark one of the caller's replies useful or not (``hipocampo.record_feedback``):
+        ``{"trace_id"}``; 404 for a reply that is not the caller's, 422 for a bad comment or a
+        question that is not the reply's."""
+        trace = str(uuid.uuid4())
+        limited = self.ip_limited(request, trace)
+        if limited:
+            return limited
+        try:
+            actor = self.verifier.actor(authorization, body.tenant_id)
+        except _AuthError as exc:
+            return _error(exc.status, str(exc), trace)
+        try:
+            marked = self.root.as_actor(actor).record_feedback(body.trace_id, body.useful, body.comment, body.question)
+        except (PermissionDeniedError, NotFoundError, InvalidInputError) as exc:
+            return _error(_STATUS[type(exc)], exc.message, trace)
+        except (HipocampoError, psycopg.Error, OSError) as exc:
+            log.error("feedback failed (trace %s): %s", trace, exc)
+            return _error(503, "database unavailable", trace)
+        return JSONResponse({"trace_id": str(marked)}, headers={"X-Trace-ID": trace})
+
     def context_pack(
         self, body: ContextPackRequest, request: Request, authorization: str | None = Header(default=None)
     ) -> JSONResponse:
@@ -479,6 +514,7 @@ def create_app(
     app.get("/healthz")(endpoints.healthz)
     app.get("/readyz")(endpoints.readyz)
     app.post("/ask")(endpoints.ask)
+    app.post("/feedback")(endpoints.feedback)
     app.post("/context-pack")(endpoints.context_pack)
     app.post("/v1/embeddings")(endpoints.embeddings)
     hub = Hub(root, lambda token: verifier.actor(f"Bearer {token}", None), endpoints.embedder, dev_user)

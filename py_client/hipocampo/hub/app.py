@@ -42,7 +42,7 @@ from ..client import Actor, Hipocampo
 from ..embeddings import EmbeddingProvider
 from ..errors import HipocampoError, InvalidInputError, NotFoundError, PermissionDeniedError
 from ..evaluation import MODES
-from ..evaluation.kb_eval import Judged, KbEvaluation, evaluate_kb, parse_judged, store_confirmed
+from ..evaluation.kb_eval import Judged, KbEvaluation, evaluate_kb, parse_judged, store_confirmed, stored_judged
 from ..ingest.pipeline import SOURCE_TYPES
 from .config_form import agent_fields, agent_overrides, form_fields, form_patch
 from .i18n import code_label, pick_language, text
@@ -372,6 +372,23 @@ def _kb_routes(router: APIRouter, hub: Hub) -> None:
             ctx["error"] = hub.error_text(exc)
         return hub.render(request, "evaluate.html", ctx, 422 if "error" in ctx else 200, who)
 
+    @router.get("/kbs/{kb_id}/feedback")
+    def feedback_page(request: Request, kb_id: str) -> Response:
+        """What users said of the knowledge base's replies (issue 59 §5): per week, and the replies
+        marked not useful, each with a one-click judge of the document that answers it."""
+        who = hub.admin(request)
+        return _feedback(hub, request, who, kb_id)
+
+    @router.post("/kbs/{kb_id}/feedback/judge")
+    async def judge(request: Request, kb_id: str) -> Response:
+        who = hub.admin(request)
+        form = await hub.form(request)
+        try:
+            who.client.judge_feedback(str(form.get("trace_id") or ""), [_uuid(str(form.get("document_id") or ""))])
+        except HipocampoError as exc:
+            return _feedback(hub, request, who, kb_id, hub.error_text(exc))
+        return _redirect(f"/hub/kbs/{kb_id}/feedback?done=judged_saved")
+
     @router.get("/kbs/{kb_id}/settings")
     def settings_page(request: Request, kb_id: str) -> Response:
         who = hub.admin(request)
@@ -443,6 +460,16 @@ def _settings(
     return hub.render(request, "settings.html", ctx, 422 if error or key else 200, who)
 
 
+def _feedback(hub: Hub, request: Request, who: _Who, kb_id: str, error: str | None = None) -> Response:
+    """The knowledge base's feedback page: the weeks, the replies marked not useful with the
+    documents to judge them by (those cited first, then the knowledge base's, at most 200)."""
+    kb = _kb(who, kb_id)
+    summary = who.client.feedback_summary(kb.id)
+    documents = who.client.list_documents(kb.id, limit=200)
+    ctx = {"kb": kb, "summary": summary, "documents": documents, "error": error}
+    return hub.render(request, "feedback.html", ctx, 422 if error else 200, who)
+
+
 async def _evaluation(hub: Hub, who: _Who, kb: UUID, form: Any) -> dict[str, Any]:
     """The evaluation form's run: kb_eval.evaluate_kb over the uploaded questions (with the
     answers when ticked; with the tuning box, the choices, and store_confirmed storing what the
@@ -451,7 +478,14 @@ async def _evaluation(hub: Hub, who: _Who, kb: UUID, form: Any) -> dict[str, Any
     Raises:
         HipocampoError: as _judged_upload, evaluate_kb and store_confirmed.
     """
-    judged = await _judged_upload(form.get("questions"))
+    upload = form.get("questions")
+    with_stored = bool(form.get("stored"))
+    has_file = isinstance(upload, UploadFile) and bool(upload.filename)
+    judged = await _judged_upload(upload) if has_file or not with_stored else []
+    if with_stored:  # the judged questions made from feedback (issue 59 §5)
+        judged += await run_in_threadpool(stored_judged, who.client, kb)
+        if not judged:
+            raise InvalidInputError("this knowledge base has no judged questions from feedback yet", "22023")
     tune = bool(form.get("tune"))
 
     def run() -> KbEvaluation:
@@ -650,6 +684,25 @@ def _query_routes(router: APIRouter, hub: Hub) -> None:
                 ctx["hits"] = _search(hub, who, q, kb_ids)
         except ValueError as exc:
             ctx["error"] = f"22023: {exc}"
+        except HipocampoError as exc:
+            ctx["error"] = hub.error_text(exc)
+        return hub.render(request, "playground.html", ctx, 422 if "error" in ctx else 200, who)
+
+    @router.post("/playground/feedback")
+    async def playground_feedback(request: Request) -> Response:
+        """The signed-in user marks the reply they just got useful or not (issue 59 §5)."""
+        who = hub.who(request)
+        form = await hub.form(request)
+        ctx: dict[str, Any] = {"kbs": who.client.list_kbs(), "q": {"mode": "hybrid"}}
+        ctx["answered_by"] = _answered_by(who, hub.words(request))
+        try:
+            who.client.record_feedback(
+                str(form.get("trace_id") or ""),
+                form.get("useful") == "true",
+                str(form.get("comment") or "").strip() or None,
+                str(form.get("question") or "") or None,
+            )
+            ctx["notice"] = hub.words(request)["feedback_thanks"]
         except HipocampoError as exc:
             ctx["error"] = hub.error_text(exc)
         return hub.render(request, "playground.html", ctx, 422 if "error" in ctx else 200, who)

@@ -51,6 +51,26 @@ _PT: dict[str, str] = {
         " com seus ajustes da seção rag."
     ),
     "agent": "Agente",
+    "feedback_title": "Avaliações",
+    "feedback_note": (
+        "O que as pessoas disseram das respostas desta base. Uma pergunta marcada como não útil vira, com um"
+        " clique, uma pergunta avaliada: escolha o documento que a responde, e a avaliação da base passa a medi-la."
+    ),
+    "feedback_weeks": "Respostas avaliadas por semana",
+    "week": "Semana",
+    "useful": "Útil",
+    "not_useful": "Não ajudou",
+    "share_useful": "Úteis",
+    "no_feedback": "Nenhuma avaliação ainda.",
+    "feedback_worst": "Respostas que não ajudaram",
+    "cited": "citou",
+    "judged": "já é pergunta avaliada",
+    "answering_document": "Documento que responde",
+    "judge": "Guardar como pergunta avaliada",
+    "judged_saved": "Pergunta avaliada guardada.",
+    "eval_from_feedback": "Incluir as perguntas avaliadas guardadas a partir das avaliações",
+    "feedback_comment": "Comentário (opcional)",
+    "feedback_thanks": "Obrigado: sua avaliação foi registrada.",
     "agent_set": "Criar ou substituir um agente",
     "agent_overrides": "Ajustes das respostas (seção rag)",
     "agent_overrides_hint": (
@@ -362,6 +382,27 @@ _EN: dict[str, str] = {
         " knowledge bases chosen, with its own settings of the rag section."
     ),
     "agent": "Agent",
+    "feedback_title": "Feedback",
+    "feedback_note": (
+        "What people said of this knowledge base's replies. A question marked not useful becomes a judged"
+        " question in one click: choose the document that answers it, and the knowledge base's evaluation"
+        " measures it from then on."
+    ),
+    "feedback_weeks": "Replies marked per week",
+    "week": "Week",
+    "useful": "Useful",
+    "not_useful": "Did not help",
+    "share_useful": "Useful",
+    "no_feedback": "No feedback yet.",
+    "feedback_worst": "Replies that did not help",
+    "cited": "cited",
+    "judged": "already a judged question",
+    "answering_document": "Document that answers it",
+    "judge": "Save as a judged question",
+    "judged_saved": "Judged question saved.",
+    "eval_from_feedback": "Include the judged questions saved from feedback",
+    "feedback_comment": "Comment (optional)",
+    "feedback_thanks": "Thank you: your feedback was recorded.",
     "agent_set": "Create or replace an agent",
     "agent_overrides": "Answer settings (rag section)",
     "agent_overrides_hint": (

@@ -63,6 +63,7 @@ declare
     staged_a uuid;
     session_a uuid;
     message_a bigint;
+    trace_a uuid := gen_random_uuid();
 begin
     perform hipocampo.add_member(tenant_a, member_a, 'member');
     perform hipocampo.add_member(tenant_a, removed_a, 'member');
@@ -83,8 +84,10 @@ begin
     perform hipocampo.set_agent_binding('atendente', array[kb_a], tenant_id => tenant_a);
     perform hipocampo.cache_put('prazo segredoalfa', array[kb_a],
         '{"answer": "segredoalfa: 30 dias", "sources": []}', tenant_id => tenant_a);
-    perform hipocampo.record_answer(gen_random_uuid(), 'prazo', 'LLM', null, 0.9, 1, 1, null, '{}', 1, array[kb_a],
+    perform hipocampo.record_answer(trace_a, 'prazo segredoalfa', 'LLM', null, 0.9, 1, 1, null, '{}', 1, array[kb_a],
         user_id => member_a, tenant_id => tenant_a);
+    perform hipocampo.record_feedback(trace_a, false, 'errado segredoalfa', 'prazo segredoalfa', member_a, tenant_a);
+    perform hipocampo.judge_feedback(trace_a, array[doc_a], tenant_a);
     perform hipocampo.take_rate_limit(1, member_a, tenant_a);
     perform hipocampo.set_memory_consent(true, member_a, tenant_a);
     memory_a := (hipocampo.remember('prefs.cafe', '"forte"', 'Gosta de café forte segredoalfa', 'preference',
@@ -109,7 +112,8 @@ begin
         set_config('t.doc_a', doc_a::text, true), set_config('t.conv_a', conv_a::text, true),
         set_config('t.memory_a', memory_a::text, true), set_config('t.staged_a', staged_a::text, true),
         set_config('t.session_a', session_a::text, true), set_config('t.message_a', message_a::text, true),
-        set_config('t.model', model, true),
+        set_config('t.model', model, true), set_config('t.trace_a', trace_a::text, true),
+        set_config('t.judged_a', (select min(j.id) from hipocampo_private.judged_questions as j where j.tenant_id = tenant_a)::text, true),
         set_config('t.chunk_a', (select min(c.id) from hipocampo_private.chunks as c where c.kb_id = kb_a)::text, true),
         set_config('t.job_a', (select j.id from hipocampo_private.ingestion_jobs as j where j.kb_id = kb_a)::text, true),
         set_config('t.v1', pg_temp.unit_vector(1)::text, true),
@@ -216,6 +220,11 @@ insert into calls values
 ('hipocampo.tenant_digest', 'select hipocampo.tenant_digest({tenant_a})'),
 ('hipocampo.rag_config', 'select hipocampo.rag_config({kb_a}, tenant_id => {tenant_a})'),
 ('hipocampo.record_answer', 'select hipocampo.record_answer(gen_random_uuid(), ''q'', ''LLM'', null, 0.9, 1, 1, null, ''{}'', 1, null, tenant_id => {tenant_a})'),
+('hipocampo.record_feedback', 'select hipocampo.record_feedback({trace_a}, true, user_id => {member_a}, tenant_id => {tenant_a})'),
+('hipocampo.feedback_summary', 'select hipocampo.feedback_summary({kb_a}, 4, {tenant_a})'),
+('hipocampo.judge_feedback', 'select hipocampo.judge_feedback({trace_a}, array[{doc_a}]::uuid[], {tenant_a})'),
+('hipocampo.judged_questions', 'select * from hipocampo.judged_questions({kb_a}, {tenant_a})'),
+('hipocampo.delete_judged_question', 'select hipocampo.delete_judged_question({judged_a}, {tenant_a})'),
 ('hipocampo.register_embedding_model', 'select hipocampo.register_embedding_model(''matrix-model'', ''local'', 8)'),
 ('hipocampo.remember', 'select hipocampo.remember(''prefs.cha'', ''"verde"'', ''Gosta de chá verde'', ''preference'', user_id => {member_a}, tenant_id => {tenant_a})'),
 ('hipocampo.resolve_pending_confirmation', 'select hipocampo.resolve_pending_confirmation({session_a}, gen_random_uuid())'),
@@ -528,6 +537,11 @@ insert into expected values
 ('hipocampo.tenant_digest', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
 ('hipocampo.rag_config', 'call', '42501 42501 42501 42501 42501 none 42501 none none'),
 ('hipocampo.record_answer', 'call', '42501 42501 42501 42501 42501 write 42501 write write'),
+('hipocampo.record_feedback', 'call', '42501 42501 42501 42501 42501 write 42501 P0002 write'),
+('hipocampo.feedback_summary', 'call', '42501 42501 42501 42501 42501 42501 42501 read read'),
+('hipocampo.judge_feedback', 'call', '42501 42501 42501 42501 42501 42501 42501 none none'),  -- judged already: the same documents again
+('hipocampo.judged_questions', 'call', '42501 42501 42501 42501 42501 42501 42501 read read'),
+('hipocampo.delete_judged_question', 'call', '42501 42501 42501 42501 42501 42501 42501 write write'),
 ('hipocampo.register_embedding_model', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo.remember', 'call', '42501 42501 42501 42501 42501 write 42501 42501 write'),
 ('hipocampo.resolve_pending_confirmation', 'call', '42501 42501 42501 P0002 42501 P0002 P0002 P0002 P0002'),
@@ -601,6 +615,8 @@ insert into expected values
 ('hipocampo.memory_search_similarity', 'select', '42501 none none none none none none read read'),
 ('hipocampo_private.agent_bindings', 'select', '42501 none none none none read none read read'),
 ('hipocampo_private.answer_audit', 'select', '42501 none none none none none none read read'),
+('hipocampo_private.answer_feedback', 'select', '42501 none none none none read none read read'),
+('hipocampo_private.judged_questions', 'select', '42501 none none none none none none read read'),
 ('hipocampo_private.answer_cache', 'select', '42501 42501 42501 42501 42501 42501 42501 42501 read'),
 ('hipocampo_private.read_queue', 'select', '42501 42501 42501 42501 42501 42501 42501 42501 read'),
 ('hipocampo_private.tenant_moves', 'select', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
@@ -631,6 +647,8 @@ insert into expected values
 ('hipocampo_private.tenants', 'select', '42501 none none none none read none read read'),
 ('hipocampo_private.agent_bindings', 'insert', '42501 42501 42501 42501 42501 42501 42501 23505 23505'),
 ('hipocampo_private.answer_audit', 'insert', '42501 42501 42501 42501 42501 42501 42501 42501 23505'),
+('hipocampo_private.answer_feedback', 'insert', '42501 42501 42501 42501 42501 42501 42501 42501 23505'),
+('hipocampo_private.judged_questions', 'insert', '42501 42501 42501 42501 42501 42501 42501 23505 23505'),
 ('hipocampo_private.answer_cache', 'insert', '42501 42501 42501 42501 42501 42501 42501 42501 23505'),
 ('hipocampo_private.read_queue', 'insert', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.tenant_moves', 'insert', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
@@ -661,6 +679,8 @@ insert into expected values
 ('hipocampo_private.tenants', 'insert', '42501 42501 42501 42501 42501 42501 42501 42501 23505'),
 ('hipocampo_private.agent_bindings', 'update', '42501 none none none none none none write write'),
 ('hipocampo_private.answer_audit', 'update', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
+('hipocampo_private.answer_feedback', 'update', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
+('hipocampo_private.judged_questions', 'update', '42501 none none none none none none write write'),
 ('hipocampo_private.answer_cache', 'update', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.read_queue', 'update', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.tenant_moves', 'update', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
@@ -691,6 +711,8 @@ insert into expected values
 ('hipocampo_private.tenants', 'update', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.agent_bindings', 'delete', '42501 none none none none none none write write'),
 ('hipocampo_private.answer_audit', 'delete', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
+('hipocampo_private.answer_feedback', 'delete', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
+('hipocampo_private.judged_questions', 'delete', '42501 none none none none none none write write'),
 ('hipocampo_private.answer_cache', 'delete', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.read_queue', 'delete', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo_private.tenant_moves', 'delete', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
@@ -882,6 +904,11 @@ insert into shared_expected values
 ('hipocampo.question_refusal', 'none'),
 ('hipocampo.rag_config', 'none'),
 ('hipocampo.record_answer', 'none'),
+('hipocampo.record_feedback', 'none'),
+('hipocampo.feedback_summary', '42501'),
+('hipocampo.judge_feedback', '42501'),
+('hipocampo.judged_questions', '42501'),
+('hipocampo.delete_judged_question', '42501'),
 ('hipocampo.record_embedding_failure', '42501'),
 ('hipocampo.recover_ingestion_jobs', 'none'),
 ('hipocampo.refusal_text', 'none'),
