@@ -142,7 +142,8 @@ add_message(conversation_id uuid, role text, content text, modality text default
 
 Purpose: append a message to a conversation's history (chat or voice). Writes no memory. Stored
   scrubbed of PII (content, attachments and metadata strings) unless the tenant turned
-  conversations.scrub_pii off (the messages trigger).
+  conversations.scrub_pii off (the messages trigger). Rolls the conversation's summary when
+  sessions.summary_every_messages messages came after the last one (_roll_summary).
 Parameters: role user | assistant | system | tool; content 1..100,000 characters; modality chat |
   voice; attachments a json array; embedding of the active model (optional; needed by the dense
   leg of search_history); language portuguese | english | simple (default
@@ -213,6 +214,12 @@ begin
         coalesce(add_message.metadata, '{}'::jsonb), ts, add_message.embedding, model,
         coalesce(add_message.created_at, now())
     ) returning id into new_id;
+    -- The rolling summary when it is due (an asked turn's is rolled by session_record_turn, which
+    -- tells a chat model to write its own over it).
+    if coalesce(current_setting('hipocampo.recording_turn', true), '') <> 'on' then
+        perform hipocampo_private._roll_summary(a.actor_tenant, a.actor_user, add_message.conversation_id,
+            hipocampo.effective_config(a.actor_tenant) -> 'sessions');
+    end if;
     return new_id;
 exception when check_violation then
     raise exception 'invalid message: %', sqlerrm using errcode = '23514';

@@ -323,17 +323,19 @@ as $$
 $$;
 
 /*
-_roll_summary(s hipocampo_private.sessions, cfg jsonb) -> boolean
+_roll_summary(tenant_id uuid, user_id uuid, conversation_id uuid, cfg jsonb) -> boolean
 
-Purpose: the rolling summary no caller has to write: when the conversation holds
+Purpose: the rolling summary no caller has to write: when a user's conversation holds
   sessions.summary_every_messages messages or more after the last summary (or since it began),
   the extractive summary (_extractive_summary, at most sessions.summary_max_chars) is stored as
-  the conversation's summary (update_conversation_summary). A surface with a chat model may
-  write the model's summary over it.
+  the conversation's summary (update_conversation_summary). Called after every message written by
+  add_message (the conversations edge function's path, chat and voice) and by session_record_turn
+  for an asked turn; a surface with a chat model may write the model's summary over it.
+Parameters: the conversation's tenant, user and id; cfg - the tenant's sessions section.
 Returns: true when a summary was written.
 Errors: as update_conversation_summary.
 */
-create or replace function hipocampo_private._roll_summary(s hipocampo_private.sessions, cfg jsonb)
+create or replace function hipocampo_private._roll_summary(tenant_id uuid, user_id uuid, conversation_id uuid, cfg jsonb)
 returns boolean
 language plpgsql
 security invoker
@@ -342,22 +344,24 @@ as $$
 declare
     since bigint := (
         select c.through_message_id from hipocampo_private.conversation_summaries as c
-        where c.tenant_id = s.tenant_id and c.user_id = s.user_id and c.conversation_id = s.conversation_id
+        where c.tenant_id = _roll_summary.tenant_id and c.user_id = _roll_summary.user_id
+          and c.conversation_id = _roll_summary.conversation_id
     );
     newest bigint;
     fresh integer;
 begin
     select max(m.id), count(*) into newest, fresh from hipocampo_private.messages as m
-    where m.tenant_id = s.tenant_id and m.user_id = s.user_id and m.conversation_id = s.conversation_id
-      and (since is null or m.id > since);
+    where m.tenant_id = _roll_summary.tenant_id and m.user_id = _roll_summary.user_id
+      and m.conversation_id = _roll_summary.conversation_id and (since is null or m.id > since);
     if fresh < (cfg ->> 'summary_every_messages')::integer then
         return false;
     end if;
-    perform hipocampo.update_conversation_summary(s.conversation_id,
+    perform hipocampo.update_conversation_summary(_roll_summary.conversation_id,
         hipocampo_private._extractive_summary(
-            s.tenant_id, s.user_id, s.conversation_id, (cfg ->> 'summary_max_chars')::integer
+            _roll_summary.tenant_id, _roll_summary.user_id, _roll_summary.conversation_id,
+            (cfg ->> 'summary_max_chars')::integer
         ),
-        newest, user_id => s.user_id, tenant_id => s.tenant_id);
+        newest, user_id => _roll_summary.user_id, tenant_id => _roll_summary.tenant_id);
     return true;
 end;
 $$;
@@ -411,9 +415,10 @@ begin
     if pg_catalog.octet_length(kept::text) > (cfg ->> 'payload_max_bytes')::integer then
         kept := kept - 'sources' - 'conflicts' || '{"refused": true}';
     end if;
-    asked := hipocampo.session_add_message(session_id, 'user', question);
-    -- Only the answer path writes an answer's metadata (add_message refuses it otherwise).
+    -- Only the answer path writes an answer's metadata (add_message refuses it otherwise), and
+    -- the turn's two messages roll the summary once, below (add_message leaves it to this).
     perform pg_catalog.set_config('hipocampo.recording_turn', 'on', true);
+    asked := hipocampo.session_add_message(session_id, 'user', question);
     answered := hipocampo.session_add_message(session_id, 'assistant',
         coalesce(nullif(btrim(answer ->> 'answer'), ''), '[' || coalesce(answer ->> 'reason', 'no answer') || ']'),
         metadata => pg_catalog.jsonb_build_object(
@@ -436,7 +441,7 @@ begin
             'answer', kept
         ));
     perform pg_catalog.set_config('hipocampo.recording_turn', '', true);
-    rolled := hipocampo_private._roll_summary(s, cfg);
+    rolled := hipocampo_private._roll_summary(s.tenant_id, s.user_id, s.conversation_id, cfg);
     return pg_catalog.jsonb_build_object('question_message_id', asked, 'answer_message_id', answered,
         'summary_updated', rolled,
         'summary', case when rolled then (

@@ -351,7 +351,7 @@ grant execute on function hipocampo_private._norm(v real[]) to authenticated, se
 grant execute on function hipocampo_private._session_reuse(s hipocampo_private.sessions, question_key text) to authenticated, service_role;
 grant execute on function hipocampo_private._answer_style(tenant_id uuid, user_id uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._extractive_summary(tenant_id uuid, user_id uuid, conversation_id uuid, max_chars integer) to authenticated, service_role;
-grant execute on function hipocampo_private._roll_summary(s hipocampo_private.sessions, cfg jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._roll_summary(tenant_id uuid, user_id uuid, conversation_id uuid, cfg jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._scrub_job_errors() to authenticated, service_role;
 grant execute on function hipocampo_private._scrub_message() to authenticated, service_role;
 grant execute on function hipocampo_private._scrub_session() to authenticated, service_role;

@@ -279,3 +279,23 @@ def test_history_is_private_to_its_user(db: Conn, world: World) -> None:
             "values (%s, %s, %s, 'user', 'x', 'simple')",
             (world.tenant_a, world.member_b, conv),
         )
+
+
+def test_messages_written_with_add_message_roll_the_summary(db: Conn, user_a: World) -> None:
+    """Issue 59 §6: the rolling summary rolls for conversations written message by message (the
+    conversations edge function's path, chat and voice), not only for asked turns."""
+    user_a.act("authenticated", user_a.admin_a, user_a.tenant_a)
+    db.execute("""select hipocampo.set_tenant_config('sessions', '{"summary_every_messages": 4}')""")
+    user_a.act("authenticated", user_a.member_a, user_a.tenant_a)
+    conv = uuid.uuid4()
+    ids = [add(db, conv, "user", "Qual o horário da piscina?")]
+    ids += [add(db, conv, "assistant", "A piscina abre das 8h às 22h.")]
+    ids += [add(db, conv, "user", "E aos domingos?", modality="voice")]
+    ctx = db.execute("select hipocampo.conversation_context(%s) as c", (conv,)).fetchone()
+    assert ctx and ctx["c"]["summary"] is None  # three messages: not due yet
+    ids += [add(db, conv, "assistant", "Aos domingos, das 9h às 18h.")]
+    ctx = db.execute("select hipocampo.conversation_context(%s) as c", (conv,)).fetchone()
+    assert ctx
+    c = ctx["c"]
+    assert (c["summary_through"], c["unsummarized"]) == (ids[-1], 0)
+    assert c["summary"].startswith("Usuário: Qual o horário da piscina?") and "E aos domingos?" in c["summary"]
