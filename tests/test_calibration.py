@@ -201,7 +201,7 @@ def test_calibrate_weights_chooses_the_fusion_weight_in_a_scratch_database(
     two dense weights through hybrid_search and search_history, the answer gate's sentence keys
     through answer_evidence, in a database of its own that is dropped afterwards; before, they
     were carried over."""
-    _slice_datasets(tmp_path / "datasets")
+    _slice_datasets(tmp_path / "datasets", queries_per_set=6, turns=20)
     monkeypatch.setenv("HIPOCAMPO_DATASETS", str(tmp_path / "datasets"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     with psycopg.connect(database_url) as conn:
@@ -227,9 +227,14 @@ def test_calibrate_weights_chooses_the_fusion_weight_in_a_scratch_database(
         assert conn.execute("select count(*) from hipocampo_private.tenants").fetchone() == tenants
 
 
-def test_fusion_weight_deletes_its_tenant_when_the_search_fails(database_url: str, embedder: Any) -> None:
+def test_fusion_weight_deletes_its_tenant_when_the_search_fails(
+    database_url: str, embedder: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A model without a calibration: ingestion works, hybrid_search refuses it (55000), and the
-    scratch tenant with its chunks is gone all the same."""
+    scratch tenant with its chunks is gone all the same (on a slice of Quati: the refusal comes at
+    the first search, whatever the corpus)."""
+    _slice_datasets(tmp_path / "datasets", queries_per_set=3)
+    monkeypatch.setenv("HIPOCAMPO_DATASETS", str(tmp_path / "datasets"))
 
     class Uncalibrated:
         model_name = f"uncalibrated-{uuid.uuid4().hex[:8]}"
