@@ -274,6 +274,21 @@ class _Endpoints:
         retry = str(max(1, int(res.get("retry_after_ms", 1000)) // 1000))
         return _error(429, "too many requests from this address", trace, **{"Retry-After": retry})
 
+    def caller(
+        self, request: Request, authorization: str | None, tenant_id: UUID | None
+    ) -> tuple[str, Actor | JSONResponse]:
+        """A request's trace id and who it acts as: the address's rate limit, then the bearer
+        JWT's actor (``tenant_id`` for service_role only); the error response instead of the
+        actor when either refuses."""
+        trace = str(uuid.uuid4())
+        limited = self.ip_limited(request, trace)
+        if limited:
+            return trace, limited
+        try:
+            return trace, self.verifier.actor(authorization, tenant_id)
+        except _AuthError as exc:
+            return trace, _error(exc.status, str(exc), trace)
+
     def healthz(self) -> dict[str, str]:
         """Liveness: the process answers."""
         return {"status": "ok"}
@@ -309,14 +324,9 @@ class _Endpoints:
     ) -> JSONResponse:
         """Answer with cited sources or refuse (see ``Orchestrator.ask``); within the session of
         ``session_id`` or the ``X-Chat-Session-ID`` header when one is given."""
-        trace = str(uuid.uuid4())
-        limited = self.ip_limited(request, trace)
-        if limited:
-            return limited
-        try:
-            actor = self.verifier.actor(authorization, body.tenant_id)
-        except _AuthError as exc:
-            return _error(exc.status, str(exc), trace)
+        trace, actor = self.caller(request, authorization, body.tenant_id)
+        if isinstance(actor, JSONResponse):
+            return actor
         orch = Orchestrator(self.root.as_actor(actor), self.embedder())
         try:
             ans = orch.ask(
@@ -361,14 +371,9 @@ class _Endpoints:
         token; 404 another model; 422 bad input (also more characters than a minute's budget); 429
         rate limited, by address or by input size (embedding.api_chars_per_minute characters per
         caller and minute)."""
-        trace = str(uuid.uuid4())
-        limited = self.ip_limited(request, trace)
-        if limited:
-            return _openai_error(limited)
-        try:
-            actor = self.verifier.actor(authorization, None)
-        except _AuthError as exc:
-            return _openai_error(_error(exc.status, str(exc), trace))
+        trace, actor = self.caller(request, authorization, None)
+        if isinstance(actor, JSONResponse):
+            return _openai_error(actor)
         embedder = self.embedder()
         texts = [body.input] if isinstance(body.input, str) else list(body.input)
         problem = _embeddings_problem(body, texts, embedder)
@@ -397,14 +402,9 @@ class _Endpoints:
         """Mark one of the caller's replies useful or not (``hipocampo.record_feedback``):
         ``{"trace_id"}``; 404 for a reply that is not the caller's, 422 for a bad comment or a
         question that is not the reply's."""
-        trace = str(uuid.uuid4())
-        limited = self.ip_limited(request, trace)
-        if limited:
-            return limited
-        try:
-            actor = self.verifier.actor(authorization, body.tenant_id)
-        except _AuthError as exc:
-            return _error(exc.status, str(exc), trace)
+        trace, actor = self.caller(request, authorization, body.tenant_id)
+        if isinstance(actor, JSONResponse):
+            return actor
         try:
             marked = self.root.as_actor(actor).record_feedback(body.trace_id, body.useful, body.comment, body.question)
         except (PermissionDeniedError, NotFoundError, InvalidInputError) as exc:
@@ -418,14 +418,9 @@ class _Endpoints:
         self, body: ContextPackRequest, request: Request, authorization: str | None = Header(default=None)
     ) -> JSONResponse:
         """The ContextPack of one turn (``hipocampo.context_pack``)."""
-        trace = str(uuid.uuid4())
-        limited = self.ip_limited(request, trace)
-        if limited:
-            return limited
-        try:
-            actor = self.verifier.actor(authorization, body.tenant_id)
-        except _AuthError as exc:
-            return _error(exc.status, str(exc), trace)
+        trace, actor = self.caller(request, authorization, body.tenant_id)
+        if isinstance(actor, JSONResponse):
+            return actor
         args = body.model_dump(exclude={"query"}) | {
             "query": body.query,
             "query_embedding": list(self.embedder().embed_query(body.query)),

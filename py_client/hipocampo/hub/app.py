@@ -230,6 +230,7 @@ def mount_hub(app: FastAPI, hub: Hub) -> None:
     router = APIRouter(prefix="/hub", include_in_schema=False)
     _session_routes(router, hub)
     _kb_routes(router, hub)
+    _feedback_routes(router, hub)
     _document_routes(router, hub)
     _query_routes(router, hub)
     _memory_routes(router, hub)
@@ -372,23 +373,6 @@ def _kb_routes(router: APIRouter, hub: Hub) -> None:
             ctx["error"] = hub.error_text(exc)
         return hub.render(request, "evaluate.html", ctx, 422 if "error" in ctx else 200, who)
 
-    @router.get("/kbs/{kb_id}/feedback")
-    def feedback_page(request: Request, kb_id: str) -> Response:
-        """What users said of the knowledge base's replies (issue 59 §5): per week, and the replies
-        marked not useful, each with a one-click judge of the document that answers it."""
-        who = hub.admin(request)
-        return _feedback(hub, request, who, kb_id)
-
-    @router.post("/kbs/{kb_id}/feedback/judge")
-    async def judge(request: Request, kb_id: str) -> Response:
-        who = hub.admin(request)
-        form = await hub.form(request)
-        try:
-            who.client.judge_feedback(str(form.get("trace_id") or ""), [_uuid(str(form.get("document_id") or ""))])
-        except HipocampoError as exc:
-            return _feedback(hub, request, who, kb_id, hub.error_text(exc))
-        return _redirect(f"/hub/kbs/{kb_id}/feedback?done=judged_saved")
-
     @router.get("/kbs/{kb_id}/settings")
     def settings_page(request: Request, kb_id: str) -> Response:
         who = hub.admin(request)
@@ -458,6 +442,25 @@ def _settings(
         "error_key": key,
     }
     return hub.render(request, "settings.html", ctx, 422 if error or key else 200, who)
+
+
+def _feedback_routes(router: APIRouter, hub: Hub) -> None:
+    @router.get("/kbs/{kb_id}/feedback")
+    def feedback_page(request: Request, kb_id: str) -> Response:
+        """What users said of the knowledge base's replies (issue 59 §5): per week, and the replies
+        marked not useful, each with a one-click judge of the document that answers it."""
+        who = hub.admin(request)
+        return _feedback(hub, request, who, kb_id)
+
+    @router.post("/kbs/{kb_id}/feedback/judge")
+    async def judge(request: Request, kb_id: str) -> Response:
+        who = hub.admin(request)
+        form = await hub.form(request)
+        try:
+            who.client.judge_feedback(str(form.get("trace_id") or ""), [_uuid(str(form.get("document_id") or ""))])
+        except HipocampoError as exc:
+            return _feedback(hub, request, who, kb_id, hub.error_text(exc))
+        return _redirect(f"/hub/kbs/{kb_id}/feedback?done=judged_saved")
 
 
 def _feedback(hub: Hub, request: Request, who: _Who, kb_id: str, error: str | None = None) -> Response:
