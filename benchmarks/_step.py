@@ -20,12 +20,14 @@ def main() -> None:
     if len(sys.argv) < 2:
         sys.exit("usage: _step.py <script.py> [args]")
     script = HERE / sys.argv[1]
-    if os.environ.get("HIPOCAMPO_BENCH_FIXED_SCHEMA") == "1":
+    sys.path.insert(0, str(HERE))
+    from models import fixed_schema
+
+    if fixed_schema():
         from hipocampo import db
 
         url = os.environ["HIPOCAMPO_DATABASE_URL"]
         db.ensure_database = lambda path=None: url  # type: ignore[assignment]
-    sys.path.insert(0, str(HERE))
     sys.argv = [str(script), *sys.argv[2:]]
     runpy.run_path(str(script), run_name="__main__")
 

@@ -53,6 +53,12 @@ def offline_embedder(name: str) -> EmbeddingProvider:
     return CachingEmbedder(inner, repo_root() / ".hipocampo" / "cache" / "embeddings.sqlite")
 
 
+def fixed_schema() -> bool:
+    """Whether the harness gave this step a database migrated as one commit defines it (an A/B,
+    or --fresh: ``HIPOCAMPO_BENCH_FIXED_SCHEMA=1``), which must be used as it is."""
+    return os.environ.get("HIPOCAMPO_BENCH_FIXED_SCHEMA") == "1"
+
+
 def model_database(name: str, dims: int) -> str:
     """The URL of a migrated database whose active embedding model is ``name`` (``dims`` wide).
 
@@ -64,7 +70,7 @@ def model_database(name: str, dims: int) -> str:
         active = root.rpc("active_embedding_model", None, "rows")
     if active and active[0]["name"] == name:
         return url
-    if os.environ.get("HIPOCAMPO_BENCH_FIXED_SCHEMA") == "1":
+    if fixed_schema():
         # The harness gave a database migrated as one commit defines it (an A/B, or --fresh): a
         # database of its own for another model would be migrated as this checkout defines it.
         have = active[0]["name"] if active else "none"
