@@ -218,6 +218,38 @@ def test_admin_creates_a_kb_uploads_three_files_searches_and_asks(
     assert not [u for u in requests if dev_token["value"] in u]  # the JWT never travels in a URL
 
 
+def test_a_user_of_two_tenants_switches_between_them(
+    page: Any, hub: str, world: dict[str, Any], database_url: str
+) -> None:
+    """Issue 58 §2: the header names the tenant and lets a user who belongs to several switch: the
+    local development user gets a token of this server's for the other tenant; a user signed in
+    with a Supabase token is told to sign in with one that names it."""
+    with Hipocampo(database_url) as root:
+        service_b = root.as_actor(Actor.service(world["b"]["tenant"]))
+        service_b.add_member(world["b"]["tenant"], world["a"]["admin"], "member")
+        service_b.add_member(world["b"]["tenant"], world["a"]["member2"], "member")
+    try:
+        page.goto(f"{hub}/signin")
+        page.click("#signin-dev")
+        page.wait_for_url(f"{hub}/kbs")
+        options = page.locator("#tenant-select option").all_inner_texts()
+        assert options == ["Hub a", "Hub b"] and page.input_value("#tenant-select") == str(world["a"]["tenant"])
+        page.select_option("#tenant-select", str(world["b"]["tenant"]))
+        page.click("#tenant-switch button")
+        page.wait_for_url(f"{hub}/kbs")
+        assert page.input_value("#tenant-select") == str(world["b"]["tenant"])
+        assert "segredo-do-b" in page.inner_text("main") and "membro" in page.inner_text(".user")
+        sign_in(page, hub, token(world["a"]["member2"], world["a"]["tenant"]))
+        page.select_option("#tenant-select", str(world["b"]["tenant"]))
+        page.click("#tenant-switch button")
+        assert "entre com um token (JWT) que nomeie essa organização" in page.inner_text(".notice")
+    finally:
+        with Hipocampo(database_url) as root:
+            service_b = root.as_actor(Actor.service(world["b"]["tenant"]))
+            for user in (world["a"]["admin"], world["a"]["member2"]):
+                service_b.remove_member(world["b"]["tenant"], user)
+
+
 def test_a_script_inside_a_document_is_rendered_inert(page: Any, hub: str, world: dict[str, Any]) -> None:
     sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
     page.goto(f"{hub}/playground")

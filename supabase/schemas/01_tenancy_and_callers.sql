@@ -667,6 +667,44 @@ $$;
 comment on function hipocampo.current_tenant(uuid) is 'The caller''s tenant: id, slug, name and the caller''s role in it.';
 
 /*
+my_tenants() -> table (id uuid, slug text, name text, role text, current boolean)
+
+Purpose: every tenant the signed-in user belongs to, with their role in each, and which one their
+  JWT claims name (current): what a switch of tenant offers (the hub's header, issue 58 §2). A
+  token names one tenant; acting in another takes a token that names it (on Supabase, the access
+  token hook's tenant claim).
+Returns: one row per membership, by name; current true for the claims' tenant.
+Errors: 42501 as _caller (no signed-in user: anon, no sub); 42501 "my_tenants lists a signed-in
+  user's tenants" for service_role.
+Example: select name, role, current from hipocampo.my_tenants();
+*/
+-- definer because a tenant's row is visible to its own claims only (RLS); a user may read the name of every tenant they belong to.
+create or replace function hipocampo.my_tenants()
+returns table (id uuid, slug text, name text, role text, current boolean)
+language plpgsql
+stable
+security definer
+set search_path = ''
+set jit = off
+as $$
+declare
+    c record := hipocampo_private._caller();  -- 42501 before any other work
+begin
+    if c.kind <> 'user' then
+        raise exception 'my_tenants lists a signed-in user''s tenants' using errcode = '42501';
+    end if;
+    return query
+    select t.id, t.slug, t.name, m.role, t.id = c.tenant_id
+    from hipocampo_private.memberships as m
+    inner join hipocampo_private.tenants as t on t.id = m.tenant_id
+    where m.user_id = c.user_id
+    order by t.name, t.id;
+end;
+$$;
+
+comment on function hipocampo.my_tenants() is 'The signed-in user''s tenants, their role in each, and the current one.';
+
+/*
 membership_role(user_id uuid default null, tenant_id uuid default null) -> text
 
 Purpose: a user's role in a tenant: admin | member, or null when not a member. A signed-in user

@@ -157,6 +157,7 @@ grant execute on function hipocampo.list_knowledge_bases(tenant_id uuid) to auth
 grant execute on function hipocampo.lookup_memories(key text, category text, include_history boolean) to authenticated, service_role;
 grant execute on function hipocampo.memory_consent(user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.current_tenant(tenant_id uuid) to authenticated, service_role;
+grant execute on function hipocampo.my_tenants() to authenticated, service_role;
 grant execute on function hipocampo.membership_role(user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.memories_without_embedding(keys text[], user_id uuid, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.messages_without_tokens(batch_size integer, filter_tenant_id uuid, after_message_id bigint) to service_role;

@@ -1141,6 +1141,7 @@ SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] = {
     "delete_document": _ids("document_id", default="doc_a"),
     "get_document": _ids("document_id", default="doc_a"),
     "judged_questions": _ids("kb_id", default="kb_a"),
+    "my_tenants": _texts(),
     "delete_judged_question": _texts(id=st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1))),
     "document_text": _ids("document_id", default="doc_a"),
     "delete_knowledge_base": _ids("kb_id", default="kb_a"),

@@ -24,7 +24,7 @@ import contextlib
 import json
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -88,6 +88,7 @@ class _Who:
     email: str
     tenant_name: str = ""
     tenant_slug: str = ""
+    tenants: list[dict[str, Any]] = field(default_factory=list)  # my_tenants: every tenant of the user
 
     @property
     def admin(self) -> bool:
@@ -151,6 +152,7 @@ class Hub:
             str(claims.get("email") or ""),
             str(tenant.get("name") or ""),
             str(tenant.get("slug") or ""),
+            [dict(r) for r in client.rpc("my_tenants", {}, "rows")],
         )
 
     def admin(self, request: Request) -> _Who:
@@ -298,6 +300,23 @@ def _session_routes(router: APIRouter, hub: Hub) -> None:
         if hub.dev_user is None:
             raise NotFoundError("no local development user on this server", "P0002")
         return _start_session(hub, request, hub.dev_user.token())
+
+    @router.post("/tenant")
+    async def switch_tenant(request: Request) -> Response:
+        """Act in another tenant of the user (issue 58 §2): with the local development user, a
+        token of this server's for that tenant; a Supabase token names one tenant, so otherwise
+        the sign-in page says to sign in with a token for it."""
+        who = hub.who(request)
+        form = await hub.form(request)
+        wanted = next((t for t in who.tenants if str(t["id"]) == str(form.get("tenant_id") or "")), None)
+        if wanted is None:
+            raise NotFoundError("not a tenant of yours", "P0002")
+        dev = hub.dev_user
+        if dev is not None and str(dev.user_id) == who.user_id:
+            return _start_session(hub, request, replace(dev, tenant_id=UUID(str(wanted["id"]))).token())
+        words = hub.words(request)
+        ctx = {"dev_user": dev is not None, "notice": words["switch_sign_in"].format(name=wanted["name"])}
+        return hub.render(request, "signin.html", ctx)
 
     @router.post("/signout")
     async def signout(request: Request) -> Response:

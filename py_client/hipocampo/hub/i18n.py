@@ -71,6 +71,8 @@ _PT: dict[str, str] = {
     "eval_from_feedback": "Incluir as perguntas avaliadas guardadas a partir das avaliações",
     "feedback_comment": "Comentário (opcional)",
     "feedback_thanks": "Obrigado: sua avaliação foi registrada.",
+    "switch_tenant": "Trocar",
+    "switch_sign_in": "Para agir em {name}, entre com um token (JWT) que nomeie essa organização.",
     "agent_set": "Criar ou substituir um agente",
     "agent_overrides": "Ajustes das respostas (seção rag)",
     "agent_overrides_hint": (
@@ -403,6 +405,8 @@ _EN: dict[str, str] = {
     "eval_from_feedback": "Include the judged questions saved from feedback",
     "feedback_comment": "Comment (optional)",
     "feedback_thanks": "Thank you: your feedback was recorded.",
+    "switch_tenant": "Switch",
+    "switch_sign_in": "To act in {name}, sign in with a token (JWT) that names that organisation.",
     "agent_set": "Create or replace an agent",
     "agent_overrides": "Answer settings (rag section)",
     "agent_overrides_hint": (

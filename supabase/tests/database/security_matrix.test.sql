@@ -221,6 +221,7 @@ insert into calls values
 ('hipocampo.rag_config', 'select hipocampo.rag_config({kb_a}, tenant_id => {tenant_a})'),
 ('hipocampo.record_answer', 'select hipocampo.record_answer(gen_random_uuid(), ''q'', ''LLM'', null, 0.9, 1, 1, null, ''{}'', 1, null, tenant_id => {tenant_a})'),
 ('hipocampo.record_feedback', 'select hipocampo.record_feedback({trace_a}, true, user_id => {member_a}, tenant_id => {tenant_a})'),
+('hipocampo.my_tenants', 'select * from hipocampo.my_tenants()'),
 ('hipocampo.feedback_summary', 'select hipocampo.feedback_summary({kb_a}, 4, {tenant_a})'),
 ('hipocampo.judge_feedback', 'select hipocampo.judge_feedback({trace_a}, array[{doc_a}]::uuid[], {tenant_a})'),
 ('hipocampo.judged_questions', 'select * from hipocampo.judged_questions({kb_a}, {tenant_a})'),
@@ -538,6 +539,7 @@ insert into expected values
 ('hipocampo.rag_config', 'call', '42501 42501 42501 42501 42501 none 42501 none none'),
 ('hipocampo.record_answer', 'call', '42501 42501 42501 42501 42501 write 42501 write write'),
 ('hipocampo.record_feedback', 'call', '42501 42501 42501 42501 42501 write 42501 P0002 write'),
+('hipocampo.my_tenants', 'call', '42501 42501 42501 none 42501 none none none 42501'),
 ('hipocampo.feedback_summary', 'call', '42501 42501 42501 42501 42501 42501 42501 read read'),
 ('hipocampo.judge_feedback', 'call', '42501 42501 42501 42501 42501 42501 42501 none none'),  -- judged already: the same documents again
 ('hipocampo.judged_questions', 'call', '42501 42501 42501 42501 42501 42501 42501 read read'),
@@ -905,6 +907,7 @@ insert into shared_expected values
 ('hipocampo.rag_config', 'none'),
 ('hipocampo.record_answer', 'none'),
 ('hipocampo.record_feedback', 'none'),
+('hipocampo.my_tenants', 'none'),
 ('hipocampo.feedback_summary', '42501'),
 ('hipocampo.judge_feedback', '42501'),
 ('hipocampo.judged_questions', '42501'),
