@@ -47,6 +47,17 @@ def source(database_url: str) -> Iterator[dict[str, Any]]:
         conn.execute("select hipocampo.drain_read_queue()")
         _act(conn, "authenticated", world.member_a, world.tenant_a)
         conn.execute(READS["search_memories"], args)  # one read still queued
+        # A reply marked not useful and judged (issue 59 §5): feedback and a judged question.
+        trace = uuid.uuid4()
+        conn.execute(
+            "select hipocampo.record_answer(%s, 'qual o prazo?', 'PASSAGES', null, 0.4, 1, 1, null, '{}', 5,"
+            " array[%s]::uuid[])",
+            (trace, world.kb_a),
+        )
+        conn.execute("select hipocampo.record_feedback(%s, false, 'não era isso', 'qual o prazo?')", (trace,))
+        _act(conn, "authenticated", world.admin_a, world.tenant_a)
+        conn.execute("select hipocampo.judge_feedback(%s, array[%s]::uuid[])", (trace, world.doc_a))
+        _act(conn, "authenticated", world.member_a, world.tenant_a)
         conn.commit()
     yield {"world": world, "args": args}
     with psycopg.connect(database_url, autocommit=True) as conn:
@@ -90,6 +101,7 @@ def test_a_tenant_copied_to_another_database_holds_and_answers_the_same(
     manifest = export_tenant(database_url, world.tenant_a, path, key=KEY)
     assert manifest["digest"]["chunks"]["rows"] == 2 and manifest["digest"]["read_queue"]["rows"] == 1
     assert manifest["digest"]["kb_postings"]["rows"] > 0 and manifest["digest"]["data_access_log"]["rows"] == 1
+    assert manifest["digest"]["answer_feedback"]["rows"] == 1 and manifest["digest"]["judged_questions"]["rows"] == 1
     digest = import_tenant(target, path, key=KEY)
     assert digest == manifest["digest"]  # every table, the derived ones rebuilt by the triggers
     member = ("authenticated", world.member_a, world.tenant_a)

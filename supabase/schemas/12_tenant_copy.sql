@@ -50,8 +50,10 @@ as $$
         (18, 'conversation_summaries', 'tenant_id', '{}', false),
         (19, 'sessions', 'tenant_id', '{}', false),
         (20, 'answer_audit', 'tenant_id', '{}', false),
-        (21, 'data_access_log', 'tenant_id', '{id}', false),
-        (22, 'read_queue', 'tenant_id', '{id}', false)
+        (21, 'answer_feedback', 'tenant_id', '{}', false),
+        (22, 'judged_questions', 'tenant_id', '{id}', false),
+        (23, 'data_access_log', 'tenant_id', '{id}', false),
+        (24, 'read_queue', 'tenant_id', '{id}', false)
     ) as t (ord, name, tenant_column, reassigned, derived);
 $$;
 
@@ -194,8 +196,9 @@ _imported_reference_fault(tenant_id uuid) -> text
 Purpose: the first reference of the tenant's rows that leaves the tenant, or null: a chunk whose
   knowledge base is not its document's; a chunk_access row of a chunk not the tenant's; an agent
   binding's knowledge base not the tenant's; a memory superseding, a memory event, an answer
-  audit row or a queued read naming a memory, chunk or knowledge base of another tenant; a
-  conversation summary through another tenant's message. (documents, chunks and ingestion jobs
+  audit row or a queued read naming a memory, chunk or knowledge base of another tenant; feedback
+  on another tenant's answer or naming its knowledge base or document; a judged question of
+  another tenant's knowledge base; a conversation summary through another tenant's message. (documents, chunks and ingestion jobs
   reference their knowledge base and document with the tenant in the foreign key already.)
 Parameters: tenant_id - the imported tenant.
 Returns: a sentence naming the table and the reference, or null.
@@ -262,6 +265,24 @@ as $$
                 where c.id = any(a.evidence_chunk_ids) and c.tenant_id <> a.tenant_id
             )
         )
+        union all
+        select 'answer_feedback: ' || f.trace_id || ' names another tenant''s answer, knowledge base or document'
+        from hipocampo_private.answer_feedback as f
+        where f.tenant_id = _imported_reference_fault.tenant_id and (
+            exists (
+                select 1 from hipocampo_private.answer_audit as a
+                where a.trace_id = f.trace_id and a.tenant_id <> f.tenant_id
+            )
+            or exists (select 1 from unnest(f.kb_ids) as k (id) where k.id not in (select kbs.id from kbs))
+            or exists (
+                select 1 from hipocampo_private.documents as d
+                where d.id = any(f.cited_document_ids) and d.tenant_id <> f.tenant_id
+            )
+        )
+        union all
+        select 'judged_questions: ' || j.question || ' names another tenant''s knowledge base'
+        from hipocampo_private.judged_questions as j
+        where j.tenant_id = _imported_reference_fault.tenant_id and j.kb_id not in (select kbs.id from kbs)
         union all
         select 'read_queue: read ' || q.id || ' names another tenant''s chunk or memory'
         from hipocampo_private.read_queue as q
