@@ -57,7 +57,8 @@ $$;
 /*
 _opaque_id(in_order boolean default false) -> bigint
 
-Purpose: a new id (the default of chunks.id, data_access_log.id and settings.id; with in_order,
+Purpose: a new id (the default of chunks.id, data_access_log.id, judged_questions.id and
+  settings.id; with in_order,
   of messages.id and memory_events.id): in its high 43 bits the milliseconds since 2026-01-01, in
   its low 10 bits _permuted_low_bits of the next value of id_counter. With in_order the session
   waits, when its last such id has this millisecond, for the next one (at most a millisecond), so

@@ -43,7 +43,9 @@ using (
 );
 
 create table hipocampo_private.judged_questions (
-    id bigint generated always as identity primary key,
+    -- An opaque id (_opaque_id), as every id a user can see: no shared sequence tells one tenant
+    -- how many rows the others wrote.
+    id bigint primary key default hipocampo_private._opaque_id(),
     tenant_id uuid not null references hipocampo_private.tenants (id) on delete cascade,
     kb_id uuid not null references hipocampo_private.knowledge_bases (id) on delete cascade,
     question text not null,

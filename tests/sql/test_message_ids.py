@@ -98,4 +98,11 @@ def test_no_id_a_user_can_see_comes_from_a_shared_sequence(db: Conn) -> None:
         " join pg_attribute as a on a.attrelid = d.adrelid and a.attnum = d.adnum"
         " where a.attname = 'id' and pg_get_expr(d.adbin, d.adrelid) like 'hipocampo_private._opaque_id(%%' order by 1"
     ).fetchall()
-    assert [r["t"] for r in opaque] == ["chunks", "data_access_log", "memory_events", "messages", "settings"]
+    assert [r["t"] for r in opaque] == [
+        "chunks",
+        "data_access_log",
+        "judged_questions",
+        "memory_events",
+        "messages",
+        "settings",
+    ]
