@@ -288,6 +288,7 @@ declare
     q text;
     kbs uuid[];
     uris text[];
+    found integer;
     judged_id bigint;
 begin
     perform hipocampo_private._require_tenant_admin('judge the tenant''s questions');
@@ -300,9 +301,9 @@ begin
     if q is null then
         raise exception 'unknown feedback: %', judge_feedback.trace_id using errcode = 'P0002';
     end if;
-    select array_agg(distinct d.kb_id), array_agg(distinct d.source_uri) into kbs, uris
+    select array_agg(distinct d.kb_id), array_agg(distinct d.source_uri), count(*) into kbs, uris, found
     from hipocampo_private.documents as d where d.id = any(judge_feedback.document_ids) and d.tenant_id = t;
-    if coalesce(cardinality(uris), 0) < (select count(distinct x) from unnest(judge_feedback.document_ids) as x) then
+    if found < (select count(distinct x) from unnest(judge_feedback.document_ids) as x) then
         raise exception 'unknown document: %', (
             select x from unnest(judge_feedback.document_ids) as x
             where not exists (select 1 from hipocampo_private.documents as d where d.id = x and d.tenant_id = t)

@@ -160,6 +160,13 @@ def test_an_admin_turns_a_marked_question_into_a_judged_one(db: Conn, world: Wor
         "22023",
         "the documents must belong to one knowledge base",
     )
+    # Two documents of two knowledge bases under one source_uri: still two knowledge bases.
+    same_uri = world.ingest(kb2["v"], "a1", ["O mesmo nome de arquivo, em outra base."])
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    assert fails(db, judge, (trace, [world.doc_a, same_uri])) == (
+        "22023",
+        "the documents must belong to one knowledge base",
+    )
     assert db.execute("select hipocampo.delete_judged_question(%s) as v", (row["v"],)).fetchone() == {"v": True}
     assert db.execute("select count(*) as n from hipocampo.judged_questions(%s)", (world.kb_a,)).fetchone() == {"n": 0}
     world.act("authenticated", world.admin_b, world.tenant_b)

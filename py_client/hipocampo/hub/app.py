@@ -25,6 +25,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -88,11 +89,16 @@ class _Who:
     email: str
     tenant_name: str = ""
     tenant_slug: str = ""
-    tenants: list[dict[str, Any]] = field(default_factory=list)  # my_tenants: every tenant of the user
 
     @property
     def admin(self) -> bool:
         return self.role == "admin"
+
+    @cached_property
+    def tenants(self) -> list[dict[str, Any]]:
+        """Every tenant of the user (``my_tenants``), read when a page's header or the tenant switch
+        asks, once per request (not by the JSON and form routes that never show them)."""
+        return [dict(r) for r in self.client.rpc("my_tenants", {}, "rows")]
 
 
 def _templates() -> Jinja2Templates:
@@ -152,7 +158,6 @@ class Hub:
             str(claims.get("email") or ""),
             str(tenant.get("name") or ""),
             str(tenant.get("slug") or ""),
-            [dict(r) for r in client.rpc("my_tenants", {}, "rows")],
         )
 
     def admin(self, request: Request) -> _Who:
