@@ -312,7 +312,7 @@ def test_ingest_prune_removes_the_documents_whose_files_are_gone(database_url: s
     (folder / "quebrado.pdf").unlink()
     res = runner.invoke(app, [*ingest, str(folder), "--prune"])
     assert res.exit_code == 0, res.output
-    assert "pruned 1 documents whose files are gone" in res.output and "b.txt" in res.output
+    assert "pruned 1 documents whose files or pages are gone" in res.output and "b.txt" in res.output
     assert docs() == ["a.txt", "c.txt", "fora.txt"]  # a file outside the folder is not the folder's
 
 

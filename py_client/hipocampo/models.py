@@ -161,7 +161,8 @@ class DocumentWrite(BaseModel):
 class StoredDocument(BaseModel):
     """What ingestion compares a file with (``document_hashes``): the stored document's hash of
     title, chunking rule and scrubbed text, its source type and trust (0..1), and whether it has
-    chunks of the model being written (``embedded``)."""
+    chunks of the model being written (``embedded``), and its ``version`` as written (a web
+    page's HTTP validator, ``etag:…`` or ``last-modified:…``, which the next sync sends back)."""
 
     document_id: UUID
     source_uri: str
@@ -170,6 +171,7 @@ class StoredDocument(BaseModel):
     trust_score: float
     expires_at: datetime | None = None
     embedded: bool = False
+    version: str | None = None
 
 
 class DocumentMetadataChange(BaseModel):
@@ -307,6 +309,11 @@ class IngestSummary(BaseModel):
     seconds: float = 0.0
     chunks_per_second: float = 0.0
     documents: list[DocumentResult] = Field(default_factory=list)
+    # Source URIs this run deleted: a folder's files that are gone (--prune), a site's pages that
+    # answer 404 / 410 or, with --prune, that the crawl no longer reaches.
+    pruned: list[str] = Field(default_factory=list)
+    # URLs robots.txt keeps hipocampo from fetching (not fetched, not counted as documents).
+    disallowed: list[str] = Field(default_factory=list)
 
 
 class RememberResult(BaseModel):

@@ -1190,20 +1190,21 @@ $$;
 /*
 document_hashes(kb_id uuid, embedding_model text default null) -> setof (document_id uuid,
   source_uri text, content_hash text, source_type text, trust_score real, expires_at timestamptz,
-  embedded boolean)
+  embedded boolean, version text)
 
 Purpose: what a knowledge base holds, so a client can skip unchanged documents before embedding
   and apply a metadata-only change (source type, trust, expiry) without re-embedding.
 Parameters: kb_id - the knowledge base; embedding_model - null = the active model.
 Returns: one row per document of the knowledge base; embedded = the document has chunks of that
-  model (false after a model switch until it is re-ingested with the new model).
+  model (false after a model switch until it is re-ingested with the new model); version = the
+  document's version as written (a web page's HTTP validator, which the next sync sends back).
 Errors: 42501 as _caller (before any other work); P0002 unknown knowledge base.
 Example: select * from hipocampo.document_hashes(kb);
 */
 create or replace function hipocampo.document_hashes(kb_id uuid, embedding_model text default null)
 returns table (
     document_id uuid, source_uri text, content_hash text, source_type text, trust_score real,
-    expires_at timestamptz, embedded boolean
+    expires_at timestamptz, embedded boolean, version text
 )
 language plpgsql
 stable
@@ -1225,7 +1226,8 @@ begin
         exists (
             select 1 from hipocampo_private.chunks as c
             where c.document_id = d.id and c.embedding_model = model
-        )
+        ),
+        d.version
     from hipocampo_private.documents as d
     where d.kb_id = document_hashes.kb_id;
 end;

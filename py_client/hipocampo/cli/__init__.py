@@ -322,7 +322,7 @@ def _report_ingest(
     if summary.kb_deleted:
         err_console.print(f"nothing was ingested: the new knowledge base {escape(kb)} was not kept", highlight=False)
     if pruned is not None:
-        console.print(f"pruned {len(pruned)} documents whose files are gone", highlight=False)
+        console.print(f"pruned {len(pruned)} documents whose files or pages are gone", highlight=False)
         for uri in pruned:
             console.print(f"  - {escape(uri)}", highlight=False, soft_wrap=True)
     for d in summary.documents:
@@ -347,7 +347,10 @@ def _report_ingest(
 # -- ingest and search ------------------------------------------------------------------------
 @app.command()
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files or directories.")],
+    paths: Annotated[
+        list[str],
+        typer.Argument(help="Files or directories, or http(s) URLs of pages or sitemaps (not both in one run)."),
+    ],
     kb: Annotated[str, typer.Option("--kb", help="Knowledge base (must exist unless --create-kb).")],
     tenant: TenantOpt = "default",
     create_kb: Annotated[bool, typer.Option("--create-kb", help="Create the knowledge base if it is missing.")] = False,
@@ -369,79 +372,129 @@ def ingest(
         typer.Option(
             "--prune",
             help="Also delete the knowledge base's documents that came from under these directories and "
-            "whose files are gone (listed; never without this flag; nothing when a file failed to load).",
+            "whose files are gone, or, for URLs, the site's stored pages the crawl no longer reaches (listed; "
+            "never without this flag; nothing when a file or page failed).",
         ),
     ] = False,
+    depth: Annotated[
+        int, typer.Option(help="URLs: follow same-site links this many clicks from each start page (0..5).")
+    ] = 0,
+    max_pages: Annotated[int, typer.Option(help="URLs: fetch at most this many pages (1..10000).")] = 200,
     as_json: JsonOpt = False,
 ) -> None:
     """Load, scrub PII, chunk, embed and store documents, a batch of them per transaction;
     unchanged ones are skipped, a changed source type or trust is applied without re-embedding.
-    Exit 1 when any file failed, or when the paths hold no file at all (without --prune)."""
+    URLs are crawled (robots.txt obeyed, same site only) and each page's main text stored under
+    its URL; run again, it is a sync: unchanged pages cost no embedding, pages that answer 404 / 410
+    are deleted. Exit 1 when any file or page failed, or when the paths hold no file at all
+    (without --prune)."""
     from ..embeddings import active_provider, count_tokens
-    from ..ingest import expand_paths, ingest_paths
-    from ..ingest.loaders import SUPPORTED_SUFFIXES
     from ..ingest.pipeline import prune_missing
 
-    files = expand_paths(paths)
-    if not files and not prune:  # (with --prune an emptied folder is what is pruned)
-        where = ", ".join(str(p) for p in paths)
-        raise _fail(
-            InvalidInputError(
-                f"nothing to ingest: no file under {where} (supported: {', '.join(SUPPORTED_SUFFIXES)})", "22023"
-            )
-        )
+    urls = [p for p in paths if _is_url(p)]
+    if urls and len(urls) != len(paths):
+        raise _fail(InvalidInputError("pass files or URLs, not both in one run", "22023"))
+    files = [] if urls else _files_to_ingest([Path(p) for p in paths], prune)
     with _client(tenant, create_default=create_kb) as client:
         embedder = active_provider(client)
         progress = _ingest_progress(as_json)
         with progress:
             task = progress.add_task("documents", total=None, chunks=0, rate=0.0)
-            state = {"chunks": 0}
-
-            def scrubbed(done: int, total: int) -> None:
-                label = "documents" if done >= total else f"PII scrub {done / 1e6:.1f} / {total / 1e6:.1f} MB"
-                progress.update(task, description=label)
-
-            def tick(res: Any) -> None:
-                state["chunks"] += res.chunks
-                elapsed = progress.tasks[0].elapsed or 1e-9
-                progress.update(task, advance=1, chunks=state["chunks"], rate=state["chunks"] / elapsed)
-
+            hooks = _ingest_hooks(progress, task)
             try:
                 if defer_index:
                     client.defer_model_index(embedder.model_name)
                 try:
-                    summary = ingest_paths(
-                        client,
-                        kb,
-                        files,
-                        embedder,
-                        count_tokens,
-                        source_type=source_type,
-                        trust_score=trust,
-                        on_document=tick,
-                        create_kb=create_kb,
-                        on_total=lambda n: progress.update(task, total=n),
-                        on_scrub=scrubbed,
-                    )
+                    common: dict[str, Any] = {"source_type": source_type, "trust_score": trust, **hooks}
+                    if urls:
+                        crawl = {"depth": depth, "max_pages": max_pages, "prune": prune}
+                        summary = _ingest_urls(client, kb, urls, embedder, count_tokens, common, crawl)
+                    else:
+                        summary = _ingest_files(client, kb, files, embedder, count_tokens, common, create_kb)
                 finally:
                     if defer_index:
                         progress.update(task, description="building the HNSW index")
                         client.build_model_index(embedder.model_name)
             except HipocampoError as exc:
                 raise _fail(_with_tenant_hint(exc, kb, tenant)) from exc
-        pruned = prune_missing(client, kb, paths, summary) if prune and not summary.kb_deleted else []
+        if prune and not urls and not summary.kb_deleted:
+            summary.pruned = prune_missing(client, kb, [Path(p) for p in paths], summary)
         written = summary.documents_ingested + summary.documents_updated
         note = _cross_check_note(client, kb, tenant, source_type, trust) if written and not as_json else None
         babble = _not_language(client, kb, summary) if summary.documents_ingested and not as_json else []
     if as_json:
-        if prune:
-            console.print_json(data={**summary.model_dump(mode="json"), "pruned": pruned})
-        else:
-            console.print_json(summary.model_dump_json())
+        console.print_json(summary.model_dump_json())
     else:
-        _report_ingest(summary, kb, pruned if prune else None, note, babble)
+        _report_ingest(summary, kb, summary.pruned if prune or urls else None, note, babble)
     if summary.documents_failed:
         raise typer.Exit(code=1)
+
+
+def _is_url(text: str) -> bool:
+    return text.startswith(("http://", "https://"))
+
+
+def _files_to_ingest(paths: list[Path], prune: bool) -> list[Path]:
+    """The files under ``paths``; none (without --prune, where an emptied folder is what is pruned)
+    fails with 22023, naming the supported types."""
+    from ..ingest import expand_paths
+    from ..ingest.loaders import SUPPORTED_SUFFIXES
+
+    files = expand_paths(paths)
+    if not files and not prune:
+        where = ", ".join(str(p) for p in paths)
+        raise _fail(
+            InvalidInputError(
+                f"nothing to ingest: no file under {where} (supported: {', '.join(SUPPORTED_SUFFIXES)})", "22023"
+            )
+        )
+    return files
+
+
+def _ingest_hooks(progress: Progress, task: Any) -> dict[str, Any]:
+    """The progress bar's hooks for ``ingest_paths`` / ``ingest_urls``: on_document, on_total, on_scrub."""
+    state = {"chunks": 0}
+
+    def scrubbed(done: int, total: int) -> None:
+        label = "documents" if done >= total else f"PII scrub {done / 1e6:.1f} / {total / 1e6:.1f} MB"
+        progress.update(task, description=label)
+
+    def tick(res: Any) -> None:
+        state["chunks"] += res.chunks
+        elapsed = progress.tasks[0].elapsed or 1e-9
+        progress.update(task, advance=1, chunks=state["chunks"], rate=state["chunks"] / elapsed)
+
+    return {"on_document": tick, "on_total": lambda n: progress.update(task, total=n), "on_scrub": scrubbed}
+
+
+def _ingest_files(
+    client: Any, kb: str, files: list[Path], embedder: Any, count: Any, common: dict[str, Any], create_kb: bool
+) -> Any:
+    from ..ingest import ingest_paths
+
+    return ingest_paths(client, kb, files, embedder, count, create_kb=create_kb, **common)
+
+
+def _ingest_urls(
+    client: Any,
+    kb: str,
+    urls: list[str],
+    embedder: Any,
+    count: Any,
+    common: dict[str, Any],
+    crawl: dict[str, Any],
+) -> Any:
+    """A crawl (:func:`hipocampo.ingest.web.ingest_urls`; ``crawl``: depth, max_pages, prune);
+    without the [web] extra, says how to get it."""
+    try:
+        import trafilatura  # noqa: F401 - the [web] extra's presence
+
+        from ..ingest.web import CrawlLimits, ingest_urls
+    except ImportError as exc:
+        missing = InvalidInputError("ingesting URLs needs the web extra: pip install 'hipocampo[web]'", "22023")
+        raise _fail(missing) from exc
+    limits = CrawlLimits(depth=crawl["depth"], max_pages=crawl["max_pages"])
+    return ingest_urls(client, kb, urls, embedder, count, limits=limits, prune=crawl["prune"], **common)
 
 
 def _not_language(client: Any, kb: str, summary: Any) -> list[NotLanguageDocument]:

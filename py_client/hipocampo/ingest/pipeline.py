@@ -329,6 +329,9 @@ class _Run:
             trust = default_trust(self.default_trust, item.source_type)
         if trust is not None and abs(stored.trust_score - trust) > 1e-6:
             patch["trust_score"] = trust
+        version = item.doc.metadata.get("version")
+        if version is not None and version != stored.version:  # a page's new validator, same text
+            patch["version"] = version
         if patch:
             try:
                 self.client.set_document_metadata(stored.document_id, patch)
@@ -494,6 +497,7 @@ def ingest_documents(
     count_tokens: Callable[[str], int],
     *,
     failures: Sequence[DocumentResult] = (),
+    unchanged: Sequence[DocumentResult] = (),
     on_document: ProgressHook | None = None,
     embed_batch: int = 64,
     create_kb: bool = True,
@@ -503,7 +507,8 @@ def ingest_documents(
     with ``create_kb=False``, NotFoundError when it does not exist).
 
     ``failures`` are documents that failed before this step (e.g. loader errors), counted in the
-    summary and the job record. Chunks of several documents are embedded together, about
+    summary and the job record; ``unchanged`` ones known unchanged before loading (a web page that
+    answered 304 Not Modified), counted as unchanged. Chunks of several documents are embedded together, about
     ``embed_batch`` per model call, and written together in one transaction (a batch the database
     refuses is written again one document per transaction).
     Chunking rules come from the database config rows (``chunking.<source_type>``). The PII scrub
@@ -517,10 +522,12 @@ def ingest_documents(
             the lease, docs/SECURITY.md §Crash recovery).
         HipocampoError: database errors other than per-document ones.
     """
-    run = _Run(client, kb_name, embedder, on_document, len(inputs) + len(failures), create_kb, on_scrub)
+    total = len(inputs) + len(failures) + len(unchanged)
+    run = _Run(client, kb_name, embedder, on_document, total, create_kb, on_scrub)
     run.summary.documents_failed = len(failures)
+    run.summary.documents_unchanged = len(unchanged)
     run.errors.extend({"source_uri": f.source_uri, "error": f.error} for f in failures)
-    for f in failures:
+    for f in [*failures, *unchanged]:
         run.finish(f)
     prepared = run.prepare(inputs)
     if not prepared and not failures:
