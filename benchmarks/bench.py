@@ -114,7 +114,7 @@ SUITES: dict[str, Suite] = {
     ),
     "memory": Suite(
         "LoCoMo evidence recall per model, the memory engine's upsert and search at 500k memories, "
-        "history search, the memory and duplicate thresholds per model",
+        "history search, the memory and duplicate thresholds per model, memories proposed from messages",
         (
             Step("locomo.py", ()),
             Step("locomo.py", ("--model", E5)),
@@ -122,6 +122,7 @@ SUITES: dict[str, Suite] = {
             Step("history_latency.py", ("--runs", "3")),
             Step("calibrate_memory.py", ("--model", E5), write=False),
             Step("calibrate_duplicates.py", ("--models", f"{MINILM},{E5}", "--sets", "faquad,quati")),
+            Step("memory_proposals.py", ()),
         ),
     ),
     "latency": Suite(

@@ -758,11 +758,25 @@ def test_an_admin_inspects_corrects_forgets_exports_and_erases_a_members_memory(
     page: Any, hub: str, world: dict[str, Any], database_url: str
 ) -> None:
     member = str(world["a"]["member"])
+    with Hipocampo(database_url) as root:  # the member says where they live (issue 59 §6)
+        root.as_actor(Actor.service(world["a"]["tenant"])).rpc(
+            "add_message",
+            {
+                "conversation_id": uuid.uuid4(),
+                "role": "user",
+                "content": "Oi, moro no apto 1502.",
+                "user_id": member,
+                "tenant_id": world["a"]["tenant"],
+            },
+            "value",
+        )
     sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
     page.click("nav >> text=Memória")
     page.click(f"#member-list tr:has-text('{member}') >> text=Inspecionar")
     assert page.inner_text("#subject") == member and page.inner_text("#consent") == "sim"
     assert {"prefs.cafe", "user.cidade"} <= set(page.locator("#memories tbody th").all_inner_texts())
+    said = page.locator("#memories tr", has_text="identity.unit").locator(".source-message").inner_text()
+    assert said == "Do que o usuário disse: “Oi, moro no apto 1502.”"
     assert "projects.horta" in page.inner_text("#staged")
 
     page.click("#memories >> text=prefs.cafe")

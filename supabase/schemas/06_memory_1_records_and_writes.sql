@@ -479,8 +479,8 @@ Purpose: the memory gate plus upsert (_remember). Every attempt is recorded in m
   (22023) or too long (22001), noise (22023), personal or sensitive data in the description
   (22023), a value over memory.value_max_bytes (too_long, 22001) or nested deeper than
   memory.value_max_depth (invalid_value, 22023) or holding personal or sensitive data in any
-  string or key (22023), quota of active memories reached (53400), an inferred write over an
-  explicit_user memory (55000).
+  string or key (22023), quota of active memories reached (53400), an inferred or conversation
+  write over an explicit_user memory (55000).
   Intensity < memory.staging_below_intensity (7) goes to short-term staging (status 'staged',
   expires_at defaulting to memory.staging_ttl_days, at most 30 days); otherwise long-term.
   A duplicate of an active memory returns that memory: a copy of its description (the same

@@ -164,8 +164,10 @@ begin
     if to_staging then
         return;
     end if;
-    if current_row.id is not null and current_row.source = 'explicit_user' and _memory_slot.source = 'inferred' then
-        problem := array['explicit_user_wins', '55000', 'an inferred memory never overrides one the user stated explicitly'];
+    if current_row.id is not null and current_row.source = 'explicit_user'
+        and _memory_slot.source in ('inferred', 'conversation') then
+        problem := array['explicit_user_wins', '55000',
+            'a memory inferred or taken from the conversation never overrides one the user stated explicitly'];
     elsif current_row.id is null and _memory_slot.scope = 'personal' then
         select count(*) into active_count from hipocampo_private.memories as m
         where m.tenant_id = _memory_slot.tenant_id and m.user_id = _memory_slot.user_id and m.status = 'active'

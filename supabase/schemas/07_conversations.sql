@@ -140,10 +140,14 @@ add_message(conversation_id uuid, role text, content text, modality text default
   language text default null, created_at timestamptz default null, user_id uuid default null,
   tenant_id uuid default null) -> bigint
 
-Purpose: append a message to a conversation's history (chat or voice). Writes no memory. Stored
-  scrubbed of PII (content, attachments and metadata strings) unless the tenant turned
-  conversations.scrub_pii off (the messages trigger). Rolls the conversation's summary when
-  sessions.summary_every_messages messages came after the last one (_roll_summary).
+Purpose: append a message to a conversation's history (chat or voice). Stored scrubbed of PII
+  (content, attachments and metadata strings) unless the tenant turned conversations.scrub_pii
+  off (the messages trigger). Rolls the conversation's summary when
+  sessions.summary_every_messages messages came after the last one (_roll_summary). A user's
+  message passes what it states of the user (their name, unit, preferences, allergies:
+  _memory_proposals) through the memory gate, source 'conversation', when they consented and
+  memory.propose_from_messages is on (_propose_memories); the message is stored whatever the gate
+  says.
 Parameters: role user | assistant | system | tool; content 1..100,000 characters; modality chat |
   voice; attachments a json array; embedding of the active model (optional; needed by the dense
   leg of search_history); language portuguese | english | simple (default
@@ -219,6 +223,12 @@ begin
     if coalesce(current_setting('hipocampo.recording_turn', true), '') <> 'on' then
         perform hipocampo_private._roll_summary(a.actor_tenant, a.actor_user, add_message.conversation_id,
             hipocampo.effective_config(a.actor_tenant) -> 'sessions');
+    end if;
+    -- What the user says of themselves, through the memory gate (issue 59 §6), from the text as
+    -- stored (scrubbed).
+    if add_message.role = 'user' then
+        perform hipocampo_private._propose_memories(a.actor_tenant, a.actor_user, add_message.conversation_id,
+            new_id, (select m.content from hipocampo_private.messages as m where m.id = new_id));
     end if;
     return new_id;
 exception when check_violation then

@@ -502,6 +502,32 @@ end;
 $$;
 
 /*
+_source_message(tenant_id uuid, user_id uuid, source_ref text) -> jsonb
+
+Purpose: the message a memory was taken from (source_ref 'message:<id>', written by
+  _propose_memories), for the memory inspector: {"id", "conversation_id", "created_at",
+  "content" (its first 300 characters)}, when it is the same user's message in the same tenant.
+Returns: the message, or null (another kind of source_ref, or the message was deleted).
+Errors: none.
+Example: select hipocampo_private._source_message(t, u, 'message:42');
+*/
+create or replace function hipocampo_private._source_message(tenant_id uuid, user_id uuid, source_ref text)
+returns jsonb
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select jsonb_build_object(
+        'id', m.id, 'conversation_id', m.conversation_id, 'created_at', m.created_at, 'content', left(m.content, 300)
+    )
+    from hipocampo_private.messages as m
+    where _source_message.source_ref ~ '^message:[0-9]{1,18}$'
+      and m.id = substr(_source_message.source_ref, 9)::bigint
+      and m.tenant_id = _source_message.tenant_id and m.user_id = _source_message.user_id
+$$;
+
+/*
 inspect_user_memory(user_id uuid default null, key text default null, history_limit integer
   default 100, tenant_id uuid default null) -> jsonb
 
@@ -514,7 +540,8 @@ Purpose: what the memory holds about one user, for the hub's memory inspector: c
 Parameters: user_id - null = the caller; key - a memory key whose history to include (null =
   none); history_limit - 1..1000 newest events; tenant_id - service_role only.
 Returns: {"tenant_id", "user_id", "consent": bool, "memories": [...], "staged": [...],
-  "history": [...], "events": [...]}; memory rows without their embeddings, newest first.
+  "history": [...], "events": [...]}; memory rows without their embeddings, newest first; a
+  memory taken from a message carries it as "source_message" (_source_message).
 Errors: 42501 / P0002 as _data_subject (a member naming another user; an admin naming a
   non-member; another tenant); 22023 "history_limit must lie in [1, 1000] (got …)".
 Example: select hipocampo.inspect_user_memory('…'::uuid, key => 'user.name');
@@ -547,12 +574,20 @@ begin
             where mc.tenant_id = a.actor_tenant and mc.user_id = a.actor_user
         ), false),
         'memories', coalesce((
-            select jsonb_agg(to_jsonb(m) - 'embedding' order by m.updated_at desc, m.key)
+            select jsonb_agg(
+                (to_jsonb(m) - 'embedding') || jsonb_build_object(
+                    'source_message', hipocampo_private._source_message(m.tenant_id, m.user_id, m.source_ref)
+                ) order by m.updated_at desc, m.key
+            )
             from hipocampo_private.memories as m
             where m.tenant_id = a.actor_tenant and m.user_id = a.actor_user and m.status = 'active'
         ), '[]'::jsonb),
         'staged', coalesce((
-            select jsonb_agg(to_jsonb(s) - 'embedding' order by s.expires_at, s.key)
+            select jsonb_agg(
+                (to_jsonb(s) - 'embedding') || jsonb_build_object(
+                    'source_message', hipocampo_private._source_message(s.tenant_id, s.user_id, s.source_ref)
+                ) order by s.expires_at, s.key
+            )
             from hipocampo_private.memory_staging as s
             where s.tenant_id = a.actor_tenant and s.user_id = a.actor_user
         ), '[]'::jsonb),

@@ -277,6 +277,11 @@ grant execute on function hipocampo_private._record_read(tenant_id uuid, rpc tex
 grant execute on function hipocampo_private._pack_memories(tenant_id uuid, user_id uuid, query_embedding extensions.vector, model text, mem jsonb, budget integer, conversation_id uuid, out memories jsonb, out used integer, out dropped integer) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_actor(user_id uuid, tenant_id uuid, out actor_tenant uuid, out actor_user uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_config(section_config jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._memory_proposals(content text) to authenticated, service_role;
+grant execute on function hipocampo_private._source_message(tenant_id uuid, user_id uuid, source_ref text) to service_role;
+grant execute on function hipocampo_private._propose_memories(
+    tenant_id uuid, user_id uuid, conversation_id uuid, message_id bigint, content text
+) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_event(tenant_id uuid, user_id uuid, memory_id uuid, event text, reason text, detail jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_text_problem(description text, token_count integer, cfg jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._plain_words(body text) to authenticated, service_role;

@@ -23,7 +23,9 @@ def add(db: Conn, conversation: uuid.UUID, role: str, content: str, **named: Any
     return int(row["id"])
 
 
-def test_chat_and_voice_share_a_conversation_and_nothing_becomes_memory(db: Conn, user_a: World) -> None:
+def test_chat_and_voice_share_a_conversation_and_only_what_the_user_states_becomes_memory(
+    db: Conn, user_a: World
+) -> None:
     conv = uuid.uuid4()
     add(db, conv, "user", "Prefiro respostas curtas, por favor")
     add(db, conv, "assistant", "Combinado!")
@@ -37,7 +39,9 @@ def test_chat_and_voice_share_a_conversation_and_nothing_becomes_memory(db: Conn
         ("user", "voice"),
     ]
     assert (c["summary"], c["unsummarized"]) == (None, 3)
-    assert db.execute("select count(*) as n from hipocampo_private.memories").fetchone() == {"n": 0}
+    # What the user stated of themselves went through the memory gate (issue 59 §6); nothing else.
+    rows = db.execute("select key, source from hipocampo_private.memories").fetchall()
+    assert [(r["key"], r["source"]) for r in rows] == [("preference.respostas_curtas_por", "conversation")]
     assert db.execute("select count(*) as n from hipocampo_private.memory_staging").fetchone() == {"n": 0}
 
 

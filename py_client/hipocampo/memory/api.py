@@ -297,7 +297,9 @@ class Memory:
         embed: bool = True,
     ) -> int:
         """Append a message (role user | assistant | system | tool; modality chat | voice) to a
-        conversation. Never becomes a memory by itself. Returns the message id.
+        conversation. Returns the message id. A user's message passes what it states of them (a
+        name, a unit, a preference, an allergy) through the memory gate when they consented
+        (``memory.propose_from_messages``; docs/design.md §Memory); nothing else becomes a memory.
 
         With ``embed`` the content is embedded, and with the local model its tokens are stored too
         (read after the conversation's previous messages; see :meth:`add_messages`)."""
