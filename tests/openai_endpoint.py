@@ -4,7 +4,8 @@ Azure deployment paths) and /chat/completions, driven through the real ``openai`
 Records every request (``paths``, ``auths`` - the Authorization header - and ``requests`` - the
 JSON bodies), answers scripted failures first (``fail``: status codes, with retry-after-ms 1),
 then embeddings from ``vectorize`` (default: deterministic, un-normalised, ``dims`` long, or the
-request's ``dimensions``; float or base64 encoding) and chat completions with ``reply``.
+request's ``dimensions``; float or base64 encoding) and chat completions with ``reply`` (streamed
+as Server-Sent Events of ``piece`` characters when the request asks ``stream``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class LocalOpenAI:
         self.auths: list[str] = []
         self.dims = dims
         self.reply = ""
+        self.piece = 7  # characters per streamed chunk
         self.vectorize = vectorize
         state = self
 
@@ -44,6 +46,15 @@ class LocalOpenAI:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _stream(self, chunks: list[dict[str, Any]]) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                for chunk in chunks:
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                self.wfile.write(b"data: [DONE]\n\n")
+
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 state.paths.append(self.path)
@@ -53,6 +64,8 @@ class LocalOpenAI:
                     code = state.fail.pop(0)
                     msg = {"error": {"message": f"scripted {code}", "type": "test"}}
                     self._send(code, msg, {"retry-after-ms": "1"})
+                elif "/chat/completions" in self.path and body.get("stream"):
+                    self._stream(state._chunks(body))
                 elif "/chat/completions" in self.path:
                     self._send(200, state._chat(body))
                 else:
@@ -91,6 +104,16 @@ class LocalOpenAI:
             "model": body["model"],
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": self.reply}}],
         }
+
+    def _chunks(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """``reply`` as a streamed completion's chunks (``stream`` true), ``piece`` characters each."""
+        pieces = [self.reply[i : i + self.piece] for i in range(0, len(self.reply), self.piece)]
+        base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
+        chunks = [
+            {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": p}, "finish_reason": None}]}
+            for p in pieces
+        ]
+        return [*chunks, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
 
     def close(self) -> None:
         self.server.shutdown()

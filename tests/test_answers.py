@@ -608,3 +608,74 @@ def test_embeddings_are_limited_by_input_size_not_requests(env: Env) -> None:
                 other.embeddings.create(model=model, input=["d" * 600, "e" * 600])
     finally:
         budget(600000)
+
+
+def test_a_chat_model_s_answer_streams_and_its_verdict_comes_last(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 59 §4: the decision and the evidence first, the answer as the model writes it (the
+    real SDK's stream against the local endpoint), the post-validated reply last; a reply that
+    fails validation ends with a refusal the client must show instead."""
+    chat = LocalOpenAI()
+    monkeypatch.setenv("OPENAI_BASE_URL", chat.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    orch = Orchestrator(env.user, env.embedder)
+    orch.generator = ChatAnswerer(orch.config([env.kb]) | {"provider": "openai"})
+    q = "Qual a carga horária mínima do estágio supervisionado?"
+    text = 'O estágio tem no mínimo 400 horas [1], com "relatório final".\nSem exceções.'
+    chat.reply = json.dumps({"in_sources": True, "answer": text})
+    events = list(orch.ask_stream(q, kb_ids=[env.kb], use_cache=False))
+    assert chat.requests[-1]["stream"] is True
+    first, last = events[0], events[-1]
+    assert first.event == "decision" and first.decision is not None
+    assert first.decision["decision"] == "answer" and first.decision["answer_source"] == "LLM"
+    assert first.decision["evidence"][0]["document"] == "Regulamento de estágio"
+    deltas = [e.text for e in events if e.event == "delta"]
+    assert len(deltas) > 5 and "".join(d or "" for d in deltas) == text
+    assert last.event == "answer" and last.answer is not None and last.answer.answer == text
+    assert str(last.answer.trace_id) == first.decision["trace_id"] and last.answer.sources
+    assert env.audit(last.answer.trace_id)["answer_source"] == "LLM"
+    # A number the evidence does not hold: shown as it came, then refused.
+    chat.reply = json.dumps({"in_sources": True, "answer": "O estágio tem no mínimo 500 horas [1]."})
+    events = list(orch.ask_stream(q, kb_ids=[env.kb], use_cache=False))
+    assert "500" in "".join(e.text or "" for e in events) and events[-1].event == "refusal"
+    assert events[-1].answer is not None and events[-1].answer.reason == "number_not_in_evidence"
+    # The model says the sources do not answer: nothing shown, a refusal.
+    chat.reply = json.dumps({"in_sources": False})
+    events = list(orch.ask_stream(q, kb_ids=[env.kb], use_cache=False))
+    assert [e.event for e in events] == ["decision", "refusal"]
+    assert events[-1].answer is not None and events[-1].answer.reason == "not_in_sources"
+    # Offline (extractive): one event.
+    offline = list(Orchestrator(env.user, env.embedder).ask_stream(q, kb_ids=[env.kb], use_cache=False))
+    assert [e.event for e in offline] == ["answer"] and offline[0].answer is not None
+    assert offline[0].answer.answer_source == "EXTRACTIVE"
+    chat.close()
+
+
+def test_serve_streams_ask_as_server_sent_events(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    from httpx_sse import connect_sse
+
+    chat = LocalOpenAI()
+    monkeypatch.setenv("OPENAI_BASE_URL", chat.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    env.service.create_kb("estagio-stream")
+    doc = DocumentInput(LoadedDocument("Regulamento de estágio", REGULAMENTO, "test://estagio"), "regulation", 0.9)
+    ingest_documents(env.service, "estagio-stream", [doc], env.embedder, count_tokens)
+    kb = env.service.kb_id("estagio-stream")
+    env.service.set_kb_config(kb, "rag", {"provider": "openai"})
+    text = "O relatório final vai ao coordenador em até 15 dias após o término [1]."
+    chat.reply = json.dumps({"in_sources": True, "answer": text})
+    auth = {"authorization": "Bearer " + token(env.member, env.tenant)}
+    body = {"question": "Em quantos dias entrego o relatório final do estágio?", "kb_ids": [str(kb)]}
+    app = create_app(env.url, env.embedder, jwt_secret=SECRET)
+    with TestClient(app) as http:
+        with connect_sse(http, "POST", "/ask", json={**body, "stream": True}, headers=auth) as source:
+            assert source.response.headers["x-answer-source"] == "LLM"
+            events = [(e.event, json.loads(e.data)) for e in source.iter_sse()]
+        assert [name for name, _ in events][:2] == ["decision", "delta"] and events[-1][0] == "answer"
+        assert "".join(d["text"] for name, d in events if name == "delta") == text == events[-1][1]["answer"]
+        assert events[-1][1]["trace_id"] == events[0][1]["trace_id"] == source.response.headers["x-trace-id"]
+        # Accept: text/event-stream asks the same; an error before the first event is plain JSON.
+        with connect_sse(http, "POST", "/ask", json={**body, "question": "oi"}, headers=auth) as source:
+            assert [e.event for e in source.iter_sse()] == ["refusal"]
+        missing = http.post("/ask", json={**body, "kb_ids": [str(uuid.uuid4())], "stream": True}, headers=auth)
+        assert missing.status_code == 404 and missing.headers["content-type"].startswith("application/json")
+    chat.close()

@@ -17,8 +17,10 @@ The post-validation of numbers is SQL's (``hipocampo.numbers_absent``), called b
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import HipocampoError
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from ..client import Hipocampo
 
 __all__ = [
+    "AnswerStream",
     "ChatAnswerer",
     "ExtractiveAnswerer",
     "GenerationError",
@@ -198,11 +201,46 @@ class ChatAnswerer:
             )
         self.model = str(config["azure_deployment"] if self.provider == "azure" else config["chat_model"])
 
-    def generate(self, question: str, evidence: Sequence[Evidence], config: Mapping[str, Any]) -> str:
+    @staticmethod
+    def messages(question: str, evidence: Sequence[Evidence], config: Mapping[str, Any]) -> list[dict[str, str]]:
+        """The chat's messages: the prompts and the numbered evidence, the session's part, the question."""
         context = "\n\n".join(f"[{e['n']}] {e.get('title', '')}\n{e.get('content', '')}" for e in evidence)
         prompt = f"{config['context_prompt']}\n{config['answer_format_prompt']}"
         messages = [{"role": "system", "content": f"{prompt}\n\n{context}"}, *session_messages(config)]
         messages.append({"role": "user", "content": question})
+        return messages
+
+    def stream(self, question: str, evidence: Sequence[Evidence], config: Mapping[str, Any]) -> AnswerStream:
+        """The answer as the model writes it (issue 59 §4; the chat completion with ``stream``
+        true): iterate the returned :class:`AnswerStream` for the answer's text as it grows, then
+        read its ``answer``.
+
+        Raises:
+            GenerationError: the request failed (when iterating: the stream broke off).
+        """
+        import openai
+
+        try:
+            chunks = self._client.chat.completions.create(
+                model=self.model, messages=self.messages(question, evidence, config), temperature=0, stream=True
+            )
+        except openai.APIStatusError as exc:
+            raise GenerationError(f"chat completion failed with HTTP {exc.status_code}: {exc}") from exc
+        except openai.APIConnectionError as exc:
+            raise GenerationError(f"chat endpoint unreachable: {exc}") from exc
+
+        def pieces() -> Iterator[str]:
+            try:
+                for chunk in chunks:
+                    if chunk.choices and chunk.choices[0].delta.content:
+                        yield chunk.choices[0].delta.content
+            except (openai.APIError, openai.APIConnectionError) as exc:
+                raise GenerationError(f"the chat completion's stream broke off: {exc}") from exc
+
+        return AnswerStream(pieces())
+
+    def generate(self, question: str, evidence: Sequence[Evidence], config: Mapping[str, Any]) -> str:
+        messages = self.messages(question, evidence, config)
         import openai
 
         try:
@@ -245,6 +283,70 @@ class ChatAnswerer:
         if not text:
             raise GenerationError("the summary completion was empty")
         return text[:max_chars]
+
+
+_OBJECT_START = re.compile(r'^\{\s*"in_sources"\s*:\s*true\s*,\s*"answer"\s*:\s*"')
+_FENCE = re.compile(r"^```(?:json)?\s*")
+
+
+class AnswerStream:
+    """A chat model's reply as it arrives (issue 59 §4): iterating gives the answer's text in
+    pieces, as much of it as can be shown so far: inside rag.answer_format_prompt's object
+    (``{"in_sources": true, "answer": "…"}``) the answer string's characters as they come (its
+    escapes decoded), a reply that is not such an object as it is, nothing for ``{"in_sources":
+    false}``. Once iterated, ``answer`` is the whole reply read by :func:`parse_reply`, which the
+    pieces add up to except when a model breaks the format midway (then ``answer`` is what counts).
+
+    Raises (when the iteration ends):
+        NotInSources: the model said the sources do not answer.
+        GenerationError: the reply was empty or held no answer.
+    """
+
+    def __init__(self, chunks: Iterable[str]) -> None:
+        self._chunks = chunks
+        self.raw = ""
+        self.answer = ""
+        self._shown = ""
+
+    def __iter__(self) -> Iterator[str]:
+        for chunk in self._chunks:
+            self.raw += chunk
+            visible = self._visible()
+            if len(visible) > len(self._shown) and visible.startswith(self._shown):
+                piece, self._shown = visible[len(self._shown) :], visible
+                yield piece
+        if not self.raw.strip():
+            raise GenerationError("the chat completion was empty")
+        self.answer = parse_reply(self.raw)
+        if not self.answer:
+            raise GenerationError("the chat completion held no answer")
+
+    def _visible(self) -> str:
+        """How much of the answer the reply so far shows."""
+        body = _FENCE.sub("", self.raw.lstrip())
+        if not body:
+            return ""
+        if not body.startswith("{"):
+            return body if not self.raw.lstrip().startswith("`") or body != self.raw.lstrip() else ""
+        found = _OBJECT_START.match(body)
+        if found is None:
+            return ""
+        rest = body[found.end() :]
+        end, i = len(rest), 0
+        while i < len(rest):  # the string ends at its first unescaped quote
+            if rest[i] == "\\":
+                i += 2
+                continue
+            if rest[i] == '"':
+                end = i
+                break
+            i += 1
+        content = rest[:end]
+        content = re.sub(r"\\(u[0-9a-fA-F]{0,3})?$", "", content)  # an escape cut midway waits
+        try:
+            return str(json.loads(f'"{content}"'))
+        except ValueError:
+            return self._shown
 
 
 def session_messages(config: Mapping[str, Any]) -> list[dict[str, str]]:

@@ -18,11 +18,12 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..client import Actor, Hipocampo
 from ..embeddings import EmbeddingProvider
@@ -31,7 +32,7 @@ from ..errors import HipocampoError, InvalidInputError
 from ..models import Answer, Source
 from .generation import GenerationError, Generator, NotInSources, generator_for
 
-__all__ = ["Orchestrator", "question_refusal"]
+__all__ = ["Orchestrator", "StreamEvent", "question_refusal"]
 
 log = logging.getLogger("hipocampo.orchestrator")
 
@@ -98,6 +99,64 @@ class Orchestrator:
             DimensionMismatchError: the embedder's dims differ from the active model's.
             NotFoundError: also an unknown or expired session (P0002).
         """
+        ready = self._prepare(question, kb_ids, agent, use_cache, rate_limit, session_id)
+        return ready if isinstance(ready, Answer) else self._generate_once(ready)
+
+    def ask_stream(
+        self,
+        question: str,
+        *,
+        kb_ids: Sequence[UUID] | None = None,
+        agent: str | None = None,
+        use_cache: bool = True,
+        rate_limit: bool = True,
+        session_id: UUID | str | None = None,
+    ) -> Iterator[StreamEvent]:
+        """:meth:`ask`, streamed (issue 59 §4): with a chat model that answers, first a
+        ``decision`` event (the trace id, the decision, the numbered evidence the answer may cite,
+        the confidence), then ``delta`` events (the answer's text as the model writes it), then
+        the post-validated reply: ``answer`` (the :class:`Answer`, as :meth:`ask` returns it) or,
+        when the model said the sources do not answer or the answer failed validation (a number
+        absent from the evidence), ``refusal`` (the refused :class:`Answer`: the client replaces
+        what it showed). Any other reply (extractive, passages, a refusal before generation, a
+        cached or session answer) is one ``answer`` (or ``refusal``) event.
+
+        Raises: as :meth:`ask`, before the first event.
+        """
+        ready = self._prepare(question, kb_ids, agent, use_cache, rate_limit, session_id)
+        stream = None if isinstance(ready, Answer) else getattr(ready.generator, "stream", None)
+        if isinstance(ready, Answer) or stream is None:
+            final = ready if isinstance(ready, Answer) else self._generate_once(ready)
+            yield StreamEvent(event="refusal" if final.refused else "answer", answer=final)
+            return
+        yield StreamEvent(event="decision", decision=_stream_decision(ready))
+        try:
+            reply = stream(ready.turn.question, ready.evidence, ready.generator_config)
+            for piece in reply:
+                yield StreamEvent(event="delta", text=piece)
+            final = self._generated(ready, reply.answer)
+        except GenerationError as exc:
+            final = self._generated(ready, exc)
+        yield StreamEvent(event="refusal" if final.refused else "answer", answer=final)
+
+    def _generate_once(self, ready: _Ready) -> Answer:
+        try:
+            text = ready.generator.generate(ready.turn.question, ready.evidence, ready.generator_config)
+        except GenerationError as exc:
+            return self._generated(ready, exc)
+        return self._generated(ready, text)
+
+    def _prepare(
+        self,
+        question: str,
+        kb_ids: Sequence[UUID] | None,
+        agent: str | None,
+        use_cache: bool,
+        rate_limit: bool,
+        session_id: UUID | str | None,
+    ) -> Answer | _Ready:
+        """Everything before generation: a finished :class:`Answer` (a refusal, a cached or session
+        answer, passages), or the evidence a generator is to answer from."""
         start = time.perf_counter()
         cfg = self.config(kb_ids, agent)
         kbs = [UUID(str(k)) for k in (kb_ids or cfg.get("kb_ids") or [])]
@@ -128,7 +187,7 @@ class Orchestrator:
             turn.lap("cache")
             if cached is not None:
                 return turn.finish(cached)
-        return self._answer(turn, use_cache)
+        return self._evidence(turn, use_cache)
 
     def _session_turn(self, turn: _Turn, session_id: UUID | str) -> dict[str, Any] | None:
         """What the session holds for this question (``hipocampo.session_turn``): the turn's
@@ -155,8 +214,9 @@ class Orchestrator:
             return None
         return {**dict(reused), "answer_source": "SESSION"}
 
-    def _answer(self, turn: _Turn, use_cache: bool) -> Answer:
-        """Evidence (one SQL call: retrieval, gates, conflicts), then generation and its checks."""
+    def _evidence(self, turn: _Turn, use_cache: bool) -> Answer | _Ready:
+        """Evidence (one SQL call: retrieval, gates, conflicts): the reply when it decides one
+        (passages, a refusal), else what the generator answers from."""
         vector = turn.vector or query_vector(self.client, turn.question, self.embedder, turn.kbs)
         turn.lap("embed")
         decision: dict[str, Any] = self.client.rpc(
@@ -170,7 +230,6 @@ class Orchestrator:
             },
         )
         turn.lap("evidence")
-        evidence: list[dict[str, Any]] = decision["evidence"]
         counts = int(decision["candidates"]), int(decision["filtered"])
         confidence = float(decision["confidence"])
         conflicts: list[dict[str, Any]] = decision["conflicts"]
@@ -180,15 +239,19 @@ class Orchestrator:
             closest = decision.get("closest")
             refusal = turn.refuse(decision["reason"], confidence=confidence, conflicts=conflicts, closest=closest)
             return turn.finish(refusal, *counts)
-
         generator = self.generator or generator_for(turn.cfg, self.client)
-        try:
-            text = generator.generate(turn.question, evidence, {**turn.cfg, **turn.context})
-        except NotInSources:
-            refusal = turn.refuse("not_in_sources", confidence=confidence, closest=decision.get("closest"))
+        return _Ready(turn, decision, generator, use_cache, counts)
+
+    def _generated(self, ready: _Ready, text: str | GenerationError) -> Answer:
+        """The reply from the generator's text (or its failure): the post-validation of numbers,
+        the cited sources, the cache, the audit."""
+        turn, evidence, counts = ready.turn, ready.evidence, ready.counts
+        confidence = float(ready.decision["confidence"])
+        if isinstance(text, NotInSources):
+            refusal = turn.refuse("not_in_sources", confidence=confidence, closest=ready.decision.get("closest"))
             return turn.finish(refusal, *counts)
-        except GenerationError as exc:
-            log.warning("generation failed (trace %s): %s", turn.trace, exc)
+        if isinstance(text, GenerationError):
+            log.warning("generation failed (trace %s): %s", turn.trace, text)
             return turn.finish(turn.refuse("generation_failed", confidence=confidence), *counts)
         turn.lap("generate")
         absent: list[str] = self.client.rpc("numbers_absent", {"answer": text, "evidence": evidence})
@@ -204,10 +267,10 @@ class Orchestrator:
                 Source(**s).model_dump(mode="json")
                 for s in self.client.rpc("answer_sources", {"answer": text, "evidence": evidence})
             ],
-            "conflicts": conflicts,
-            "answer_source": generator.answer_source,
+            "conflicts": ready.decision["conflicts"],
+            "answer_source": ready.generator.answer_source,
         }
-        if use_cache:
+        if ready.use_cache:
             self._cache_put(turn, answer)
             turn.lap("cache_put")
         return turn.finish(answer, *counts)
@@ -337,6 +400,63 @@ class _Turn:
             )
         )
         return result
+
+
+@dataclass
+class _Ready:
+    """A turn whose evidence holds an answer, waiting for its generator."""
+
+    turn: _Turn
+    decision: dict[str, Any]
+    generator: Generator
+    use_cache: bool
+    counts: tuple[int, int]
+
+    @property
+    def evidence(self) -> list[dict[str, Any]]:
+        return list(self.decision["evidence"])
+
+    @property
+    def generator_config(self) -> dict[str, Any]:
+        return {**self.turn.cfg, **self.turn.context}
+
+
+class StreamEvent(BaseModel):
+    """One event of :meth:`Orchestrator.ask_stream`: ``decision`` (``decision``: trace_id,
+    decision, answer_source, confidence, evidence: [{n, document, source_uri, chunk_id}]),
+    ``delta`` (``text``: the answer's next characters), ``answer`` or ``refusal`` (``answer``:
+    the final :class:`Answer`)."""
+
+    event: Literal["decision", "delta", "answer", "refusal"]
+    decision: dict[str, Any] | None = None
+    text: str | None = None
+    answer: Answer | None = None
+
+    def data(self) -> dict[str, Any]:
+        """The event's JSON body: the decision, {"text": …}, or the answer."""
+        if self.answer is not None:
+            return dict(json.loads(self.answer.model_dump_json()))
+        return self.decision if self.decision is not None else {"text": self.text or ""}
+
+
+def _stream_decision(ready: _Ready) -> dict[str, Any]:
+    """What a streamed answer says before its text: its trace id, that the evidence holds an
+    answer, who writes it, the confidence, and the numbered evidence its [n] markers point to."""
+    return {
+        "trace_id": str(ready.turn.trace),
+        "decision": "answer",
+        "answer_source": ready.generator.answer_source,
+        "confidence": float(ready.decision["confidence"]),
+        "evidence": [
+            {
+                "n": e.get("n"),
+                "document": e.get("title"),
+                "source_uri": e.get("source_uri"),
+                "chunk_id": e.get("chunk_id"),
+            }
+            for e in ready.evidence
+        ],
+    }
 
 
 def _personal(turn: _Turn) -> bool:

@@ -32,7 +32,7 @@ from uuid import UUID
 import jwt
 import psycopg
 from fastapi import FastAPI, Header, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from ..answers import Orchestrator
@@ -68,6 +68,11 @@ class AskRequest(BaseModel):
         " against it and the turn is recorded in it (issue 45 §3)",
     )
     tenant_id: UUID | None = Field(default=None, description="service_role only: the tenant to act on")
+    stream: bool = Field(
+        default=False,
+        description="Server-Sent Events instead of one JSON body (also with Accept: text/event-stream): a chat"
+        " model's answer as it is written (issue 59 §4)",
+    )
 
 
 class FeedbackRequest(BaseModel):
@@ -321,21 +326,23 @@ class _Endpoints:
         request: Request,
         authorization: str | None = Header(default=None),
         x_chat_session_id: Annotated[UUID | None, Header()] = None,
-    ) -> JSONResponse:
+    ) -> Response:
         """Answer with cited sources or refuse (see ``Orchestrator.ask``); within the session of
         ``session_id`` or the ``X-Chat-Session-ID`` header when one is given."""
         trace, actor = self.caller(request, authorization, body.tenant_id)
         if isinstance(actor, JSONResponse):
             return actor
         orch = Orchestrator(self.root.as_actor(actor), self.embedder())
+        asked: dict[str, Any] = {
+            "kb_ids": body.kb_ids,
+            "agent": body.agent,
+            "use_cache": body.use_cache,
+            "session_id": body.session_id or x_chat_session_id,
+        }
+        if body.stream or "text/event-stream" in request.headers.get("accept", ""):
+            return self._ask_stream(orch, body.question, asked, trace)
         try:
-            ans = orch.ask(
-                body.question,
-                kb_ids=body.kb_ids,
-                agent=body.agent,
-                use_cache=body.use_cache,
-                session_id=body.session_id or x_chat_session_id,
-            )
+            ans = orch.ask(body.question, **asked)
         except (PermissionDeniedError, NotFoundError, InvalidInputError) as exc:
             return _error(_STATUS[type(exc)], exc.message, trace)
         except (HipocampoError, psycopg.Error, OSError) as exc:
@@ -346,6 +353,37 @@ class _Endpoints:
         if ans.retry_after_ms:
             headers["Retry-After"] = str(max(1, ans.retry_after_ms // 1000))
         return JSONResponse(json.loads(ans.model_dump_json()), status, headers=headers)
+
+    def _ask_stream(self, orch: Orchestrator, question: str, asked: dict[str, Any], trace: str) -> Response:
+        """POST /ask as Server-Sent Events (sse-starlette; ``Orchestrator.ask_stream``'s events,
+        each ``event: <name>`` and ``data: <json>``, as EventSource and the OpenAI SDK's SSE reader
+        take them). An error before the first event is the JSON error /ask gives; a database lost
+        midway ends the stream with a ``refusal`` event (database_unavailable)."""
+        from sse_starlette import EventSourceResponse, ServerSentEvent
+        from starlette.concurrency import iterate_in_threadpool
+
+        events = orch.ask_stream(question, **asked)
+        try:
+            first = next(events)
+        except (PermissionDeniedError, NotFoundError, InvalidInputError) as exc:
+            return _error(_STATUS[type(exc)], exc.message, trace)
+        except (HipocampoError, psycopg.Error, OSError) as exc:
+            log.error("ask failed (trace %s): %s", trace, exc)
+            return self._unavailable(question, trace, exc)
+        data = first.data()
+        headers = {"X-Answer-Source": str(data.get("answer_source")), "X-Trace-ID": str(data.get("trace_id"))}
+
+        async def sse() -> AsyncIterator[ServerSentEvent]:
+            yield ServerSentEvent(event=first.event, data=json.dumps(data))
+            try:
+                async for ev in iterate_in_threadpool(events):
+                    yield ServerSentEvent(event=ev.event, data=json.dumps(ev.data()))
+            except (HipocampoError, psycopg.Error, OSError) as exc:
+                log.error("streamed ask failed (trace %s): %s", trace, exc)
+                lost = json.loads(bytes(self._unavailable(question, str(data.get("trace_id")), exc).body))
+                yield ServerSentEvent(event="refusal", data=json.dumps(lost))
+
+        return EventSourceResponse(sse(), headers=headers, ping=15)
 
     def _unavailable(self, question: str, trace: str, exc: Exception) -> JSONResponse:
         """A 503 refusal: the database answers but is not seeded (55000), or does not answer."""
