@@ -819,12 +819,9 @@ def test_feedback_marks_the_caller_s_own_reply_only(env: Env, fn: dict[str, Edge
         assert cur.fetchone() == {"useful": True, "comment": "claro"}
 
 
-def test_ask_with_a_chat_model_generates_and_validates_as_python_does(
-    env: Env, fn: dict[str, EdgeFunction], embeddings: LocalOpenAI, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The same knowledge base content, answered by a chat model: the local endpoint's reply.
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-edge-test")
-    monkeypatch.setenv("OPENAI_BASE_URL", embeddings.base_url)
+def chat_knowledge_base(env: Env) -> str:
+    """A knowledge base of ``env``'s tenant answered by a chat model (rag.provider openai, model
+    gpt-test): the local endpoint's reply."""
     service = env.root.as_actor(Actor.service(env.tenant))
     if "regulamentos-llm" not in [k.name for k in service.list_kbs()]:
         service.create_kb("regulamentos-llm")
@@ -832,6 +829,26 @@ def test_ask_with_a_chat_model_generates_and_validates_as_python_does(
         ingest_documents(service, "regulamentos-llm", [doc], env.embedder, count_tokens)
     kb = service.kb_id("regulamentos-llm")
     service.set_kb_config(kb, "rag", {"provider": "openai", "chat_model": "gpt-test"})
+    return str(kb)
+
+
+def sse_events(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """A Server-Sent Events body as (event, JSON data) pairs."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.split("\n") if ": " in line and not line.startswith(":"))
+        if "data" in fields:
+            out.append((fields.get("event", "message"), json.loads(fields["data"])))
+    return out
+
+
+def test_ask_with_a_chat_model_generates_and_validates_as_python_does(
+    env: Env, fn: dict[str, EdgeFunction], embeddings: LocalOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same knowledge base content, answered by a chat model: the local endpoint's reply.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-edge-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", embeddings.base_url)
+    kb = uuid.UUID(chat_knowledge_base(env))
     q = "Qual a carga horária mínima do estágio?"
     member = env.root.as_actor(Actor.user(env.member, env.tenant))
     body = {"question": q, "kb_ids": [str(kb)], "query_embedding": env.vec(q), "use_cache": False}
@@ -897,3 +914,41 @@ def test_the_embed_function_names_its_own_situation(env: Env, fn: dict[str, Edge
     assert r.status_code == 422, r.text
     assert r.json()["error"].startswith("the embed function cannot compute these vectors")
     assert "query_embedding" not in r.json()["error"] and MODEL in r.json()["error"]
+
+
+def test_ask_streams_a_chat_model_s_answer_as_python_does(
+    env: Env, fn: dict[str, EdgeFunction], embeddings: LocalOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 59 §4: "stream": true (or Accept: text/event-stream) answers Server-Sent Events: the
+    decision first, the answer as the model writes it, the post-validated reply last (a refusal
+    when it fails validation), the same events as Orchestrator.ask_stream's."""
+    from httpx_sse import connect_sse
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-edge-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", embeddings.base_url)
+    kb = chat_knowledge_base(env)
+    member = env.root.as_actor(Actor.user(env.member, env.tenant))
+    q = "Qual a carga horária mínima do estágio?"
+    body = {"question": q, "kb_ids": [kb], "query_embedding": env.vec(q), "use_cache": False, "stream": True}
+    for answer, last, reason in (
+        ('A carga horária mínima é de 400 horas [1], com "relatório".', "answer", None),
+        ("A carga horária mínima é de 500 horas [1].", "refusal", "number_not_in_evidence"),
+    ):
+        embeddings.reply = json.dumps({"in_sources": True, "answer": answer})
+        with (
+            httpx.Client(timeout=60) as http,
+            connect_sse(http, "POST", fn["ask"].url, json=body, headers=env.user()) as s,
+        ):
+            assert s.response.headers["content-type"].startswith("text/event-stream")
+            assert s.response.headers["x-answer-source"] == "LLM"
+            deno = [(e.event, json.loads(e.data)) for e in s.iter_sse()]
+        py = list(Orchestrator(member, env.embedder).ask_stream(q, kb_ids=[uuid.UUID(kb)], use_cache=False))
+        assert [e for e, _ in deno] == [e.event for e in py] and deno[-1][0] == last
+        assert "".join(d["text"] for e, d in deno if e == "delta") == answer
+        assert deno[0][1]["evidence"] == py[0].data()["evidence"]
+        assert deno[-1][1]["reason"] == reason and deno[-1][1]["trace_id"] == deno[0][1]["trace_id"]
+    # Offline replies are one event; an error before the first event is the plain JSON error.
+    offline = httpx.post(fn["ask"].url, json={**body, "kb_ids": [env.kb]}, headers=env.user(), timeout=60)
+    assert [e for e, _ in sse_events(offline.text)] == ["answer"]
+    missing = httpx.post(fn["ask"].url, json={**body, "kb_ids": [str(uuid.uuid4())]}, headers=env.user(), timeout=60)
+    assert missing.status_code == 404 and missing.headers["content-type"].startswith("application/json")

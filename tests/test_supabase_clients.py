@@ -22,14 +22,17 @@ from hipocampo import Actor, Hipocampo, InvalidInputError, Memory, Orchestrator
 
 from .asgi_server import serving
 from .conftest import CountingEmbedder
+from .openai_endpoint import LocalOpenAI
 from .test_edge_functions import (  # noqa: F401  (fixtures)
     REPO,
     EdgeFunction,
     Env,
+    chat_knowledge_base,
     deno_binary,
     embeddings,
     env,
     fn,
+    sse_events,
     token,
 )
 
@@ -120,9 +123,15 @@ def test_supabase_python_client_invokes_the_functions(env: Env, gateway: str) ->
     assert anonymous.value.status in (401, 403)
 
 
-def test_supabase_js_client_invokes_the_functions(env: Env, gateway: str) -> None:  # noqa: F811
+def test_supabase_js_client_invokes_the_functions(
+    env: Env,  # noqa: F811
+    gateway: str,
+    embeddings: LocalOpenAI,  # noqa: F811
+) -> None:
     user = _member_with_a_memory(env)
     q = "Qual a carga horária mínima do estágio?"
+    chat_kb = chat_knowledge_base(env)
+    embeddings.reply = json.dumps({"in_sources": True, "answer": "No mínimo 400 horas [1]."})
     proc = subprocess.run(
         [deno_binary(), "run", "--allow-net", "--allow-env", "--no-lock", "tests/deno/supabase_js_client.ts"],
         cwd=REPO,
@@ -135,6 +144,9 @@ def test_supabase_js_client_invokes_the_functions(env: Env, gateway: str) -> Non
             "USER_JWT": token("authenticated", user, env.tenant),
             "BODY": json.dumps({"query_text": q, "query_embedding": env.vec(q), "kb_ids": [env.kb]}),
             "ASK": json.dumps({"question": q, "query_embedding": env.vec(q), "kb_ids": [env.kb], "use_cache": False}),
+            "ASK_STREAM": json.dumps(
+                {"question": q, "query_embedding": env.vec(q), "kb_ids": [chat_kb], "use_cache": False, "stream": True}
+            ),
         },
         capture_output=True,
         text=True,
@@ -151,6 +163,12 @@ def test_supabase_js_client_invokes_the_functions(env: Env, gateway: str) -> Non
     )
     assert (out["ask"]["answer"], out["ask"]["answer_source"]) == (direct_answer.answer, "EXTRACTIVE")
     assert out["error"]["name"] == "FunctionsHttpError" and out["error"]["status"] == 422
+    # The streamed ask (issue 59 §4): the decision, the answer in pieces, the validated reply last.
+    events = sse_events(out["streamed"])
+    assert [e for e, _ in events][:2] == ["decision", "delta"] and events[-1][0] == "answer"
+    assert (
+        "".join(d["text"] for e, d in events if e == "delta") == "No mínimo 400 horas [1]." == events[-1][1]["answer"]
+    )
     # Refused before SQL as the Python client refuses it (same SQLSTATE and message).
     assert (out["error"]["body"]["sqlstate"], out["error"]["body"]["error"]) == (
         "22023",

@@ -25,6 +25,11 @@ export interface RouteContext {
   tx: Tx;
   /** The request's headers (e.g. X-Chat-Session-ID). */
   headers?: Headers;
+  /**
+   * Set when the route streams this request (Server-Sent Events, see `Route.stream`): sends one
+   * event (its name and JSON data) to the client now.
+   */
+  emit?: (event: string, data: unknown) => void;
 }
 
 /**
@@ -39,6 +44,12 @@ export interface Route {
   method: "GET" | "POST";
   reads?: boolean;
   run: (ctx: RouteContext) => Promise<unknown>;
+  /**
+   * The route may answer as Server-Sent Events (issue 59 §4: `"stream": true` in the body, or
+   * `Accept: text/event-stream`): `run` sends what it has early through `emit`, and once its
+   * transaction has committed its result is the last event, named by this function of it.
+   */
+  stream?: (result: unknown) => string;
 }
 
 /**
@@ -95,6 +106,65 @@ function errorResponse(err: unknown, trace: string): Response {
 }
 
 /**
+ * A streamed route's response: `text/event-stream`, each event `event: <name>` and `data: <json>`
+ * (what EventSource and the OpenAI SDK's reader take; supabase-js's `functions.invoke` hands the
+ * response over as it is). The response starts with the route's first event; an error before it
+ * is the JSON error a plain request gets, an error after it ends the stream with a `refusal`
+ * event (database unavailable). X-Trace-ID and X-Answer-Source come from the first event.
+ */
+async function streamed(
+  route: Route,
+  ctx: Omit<RouteContext, "tx" | "emit">,
+  trace: string,
+): Promise<Response> {
+  const encoder = new TextEncoder();
+  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+  const writer = writable.getWriter();
+  let first: Record<string, unknown> | null = null;
+  let begun: (value: true) => void = () => {};
+  const begins = new Promise<true>((resolve) => (begun = resolve));
+  const emit = (event: string, data: unknown) => {
+    if (first === null) {
+      first = (typeof data === "object" && data !== null ? data : {}) as Record<string, unknown>;
+      begun(true);
+    }
+    // A client that went away: nothing to tell it.
+    writer.write(encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)).catch(() => {});
+  };
+  const work = asActor(ctx.actor, (tx) => route.run({ ...ctx, tx, emit }))
+    .then((result) => emit(route.stream!(result), result))
+    .catch((err) => {
+      if (first === null) throw err;
+      console.error(
+        JSON.stringify({ level: "error", trace_id: trace, error: `streamed reply failed: ${err}` }),
+      );
+      emit("refusal", {
+        refused: true,
+        reason: "database_unavailable",
+        answer_source: "REFUSAL",
+        trace_id: trace,
+      });
+    })
+    .finally(() => writer.close().catch(() => {}));
+  try {
+    await Promise.race([begins, work]);
+  } catch (err) {
+    return errorResponse(err, trace);
+  }
+  const opening = (first ?? {}) as Record<string, unknown>;
+  return new Response(readable, {
+    status: 200,
+    headers: {
+      ...corsHeaders,
+      "Content-Type": "text/event-stream",
+      "Cache-Control": "no-cache",
+      "X-Trace-ID": String(opening.trace_id ?? trace),
+      ...(opening.answer_source ? { "X-Answer-Source": String(opening.answer_source) } : {}),
+    },
+  });
+}
+
+/**
  * A `Deno.serve` handler for `routes`, keyed by the last segment of the path ("" for the
  * function's root: `/functions/v1/memory/recall` -> "recall", `/functions/v1/context-pack` -> "").
  */
@@ -132,6 +202,22 @@ export function handler(
       const body = route.method === "POST"
         ? await readObject(req)
         : Object.fromEntries(new URL(req.url).searchParams) as Record<string, unknown>;
+      if (
+        route.stream &&
+        (body.stream === true || (req.headers.get("accept") ?? "").includes("text/event-stream"))
+      ) {
+        response = await streamed(route, { actor, body, headers: req.headers }, trace);
+        console.log(
+          JSON.stringify({
+            level: "debug",
+            function: fn,
+            route: key,
+            status: response.status,
+            trace_id: trace,
+          }),
+        );
+        return response;
+      }
       const result = await asActor(actor, (tx) => route.run({ actor, body, tx, headers: req.headers }), {
         replica: route.reads === true,
         after: req.headers.get("x-hipocampo-after-lsn"),

@@ -18,7 +18,11 @@
  * (service_role only; default true), "session_id"?: uuid (or the X-Chat-Session-ID header: the
  * retrieval hierarchy of issue 45 §3 - session_turn resolves a follow-up against the previous turn
  * and reuses the session's earlier answer, answer_source SESSION; session_record_turn records the
- * turn), "tenant_id"?: uuid (service_role only)}.
+ * turn), "tenant_id"?: uuid (service_role only), "stream"?: boolean (or Accept: text/event-stream:
+ * Server-Sent Events, issue 59 §4: with a chat model that answers, a "decision" event (trace_id,
+ * decision, answer_source, confidence, the numbered evidence), "delta" events ({"text"}: the
+ * answer as the model writes it), then the post-validated reply as "answer", or "refusal" when it
+ * fails validation (the client shows that instead); any other reply is one such event)}.
  * Returns: {"question", "answer", "refused", "reason", "confidence", "sources": [{"n", "document",
  * "document_id", "source_uri", "chunk_id", "excerpt", "score", "support"}], "conflicts",
  * "answer_source": CACHE | SESSION | LLM | EXTRACTIVE | PASSAGES (no exact answer: cited passages on the
@@ -145,6 +149,7 @@ const FIELDS = [
   "rate_limit",
   "session_id",
   "tenant_id",
+  "stream",
 ];
 
 /**
@@ -194,6 +199,95 @@ export function parseReply(text: string): string | typeof NOT_IN_SOURCES {
   return String(reply.answer ?? "").trim();
 }
 
+/** The chat completion's request: the model, the prompts with the numbered evidence, the session, the question. */
+function chatRequest(question: string, evidence: Json[], cfg: Json, context: Json) {
+  const azure = cfg.provider === "azure";
+  const sources = evidence.map((e) => `[${e.n}] ${e.title ?? ""}\n${e.content ?? ""}`).join("\n\n");
+  return {
+    client: openaiClient(cfg, azure ? { apiVersion: String(cfg.azure_api_version) } : null),
+    model: String(azure ? cfg.azure_deployment : cfg.chat_model),
+    messages: [
+      {
+        role: "system" as const,
+        content: `${cfg.context_prompt}\n${cfg.answer_format_prompt}\n\n${sources}`,
+      },
+      ...sessionMessages(context),
+      { role: "user" as const, content: question },
+    ],
+  };
+}
+
+/**
+ * How much of the answer a chat model's reply so far shows, as Python's generation.AnswerStream
+ * reads it: inside rag.answer_format_prompt's object the answer string's characters (escapes
+ * decoded; one cut midway waits), a reply that is not such an object as it is, nothing for
+ * {"in_sources": false}. `shown`: what was shown already (kept while the text cannot be read).
+ */
+export function visibleAnswer(raw: string, shown = ""): string {
+  const trimmed = raw.trimStart();
+  const body = trimmed.replace(/^```(?:json)?\s*/, "");
+  if (!body) return "";
+  if (!body.startsWith("{")) return trimmed.startsWith("`") && body === trimmed ? "" : body;
+  const start = /^\{\s*"in_sources"\s*:\s*true\s*,\s*"answer"\s*:\s*"/.exec(body);
+  if (!start) return "";
+  const rest = body.slice(start[0].length);
+  let end = rest.length;
+  for (let i = 0; i < rest.length; i++) { // the string ends at its first unescaped quote
+    if (rest[i] === "\\") {
+      i++;
+      continue;
+    }
+    if (rest[i] === '"') {
+      end = i;
+      break;
+    }
+  }
+  const content = rest.slice(0, end).replace(/\\(u[0-9a-fA-F]{0,3})?$/, "");
+  try {
+    return String(JSON.parse(`"${content}"`));
+  } catch {
+    return shown;
+  }
+}
+
+/**
+ * The chat completion streamed (issue 59 §4): `opening` (the decision) is sent first, then the
+ * answer's text as the model writes it (`delta` events); returns the whole reply as `chat` does.
+ */
+async function chatStream(
+  question: string,
+  evidence: Json[],
+  cfg: Json,
+  context: Json,
+  emit: (event: string, data: unknown) => void,
+  opening: Json,
+): Promise<string | typeof NOT_IN_SOURCES | null> {
+  const { client, model, messages } = chatRequest(question, evidence, cfg, context);
+  emit("decision", opening);
+  let raw = "";
+  let shown = "";
+  try {
+    const stream = await client.chat.completions.create({ model, messages, temperature: 0, stream: true });
+    for await (const chunk of stream) {
+      const piece = chunk.choices?.[0]?.delta?.content ?? "";
+      if (!piece) continue;
+      raw += piece;
+      const visible = visibleAnswer(raw, shown);
+      if (visible.length > shown.length && visible.startsWith(shown)) {
+        emit("delta", { text: visible.slice(shown.length) });
+        shown = visible;
+      }
+    }
+  } catch (err) {
+    console.error(JSON.stringify({ level: "warning", error: `chat completion failed: ${err}` }));
+    return null;
+  }
+  const text = raw.trim();
+  if (!text) return null;
+  const reply = parseReply(text);
+  return reply === NOT_IN_SOURCES ? reply : reply || null;
+}
+
 /** The chat completion of rag.provider openai / azure; null when it failed or came back empty. */
 async function chat(
   question: string,
@@ -201,19 +295,9 @@ async function chat(
   cfg: Json,
   context: Json = {},
 ): Promise<string | typeof NOT_IN_SOURCES | null> {
-  const azure = cfg.provider === "azure";
-  const client = openaiClient(cfg, azure ? { apiVersion: String(cfg.azure_api_version) } : null);
-  const sources = evidence.map((e) => `[${e.n}] ${e.title ?? ""}\n${e.content ?? ""}`).join("\n\n");
+  const { client, model, messages } = chatRequest(question, evidence, cfg, context);
   try {
-    const resp = await client.chat.completions.create({
-      model: String(azure ? cfg.azure_deployment : cfg.chat_model),
-      messages: [
-        { role: "system", content: `${cfg.context_prompt}\n${cfg.answer_format_prompt}\n\n${sources}` },
-        ...sessionMessages(context),
-        { role: "user", content: question },
-      ],
-      temperature: 0,
-    });
+    const resp = await client.chat.completions.create({ model, messages, temperature: 0 });
     const text = resp.choices?.[0]?.message?.content?.trim();
     if (!text) return null;
     const reply = parseReply(text);
@@ -225,7 +309,7 @@ async function chat(
 }
 
 /** One question, answered or refused; the audit row written in a savepoint. */
-export async function ask({ actor, body, tx, headers }: RouteContext): Promise<Json> {
+export async function ask({ actor, body, tx, headers, emit }: RouteContext): Promise<Json> {
   const started = performance.now();
   let mark = started;
   const timings: Record<string, number> = {};
@@ -373,6 +457,19 @@ export async function ask({ actor, body, tx, headers }: RouteContext): Promise<J
       min_support: cfg.min_confidence,
       max_quotes: context.max_quotes ?? 2,
     }) as string | null
+    : emit
+    ? await chatStream(searched, evidence, cfg, context, emit, {
+      trace_id: trace,
+      decision: "answer",
+      answer_source: "LLM",
+      confidence,
+      evidence: evidence.map((e) => ({
+        n: e.n,
+        document: e.title,
+        source_uri: e.source_uri,
+        chunk_id: e.chunk_id,
+      })),
+    })
     : await chat(searched, evidence, cfg, context);
   if (text === NOT_IN_SOURCES) {
     return finish(
@@ -531,4 +628,7 @@ async function audit(
   }
 }
 
-if (import.meta.main) serve("ask", { "": { method: "POST", run: ask } });
+/** The last event of a streamed ask: its reply, `answer` or `refusal`. */
+export const lastEvent = (result: unknown): string => (result as Json).refused ? "refusal" : "answer";
+
+if (import.meta.main) serve("ask", { "": { method: "POST", run: ask, stream: lastEvent } });
