@@ -28,6 +28,7 @@ class LocalOpenAI:
         self.auths: list[str] = []
         self.dims = dims
         self.reply = ""
+        self.replies: list[str] = []  # answered first, one per chat completion, before ``reply``
         self.piece = 7  # characters per streamed chunk
         self.vectorize = vectorize
         state = self
@@ -96,18 +97,23 @@ class LocalOpenAI:
             "usage": {"prompt_tokens": 1, "total_tokens": 1},
         }
 
+    def _next_reply(self) -> str:
+        return self.replies.pop(0) if self.replies else self.reply
+
     def _chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        reply = self._next_reply()
         return {
             "id": "c1",
             "object": "chat.completion",
             "created": 0,
             "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": self.reply}}],
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}],
         }
 
     def _chunks(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         """``reply`` as a streamed completion's chunks (``stream`` true), ``piece`` characters each."""
-        pieces = [self.reply[i : i + self.piece] for i in range(0, len(self.reply), self.piece)]
+        reply = self._next_reply()
+        pieces = [reply[i : i + self.piece] for i in range(0, len(reply), self.piece)]
         base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
         chunks = [
             {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": p}, "finish_reason": None}]}

@@ -6,6 +6,7 @@ switched off once through the config to show that the test reads it."""
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Iterator
@@ -211,11 +212,67 @@ def test_with_a_chat_model_the_summary_is_the_model_s(world: World, monkeypatch:
         assert answer.answer_source == "LLM", answer
         summary = world.client.rpc("session_turn", {"session_id": session, "question": "oi"})["summary"]
         assert summary == chat.reply  # the model's reply to the summary request (the fake answers alike)
-        prompt = chat.requests[-1]["messages"]
-        assert (
-            prompt[0]["content"].startswith("Resuma a conversa") and "Usuário: Qual o horário" in prompt[1]["content"]
-        )
+        (prompt,) = [r["messages"] for r in chat.requests if r["messages"][0]["content"].startswith("Resuma")]
+        assert "Usuário: Qual o horário" in prompt[1]["content"]
     finally:
         world.service.set_tenant_config("rag", {"provider": None})
         world.service.set_tenant_config("sessions", {"summary_every_messages": None})
+        chat.close()
+
+
+def test_with_a_chat_model_the_turn_proposes_memories_to_the_gate(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 59 §6: after a session turn the chat model proposes what the user's message says of
+    them; each candidate goes through the memory gate (the health one is refused), with the
+    message it came from; a user without consent costs no model call."""
+    from .openai_endpoint import LocalOpenAI
+
+    chat = LocalOpenAI()
+    monkeypatch.setenv("OPENAI_BASE_URL", chat.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    world.service.set_tenant_config("rag", {"provider": "openai"})
+    user = uuid.uuid4()
+    world.root.add_member(world.tenant, user, "member")
+    client = world.root.as_actor(Actor.user(user, world.tenant))
+    orchestrator = Orchestrator(client, world.orchestrator.embedder)
+    candidates = {
+        "memories": [
+            {
+                "key": "routine.swim",
+                "value": "manhã",
+                "description": "Nada de manhã, antes do trabalho",
+                "category": "pattern",
+                "confidence": 0.95,
+            },
+            {
+                "key": "health.condition",
+                "value": "asma",
+                "description": "Tem asma e evita cloro forte",
+                "category": "identity_profile",
+                "confidence": 0.8,
+            },
+            {"key": "Not A Key", "value": 1, "description": "fora do formato", "category": "x", "confidence": 2},
+        ]
+    }
+    question = "Qual o horário da piscina? Eu nado de manhã, antes do trabalho, e tenho asma."
+    try:
+        session = str(client.rpc("open_session", {})["session_id"])
+        chat.replies = ["A piscina abre às 8h [1].", json.dumps(candidates)]
+        orchestrator.ask(question, kb_ids=[world.kb], use_cache=False, session_id=session)
+        assert len(chat.requests) == 1  # no consent: no candidates asked for
+        client.rpc("set_memory_consent", {"granted": True}, "none")
+        session = str(client.rpc("open_session", {})["session_id"])  # else the session's answer is reused
+        chat.replies = ["A piscina abre às 8h [1].", json.dumps(candidates)]
+        orchestrator.ask(question, kb_ids=[world.kb], use_cache=False, session_id=session)
+        asked = chat.requests[-1]["messages"]
+        assert asked[0]["content"].startswith("Você lê uma mensagem") and asked[1]["content"] == question
+        seen = client.rpc("inspect_user_memory", {})
+        (memory,) = seen["memories"]
+        assert (memory["key"], memory["source"], memory["confidence"]) == ("routine.swim", "conversation", 0.9)
+        assert memory["source_message"]["content"] == question
+        refused = [e for e in seen["events"] if e["event"] == "memory.write_rejected"]
+        assert [(e["reason"], e["detail"]["key"]) for e in refused] == [("health_data", "health.condition")]
+    finally:
+        world.service.set_tenant_config("rag", {"provider": None})
         chat.close()

@@ -21,7 +21,9 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import HipocampoError
 
@@ -34,9 +36,11 @@ __all__ = [
     "ExtractiveAnswerer",
     "GenerationError",
     "Generator",
+    "MemoryCandidate",
     "NotInSources",
     "answering_model",
     "generator_for",
+    "parse_candidates",
     "parse_reply",
 ]
 
@@ -257,6 +261,29 @@ class ChatAnswerer:
             raise GenerationError("the chat completion held no answer")
         return answer
 
+    def memory_candidates(self, message: str) -> list[MemoryCandidate]:
+        """What a user's message says of them that is worth remembering, by the chat model (issue 59
+        §6): at most :data:`MAX_CANDIDATES` candidates in :class:`MemoryCandidate`'s shape; a reply
+        that is not that JSON, or a candidate out of shape, gives nothing (dropped, not guessed).
+        The memory gate judges every candidate afterwards (consent, forbidden kinds, personal data,
+        duplicates, the user's own statements win); nothing here decides what is stored.
+
+        Raises:
+            GenerationError: the endpoint failed.
+        """
+        import openai
+
+        messages = [
+            {"role": "system", "content": CANDIDATES_PROMPT},
+            {"role": "user", "content": message},
+        ]
+        try:
+            resp = self._client.chat.completions.create(model=self.model, messages=messages, temperature=0)
+        except (openai.APIStatusError, openai.APIConnectionError) as exc:
+            raise GenerationError(f"memory candidates' completion failed: {exc}") from exc
+        text = (resp.choices[0].message.content or "").strip() if resp.choices else ""
+        return parse_candidates(text)
+
     def summarize(self, transcript: str, max_chars: int) -> str:
         """A conversation's rolling summary by the chat model (issue 45 §3): ``transcript`` is the
         conversation's lines; the reply is cut to ``max_chars`` characters
@@ -283,6 +310,70 @@ class ChatAnswerer:
         if not text:
             raise GenerationError("the summary completion was empty")
         return text[:max_chars]
+
+
+MAX_CANDIDATES = 5
+CATEGORIES = (
+    "identity_profile",
+    "tenant_business",
+    "operating_model",
+    "goals_kpis",
+    "tools_integrations",
+    "people_contacts",
+    "projects",
+    "preference",
+    "pattern",
+    "style",
+)
+CANDIDATES_PROMPT = (
+    "Você lê uma mensagem que um usuário escreveu a um assistente. Liste o que ela afirma sobre o "
+    "próprio usuário e vale lembrar em conversas futuras (nome, unidade ou endereço, preferências, "
+    "restrições, projetos), nada sobre outras pessoas e nada que a mensagem não diga. Responda só "
+    'com JSON: {"memories": [{"key": "categoria.nome_curto", "value": "…", "description": "uma frase '
+    'curta", "category": "' + " | ".join(CATEGORIES) + '", "confidence": 0.0 a 1.0}]}; sem nada a '
+    'lembrar, {"memories": []}.'
+)
+
+
+class MemoryCandidate(BaseModel):
+    """A memory a chat model proposes from a user's message (issue 59 §6): ``key`` ``a.b``
+    snake_case (at most 200 characters), any JSON ``value``, a ``description`` of 3..500
+    characters, one of the ten categories, ``confidence`` 0..1."""
+
+    key: str = Field(pattern=r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$", max_length=200)
+    value: Any
+    description: str = Field(min_length=3, max_length=500)
+    category: Literal[
+        "identity_profile",
+        "tenant_business",
+        "operating_model",
+        "goals_kpis",
+        "tools_integrations",
+        "people_contacts",
+        "projects",
+        "preference",
+        "pattern",
+        "style",
+    ]
+    confidence: float = Field(ge=0, le=1)
+
+
+def parse_candidates(text: str) -> list[MemoryCandidate]:
+    """The candidates of a chat model's reply (``{"memories": [...]}``, a code fence allowed): those
+    in :class:`MemoryCandidate`'s shape, at most :data:`MAX_CANDIDATES`; anything else gives none."""
+    body = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip())
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return []
+    items = obj.get("memories") if isinstance(obj, dict) else None
+    out: list[MemoryCandidate] = []
+    for item in items if isinstance(items, list) else []:
+        try:
+            out.append(MemoryCandidate.model_validate(item))
+        except ValidationError:
+            continue
+    return out[:MAX_CANDIDATES]
 
 
 _OBJECT_START = re.compile(r'^\{\s*"in_sources"\s*:\s*true\s*,\s*"answer"\s*:\s*"')

@@ -500,6 +500,43 @@ def _record(turn: _Turn, ans: dict[str, Any]) -> None:
     turn.lap("session_record")
     if recorded.get("summary_updated") and turn.cfg.get("provider") in ("openai", "azure"):
         _chat_summary(turn, recorded)
+    if turn.cfg.get("provider") in ("openai", "azure") and recorded.get("question_message_id"):
+        _chat_memories(turn, int(recorded["question_message_id"]))
+
+
+def _chat_memories(turn: _Turn, message_id: int) -> int:
+    """With a chat model, the memories it proposes from the user's message (issue 59 §6;
+    ``ChatAnswerer.memory_candidates``), each through the memory gate (``remember``, source
+    conversation, the message as source_ref, confidence at most 0.9): only for a signed-in user
+    who consented (``memory_consent``; no model call otherwise). The offline rules already ran on
+    the message (add_message). Returns how many the gate took; a failure is logged, the answer
+    stands."""
+    client = turn.orchestrator.client
+    generator = turn.orchestrator.generator or generator_for(turn.cfg, client)
+    propose = getattr(generator, "memory_candidates", None)
+    if propose is None or client.actor.role != "authenticated":
+        return 0
+    taken = 0
+    try:
+        if not client.rpc("memory_consent", {}):
+            return 0
+        for c in propose(turn.asked):
+            args = {
+                "key": c.key,
+                "value": json.dumps(c.value),
+                "description": c.description,
+                "category": c.category,
+                "confidence": min(c.confidence, 0.9),
+                "source": "conversation",
+                "source_ref": f"message:{message_id}",
+                "conversation_id": turn.conversation_id,
+                "tags": [c.category, "from_conversation"],
+            }
+            taken += dict(client.rpc("remember", args) or {}).get("status") in ("created", "updated", "staged")
+    except (HipocampoError, GenerationError) as exc:
+        log.warning("memory candidates of trace %s not proposed: %s", turn.trace, exc)
+    turn.lap("memory_candidates")
+    return taken
 
 
 def _chat_summary(turn: _Turn, recorded: dict[str, Any]) -> None:
