@@ -54,6 +54,10 @@ select t.name from hipocampo_private.tenants as t;
 
 create extension if not exists fuzzystrmatch with schema extensions;
 
+create text search configuration hipocampo_private.catalan_for_test (copy = pg_catalog.simple);
+alter text search configuration hipocampo_private.catalan_for_test
+alter mapping for hword, hword_part, word with extensions.unaccent, pg_catalog.simple;
+
 create table hipocampo_private.notes_for_test (id bigint primary key);
 alter table hipocampo_private.notes_for_test enable row level security;
 grant all on hipocampo_private.notes_for_test to service_role;
@@ -118,6 +122,9 @@ def test_a_schema_edit_becomes_a_migration_the_catalog_comparison_accepts(edited
     assert "\n\ncreate extension if not exists fuzzystrmatch with schema extensions;\n" in text
     assert "levenshtein" not in text
     assert "grant all on table hipocampo_private.notes_for_test to service_role;" in text and "maintain" not in text
+    # A text search configuration (migra leaves them out): created, with each token type's dictionaries.
+    assert "create text search configuration hipocampo_private.catalan_for_test (copy = pg_catalog.simple);" in text
+    assert "alter mapping for word, hword_part, hword with extensions.unaccent, simple;" in text
 
     # Independently of the tool's own check: the migrations with the new one build the catalog
     # the edited schema files build.

@@ -57,7 +57,7 @@ def test_the_wheel_carries_sql_and_defaults_and_declares_the_extras(wheel: Path)
     assert not any(h in r for r in core for h in heavy)
     local = [r for r in requires if 'extra == "local"' in r]
     assert local and not any(r.startswith("Requires-Dist: onnx ") or "onnx>" in r for r in local)
-    for extra in ("local", "int8", "openai", "embedded", "server", "agents", "mcp", "supabase", "web"):
+    for extra in ("local", "int8", "openai", "embedded", "server", "agents", "mcp", "supabase", "web", "languages"):
         assert f"Provides-Extra: {extra}" in meta
 
 

@@ -240,6 +240,56 @@ def _function_config_statements(source: str, target: str) -> list[str]:
     return out
 
 
+TEXT_SEARCH_CONFIGS = """
+select n.nspname || '.' || c.cfgname,
+       pn.nspname || '.' || p.prsname,
+       coalesce((
+           select json_agg(json_build_object('token', t.alias, 'dicts', d.dicts) order by t.tokid)
+           from pg_catalog.ts_token_type(c.cfgparser) as t
+           cross join lateral (
+               select array_agg(m.mapdict::regdictionary::text order by m.mapseqno) as dicts
+               from pg_catalog.pg_ts_config_map as m where m.mapcfg = c.oid and m.maptokentype = t.tokid
+           ) as d
+           where d.dicts is not null
+       ), '[]'),
+       (select array_agg(t.alias order by t.tokid) from pg_catalog.ts_token_type(c.cfgparser) as t
+        where not exists (
+            select 1 from pg_catalog.pg_ts_config_map as m where m.mapcfg = c.oid and m.maptokentype = t.tokid
+        ))
+from pg_catalog.pg_ts_config as c
+join pg_catalog.pg_namespace as n on n.oid = c.cfgnamespace
+join pg_catalog.pg_ts_parser as p on p.oid = c.cfgparser
+join pg_catalog.pg_namespace as pn on pn.oid = p.prsnamespace
+where n.nspname in ('hipocampo', 'hipocampo_private')
+"""
+
+
+def _text_search_statements(source: str, target: str) -> list[str]:
+    """Text search configurations migra does not diff: ``create`` for one only ``target`` has, as
+    a copy of pg_catalog.simple (the default parser's; sqlfluff does not parse ``parser =``) whose
+    mappings are then set to the target's, each token type's dictionaries (token types of one list
+    together), and the types it leaves unmapped dropped; ``drop`` for one only ``source`` has. A
+    configuration both have is left as it is."""
+    have = {row[0] for row in _rows(source, TEXT_SEARCH_CONFIGS)}
+    want = {name: (parser, maps, unmapped) for name, parser, maps, unmapped in _rows(target, TEXT_SEARCH_CONFIGS)}
+    out = [f"drop text search configuration {name};" for name in sorted(have - set(want))]
+    for name in sorted(set(want) - have):
+        parser, maps, unmapped = want[name]
+        if parser != "pg_catalog.default":
+            raise MigrationError(f"text search configuration {name}: parser {parser}; write its migration by hand")
+        out.append(f"create text search configuration {name} (copy = pg_catalog.simple);")
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for m in maps:
+            groups.setdefault(tuple(m["dicts"]), []).append(m["token"])
+        for dicts, tokens in groups.items():
+            out.append(
+                f"alter text search configuration {name} alter mapping for {', '.join(tokens)} with {', '.join(dicts)};"
+            )
+        if unmapped:
+            out.append(f"alter text search configuration {name} drop mapping if exists for {', '.join(unmapped)};")
+    return out
+
+
 def _definer_reasons(supabase: Path) -> dict[str, str]:
     """``schema.name`` → the ``-- definer because …`` lines above its definition in the schema files."""
     reasons: dict[str, str] = {}
@@ -339,15 +389,20 @@ def generate(supabase: Path = SUPABASE, migrations: Path | None = None) -> str:
     ):
         _seed_known(source)
         build_from_schemas(target, supabase)
+        configs = "\n".join(_text_search_statements(source, target))  # before what may use them
+        if configs:
+            with psycopg.connect(source, autocommit=True) as conn, conn.transaction():
+                conn.execute(configs)  # type: ignore[arg-type,unused-ignore]
         ddl = migra_sql(source, target)
         if ddl:
             with psycopg.connect(source, autocommit=True) as conn, conn.transaction():
                 conn.execute(ddl)  # type: ignore[arg-type,unused-ignore]
         extra = supplement(source, target)
-        if not ddl and not extra:
+        if not configs and not ddl and not extra:
             return ""
         text = _with_views_kept(_with_definer_reasons(ddl, _definer_reasons(supabase)))
-        text = _sqlfluff_fix("\n\n".join(part for part in (text, "\n".join(extra)) if part) + "\n")
+        parts = (configs, text, "\n".join(extra))
+        text = _sqlfluff_fix("\n\n".join(part for part in parts if part) + "\n")
         _verify(text, target, migrations)
         return text
 

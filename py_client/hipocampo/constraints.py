@@ -14,6 +14,10 @@ import re
 
 __all__ = ["CONSTRAINTS", "in_words"]
 
+_LANGUAGES = (
+    "portuguese, english, spanish, french, german, italian, dutch, danish, finnish, hungarian, norwegian, "
+    "russian, swedish, turkish, simple"
+)
 _CATEGORIES = (
     "identity_profile, tenant_business, operating_model, goals_kpis, tools_integrations, people_contacts, projects,"
     " preference, pattern, style"
@@ -47,6 +51,7 @@ CONSTRAINTS: dict[str, str] = {
     "chunks_embedding_not_zero": _NO_ZERO,
     "chunks_metadata_is_object": "a chunk's metadata must be a JSON object",
     "chunks_sentence_embeddings_count": "a chunk has 1 to 64 sentence embeddings",
+    "documents_language_check": f"a document's language must be one of: {_LANGUAGES}",
     "documents_data_classification_check": "a document's data_classification must be one of: public, internal,"
     " confidential, restricted",
     "documents_pii_replacements_nonnegative": "a document's pii_replacements must be 0 or more",
@@ -68,7 +73,7 @@ CONSTRAINTS: dict[str, str] = {
     "embedding_models_provider_check": "an embedding model's provider must be one of: local, openai, azure",
     "ingestion_jobs_errors_is_array": "an ingestion job's errors must be a JSON array",
     "ingestion_jobs_status_check": "an ingestion job's status must be one of: running, succeeded, partial, failed",
-    "knowledge_bases_language_check": "a knowledge base's language must be one of: portuguese, english, simple",
+    "knowledge_bases_language_check": f"a knowledge base's language must be one of: {_LANGUAGES}",
     "knowledge_bases_name_length": "a knowledge base's name must have 1 to 200 characters",
     "knowledge_bases_overrides_is_object": "a knowledge base's overrides must be a JSON object",
     "knowledge_bases_status_check": "a knowledge base's status must be one of: draft, indexing, ready, error",

@@ -61,7 +61,8 @@ alter default privileges in schema hipocampo revoke all on tables from anon, aut
 alter default privileges in schema hipocampo_private revoke all on tables from anon, authenticated;
 
 -- Full-text configurations: the language stemmer plus unaccent, so "matrícula" matches
--- "matricula". A knowledge base picks one of these (default portuguese).
+-- "matricula". A knowledge base picks one of these (default portuguese); a document of another
+-- language (detected at ingestion, issue 59 §2) has its chunks in its own language's.
 create text search configuration hipocampo_private.portuguese_unaccent (
     copy = pg_catalog.portuguese
 );
@@ -77,6 +78,102 @@ create text search configuration hipocampo_private.english_unaccent (
 alter text search configuration hipocampo_private.english_unaccent
 alter mapping for hword, hword_part, word
 with extensions.unaccent, pg_catalog.english_stem;
+
+create text search configuration hipocampo_private.danish_unaccent (
+    copy = pg_catalog.danish
+);
+
+alter text search configuration hipocampo_private.danish_unaccent
+alter mapping for hword, hword_part, word
+with extensions.unaccent, pg_catalog.danish_stem;
+
+create text search configuration hipocampo_private.dutch_unaccent (
+    copy = pg_catalog.dutch
+);
+
+alter text search configuration hipocampo_private.dutch_unaccent
+alter mapping for hword, hword_part, word
+with extensions.unaccent, pg_catalog.dutch_stem;
+
+create text search configuration hipocampo_private.finnish_unaccent (
+    copy = pg_catalog.finnish
+);
+
+alter text search configuration hipocampo_private.finnish_unaccent
+alter mapping for hword, hword_part, word
+with extensions.unaccent, pg_catalog.finnish_stem;
+
+create text search configuration hipocampo_private.french_unaccent (
+    copy = pg_catalog.french
+);
+
+alter text search configuration hipocampo_private.french_unaccent
+alter mapping for hword, hword_part, word
+with extensions.unaccent, pg_catalog.french_stem;
+
+create text search configuration hipocampo_private.german_unaccent (
+    copy = pg_catalog.german
+);
+
+alter text search configuration hipocampo_private.german_unaccent
+alter mapping for hword, hword_part, word
+with extensions.unaccent, pg_catalog.german_stem;
+
+create text search configuration hipocampo_private.hungarian_unaccent (
+    copy = pg_catalog.hungarian
+);
+
+alter text search configuration hipocampo_private.hungarian_unaccent
+alter mapping for hword, hword_part, word
+with extensions.unaccent, pg_catalog.hungarian_stem;
+
+create text search configuration hipocampo_private.italian_unaccent (
+    copy = pg_catalog.italian
+);
+
+alter text search configuration hipocampo_private.italian_unaccent
+alter mapping for hword, hword_part, word
+with extensions.unaccent, pg_catalog.italian_stem;
+
+create text search configuration hipocampo_private.norwegian_unaccent (
+    copy = pg_catalog.norwegian
+);
+
+alter text search configuration hipocampo_private.norwegian_unaccent
+alter mapping for hword, hword_part, word
+with extensions.unaccent, pg_catalog.norwegian_stem;
+
+create text search configuration hipocampo_private.russian_unaccent (
+    copy = pg_catalog.russian
+);
+
+alter text search configuration hipocampo_private.russian_unaccent
+alter mapping for hword, hword_part, word
+with extensions.unaccent, pg_catalog.russian_stem;
+
+create text search configuration hipocampo_private.spanish_unaccent (
+    copy = pg_catalog.spanish
+);
+
+alter text search configuration hipocampo_private.spanish_unaccent
+alter mapping for hword, hword_part, word
+with extensions.unaccent, pg_catalog.spanish_stem;
+
+create text search configuration hipocampo_private.swedish_unaccent (
+    copy = pg_catalog.swedish
+);
+
+alter text search configuration hipocampo_private.swedish_unaccent
+alter mapping for hword, hword_part, word
+with extensions.unaccent, pg_catalog.swedish_stem;
+
+create text search configuration hipocampo_private.turkish_unaccent (
+    copy = pg_catalog.turkish
+);
+
+alter text search configuration hipocampo_private.turkish_unaccent
+alter mapping for hword, hword_part, word
+with extensions.unaccent, pg_catalog.turkish_stem;
 
 create text search configuration hipocampo_private.simple_unaccent (
     copy = pg_catalog.simple

@@ -59,12 +59,20 @@ create table hipocampo_private.knowledge_bases (
     -- --write`: {"<model>": {"retrieval": {"dense_weight": 1.0}, "rag": {"min_confidence": 0.55}}}.
     -- In force only while that model is the one searched; see set_knowledge_base_tuning.
     tuning jsonb not null default '{}'::jsonb,
+    -- The other languages its documents were written in (documents.language, detected at
+    -- ingestion): the lexical leg reads a question's words in each of them too. Grows as documents
+    -- of a new language arrive; never shrinks (a language no document has any more costs a
+    -- tokenisation of the question, not a wrong result).
+    document_languages text[] not null default '{}',
     constraint knowledge_bases_name_length check (char_length(name) between 1 and 200),
     constraint knowledge_bases_status_check check (
         status in ('draft', 'indexing', 'ready', 'error')
     ),
     constraint knowledge_bases_language_check check (
-        language in ('portuguese', 'english', 'simple')
+        language in (
+            'portuguese', 'english', 'spanish', 'french', 'german', 'italian', 'dutch', 'danish', 'finnish',
+            'hungarian', 'norwegian', 'russian', 'swedish', 'turkish', 'simple'
+        )
     ),
     constraint knowledge_bases_overrides_is_object check (jsonb_typeof(overrides) = 'object'),
     constraint knowledge_bases_tuning_is_object check (jsonb_typeof(tuning) = 'object'),
@@ -105,11 +113,20 @@ create table hipocampo_private.documents (
     -- kind credentials | transcript | financial_statement | biometric; no text and no chunk is
     -- stored for it. Cleared when the file is written again (_clear_quarantine).
     quarantine jsonb,
+    -- The language its text was detected in at ingestion (one of the knowledge bases' languages),
+    -- whose text-search configuration its chunks use; null: the knowledge base's language.
+    language text,
     constraint documents_source_type_check check (source_type in (
         'regulation', 'policy', 'assembly_minutes', 'reservation', 'decision',
         'penalty', 'metric', 'faq', 'manual', 'other'
     )),
     constraint documents_trust_score_range check (trust_score between 0 and 1),
+    constraint documents_language_check check (
+        language in (
+            'portuguese', 'english', 'spanish', 'french', 'german', 'italian', 'dutch', 'danish', 'finnish',
+            'hungarian', 'norwegian', 'russian', 'swedish', 'turkish', 'simple'
+        )
+    ),
     constraint documents_pii_replacements_nonnegative check (pii_replacements >= 0),
     constraint documents_data_classification_check check (
         data_classification in ('public', 'internal', 'confidential', 'restricted')
@@ -234,10 +251,12 @@ $$;
 /*
 text_search_config(language text) -> regconfig
 
-Purpose: the unaccented full-text configuration of a knowledge-base language.
-Parameters: language - 'portuguese' | 'english' | 'simple'.
-Returns: hipocampo_private.<language>_unaccent.
-Errors: 22023 "unsupported text-search language" for any other value.
+Purpose: the unaccented full-text configuration of a knowledge-base or document language.
+Parameters: language - portuguese | english | spanish | french | german | italian | dutch |
+  danish | finnish | hungarian | norwegian | russian | swedish | turkish | simple (PostgreSQL's
+  Snowball stemmers with stop words, 15 and later).
+Returns: hipocampo_private.<language>_unaccent; null for any other value.
+Errors: none (its callers raise 22023 "unsupported text-search language" on null).
 Example: select hipocampo_private.text_search_config('portuguese');
 */
 create or replace function hipocampo_private.text_search_config(language text)
@@ -251,6 +270,18 @@ begin
     return case language
         when 'portuguese' then 'hipocampo_private.portuguese_unaccent'::regconfig
         when 'english' then 'hipocampo_private.english_unaccent'::regconfig
+        when 'spanish' then 'hipocampo_private.spanish_unaccent'::regconfig
+        when 'french' then 'hipocampo_private.french_unaccent'::regconfig
+        when 'german' then 'hipocampo_private.german_unaccent'::regconfig
+        when 'italian' then 'hipocampo_private.italian_unaccent'::regconfig
+        when 'dutch' then 'hipocampo_private.dutch_unaccent'::regconfig
+        when 'danish' then 'hipocampo_private.danish_unaccent'::regconfig
+        when 'finnish' then 'hipocampo_private.finnish_unaccent'::regconfig
+        when 'hungarian' then 'hipocampo_private.hungarian_unaccent'::regconfig
+        when 'norwegian' then 'hipocampo_private.norwegian_unaccent'::regconfig
+        when 'russian' then 'hipocampo_private.russian_unaccent'::regconfig
+        when 'swedish' then 'hipocampo_private.swedish_unaccent'::regconfig
+        when 'turkish' then 'hipocampo_private.turkish_unaccent'::regconfig
         when 'simple' then 'hipocampo_private.simple_unaccent'::regconfig
         else null
     end;

@@ -269,6 +269,7 @@ begin
         perform hipocampo_private._replace_documents(items, state, _write_checked_documents.embedding_model);
     end if;
     state := hipocampo_private._insert_documents(k, items, state);
+    perform hipocampo_private._note_document_languages(k, items);
     return hipocampo_private._insert_chunks(k, items, state, _write_checked_documents.embedding_model);
 exception
     when insufficient_privilege then
@@ -329,6 +330,41 @@ end;
 $$;
 
 /*
+_note_document_languages(k hipocampo_private.knowledge_bases, items jsonb) -> void
+
+Purpose: add the languages of these documents (document.language, issue 59 §2) that the knowledge
+  base does not list yet to its document_languages, which the lexical leg reads a question in
+  besides the knowledge base's own language. Writes nothing when none is new.
+Parameters: k - the knowledge base; items - _write_documents' items.
+Returns: nothing.
+Errors: none.
+Example: select hipocampo_private._note_document_languages(k, items);
+*/
+create or replace function hipocampo_private._note_document_languages(k hipocampo_private.knowledge_bases, items jsonb)
+returns void
+language plpgsql
+security invoker
+set search_path = ''
+as $$
+declare
+    fresh text[];
+begin
+    select array_agg(distinct e.v -> 'document' ->> 'language') into fresh
+    from jsonb_array_elements(items) as e (v)
+    where e.v -> 'document' ->> 'language' is not null
+      and e.v -> 'document' ->> 'language' <> k.language
+      and not (e.v -> 'document' ->> 'language') = any(k.document_languages);
+    if fresh is not null then
+        update hipocampo_private.knowledge_bases as kb
+        set document_languages = array(
+            select distinct x.l from unnest(kb.document_languages || fresh) as x (l) order by x.l
+        )
+        where kb.id = k.id;
+    end if;
+end;
+$$;
+
+/*
 _replace_documents(items jsonb, state jsonb, embedding_model text) -> void
 
 Purpose: _write_documents' second step, for the documents _document_states marked 'replaced' or
@@ -368,9 +404,13 @@ begin
         status = coalesce(u.doc ->> 'status', d.status),
         expires_at = (u.doc ->> 'expires_at')::timestamptz,
         pii_replacements = coalesce((u.doc ->> 'pii_replacements')::integer, d.pii_replacements),
+        -- a new text is in the language detected now (null: the knowledge base's); the same text
+        -- keeps its language unless one is sent
+        language = case when u.status = 'replaced' then u.doc ->> 'language'
+            else coalesce(u.doc ->> 'language', d.language) end,
         updated_at = now()
     from (
-        select s.doc_id, items -> s.i -> 'document' as doc
+        select s.doc_id, s.status, items -> s.i -> 'document' as doc
         from jsonb_to_recordset(state) as s (i integer, doc_id uuid, status text)
         where s.status in ('embedded', 'replaced')
     ) as u
@@ -404,7 +444,8 @@ begin
     with inserted as (
         insert into hipocampo_private.documents (
             tenant_id, kb_id, source_type, doc_type, title, source_uri, author, published_at,
-            version, trust_score, data_classification, content_hash, status, expires_at, pii_replacements
+            version, trust_score, data_classification, content_hash, status, expires_at, pii_replacements,
+            language
         )
         select
             k.tenant_id, k.id, coalesce(n.doc ->> 'source_type', 'other'),
@@ -416,7 +457,7 @@ begin
                 (trust ->> coalesce(n.doc ->> 'source_type', 'other'))::real, 0.5),
             coalesce(n.doc ->> 'data_classification', 'internal'), n.doc ->> 'content_hash',
             coalesce(n.doc ->> 'status', 'active'), (n.doc ->> 'expires_at')::timestamptz,
-            coalesce((n.doc ->> 'pii_replacements')::integer, 0)
+            coalesce((n.doc ->> 'pii_replacements')::integer, 0), n.doc ->> 'language'
         from (
             select s.i, items -> s.i -> 'document' as doc
             from jsonb_to_recordset(state) as s (i integer, status text)
@@ -468,7 +509,10 @@ begin
         select
             k.tenant_id, k.id, s.doc_id, (c.value ->> 'chunk_index')::integer, c.value ->> 'content',
             coalesce((c.value ->> 'token_count')::integer, 0), coalesce(c.value -> 'metadata', '{}'::jsonb),
-            c.value ->> 'content_hash', hipocampo_private.text_search_config(k.language),
+            c.value ->> 'content_hash',
+            hipocampo_private.text_search_config(coalesce(
+                (select d.language from hipocampo_private.documents as d where d.id = s.doc_id), k.language
+            )),
             (c.value ->> 'embedding')::extensions.vector, _insert_chunks.embedding_model,
             (items -> s.i -> 'document' ->> 'expires_at')::timestamptz,
             case when jsonb_typeof(c.value -> 'sentence_embeddings') = 'array' then array(

@@ -526,6 +526,33 @@ end;
 $$;
 
 /*
+_question_words(language text, document_languages text[], query_text text) -> setof (lexeme text)
+
+Purpose: a question's lexemes as the lexical leg reads it in a knowledge base (issue 59 §2): in the
+  knowledge base's language and in each other language its documents are written in
+  (knowledge_bases.document_languages), each lexeme once.
+Parameters: language / document_languages - the knowledge base's; query_text - the question.
+Returns: one row per distinct lexeme (none for an empty question).
+Errors: none.
+Example: select * from hipocampo_private._question_words('portuguese', '{spanish}', '¿puedo fumar?');
+*/
+create or replace function hipocampo_private._question_words(
+    language text, document_languages text[], query_text text
+)
+returns table (lexeme text)
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select distinct w.lexeme
+    from pg_catalog.unnest(array[_question_words.language] || _question_words.document_languages) as l (name)
+    cross join lateral pg_catalog.unnest(
+        pg_catalog.to_tsvector(hipocampo_private.text_search_config(l.name), _question_words.query_text)
+    ) as w
+$$;
+
+/*
 _lexical_leg(tenant uuid, scope uuid[], model text, query_text text, source_types text[],
   metadata_filter jsonb, settings jsonb, dense_ids bigint[], out ids bigint[],
   out scores double precision[], out dense_scores double precision[], out coverage double precision)
@@ -585,9 +612,7 @@ begin
         select kb.id as kb_id, u.lexeme, coalesce(ts.doc_freq, 0) as df,
             not coalesce(settings -> 'question_stopwords', '[]'::jsonb) ? u.lexeme as counted
         from hipocampo_private.knowledge_bases as kb
-        cross join lateral pg_catalog.unnest(
-            pg_catalog.to_tsvector(hipocampo_private.text_search_config(kb.language), query_text)
-        ) as u
+        cross join lateral hipocampo_private._question_words(kb.language, kb.document_languages, query_text) as u
         left join hipocampo_private.kb_term_stats as ts
             on ts.kb_id = kb.id and ts.embedding_model = model and ts.lexeme = u.lexeme
         where kb.id = any(scope)

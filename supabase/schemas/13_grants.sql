@@ -278,6 +278,12 @@ grant execute on function hipocampo_private._pack_memories(tenant_id uuid, user_
 grant execute on function hipocampo_private._memory_actor(user_id uuid, tenant_id uuid, out actor_tenant uuid, out actor_user uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_config(section_config jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_proposals(content text) to authenticated, service_role;
+grant execute on function hipocampo_private._question_words(
+    language text, document_languages text[], query_text text
+) to authenticated, service_role;
+grant execute on function hipocampo_private._note_document_languages(
+    k hipocampo_private.knowledge_bases, items jsonb
+) to authenticated, service_role;
 grant execute on function hipocampo_private._source_message(tenant_id uuid, user_id uuid, source_ref text) to service_role;
 grant execute on function hipocampo_private._propose_memories(
     tenant_id uuid, user_id uuid, conversation_id uuid, message_id bigint, content text

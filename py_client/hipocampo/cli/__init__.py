@@ -223,7 +223,14 @@ def kb_create(
     name: Annotated[str, typer.Argument(help="Knowledge base name (unique in the tenant).")],
     tenant: TenantOpt = "default",
     description: Annotated[str | None, typer.Option(help="What the knowledge base holds.")] = None,
-    language: Annotated[str, typer.Option(help="portuguese | english | simple")] = "portuguese",
+    language: Annotated[
+        str,
+        typer.Option(
+            help="Text-search language: portuguese, english, spanish, french, german, italian, dutch, danish, "
+            "finnish, hungarian, norwegian, russian, swedish, turkish or simple (documents in another language "
+            "are detected and stemmed in theirs)."
+        ),
+    ] = "portuguese",
     tag: Annotated[list[str] | None, typer.Option(help="Tag (repeatable).")] = None,
     as_json: JsonOpt = False,
 ) -> None:

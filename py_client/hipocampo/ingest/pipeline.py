@@ -40,6 +40,7 @@ from ..errors import ConnectionLostError, HipocampoError, InvalidInputError, Loa
 from ..models import DocumentResult, DocumentWrite, IngestSummary, StoredDocument
 from .chunking import Chunk, ChunkingRule, chunk_sentences, chunk_text, rule_for
 from .forbidden import Finding, action_for, find_forbidden
+from .language import detect_language
 from .loaders import LoadedDocument, load_path
 from .scrub import ScrubProgress, scrub_texts
 
@@ -141,6 +142,8 @@ class _Pending:
     result: DocumentResult
     # Per chunk, its sentences' embeddings (rag.sentence_weight > 0), else None.
     sentence_vectors: list[list[list[float]]] | None = None
+    # The language its text is in (detect_language), or None: the knowledge base's.
+    language: str | None = None
 
 
 class _Run:
@@ -406,6 +409,7 @@ class _Run:
             "doc_type": it.doc_type,
             "trust_score": it.trust_score,
             "pii_replacements": p.pii,
+            **({"language": p.language} if p.language else {}),
             **{k: v for k, v in it.doc.metadata.items() if v is not None and k != "ocr"},
         }
         return document, chunks
@@ -572,7 +576,7 @@ def _chunk_and_flush(
 
             run.later(empty)
             continue
-        run.pending.append(_Pending(item, digest, pii, chunks, res))
+        run.pending.append(_Pending(item, digest, pii, chunks, res, language=detect_language(text)))
         queued += len(chunks)
         if queued >= embed_batch:
             run.flush()
