@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -952,3 +953,39 @@ def test_ask_streams_a_chat_model_s_answer_as_python_does(
     assert [e for e, _ in sse_events(offline.text)] == ["answer"]
     missing = httpx.post(fn["ask"].url, json={**body, "kb_ids": [str(uuid.uuid4())]}, headers=env.user(), timeout=60)
     assert missing.status_code == 404 and missing.headers["content-type"].startswith("application/json")
+
+
+def test_ask_with_a_chat_model_proposes_memories_in_a_session_as_python_does(
+    env: Env, fn: dict[str, EdgeFunction], embeddings: LocalOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 59 §6: after a session turn of a consenting user, the chat model's memory candidates
+    go through the gate, with the message they came from (the same prompt as Python's)."""
+    from hipocampo.answers.generation import CANDIDATES_PROMPT
+
+    source = (REPO / "supabase/functions/ask/index.ts").read_text("utf-8")
+    literal = re.search(r"export const CANDIDATES_PROMPT =\s*'([^']*)';", source)
+    assert literal is not None and literal.group(1) == CANDIDATES_PROMPT
+    kb = chat_knowledge_base(env)
+    user = uuid.uuid4()
+    env.root.add_member(env.tenant, user, "member")
+    client = env.root.as_actor(Actor.user(user, env.tenant))
+    client.rpc("set_memory_consent", {"granted": True}, "none")
+    session = str(client.rpc("open_session", {})["session_id"])
+    q = "Qual a carga horária mínima do estágio? Prefiro respostas curtas."
+    proposed = {
+        "key": "style.answer_length",
+        "value": "curta",
+        "description": "Quer respostas de uma linha só",
+        "category": "style",
+        "confidence": 0.95,
+    }
+    embeddings.replies = ["No mínimo 400 horas [1].", json.dumps({"memories": [proposed]})]
+    body = {"question": q, "kb_ids": [kb], "query_embedding": env.vec(q), "use_cache": False, "session_id": session}
+    r = httpx.post(fn["ask"].url, json=body, headers=env.user(user), timeout=60)
+    assert r.status_code == 200 and r.json()["answer_source"] == "LLM", r.text
+    assert embeddings.requests[-1]["messages"][0]["content"] == CANDIDATES_PROMPT
+    seen = {m["key"]: m for m in client.rpc("inspect_user_memory", {})["memories"]}
+    # The offline rule's (add_message) and the model's, both from the question's message.
+    assert sorted(seen) == ["preference.respostas_curtas", "style.answer_length"]
+    assert (seen["style.answer_length"]["source"], seen["style.answer_length"]["confidence"]) == ("conversation", 0.9)
+    assert seen["style.answer_length"]["source_message"]["content"] == q

@@ -105,6 +105,22 @@ export const sessionRecordTurn: Rpc = {
   params: { session_id: "uuid", question: "text", resolved_question: "text", answer: "jsonb" },
   returns: "value",
 };
+export const memoryConsent: Rpc = { name: "memory_consent", params: {}, returns: "value" };
+export const remember: Rpc = {
+  name: "remember",
+  params: {
+    key: "text",
+    value: "jsonb",
+    description: "text",
+    category: "text",
+    confidence: "double precision",
+    source: "text",
+    source_ref: "text",
+    conversation_id: "uuid",
+    tags: "text[]",
+  },
+  returns: "value",
+};
 export const numbersAbsent: Rpc = {
   name: "numbers_absent",
   params: { answer: "text", evidence: "jsonb" },
@@ -308,6 +324,85 @@ async function chat(
   }
 }
 
+/** What the chat model is asked of a user's message (Python's generation.CANDIDATES_PROMPT, the same text). */
+export const CANDIDATES_PROMPT =
+  'Você lê uma mensagem que um usuário escreveu a um assistente. Liste o que ela afirma sobre o próprio usuário e vale lembrar em conversas futuras (nome, unidade ou endereço, preferências, restrições, projetos), nada sobre outras pessoas e nada que a mensagem não diga. Responda só com JSON: {"memories": [{"key": "categoria.nome_curto", "value": "…", "description": "uma frase curta", "category": "identity_profile | tenant_business | operating_model | goals_kpis | tools_integrations | people_contacts | projects | preference | pattern | style", "confidence": 0.0 a 1.0}]}; sem nada a lembrar, {"memories": []}.';
+const CATEGORIES = [
+  "identity_profile",
+  "tenant_business",
+  "operating_model",
+  "goals_kpis",
+  "tools_integrations",
+  "people_contacts",
+  "projects",
+  "preference",
+  "pattern",
+  "style",
+];
+
+/**
+ * The memory candidates of a chat model's reply (as Python's generation.parse_candidates):
+ * {"memories": [...]} (a code fence allowed), each with a snake_case "a.b" key of at most 200
+ * characters, a value, a description of 3..500 characters, one of the ten categories and a
+ * confidence 0..1; the others are dropped; at most 5.
+ */
+export function parseCandidates(text: string): Json[] {
+  let obj: unknown;
+  try {
+    obj = JSON.parse(text.trim().replace(/^```(?:json)?\s*|\s*```$/g, ""));
+  } catch {
+    return [];
+  }
+  const items = typeof obj === "object" && obj !== null ? (obj as Json).memories : null;
+  return (Array.isArray(items) ? items as Json[] : []).filter((c) =>
+    typeof c === "object" && c !== null && typeof c.key === "string" && c.key.length <= 200 &&
+    /^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$/.test(c.key) && "value" in c && typeof c.description === "string" &&
+    c.description.length >= 3 && c.description.length <= 500 && CATEGORIES.includes(String(c.category)) &&
+    typeof c.confidence === "number" && c.confidence >= 0 && c.confidence <= 1
+  ).slice(0, 5);
+}
+
+/**
+ * With a chat model, the memories it proposes from the user's message after a session turn (issue
+ * 59 §6, as Python's orchestrator._chat_memories): only for a signed-in user who consented (no
+ * model call otherwise), each through the memory gate (remember, source conversation, the message
+ * as source_ref, confidence at most 0.9) in a savepoint; a failure is logged, the answer stands.
+ */
+async function proposeMemories(
+  tx: Tx,
+  cfg: Json,
+  question: string,
+  messageId: unknown,
+  conversationId: unknown,
+): Promise<void> {
+  try {
+    if (!await callRpc(tx, memoryConsent, {})) return;
+    const { client, model } = chatRequest(question, [], cfg, {});
+    const resp = await client.chat.completions.create({
+      model,
+      messages: [{ role: "system", content: CANDIDATES_PROMPT }, { role: "user", content: question }],
+      temperature: 0,
+    });
+    for (const c of parseCandidates(resp.choices?.[0]?.message?.content ?? "")) {
+      await tx.savepoint((sp) =>
+        callRpc(sp as unknown as Tx, remember, {
+          key: c.key,
+          value: c.value,
+          description: c.description,
+          category: c.category,
+          confidence: Math.min(Number(c.confidence), 0.9),
+          source: "conversation",
+          source_ref: `message:${messageId}`,
+          conversation_id: conversationId ?? null,
+          tags: [c.category, "from_conversation"],
+        })
+      );
+    }
+  } catch (err) {
+    console.error(JSON.stringify({ level: "warning", error: `memory candidates not proposed: ${err}` }));
+  }
+}
+
 /** One question, answered or refused; the audit row written in a savepoint. */
 export async function ask({ actor, body, tx, headers, emit }: RouteContext): Promise<Json> {
   const started = performance.now();
@@ -342,6 +437,7 @@ export async function ask({ actor, body, tx, headers, emit }: RouteContext): Pro
   let searched = question; // within a session, the resolved question (session_turn)
   let context: Json = {}; // the session's style and turns, for the generator
   let inSession = false;
+  let conversation: unknown = null; // the session's conversation (session_turn)
   lap("config");
 
   const refuse = async (reason: string, extra: Json = {}): Promise<Json> => ({
@@ -369,7 +465,13 @@ export async function ask({ actor, body, tx, headers, emit }: RouteContext): Pro
       trace_id: trace,
       timings_ms: timings,
     };
-    if (inSession) await recordTurn(tx, String(session), question, searched, result);
+    if (inSession) {
+      const recorded = await recordTurn(tx, String(session), question, searched, result);
+      const chatModel = cfg.provider === "openai" || cfg.provider === "azure";
+      if (recorded?.question_message_id && chatModel && actor.role === "authenticated") {
+        await proposeMemories(tx, cfg, question, recorded.question_message_id, conversation);
+      }
+    }
     await audit(tx, result, kbs, agent, tenant, candidates, filtered, total);
     return result;
   };
@@ -393,6 +495,7 @@ export async function ask({ actor, body, tx, headers, emit }: RouteContext): Pro
     }) as Json;
     lap("session");
     inSession = true;
+    conversation = turn.conversation_id ?? null;
     searched = String(turn.question);
     if (Array.isArray(turn.query_embedding)) vector = turn.query_embedding as number[];
     const style = (turn.style ?? {}) as Json;
@@ -564,7 +667,8 @@ async function cacheAnswer(
 
 /**
  * Records the turn in its session (session_record_turn: the question, the answer and its cited
- * chunks; the rolling summary when due) in a savepoint; a failure is logged and the answer stands.
+ * chunks; the rolling summary when due) in a savepoint and returns what it recorded (its message
+ * ids); a failure is logged, the answer stands and null is returned.
  */
 async function recordTurn(
   tx: Tx,
@@ -572,16 +676,16 @@ async function recordTurn(
   question: string,
   resolved: string,
   ans: Json,
-): Promise<void> {
+): Promise<Json | null> {
   try {
-    await tx.savepoint((sp) =>
+    return await tx.savepoint((sp) =>
       callRpc(sp as unknown as Tx, sessionRecordTurn, {
         session_id: session,
         question,
         resolved_question: resolved,
         answer: ans,
       })
-    );
+    ) as Json | null;
   } catch (err) {
     console.error(
       JSON.stringify({
@@ -590,6 +694,7 @@ async function recordTurn(
         error: `turn not recorded in its session: ${err}`,
       }),
     );
+    return null;
   }
 }
 
