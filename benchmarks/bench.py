@@ -84,7 +84,7 @@ SUITES: dict[str, Suite] = {
     "retrieval": Suite(
         "nDCG@10 / recall@10 of hybrid search on FaQuAD, Quati, SciFact per offline model; the dense "
         "leg's lean fitted leave-one-dataset-out; the paraphrase sets (a regulation, a contract); "
-        "the language check; the similarity floor's rule per model",
+        "the language check; knowledge bases of several languages; the similarity floor's rule per model",
         (
             Step("retrieval.py", ("--extra",)),
             Step("retrieval.py", ("--models", f"{MINILM},{E5}", "--sets", "faquad,quati,scifact")),
@@ -93,6 +93,7 @@ SUITES: dict[str, Suite] = {
             Step("regulation.py", ()),
             Step("regulation.py", ("--set", "contract")),
             Step("language_check.py", ()),
+            Step("languages.py", ()),
             Step("calibrate_similarity.py", ("--sets", "faquad,quati", "--model", E5), write=False),
         ),
     ),
