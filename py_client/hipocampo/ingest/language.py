@@ -1,6 +1,6 @@
 """Which language a document is written in (issue 59 §2), by lingua-language-detector (the
-``languages`` extra: its models ship in the wheel), among the languages PostgreSQL stems
-(``hipocampo_private.text_search_config``). The document's chunks then use that language's
+``languages`` extra: its models ship in the wheel), among the languages PostgreSQL stems (the
+knowledge bases' languages, docs/design.md §Retrieval). The document's chunks then use that language's
 text-search configuration for the lexical leg; the dense leg is multilingual whatever it says.
 Without the extra, or when lingua is not sure, the knowledge base's language is used.
 """

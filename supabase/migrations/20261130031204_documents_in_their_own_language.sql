@@ -1,5 +1,5 @@
 -- documents in their own language.
--- knowledge bases and documents in any language PostgreSQL stems (issue 59 §2): twelve more unaccented text-search configurations, documents.language (detected at ingestion) chooses their chunks' configuration, and the lexical leg reads a question in each language of a knowledge base's documents
+-- knowledge bases and documents in any language PostgreSQL stems (issue 59 §2): twelve more unaccented text-search configurations, documents.language (detected at ingestion) chooses their chunks' configuration, and the lexical leg reads a question in each language of a knowledge base's documents (its coverage in the knowledge base's own)
 -- Written by `make migration` (migra + tools/make_migration.py) from supabase/schemas/.
 
 create text search configuration hipocampo_private.danish_unaccent (copy = pg_catalog.simple);
@@ -103,16 +103,19 @@ end;
 $function$;
 
 create or replace function hipocampo_private._question_words(language text, document_languages text[], query_text text)
-returns table (lexeme text)
+returns table (lexeme text, own boolean)
 language sql
 immutable
 set search_path to ''
 as $function$
-    select distinct w.lexeme
-    from pg_catalog.unnest(array[_question_words.language] || _question_words.document_languages) as l (name)
+    select w.lexeme, bool_or(l.ord = 1)
+    from pg_catalog.unnest(
+        array[_question_words.language] || _question_words.document_languages
+    ) with ordinality as l (name, ord)
     cross join lateral pg_catalog.unnest(
         pg_catalog.to_tsvector(hipocampo_private.text_search_config(l.name), _question_words.query_text)
     ) as w
+    group by w.lexeme
 $function$;
 
 create or replace function hipocampo_private._insert_chunks(k hipocampo_private.knowledge_bases, items jsonb, state jsonb, embedding_model text)
@@ -228,7 +231,7 @@ declare
     t_lex text [];
     t_idf double precision [];
     t_avg double precision [];
-    t_counted boolean [];  -- the lexeme counts toward coverage: not a rag.question_stopwords one
+    t_counted boolean [];  -- counts toward coverage: of the KB's own language, not a question_stopwords one
     scored_ids bigint [];  -- every chunk of the scope holding a query term, best first (unfiltered)
     scored_scores double precision [];
     lim integer;
@@ -244,7 +247,7 @@ begin
     into t_kb, t_lex, t_idf, t_avg, t_counted
     from (
         select kb.id as kb_id, u.lexeme, coalesce(ts.doc_freq, 0) as df,
-            not coalesce(settings -> 'question_stopwords', '[]'::jsonb) ? u.lexeme as counted
+            u.own and not coalesce(settings -> 'question_stopwords', '[]'::jsonb) ? u.lexeme as counted
         from hipocampo_private.knowledge_bases as kb
         cross join lateral hipocampo_private._question_words(kb.language, kb.document_languages, query_text) as u
         left join hipocampo_private.kb_term_stats as ts
