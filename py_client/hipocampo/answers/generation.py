@@ -21,11 +21,12 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import HipocampoError
+from ..memory.vocabulary import CATEGORIES, Category
 
 if TYPE_CHECKING:
     from ..client import Hipocampo
@@ -207,7 +208,9 @@ class ChatAnswerer:
 
     @staticmethod
     def messages(question: str, evidence: Sequence[Evidence], config: Mapping[str, Any]) -> list[dict[str, str]]:
-        """The chat's messages: the prompts and the numbered evidence, the session's part, the question."""
+        """The chat's messages (``[{"role", "content"}]``): the system prompt (rag.context_prompt,
+        rag.answer_format_prompt and the numbered evidence), the session's part (style notes, summary,
+        recent turns), then the question."""
         context = "\n\n".join(f"[{e['n']}] {e.get('title', '')}\n{e.get('content', '')}" for e in evidence)
         prompt = f"{config['context_prompt']}\n{config['answer_format_prompt']}"
         messages = [{"role": "system", "content": f"{prompt}\n\n{context}"}, *session_messages(config)]
@@ -313,18 +316,6 @@ class ChatAnswerer:
 
 
 MAX_CANDIDATES = 5
-CATEGORIES = (
-    "identity_profile",
-    "tenant_business",
-    "operating_model",
-    "goals_kpis",
-    "tools_integrations",
-    "people_contacts",
-    "projects",
-    "preference",
-    "pattern",
-    "style",
-)
 CANDIDATES_PROMPT = (
     "Você lê uma mensagem que um usuário escreveu a um assistente. Liste o que ela afirma sobre o "
     "próprio usuário e vale lembrar em conversas futuras (nome, unidade ou endereço, preferências, "
@@ -343,18 +334,7 @@ class MemoryCandidate(BaseModel):
     key: str = Field(pattern=r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$", max_length=200)
     value: Any
     description: str = Field(min_length=3, max_length=500)
-    category: Literal[
-        "identity_profile",
-        "tenant_business",
-        "operating_model",
-        "goals_kpis",
-        "tools_integrations",
-        "people_contacts",
-        "projects",
-        "preference",
-        "pattern",
-        "style",
-    ]
+    category: Category
     confidence: float = Field(ge=0, le=1)
 
 

@@ -397,8 +397,9 @@ def ingest(
     (without --prune)."""
     from ..embeddings import active_provider, count_tokens
     from ..ingest.pipeline import prune_missing
+    from ..ingest.web import is_url
 
-    urls = [p for p in paths if _is_url(p)]
+    urls = [p for p in paths if is_url(p)]
     if urls and len(urls) != len(paths):
         raise _fail(InvalidInputError("pass files or URLs, not both in one run", "22023"))
     files = [] if urls else _files_to_ingest([Path(p) for p in paths], prune)
@@ -435,10 +436,6 @@ def ingest(
         _report_ingest(summary, kb, summary.pruned if prune or urls else None, note, babble)
     if summary.documents_failed:
         raise typer.Exit(code=1)
-
-
-def _is_url(text: str) -> bool:
-    return text.startswith(("http://", "https://"))
 
 
 def _files_to_ingest(paths: list[Path], prune: bool) -> list[Path]:

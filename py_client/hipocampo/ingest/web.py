@@ -270,12 +270,12 @@ class _Crawler:
         headers = _conditional(self.versions.get(url)) if conditional else {}
         limit = int(self.limits.max_page_mb * 1_000_000)
         with self.http.stream("GET", url, headers=headers) as r:
-            body = b""
+            body = bytearray()
             for part in r.iter_bytes():
                 body += part
                 if len(body) > limit:
                     raise LoaderError(f"{url}: the page is over {self.limits.max_page_mb:g} MB")
-        return r, body
+        return r, bytes(body)
 
     def run(self) -> Crawl:
         seen: set[str] = set()
