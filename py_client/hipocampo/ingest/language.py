@@ -10,27 +10,10 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-__all__ = ["LANGUAGES", "detect_language"]
+__all__ = ["detect_language"]
 
-# Every language a knowledge base or a document may have (the documents_language_check list).
-LANGUAGES = (
-    "portuguese",
-    "english",
-    "spanish",
-    "french",
-    "german",
-    "italian",
-    "dutch",
-    "danish",
-    "finnish",
-    "hungarian",
-    "norwegian",
-    "russian",
-    "swedish",
-    "turkish",
-    "simple",
-)
-# lingua's names of them (Norwegian is two written standards there, one stemmer here).
+# lingua's names of the languages a document may have (documents_language_check, but simple; Norwegian
+# is two written standards there, one stemmer here).
 _LINGUA = {
     "PORTUGUESE": "portuguese",
     "ENGLISH": "english",
