@@ -643,6 +643,12 @@ def test_a_chat_model_s_answer_streams_and_its_verdict_comes_last(env: Env, monk
     events = list(orch.ask_stream(q, kb_ids=[env.kb], use_cache=False))
     assert [e.event for e in events] == ["decision", "refusal"]
     assert events[-1].answer is not None and events[-1].answer.reason == "not_in_sources"
+    # A model that ignored the format: its plain text is the answer, as the unstreamed path reads it
+    # (stripped: no trailing newline in the final answer).
+    chat.reply = "O estágio tem no mínimo 400 horas [1].\n"
+    events = list(orch.ask_stream(q, kb_ids=[env.kb], use_cache=False))
+    assert events[-1].event == "answer" and events[-1].answer is not None
+    assert events[-1].answer.answer == "O estágio tem no mínimo 400 horas [1]."
     # Offline (extractive): one event.
     offline = list(Orchestrator(env.user, env.embedder).ask_stream(q, kb_ids=[env.kb], use_cache=False))
     assert [e.event for e in offline] == ["answer"] and offline[0].answer is not None

@@ -388,7 +388,7 @@ class AnswerStream:
                 yield piece
         if not self.raw.strip():
             raise GenerationError("the chat completion was empty")
-        self.answer = parse_reply(self.raw)
+        self.answer = parse_reply(self.raw.strip())
         if not self.answer:
             raise GenerationError("the chat completion held no answer")
 
