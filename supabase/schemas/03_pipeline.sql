@@ -510,9 +510,7 @@ begin
             k.tenant_id, k.id, s.doc_id, (c.value ->> 'chunk_index')::integer, c.value ->> 'content',
             coalesce((c.value ->> 'token_count')::integer, 0), coalesce(c.value -> 'metadata', '{}'::jsonb),
             c.value ->> 'content_hash',
-            hipocampo_private.text_search_config(coalesce(
-                (select d.language from hipocampo_private.documents as d where d.id = s.doc_id), k.language
-            )),
+            hipocampo_private.text_search_config(coalesce(d.language, k.language)),
             (c.value ->> 'embedding')::extensions.vector, _insert_chunks.embedding_model,
             (items -> s.i -> 'document' ->> 'expires_at')::timestamptz,
             case when jsonb_typeof(c.value -> 'sentence_embeddings') = 'array' then array(
@@ -521,6 +519,8 @@ begin
                 order by x.n
             ) end
         from jsonb_to_recordset(state) as s (i integer, doc_id uuid, status text)
+        -- each document's detected language (documents.language) stems its chunks
+        inner join hipocampo_private.documents as d on d.id = s.doc_id
         cross join lateral jsonb_array_elements(items -> s.i -> 'chunks') with ordinality as c
         where s.status <> 'unchanged'
         order by s.i, c.ordinality

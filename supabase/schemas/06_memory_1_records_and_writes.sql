@@ -432,6 +432,32 @@ end;
 $$;
 
 /*
+_has_consent(tenant_id uuid, user_id uuid) -> boolean
+
+Purpose: whether the user has consented to long-term memory in the tenant (memory_consents.granted;
+  false when never asked): the one lookup behind memory_consent, the gate (_memory_gate), the
+  backfill's check (_memory_write_allowed), the proposals from messages (_propose_memories) and
+  inspect_user_memory. Read with the caller's rights (RLS: a user reads their own row, an admin
+  their tenant's, service_role any).
+Parameters: tenant_id, user_id - the tenant and the user.
+Returns: true when the user has granted consent.
+Errors: none.
+Example: select hipocampo_private._has_consent('8c3a…'::uuid, '1f0e…'::uuid);
+*/
+create or replace function hipocampo_private._has_consent(tenant_id uuid, user_id uuid)
+returns boolean
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select coalesce((
+        select mc.granted from hipocampo_private.memory_consents as mc
+        where mc.tenant_id = _has_consent.tenant_id and mc.user_id = _has_consent.user_id
+    ), false);
+$$;
+
+/*
 memory_consent(user_id uuid default null, tenant_id uuid default null) -> boolean
 
 Purpose: whether the user has consented to long-term memory (LGPD art. 7 I), read before any
@@ -454,10 +480,7 @@ as $$
 declare
     a record := hipocampo_private._memory_actor(memory_consent.user_id, memory_consent.tenant_id);
 begin
-    return coalesce((
-        select mc.granted from hipocampo_private.memory_consents as mc
-        where mc.tenant_id = a.actor_tenant and mc.user_id = a.actor_user
-    ), false);
+    return hipocampo_private._has_consent(a.actor_tenant, a.actor_user);
 end;
 $$;
 

@@ -111,8 +111,7 @@ declare
         else (cfg ->> 'min_confidence')::double precision end;
     problem text[];
 begin
-    if not coalesce((select mc.granted from hipocampo_private.memory_consents as mc
-                     where mc.tenant_id = _memory_gate.tenant_id and mc.user_id = _memory_gate.user_id), false) then
+    if not hipocampo_private._has_consent(_memory_gate.tenant_id, _memory_gate.user_id) then
         return array['no_consent', '42501', 'the user has not consented to long-term memory (LGPD art. 7 I)'];
     end if;
     if category is null or btrim(category) = '' then

@@ -135,9 +135,7 @@ as $$
 declare
     cfg jsonb;
 begin
-    if not coalesce((select mc.granted from hipocampo_private.memory_consents as mc
-                     where mc.tenant_id = _memory_write_allowed.tenant_id
-                       and mc.user_id = _memory_write_allowed.user_id), false) then
+    if not hipocampo_private._has_consent(_memory_write_allowed.tenant_id, _memory_write_allowed.user_id) then
         return false;
     end if;
     cfg := hipocampo_private._memory_config(

@@ -88,8 +88,7 @@ declare
     taken integer := 0;
 begin
     if not coalesce((hipocampo.effective_config(_propose_memories.tenant_id) #>> '{memory,propose_from_messages}')::boolean, true)
-        or not coalesce((select mc.granted from hipocampo_private.memory_consents as mc
-            where mc.tenant_id = _propose_memories.tenant_id and mc.user_id = _propose_memories.user_id), false) then
+        or not hipocampo_private._has_consent(_propose_memories.tenant_id, _propose_memories.user_id) then
         return 0;
     end if;
     for p in select * from hipocampo_private._memory_proposals(_propose_memories.content) loop

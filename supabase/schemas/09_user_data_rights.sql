@@ -569,10 +569,7 @@ begin
     result := jsonb_build_object(
         'tenant_id', a.actor_tenant,
         'user_id', a.actor_user,
-        'consent', coalesce((
-            select mc.granted from hipocampo_private.memory_consents as mc
-            where mc.tenant_id = a.actor_tenant and mc.user_id = a.actor_user
-        ), false),
+        'consent', hipocampo_private._has_consent(a.actor_tenant, a.actor_user),
         'memories', coalesce((
             select jsonb_agg(
                 (to_jsonb(m) - 'embedding') || jsonb_build_object(

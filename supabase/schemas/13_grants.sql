@@ -278,6 +278,7 @@ grant execute on function hipocampo_private._pack_memories(tenant_id uuid, user_
 grant execute on function hipocampo_private._memory_actor(user_id uuid, tenant_id uuid, out actor_tenant uuid, out actor_user uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_config(section_config jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_proposals(content text) to authenticated, service_role;
+grant execute on function hipocampo_private._has_consent(tenant_id uuid, user_id uuid) to authenticated, service_role;
 grant execute on function hipocampo_private._question_words(
     language text, document_languages text[], query_text text
 ) to authenticated, service_role;
