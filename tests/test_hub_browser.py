@@ -250,6 +250,16 @@ def test_a_user_of_two_tenants_switches_between_them(
                 service_b.remove_member(world["b"]["tenant"], user)
 
 
+def test_the_pages_stand_on_pico(page: Any, hub: str, world: dict[str, Any]) -> None:
+    """Issue 58 §2: the hub's layout, forms and tables come from Pico CSS (served from the wheel's
+    copy, allowed by the content-security policy), its own stylesheet on top of it."""
+    sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
+    assert page.evaluate("getComputedStyle(document.documentElement).getPropertyValue('--pico-primary')").strip()
+    assert page.evaluate("getComputedStyle(document.querySelector('#kb-name')).width") != "auto"
+    assert page.evaluate("getComputedStyle(document.querySelector('#kb-name')).borderRadius") != "0px"
+    assert page.request.get(f"{hub}/static/vendor/pico.classless.min.css").status == 200
+
+
 def test_a_script_inside_a_document_is_rendered_inert(page: Any, hub: str, world: dict[str, Any]) -> None:
     sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
     page.goto(f"{hub}/playground")

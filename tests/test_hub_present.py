@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from hipocampo.hub.present import shown_uri
@@ -43,3 +45,18 @@ def test_an_axis_label_fits_under_its_bar() -> None:
     assert [b.short for b in chart.bars][1:] == ["evidência fraca", "11-29"]
     assert chart.bars[0].short.endswith("…") and len(chart.bars[0].short) <= room
     assert chart.bars[0].short[:-1] == labels[0][: len(chart.bars[0].short) - 1].rstrip()
+
+
+def test_the_kb_language_choice_is_the_schemas(db: Any) -> None:
+    """The hub's new-knowledge-base form offers every text-search language the schema allows (issue
+    59 §2), each named in both of the hub's languages."""
+    import re
+
+    from hipocampo.hub.i18n import KB_LANGUAGES, text
+
+    check = db.execute(
+        "select pg_get_constraintdef(oid) as d from pg_constraint where conname = 'knowledge_bases_language_check'"
+    ).fetchone()["d"]
+    assert sorted(KB_LANGUAGES) == sorted(re.findall(r"'(\w+)'::text", check))
+    for lang in ("pt-BR", "en"):
+        assert all(text(lang).get(f"kbl_{x}") for x in KB_LANGUAGES)

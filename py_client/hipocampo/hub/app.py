@@ -46,7 +46,7 @@ from ..evaluation import MODES
 from ..evaluation.kb_eval import Judged, KbEvaluation, evaluate_kb, parse_judged, store_confirmed, stored_judged
 from ..ingest.pipeline import SOURCE_TYPES
 from .config_form import agent_fields, agent_overrides, form_fields, form_patch
-from .i18n import code_label, pick_language, text
+from .i18n import KB_LANGUAGES, code_label, pick_language, text
 from .present import AXIS_PX, Chart, bar_chart, highlight, shown_uri
 from .security import (
     CSRF_COOKIE,
@@ -356,7 +356,12 @@ def _kb_routes(router: APIRouter, hub: Hub) -> None:
     @router.get("/kbs")
     def kbs(request: Request) -> Response:
         who = hub.who(request)
-        return hub.render(request, "kbs.html", {"kbs": who.client.list_kbs(), "model": _model(who)}, who=who)
+        return hub.render(
+            request,
+            "kbs.html",
+            {"kbs": who.client.list_kbs(), "model": _model(who), "kb_languages": KB_LANGUAGES},
+            who=who,
+        )
 
     @router.post("/kbs")
     async def create_kb(request: Request) -> Response:
@@ -369,7 +374,12 @@ def _kb_routes(router: APIRouter, hub: Hub) -> None:
                 language=str(form.get("language") or "portuguese"),
             )
         except HipocampoError as exc:
-            ctx = {"kbs": who.client.list_kbs(), "model": _model(who), "error": hub.error_text(exc)}
+            ctx = {
+                "kbs": who.client.list_kbs(),
+                "model": _model(who),
+                "kb_languages": KB_LANGUAGES,
+                "error": hub.error_text(exc),
+            }
             return hub.render(request, "kbs.html", ctx, 422, who)
         return _redirect(f"/hub/kbs/{kb}?done=created")
 
