@@ -964,14 +964,20 @@ PAGES = ["", "/playground", "/metrics", "/memory", "/memory/<member>", "/agents"
 PAGES += ["/kbs/<kb>/settings", "/kbs/<kb>/evaluate", "/kbs/<kb>/feedback", "<document>"]
 
 
+@pytest.mark.parametrize("lang", ["pt-BR", "en"])
 @pytest.mark.parametrize("width", [375, 1280])
 @pytest.mark.parametrize("path", PAGES)
-def test_every_page_fits_and_breaks_no_word(page: Any, hub: str, world: dict[str, Any], path: str, width: int) -> None:
-    """Issue 45 §6 and 58 §2: at a phone's width (375 CSS px) and a laptop's (1280) every page
-    fits (long tables scroll inside their own box, not the page) and no word of a table, label,
-    button or heading is split across lines ("Trus t", "Chun ks", "Forge t"); with
-    HIPOCAMPO_SCREENSHOTS each is saved as <folder>/widths/<page>-<width>.png."""
+def test_every_page_fits_and_breaks_no_word(
+    page: Any, hub: str, world: dict[str, Any], path: str, width: int, lang: str
+) -> None:
+    """Issue 45 §6 and 58 §2: at a phone's width (375 CSS px) and a laptop's (1280), in both of the
+    hub's languages, every page fits (long tables scroll inside their own box, not the page) and no
+    word of a table, label, button or heading is split across lines ("Trus t", "Chun ks", "Forge
+    t"); with HIPOCAMPO_SCREENSHOTS each is saved as <folder>/widths/<page>-<width>[-en].png."""
     sign_in(page, hub, token(world["a"]["admin"], world["a"]["tenant"]))
+    if lang != "pt-BR":
+        page.select_option("#lang-select", lang)
+        page.click("form[action='/hub/lang'] button")
     if ("<kb>" in path or path == "<document>") and not page.locator("#kb-list a").count():
         page.fill("#kb-name", "larguras")  # run alone: the tenant's first knowledge base, with a document
         page.click("#create-kb button")
@@ -1001,7 +1007,8 @@ def test_every_page_fits_and_breaks_no_word(page: Any, hub: str, world: dict[str
     if folder:
         name = re.sub(r"[^a-z]+", "-", path.split("/hub")[-1].lower()).strip("-") or "home"
         (Path(folder) / "widths").mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / "widths" / f"{name}-{width}.png"), full_page=True)
+        suffix = "" if lang == "pt-BR" else f"-{lang}"
+        page.screenshot(path=str(Path(folder) / "widths" / f"{name}-{width}{suffix}.png"), full_page=True)
 
 
 def test_no_code_of_the_database_is_left_in_english_on_a_portuguese_page(

@@ -49,6 +49,9 @@ def test_the_wheel_carries_sql_and_defaults_and_declares_the_extras(wheel: Path)
     assert "hipocampo/_resources/config.default.toml" in names
     assert "hipocampo/_resources/data/010_project_secret.sql" in names
     assert "hipocampo/db/shim/supabase_local.sql" in names
+    # The hub's pages, script, stylesheet and its CSS foundation with its licence (issue 58 §2).
+    hub = ("templates/base.html", "static/hub.css", "static/hub.js", "static/vendor/pico.classless.min.css")
+    assert {f"hipocampo/hub/{n}" for n in (*hub, "static/vendor/pico-LICENSE.md")} <= names
     # The offline model's graph structure (the weights come from their own wheel, issue 18 §1).
     assert any(n.startswith("hipocampo/embeddings/graphs/bert-") and n.endswith(".onnx") for n in names)
     requires = [line for line in meta.splitlines() if line.startswith("Requires-Dist:")]
