@@ -495,9 +495,9 @@ class Hipocampo:
         Judging it again replaces its documents. Returns the judged question's id.
 
         Raises:
-            PermissionDeniedError: not a tenant admin. NotFoundError: no such feedback with its
-            question, or an unknown document. InvalidInputError: no document, more than 20, or
-            documents of several knowledge bases.
+            PermissionDeniedError: not a tenant admin.
+            NotFoundError: no such feedback with its question, or an unknown document.
+            InvalidInputError: no document, more than 20, or documents of several knowledge bases.
         """
         args = {"trace_id": trace_id, "document_ids": list(document_ids), "tenant_id": self._tenant()}
         return int(self.rpc("judge_feedback", args))
