@@ -225,3 +225,54 @@ def test_the_example_contract_is_a_clause_a_chunk() -> None:
     rows = [json.loads(x) for x in (path.parent.parent / "perguntas-contrato.jsonl").read_text().splitlines()]
     judged = {r["article"] for r in rows if "article" in r}
     assert named[0] is None and len(named) == 23 and set(named[1:]) == judged
+
+
+SPANISH_CONTRACT = """CONTRATO DE ARRENDAMIENTO DE VIVIENDA
+
+CLÁUSULA PRIMERA – OBJETO
+El arrendador cede en arrendamiento al arrendatario la vivienda situada en la calle Mayor 12.
+CLÁUSULA SEGUNDA – DURACIÓN
+El contrato tiene una duración de un año. ¿Se prorroga? Sí, por años hasta cinco.
+CLÁUSULA TERCERA – RENTA
+La renta mensual es de 900 euros, pagaderos en los cinco primeros días de cada mes.
+CLÁUSULA SÉPTIMA – FIANZA
+El arrendatario entrega una mensualidad de fianza.
+"""
+
+
+def test_documents_in_other_languages_are_cut_by_their_own_units() -> None:
+    """Issue 59 §2: a Spanish regulation ("Artículo 5."), a Spanish contract ("CLÁUSULA TERCERA",
+    "SÉPTIMA") and a Spanish FAQ ("¿…?", "Respuesta:") are cut as the Portuguese ones are; English,
+    Italian and German articles count as articles; a sentence opening with "¿" is a sentence."""
+    path = Path(__file__).parent.parent / "examples" / "reglamento-condominio" / "reglamento-interno.md"
+    text = path.read_text(encoding="utf-8")
+    assert cut_by_articles(text)
+    named = [c.metadata.get("article") for c in chunk_text(text, RULES["regulation"], count_tokens)]
+    rows = [json.loads(x) for x in (path.parent.parent / "preguntas-reglamento.jsonl").read_text().splitlines()]
+    assert named[0] is None and named[1:] == [f"Artículo {i}" for i in range(1, 26)]
+    assert {r["article"] for r in rows if "article" in r} <= set(named[1:])
+    chunks = chunk_text(SPANISH_CONTRACT, RULES["regulation"], count_tokens)
+    assert [c.metadata.get("article") for c in chunks] == [
+        None,
+        "CLÁUSULA PRIMERA",
+        "CLÁUSULA SEGUNDA",
+        "CLÁUSULA TERCERA",
+        "CLÁUSULA SÉPTIMA",
+    ]
+    for article in ("Article 1", "Articolo 1", "Artikel 1"):
+        doc = "\n\n".join(f"{article[:-1]}{i}. Text of rule {i}." for i in range(1, 4))
+        assert cut_by_articles(doc), article
+    faq = (
+        "¿Cuál es el horario de la conserjería?\nRespuesta: De 6 a 22 h.\n\n"
+        "Pregunta: ¿Puedo recibir paquetes de noche?\nNo."
+    )
+    assert [c.content for c in chunk_text(faq, RULES["faq"], count_tokens)] == [
+        "¿Cuál es el horario de la conserjería? De 6 a 22 h.",
+        "¿Puedo recibir paquetes de noche? No.",
+    ]
+    assert split_sentences("Está cerrado. ¿Abre mañana? ¡Sí! Ñandú llegó.") == [
+        "Está cerrado.",
+        "¿Abre mañana?",
+        "¡Sí!",
+        "Ñandú llegó.",
+    ]

@@ -111,11 +111,20 @@ def _contract() -> QuestionSet:
     return _paraphrase("contract", "contrato-locacao/contrato-de-locacao.txt", "perguntas-contrato.jsonl", "other")
 
 
+def _spanish() -> QuestionSet:
+    """examples/reglamento-condominio (the regulation written in Spanish, ingested as regulation)
+    with examples/preguntas-reglamento.jsonl (issue 59 §2)."""
+    return _paraphrase(
+        "spanish", "reglamento-condominio/reglamento-interno.md", "preguntas-reglamento.jsonl", "regulation"
+    )
+
+
 def load_sets(names: Sequence[str] = ("faquad", "quati", "scifact", "regulation", "contract")) -> list[QuestionSet]:
     """The question sets by name: FaQuAD (249 paragraphs, its first 300 questions by id), Quati
     (239 passages, 24 questions), SciFact (the relevant abstracts of its 300 test claims and 700
     others), the regulation (25 articles; 77 on-topic and 12 off-topic questions), the contract
-    (22 clauses; 78 on-topic and 12 off-topic questions).
+    (22 clauses; 78 on-topic and 12 off-topic questions); and on request ``spanish``, the regulation
+    written in Spanish (25 articles; 77 on-topic and 12 off-topic questions in Spanish).
 
     Raises:
         FileNotFoundError: the shared datasets are missing.
@@ -126,6 +135,7 @@ def load_sets(names: Sequence[str] = ("faquad", "quati", "scifact", "regulation"
         "scifact": lambda: _beir("scifact"),
         "regulation": _regulation,
         "contract": _contract,
+        "spanish": _spanish,
     }
     return [loaders[n]() for n in names]
 

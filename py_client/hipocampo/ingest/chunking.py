@@ -30,31 +30,35 @@ __all__ = [
     "split_sentences",
 ]
 
-# An article ("Art. 5º", "Artigo 12-A") or a contract's clause ("CLÁUSULA PRIMEIRA", "Cláusula 3ª",
-# "CLÁUSULA DÉCIMA SEGUNDA"): the unit a regulation, a policy or a contract is cut by.
+# An article ("Art. 5º", "Artigo 12-A"; Spanish "Artículo 5", English / French "Article 5", Italian
+# "Articolo 5", German "Artikel 5") or a contract's clause ("CLÁUSULA PRIMEIRA", "Cláusula 3ª",
+# "CLÁUSULA DÉCIMA SEGUNDA", Spanish "Cláusula tercera"): the unit a regulation, a policy or a
+# contract is cut by (issue 59 §2: documents in any language).
 _ORDINAL = (
-    r"(?:primeir[ao]|segund[ao]|terceir[ao]|quart[ao]|quint[ao]|sext[ao]|s[ée]tim[ao]|oitav[ao]|non[ao]"
-    r"|d[ée]cim[ao]|vig[ée]sim[ao]|trig[ée]sim[ao]|quadrag[ée]sim[ao])"
+    r"(?:primeir[ao]|primer[ao]?|segund[ao]|terceir[ao]|tercer[ao]?|quart[ao]|cuart[ao]|quint[ao]|sext[ao]"
+    r"|s[ée]p?tim[ao]|oitav[ao]|octav[ao]|non[ao]|noven[ao]|und[ée]cim[ao]|duod[ée]cim[ao]"
+    r"|d[ée]cim[ao]|vig[ée]sim[ao]|trig[ée]sim[ao]|quadrag[ée]sim[ao]|cuadrag[ée]sim[ao])"
 )
+_ART_WORD = r"Art(?:igo|[íi]culo|icle|icolo|ikel)?"
 _ARTICLE = re.compile(
-    rf"^\s*(Art(?:igo)?\.?\s*\d+[º°o]?(?:-[A-Z])?|Cl[áa]usula\s+(?:\d+[ªaº°o]?|{_ORDINAL}(?:\s+{_ORDINAL})?)\b)",
+    rf"^\s*({_ART_WORD}\.?\s*\d+[º°o]?(?:-[A-Z])?|Cl[áa]usula\s+(?:\d+[ªaº°o]?|{_ORDINAL}(?:\s+{_ORDINAL})?)\b)",
     re.IGNORECASE,
 )
 # How many article or clause headings make a document one cut by them, whatever its source type.
 ARTICLES_MIN = 3
 _HEADING = re.compile(
-    r"^\s*(?:#{1,6}\s+.+|(?:T[ÍI]TULO|CAP[ÍI]TULO|SE[ÇC][ÃA]O|SUBSE[ÇC][ÃA]O|ANEXO)\b.*)$",
+    r"^\s*(?:#{1,6}\s+.+|(?:T[ÍI]TULO|CAP[ÍI]TULO|SE[ÇC][ÃA]O|SUBSE[ÇC][ÃA]O|SECCI[ÓO]N|ANEXO)\b.*)$",
     re.IGNORECASE,
 )
 _TOPIC = re.compile(r"^\s*(?:#{1,6}\s+.+|(?:\d{1,2}[.)]|[IVXLC]+\s*[-–.)]|Item\s+\d+|Pauta\b).*)$")
 # A FAQ entry's question: a line ending in "?" (a heading, bold, numbered or "P:" / "Pergunta:" /
 # "Q:" prefixed), at most 300 characters; what follows until the next question is its answer.
 _QUESTION = re.compile(
-    r"^\s*(?:#{1,6}\s+)?(?:\*\*)?\s*(?:(?:P|Q|Pergunta|Question)\s*[:.)–-]\s*|\d{1,3}[.)]\s+)?"
+    r"^\s*(?:#{1,6}\s+)?(?:\*\*)?\s*(?:(?:P|Q|Pergunta|Pregunta|Question)\s*[:.)–-]\s*|\d{1,3}[.)]\s+)?"
     r"(?P<q>[^\n?]{3,300}\?)\s*(?:\*\*)?\s*$",
     re.IGNORECASE,
 )
-_ANSWER = re.compile(r"^\s*(?:\*\*)?(?:R|A|Resposta|Answer)\s*[:.)–-]\s*(?:\*\*)?\s*", re.IGNORECASE)
+_ANSWER = re.compile(r"^\s*(?:\*\*)?(?:R|A|Resposta|Respuesta|Answer)\s*[:.)–-]\s*(?:\*\*)?\s*", re.IGNORECASE)
 _MD_HEADING = re.compile(r"^\s*(#{1,6})\s+(.+?)\s*#*\s*$")
 # Inline markdown: bold / italics by asterisks or underscores, code marks (the words are kept).
 _MD_INLINE = (
@@ -63,7 +67,7 @@ _MD_INLINE = (
     (re.compile(r"(?<![\w*])\*([^*\s](?:[^*]*[^*\s])?)\*(?![\w*])"), r"\1"),
     (re.compile(r"`{1,3}([^`]*)`{1,3}"), r"\1"),
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[\"“(\[]?[A-ZÁÉÍÓÚÂÊÔÃÕÇ0-9§])")
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[\"“(\[¿¡]?[A-ZÁÉÍÓÚÂÊÔÃÕÇÑÜ0-9§])")
 _CLAUSE = re.compile(r"(?<=[,;:])\s+")
 
 
@@ -164,7 +168,8 @@ def _sections(text: str, split: str) -> list[_Section]:
     if split == "question":  # a question line starts an entry even without a blank line before it
         text = re.sub(r"\n(?=[^\n]*\?[\s*]*$)", "\n\n", text, flags=re.MULTILINE)
     for block in re.split(
-        r"\n\s*\n|\n(?=\s*(?:#|\**Art\.?\s*\d|\**CL[ÁA]USULA\s|T[ÍI]TULO|CAP[ÍI]TULO|SE[ÇC][ÃA]O))", text
+        rf"\n\s*\n|\n(?=\s*(?:#|\**{_ART_WORD}\.?\s*\d|\**CL[ÁA]USULA\s|T[ÍI]TULO|CAP[ÍI]TULO|SE[ÇC][ÃA]O|SECCI[ÓO]N))",
+        text,
     ):
         block = plain_markdown(block.strip())
         if not block:
