@@ -276,3 +276,14 @@ def test_documents_in_other_languages_are_cut_by_their_own_units() -> None:
         "¡Sí!",
         "Ñandú llegó.",
     ]
+
+
+def test_the_example_faq_is_an_entry_a_chunk() -> None:
+    """The FAQ paraphrase set (examples/faq-prefeitura, benchmarks/regulation.py --set faq): its 26
+    entries, each a chunk named by its question, as the judged questions name them."""
+    path = Path(__file__).parent.parent / "examples" / "faq-prefeitura" / "perguntas-frequentes.md"
+    chunks = chunk_text(path.read_text(encoding="utf-8"), RULES["faq"], count_tokens)
+    named = [c.metadata.get("question") for c in chunks]
+    rows = [json.loads(x) for x in (path.parent.parent / "perguntas-faq-prefeitura.jsonl").read_text().splitlines()]
+    assert len(named) == 26 and all(named) and {r["article"] for r in rows if "article" in r} == set(named)
+    assert sum("article" in r for r in rows) == 78 and sum(r.get("kind") == "absent" for r in rows) == 12
