@@ -271,6 +271,11 @@ def test_with_a_chat_model_the_turn_proposes_memories_to_the_gate(
         (memory,) = seen["memories"]
         assert (memory["key"], memory["source"], memory["confidence"]) == ("routine.swim", "conversation", 0.9)
         assert memory["source_message"]["content"] == question
+        # Embedded when written, as Memory.remember does: recall finds it by meaning at once.
+        from hipocampo.memory import Memory
+
+        recall = Memory(client, world.orchestrator.embedder).recall("quando eu costumo nadar?", min_score=0.0)
+        assert [h.key for h in recall.hits][:1] == ["routine.swim"]
         refused = [e for e in seen["events"] if e["event"] == "memory.write_rejected"]
         assert [(e["reason"], e["detail"]["key"]) for e in refused] == [("health_data", "health.condition")]
     finally:

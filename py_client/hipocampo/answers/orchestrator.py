@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from uuid import UUID
 
+from pgvector import Vector
 from pydantic import BaseModel, ValidationError
 
 from ..client import Actor, Hipocampo
@@ -509,8 +510,10 @@ def _chat_memories(turn: _Turn, message_id: int) -> int:
     ``ChatAnswerer.memory_candidates``), each through the memory gate (``remember``, source
     conversation, the message as source_ref, confidence at most 0.9): only for a signed-in user
     who consented (``memory_consent``; no model call otherwise). The offline rules already ran on
-    the message (add_message). Returns how many the gate took; a failure is logged, the answer
-    stands."""
+    the message (add_message). Each candidate's description is embedded (one call for all) and sent
+    with it, as ``Memory.remember`` does, so the gate's semantic-duplicate check applies and the
+    memory is found by recall at once. Returns how many the gate took; a failure is logged, the
+    answer stands."""
     client = turn.orchestrator.client
     generator = turn.orchestrator.generator or generator_for(turn.cfg, client)
     propose = getattr(generator, "memory_candidates", None)
@@ -520,7 +523,9 @@ def _chat_memories(turn: _Turn, message_id: int) -> int:
     try:
         if not client.rpc("memory_consent", {}):
             return 0
-        for c in propose(turn.asked):
+        found = list(propose(turn.asked))
+        vectors = turn.orchestrator.embedder.embed_documents([c.description for c in found]) if found else []
+        for c, vector in zip(found, vectors, strict=True):
             args = {
                 "key": c.key,
                 "value": json.dumps(c.value),
@@ -531,6 +536,7 @@ def _chat_memories(turn: _Turn, message_id: int) -> int:
                 "source_ref": f"message:{message_id}",
                 "conversation_id": turn.conversation_id,
                 "tags": [c.category, "from_conversation"],
+                "embedding": str(Vector(vector).to_text()),
             }
             taken += dict(client.rpc("remember", args) or {}).get("status") in ("created", "updated", "staged")
     except (HipocampoError, GenerationError) as exc:
