@@ -701,19 +701,16 @@ def _query_routes(router: APIRouter, hub: Hub) -> None:
     @router.get("/playground")
     def playground(request: Request) -> Response:
         who = hub.who(request)
-        answered_by = _answered_by(who, hub.words(request))
-        ctx = {"kbs": who.client.list_kbs(), "q": {"mode": "hybrid"}, "answered_by": answered_by}
-        return hub.render(request, "playground.html", ctx, who=who)
+        return hub.render(request, "playground.html", _playground(hub, who, request), who=who)
 
     @router.post("/playground")
     async def run_query(request: Request) -> Response:
         who = hub.who(request)
         form = await hub.form(request)
         q = {k: str(form.get(k) or "").strip() for k in ("question", "kb", "mode", "mmr", "action")}
-        kbs = who.client.list_kbs()
-        ctx: dict[str, Any] = {"kbs": kbs, "q": q, "answered_by": _answered_by(who, hub.words(request))}
+        ctx = _playground(hub, who, request, q)
         try:
-            kb_ids = [_uuid(q["kb"])] if q["kb"] else [kb.id for kb in kbs]
+            kb_ids = [_uuid(q["kb"])] if q["kb"] else [kb.id for kb in ctx["kbs"]]
             if q["action"] == "ask":
                 ans = Orchestrator(who.client, hub.embedder()).ask(q["question"], kb_ids=kb_ids)
                 ctx["answer"] = ans
@@ -730,8 +727,7 @@ def _query_routes(router: APIRouter, hub: Hub) -> None:
         """The signed-in user marks the reply they just got useful or not (issue 59 §5)."""
         who = hub.who(request)
         form = await hub.form(request)
-        ctx: dict[str, Any] = {"kbs": who.client.list_kbs(), "q": {"mode": "hybrid"}}
-        ctx["answered_by"] = _answered_by(who, hub.words(request))
+        ctx = _playground(hub, who, request)
         try:
             who.client.record_feedback(
                 str(form.get("trace_id") or ""),
@@ -750,6 +746,13 @@ def _query_routes(router: APIRouter, hub: Hub) -> None:
         m = who.client.rpc("tenant_metrics", {"days": 30}) or {}
         words = hub.words(request)
         return hub.render(request, "metrics.html", {"m": m, "charts": _charts(m, words), "axis_px": AXIS_PX}, who=who)
+
+
+def _playground(hub: Hub, who: _Who, request: Request, q: dict[str, str] | None = None) -> dict[str, Any]:
+    """The playground page's context: the user's knowledge bases, the form's values (hybrid by
+    default) and who writes the answers."""
+    answered_by = _answered_by(who, hub.words(request))
+    return {"kbs": who.client.list_kbs(), "q": q or {"mode": "hybrid"}, "answered_by": answered_by}
 
 
 def _answered_by(who: _Who, words: dict[str, str]) -> str:
