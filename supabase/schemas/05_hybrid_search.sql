@@ -526,14 +526,14 @@ end;
 $$;
 
 /*
-_question_words(language text, document_languages text[], query_text text) -> setof (lexeme text, own boolean)
+_question_words(language text, document_languages text[], query_text text) -> setof (lexeme text)
 
 Purpose: a question's lexemes as the lexical leg reads it in a knowledge base (issue 59 §2): in the
   knowledge base's language and in each other language its documents are written in
-  (knowledge_bases.document_languages), each lexeme once; own = it is a lexeme of the question in
-  the knowledge base's own language. Every lexeme scores (BM25); only own ones make the coverage
-  the fusion leans on (read in several stemmers, a question's words that match nothing would
-  dilute it: FaQuAD beside SciFact in one knowledge base lost 0.04 nDCG@10 in hybrid that way).
+  (knowledge_bases.document_languages), each lexeme once. Every lexeme scores (BM25); the
+  coverage the fusion leans on reads the question in the best chunk's language only (_coverage:
+  read in several stemmers, a question's words that match nothing would dilute it: FaQuAD beside
+  SciFact in one knowledge base lost 0.04 nDCG@10 in hybrid that way).
 Parameters: language / document_languages - the knowledge base's; query_text - the question.
 Returns: one row per distinct lexeme (none for an empty question).
 Errors: none.
@@ -542,20 +542,59 @@ Example: select * from hipocampo_private._question_words('portuguese', '{spanish
 create or replace function hipocampo_private._question_words(
     language text, document_languages text[], query_text text
 )
-returns table (lexeme text, own boolean)
+returns table (lexeme text)
 language sql
 immutable
 security invoker
 set search_path = ''
 as $$
-    select w.lexeme, bool_or(l.ord = 1)
+    select distinct w.lexeme
     from pg_catalog.unnest(
         array[_question_words.language] || _question_words.document_languages
-    ) with ordinality as l (name, ord)
+    ) as l (name)
     cross join lateral pg_catalog.unnest(
         pg_catalog.to_tsvector(hipocampo_private.text_search_config(l.name), _question_words.query_text)
     ) as w
-    group by w.lexeme
+$$;
+
+/*
+_coverage(tenant uuid, chunk_id bigint, query_text text, t_kb uuid[], t_lex text[],
+  t_idf double precision[], settings jsonb) -> double precision
+
+Purpose: the lexical leg's coverage (issue 61 §3), in the chunk's own language (issue 59 §2): the
+  question read by the stemmer of the chunk's text-search configuration (chunks.ts_config, its
+  document's language), settings.question_stopwords left out; the share of those lexemes' idf
+  that the chunk holds. A question's words read in another language's stemmer match nothing in
+  this chunk, so they do not count (SciFact's English abstracts in a Portuguese knowledge base
+  were measured in Portuguese stems before).
+Parameters: tenant; chunk_id - the best scored chunk (null: none); query_text - the question;
+  t_kb, t_lex, t_idf - the lexical leg's term lists (knowledge base, lexeme, BM25 idf, a lexeme
+  the knowledge base lacks at df 0); settings from _search_settings.
+Returns: 0..1; null when chunk_id is null or the question has no counted lexeme.
+Errors: none.
+Example: select hipocampo_private._coverage(tenant, 42, 'prazo de recurso', t_kb, t_lex, t_idf, settings);
+*/
+create or replace function hipocampo_private._coverage(
+    tenant uuid, chunk_id bigint, query_text text, t_kb uuid[], t_lex text[], t_idf double precision[],
+    settings jsonb
+)
+returns double precision
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select sum(tm.idf) filter (where ps.chunk_id is not null) / nullif(sum(tm.idf), 0)
+    from hipocampo_private.chunks as c
+    cross join lateral (
+        select distinct w.lexeme from pg_catalog.unnest(pg_catalog.to_tsvector(c.ts_config, _coverage.query_text)) as w
+    ) as ql
+    inner join unnest(_coverage.t_kb, _coverage.t_lex, _coverage.t_idf) as tm (kb_id, lexeme, idf)
+        on tm.kb_id = c.kb_id and tm.lexeme = ql.lexeme
+    left join hipocampo_private.kb_postings as ps
+        on ps.tenant_id = _coverage.tenant and ps.kb_id = c.kb_id and ps.lexeme = ql.lexeme and ps.chunk_id = c.id
+    where c.id = _coverage.chunk_id
+      and not coalesce(_coverage.settings -> 'question_stopwords', '[]'::jsonb) ? ql.lexeme
 $$;
 
 /*
@@ -575,9 +614,10 @@ Returns: ids and scores (BM25), at most settings.candidates, best first, after t
   dense_scores, the BM25 score of each of dense_ids in its order (0 for a chunk holding no query
   term), which the fusion gives a dense-only candidate (only these leave the leg: handing _fuse
   every scored chunk of a large knowledge base was a third of its time); coverage, the
-  idf-weighted share of the query's lexemes (settings.question_stopwords left out; one the
-  knowledge base lacks counts with the idf of df 0) that the best scored chunk holds, 0..1 (null
-  when no chunk holds a query term), which _fuse weighs the dense leg by.
+  idf-weighted share of the query's lexemes in the best scored chunk's language
+  (settings.question_stopwords left out; one the knowledge base lacks counts with the idf of
+  df 0) that the chunk holds, 0..1 (null when no chunk holds a query term; _coverage), which
+  _fuse weighs the dense leg by.
 Errors: none.
 Example: select * from hipocampo_private._lexical_leg(tenant, array[kb], model, 'prazo', null, null, settings,
   dense.ids);
@@ -600,7 +640,6 @@ declare
     t_lex text [];
     t_idf double precision [];
     t_avg double precision [];
-    t_counted boolean [];  -- counts toward coverage: of the KB's own language, not a question_stopwords one
     scored_ids bigint [];  -- every chunk of the scope holding a query term, best first (unfiltered)
     scored_scores double precision [];
     lim integer;
@@ -611,12 +650,10 @@ begin
         coalesce(array_agg(q.kb_id), '{}'),
         coalesce(array_agg(q.lexeme), '{}'),
         coalesce(array_agg(ln(1 + (st.chunk_count - q.df + 0.5) / (q.df + 0.5))), '{}'),
-        coalesce(array_agg(st.token_total::double precision / greatest(st.chunk_count, 1)), '{}'),
-        coalesce(array_agg(q.counted), '{}')
-    into t_kb, t_lex, t_idf, t_avg, t_counted
+        coalesce(array_agg(st.token_total::double precision / greatest(st.chunk_count, 1)), '{}')
+    into t_kb, t_lex, t_idf, t_avg
     from (
-        select kb.id as kb_id, u.lexeme, coalesce(ts.doc_freq, 0) as df,
-            u.own and not coalesce(settings -> 'question_stopwords', '[]'::jsonb) ? u.lexeme as counted
+        select kb.id as kb_id, u.lexeme, coalesce(ts.doc_freq, 0) as df
         from hipocampo_private.knowledge_bases as kb
         cross join lateral hipocampo_private._question_words(kb.language, kb.document_languages, query_text) as u
         left join hipocampo_private.kb_term_stats as ts
@@ -628,21 +665,12 @@ begin
 
     select
         coalesce(array_agg(x.chunk_id order by x.score desc, x.chunk_id), '{}'),
-        coalesce(array_agg(x.score order by x.score desc, x.chunk_id), '{}'),
-        (array_agg(x.matched / nullif(x.total, 0) order by x.score desc, x.chunk_id))[1]
-    into scored_ids, scored_scores, coverage
+        coalesce(array_agg(x.score order by x.score desc, x.chunk_id), '{}')
+    into scored_ids, scored_scores
     from (
         select p.chunk_id,
-            sum(tm.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.chunk_length / tm.avg_len))) as score,
-            coalesce(sum(tm.idf) filter (where tm.counted), 0) as matched,
-            max(tt.total) as total
-        from unnest(t_kb, t_lex, t_idf, t_avg, t_counted) as tm (kb_id, lexeme, idf, avg_len, counted)
-        -- Coverage (issue 61 §3): the share of its knowledge base's question idf a chunk holds.
-        inner join (
-            select w.kb_id, sum(w.idf) filter (where w.counted) as total
-            from unnest(t_kb, t_idf, t_counted) as w (kb_id, idf, counted)
-            group by w.kb_id
-        ) as tt on tt.kb_id = tm.kb_id
+            sum(tm.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.chunk_length / tm.avg_len))) as score
+        from unnest(t_kb, t_lex, t_idf, t_avg) as tm (kb_id, lexeme, idf, avg_len)
         -- One primary-key range per term: "offset 0" keeps the planner from flattening the
         -- lateral subquery into a join it may run as a scan of all the tenant's postings.
         cross join lateral (
@@ -653,6 +681,7 @@ begin
         ) as p
         group by p.chunk_id
     ) as x;
+    coverage := hipocampo_private._coverage(tenant, scored_ids[1], query_text, t_kb, t_lex, t_idf, settings);
 
     for pass in 1..2 loop
         lim := case when pass = 1 then n_cand * 4 else cardinality(scored_ids) end;

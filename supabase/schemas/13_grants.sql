@@ -279,6 +279,9 @@ grant execute on function hipocampo_private._memory_actor(user_id uuid, tenant_i
 grant execute on function hipocampo_private._memory_config(section_config jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._memory_proposals(content text) to authenticated, service_role;
 grant execute on function hipocampo_private._has_consent(tenant_id uuid, user_id uuid) to authenticated, service_role;
+grant execute on function hipocampo_private._coverage(
+    tenant uuid, chunk_id bigint, query_text text, t_kb uuid[], t_lex text[], t_idf double precision[], settings jsonb
+) to authenticated, service_role;
 grant execute on function hipocampo_private._question_words(
     language text, document_languages text[], query_text text
 ) to authenticated, service_role;

@@ -543,3 +543,47 @@ def test_the_dense_leg_leans_on_questions_in_other_words(db: psycopg.Connection[
         rows = search(db, "Posso nadar no domingo de manhã?", match_count=10, kb_ids=[world.kb_a])
         order[boost] = [r["title"] for r in rows if r["title"] in texts]
     assert order == {1.0: ["palavras", "sentido"], 12.0: ["sentido", "palavras"]}
+
+
+def test_coverage_reads_the_question_in_the_chunks_own_language(
+    db: psycopg.Connection[dict[str, Any]], world: World
+) -> None:
+    """Issue 59 §2: the fusion's coverage reads the question with the stemmer of the best chunk's
+    language (its document's), not the knowledge base's: an English abstract in a Portuguese
+    knowledge base holding every content word of an English question covers all of it."""
+    from ..conftest import unit_vector
+
+    world.act("service_role")
+    docs = {
+        "vacinas": ("english", "Children need these vaccines every year, at school."),
+        "prazo": ("portuguese", "O prazo de trancamento da matrícula é de trinta dias."),
+    }
+    ids = {}
+    for name, (language, content) in docs.items():
+        doc = {"title": name, "source_uri": f"test://{name}", "content_hash": name, "language": language}
+        chunk = [{"chunk_index": 0, "content": content, "content_hash": name, "embedding": unit_vector(5)}]
+        db.execute(
+            "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
+            (world.kb_a, json.dumps(doc), json.dumps(chunk), MODEL),
+        )
+        ids[name] = db.execute(
+            "select c.id from hipocampo_private.chunks as c join hipocampo_private.documents as d"
+            " on d.id = c.document_id where d.source_uri = %s",
+            (f"test://{name}",),
+        ).fetchone()["id"]
+
+    def coverage(name: str, question: str) -> float:
+        return float(
+            db.execute(
+                "select hipocampo_private._coverage(%s, %s, %s, array_agg(k.id), array_agg(w.lexeme),"
+                " array_agg(1.0::double precision), '{}'::jsonb) as c"
+                " from hipocampo_private.knowledge_bases as k"
+                " cross join lateral hipocampo_private._question_words(k.language, k.document_languages, %s) as w"
+                " where k.id = %s",
+                (world.tenant_a, ids[name], question, question, world.kb_a),
+            ).fetchone()["c"]
+        )
+
+    assert coverage("vacinas", "Do the children need vaccines?") == 1.0  # children, need, vaccin: English stems
+    assert coverage("prazo", "Qual o prazo de trancamento?") == 1.0
+    assert coverage("prazo", "Qual o prazo de trancamento e de recurso?") == pytest.approx(2 / 3)  # recurs
