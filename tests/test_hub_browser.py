@@ -471,17 +471,26 @@ def test_kb_settings_rename_validate_and_delete_with_confirmation(
     page.click("#config-rag button[type=submit]")
     assert re.match(r"22003: ", page.inner_text(".error-text")), page.inner_text(".error-text")
     assert page.get_attribute("#config-rag-box", "open") is not None  # the section the error is about
+    # No raw JSON (issue 58 §2): a list of names is typed with commas, a mapping of names to
+    # numbers as "name: number" entries; a malformed one is refused in words.
+    assert page.input_value("#cfg-rag-authoritative_source_types") == "policy, manual, regulation, faq"
+    assert not page.input_value("#cfg-rag-question_stopwords").startswith("[")
+    assert page.locator("#config-rag textarea, #config-retrieval textarea").count() == 0
     page.fill("#cfg-rag-top_k", "6")
-    page.fill("#cfg-rag-question_stopwords", '["qual", "quando"')
-    page.click("#config-rag button[type=submit]")
-    assert page.inner_text(".error-text") == "22023: rag.question_stopwords must be JSON"
-    page.fill("#cfg-rag-top_k", "6")
-    page.fill("#cfg-rag-question_stopwords", '["qual", "quando"]')
+    page.fill("#cfg-rag-question_stopwords", "qual, quando")
     page.click("#config-rag button[type=submit]")
     assert page.inner_text(".notice") == "Salvo."
     page.click("#config-rag-box summary")
     assert page.input_value("#cfg-rag-top_k") == "6"
-    assert page.input_value("#cfg-rag-question_stopwords") == '["qual", "quando"]'
+    assert page.input_value("#cfg-rag-question_stopwords") == "qual, quando"
+    page.click("#config-retrieval-box summary")
+    trust = page.input_value("#cfg-retrieval-default_trust")
+    assert "regulation: 0.9" in trust and "other: 0.5" in trust and "{" not in trust
+    page.fill("#cfg-retrieval-default_trust", trust.replace("regulation: 0.9", "regulation 0.9"))
+    page.click("#config-retrieval button[type=submit]")
+    assert page.inner_text(".error-text") == (
+        "22023: retrieval.default_trust must be entries of name: number separated by commas"
+    )
     # A key the knowledge base sets itself goes back to the organisation's value (the override
     # removed, not copied); a key it inherits, or holds from its tuning (which a reset would not
     # remove), offers no reset.
@@ -500,7 +509,7 @@ def test_kb_settings_rename_validate_and_delete_with_confirmation(
     assert page.inner_text(".notice") == "Salvo."
     page.click("#config-rag-box summary")
     assert page.input_value("#cfg-rag-top_k") == "4" and page.locator("#reset-rag-top_k").count() == 0
-    assert page.input_value("#cfg-rag-question_stopwords") == '["qual", "quando"]'
+    assert page.input_value("#cfg-rag-question_stopwords") == "qual, quando"
 
     page.fill("#confirm", "outro nome")
     page.click("#delete-kb button")
@@ -912,9 +921,13 @@ def test_an_admin_sets_lists_and_deletes_an_agent_binding(page: Any, hub: str, w
     assert page.locator("#agent-rag-provider").count() == 0
     top_k.fill("3")
     page.select_option("#agent-rag-enabled", "true")
+    shown = page.get_attribute("#agent-rag-authoritative_source_types", "placeholder")
+    assert shown == "policy, manual, regulation, faq"
+    page.fill("#agent-rag-authoritative_source_types", "faq, manual")
     page.click("#agent-form button[type=submit]")
     row = page.locator("#agent-list tbody tr", has_text="portaria")
     assert row.count() == 1 and "top_k = 3" in row.inner_text() and "enabled = true" in row.inner_text()
+    assert "authoritative_source_types = faq, manual" in row.inner_text()  # no raw JSON (issue 58 §2)
     # Editing shows what the agent sets; emptying a field stops overriding it.
     row.locator("text=Editar").click()
     assert page.input_value("#agent-name") == "portaria" and page.input_value("#agent-rag-top_k") == "3"

@@ -21,7 +21,7 @@ from ..errors import InvalidInputError
 
 __all__ = ["ConfigField", "agent_fields", "agent_overrides", "form_fields", "form_patch"]
 
-Kind = Literal["boolean", "integer", "number", "choice", "text", "json"]
+Kind = Literal["boolean", "integer", "number", "choice", "text", "list", "mapping", "json"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,15 @@ def _kind(value: Any, choices: list[str] | None) -> Kind:
         return "integer"
     if isinstance(value, float):
         return "number"
+    # Issue 58 §2: no raw JSON for an admin. A list of names is typed as "a, b, c"; a mapping of
+    # names to numbers (retrieval.default_trust) as "regulation: 0.9, faq: 0.9"; anything else
+    # (none of the keys a tenant changes today) stays JSON.
+    if isinstance(value, list) and all(isinstance(x, str) and "," not in x for x in value):
+        return "list"
+    if isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool) for k, v in value.items()
+    ):
+        return "mapping"
     if isinstance(value, list | dict):
         return "json"
     return "choice" if choices and isinstance(value, str) else "text"
@@ -69,9 +78,26 @@ def _kind(value: Any, choices: list[str] | None) -> Kind:
 def _shown(value: Any, kind: Kind) -> str:
     if kind == "boolean":
         return "true" if value else "false"
+    if kind == "list":
+        return ", ".join(value)
+    if kind == "mapping":
+        return ", ".join(f"{k}: {v:g}" for k, v in value.items())
     if kind == "json":
         return json.dumps(value, ensure_ascii=False)
     return "" if value is None else str(value)
+
+
+def _mapping(text: str) -> dict[str, float]:
+    """ "regulation: 0.9, faq: 0.8" as a mapping; ValueError when an entry is not name: number."""
+    out: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name, sep, number = part.partition(":")
+        if not sep or not name.strip():
+            raise ValueError(part)
+        out[name.strip()] = float(number)
+    return out
 
 
 def form_fields(section: ConfigSection, own: Collection[str] = ()) -> list[ConfigField]:
@@ -114,10 +140,19 @@ def _parsed(section: str, f: ConfigField, text: str) -> Any:
             return int(text)
         if f.kind == "number":
             return float(text)
+        if f.kind == "list":
+            return [x.strip() for x in text.split(",") if x.strip()]
+        if f.kind == "mapping":
+            return _mapping(text)
         if f.kind == "json":
             return json.loads(text)
     except ValueError:
-        what = {"boolean": "true or false", "integer": "a whole number", "number": "a number"}.get(f.kind, "JSON")
+        what = {
+            "boolean": "true or false",
+            "integer": "a whole number",
+            "number": "a number",
+            "mapping": "entries of name: number separated by commas",
+        }.get(f.kind, "JSON")
         raise InvalidInputError(f"{name} must be {what}", "22023") from None
     return text
 
