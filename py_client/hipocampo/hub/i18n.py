@@ -169,8 +169,9 @@ _PT: dict[str, str] = {
     "rename": "Salvar nome e descrição",
     "overrides": "Configuração desta base",
     "overrides_hint": "Os valores em vigor nesta base, seção por seção; mude os que quiser e salve a seção. Cada "
-    "valor fica dentro dos limites ao lado; os fixos só mudam para todos, pelo operador. Listas e objetos em JSON; "
-    "segredos só pelo nome da variável de ambiente.",
+    "valor fica dentro dos limites ao lado; os fixos só mudam para todos, pelo operador. Listas: nomes separados "
+    "por vírgula; pesos por nome: nome: número, separados por vírgula; segredos só pelo nome da variável de "
+    "ambiente.",
     "bound": "Limites",
     "chunk_n": "trecho {n}",
     "hit_rate": "Taxa de acerto",
@@ -520,7 +521,8 @@ _EN: dict[str, str] = {
     "overrides": "This knowledge base's configuration",
     "overrides_hint": "The values in force for this knowledge base, section by section; change any and save the "
     "section. Each value stays within the limits beside it; fixed ones change only for everyone, by the operator. "
-    "Lists and objects in JSON; secrets only by the name of their environment variable.",
+    "Lists: names separated by commas; weights by name: name: number, separated by commas; secrets only by "
+    "the name of their environment variable.",
     "bound": "Limits",
     "chunk_n": "chunk {n}",
     "hit_rate": "Hit rate",
