@@ -84,7 +84,7 @@ SUITES: dict[str, Suite] = {
     "retrieval": Suite(
         "nDCG@10 / recall@10 of hybrid search on FaQuAD, Quati, SciFact per offline model; the dense "
         "leg's lean fitted leave-one-dataset-out; the paraphrase sets (a regulation, a contract, a "
-        "services FAQ, the regulation in Spanish); "
+        "services FAQ, the regulation in Spanish and in English); "
         "the language check; knowledge bases of several languages; the similarity floor's rule per model",
         (
             Step("retrieval.py", ("--extra",)),
@@ -95,6 +95,7 @@ SUITES: dict[str, Suite] = {
             Step("regulation.py", ("--set", "contract")),
             Step("regulation.py", ("--set", "faq")),
             Step("regulation.py", ("--set", "spanish")),
+            Step("regulation.py", ("--set", "english")),
             Step("language_check.py", ()),
             Step("languages.py", ()),
             Step("calibrate_similarity.py", ("--sets", "faquad,quati", "--model", E5), write=False),

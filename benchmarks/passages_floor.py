@@ -59,18 +59,19 @@ def _paraphrase_curve(
     return out
 
 
-def _spanish(embedder: object, floor: float) -> list[str]:
-    """The regulation written in Spanish (issue 59 §2), held out of every fit: its questions at the
-    floor fitted on the five sets; its off-topic pool is its own off-topic questions and those of
-    every set but the Portuguese regulation (its own text in another language)."""
-    sets = load_sets(("spanish", "faquad", "quati", "scifact", "contract"))
-    cos = best_cosines(embedder, sets)["spanish"]  # type: ignore[arg-type]
+def _other_language(embedder: object, floor: float, name: str, language: str) -> list[str]:
+    """The regulation written in another language (issue 59 §2: ``spanish``, ``english``), held out
+    of every fit: its questions at the floor fitted on the five sets; its off-topic pool is its own
+    off-topic questions and those of every set but the Portuguese regulation (its own text in
+    another language)."""
+    sets = load_sets((name, "faquad", "quati", "scifact", "contract"))
+    cos = best_cosines(embedder, sets)[name]  # type: ignore[arg-type]
     answerable = [c for c, a in zip(cos["on"], sets[0].answers, strict=True) if a is not None]
     absent = [c for c, a in zip(cos["on"], sets[0].answers, strict=True) if a is None]
     own_off = cos["off"][: len(sets[0].off_topic)]
     return [
-        f"Held out of every fit, the regulation written in Spanish (`--set spanish` of regulation.py) at {floor:.2f}:"
-        f" answerable kept {1 - refused_share(answerable, floor):.3f}, absent kept"
+        f"Held out of every fit, the regulation written in {language} (`--set {name}` of regulation.py) at"
+        f" {floor:.2f}: answerable kept {1 - refused_share(answerable, floor):.3f}, absent kept"
         f" {1 - refused_share(absent, floor):.3f}, its off-topic refused {refused_share(own_off, floor):.3f},"
         f" other sets' questions refused {refused_share(cos['off'][len(own_off) :], floor):.3f}.",
     ]
@@ -100,7 +101,9 @@ def run(model: str) -> list[str]:
         "",
         f'Fitted on all {len(names)}: **{final:.2f}** (`[calibration."{model}".rag] passages_floor`).',
         "",
-        *_spanish(embedder, final),
+        *_other_language(embedder, final, "spanish", "Spanish"),
+        "",
+        *_other_language(embedder, final, "english", "English"),
         "",
         *[
             line

@@ -1,8 +1,9 @@
-"""Answers on a condominium regulation and a rental contract asked in people's words (issue 48 §2,
-§5; issue 61, its two paraphrase sets), and on the regulation written in Spanish (issue 59 §2).
+"""Answers on a condominium regulation, a rental contract and a services FAQ asked in people's words
+(issue 48 §2, §5; issue 61, its paraphrase sets), and on the regulation written in Spanish and in
+English (issue 59 §2).
 
-Usage:  .venv/bin/python benchmarks/regulation.py [--set regulation|contract|faq|spanish] [--model NAME] [--verbose]
-                                                    [--write]
+Usage:  .venv/bin/python benchmarks/regulation.py [--set regulation|contract|faq|spanish|english]
+                                                    [--model NAME] [--verbose] [--write]
         .venv/bin/python benchmarks/regulation.py --chat-base-url URL --chat-model NAME [--set S] [--model NAME]
 
 The second form measures a chat model of your own (issue 61 §4): any OpenAI-compatible server
@@ -36,6 +37,10 @@ citizen-services FAQ of 26 entries (IPTU, building permits, rubbish, health, sch
 documents, social assistance), ingested as faq (an entry a chunk), and
 examples/perguntas-faq-prefeitura.jsonl: 78 questions in citizens' words (three per entry, named by
 the entry's question), 12 on-topic questions it does not answer, 12 off-topic ones.
+
+The fifth (--set english): the same regulation written in English ("Article N.") in a knowledge base
+whose language is english, with examples/questions-house-rules.jsonl, the same questions as English
+speakers would ask them.
 
 Reported, each outcome apart (issue 61 §1): answered with the right article (a cited chunk whose
 metadata names it), answered citing only other articles (wrong answers), answered with passages
@@ -106,6 +111,17 @@ SETS = {
         "A city's services FAQ asked in citizens' words (benchmarks/regulation.py --set faq, issue 61 §3)",
         "examples/faq-prefeitura (26 entries, a question with its answer each, ingested as faq; an entry is"
         " the unit, named by its question)",
+    ),
+    "english": Set(
+        ROOT / "examples" / "regulation-condominium",
+        ROOT / "examples" / "questions-house-rules.jsonl",
+        "regulation",
+        "english",
+        "The regulation in English, asked in English speakers' words (benchmarks/regulation.py --set english,"
+        " issue 59 §2)",
+        'examples/regulation-condominium (the regulation\'s 25 articles written in English, "Article N.", in a'
+        " knowledge base whose language is english, ingested as regulation)",
+        "english",
     ),
     "spanish": Set(
         ROOT / "examples" / "reglamento-condominio",
@@ -311,25 +327,26 @@ def report(results: list[dict[str, Any]], which: Set = SETS["regulation"]) -> st
         ' "passages with the right article" is what a person reads instead of a refusal. Targets (issue 61'
         " §6, both paraphrase sets): the answering unit in the reply ≥ 0.90, wrong answers ≤ 0.03, off-topic"
         " refused ≥ 0.95, absent never answered, median reply ≤ 500 characters.",
-        *(_spanish_reading(r0) if which.marker == "spanish" else []),
+        *(_language_reading(r0, which.language.capitalize()) if which.marker in ("spanish", "english") else []),
         *(_faq_reading(r0) if which.marker == "faq" else []),
         end,
     ]
     return "\n".join(lines)
 
 
-def _spanish_reading(r: dict[str, Any]) -> list[str]:
-    """What the Spanish set adds (issue 59 §2), beside the Portuguese regulation's section above."""
+def _language_reading(r: dict[str, Any], language: str) -> list[str]:
+    """What the regulation written in another language adds (issue 59 §2), beside the Portuguese
+    regulation's section above."""
     hybrid = r["retrieval"]["hybrid (default)"]
+    shown = r["right"] + r["passages_right"]
     return [
         "",
-        f"In Spanish (issue 59 §2) retrieval holds: with {r['model']} the answering article is first for"
+        f"In {language} (issue 59 §2) retrieval holds: with {r['model']} the answering article is first for"
         f" {hybrid['top1']:.3f} of the questions and among the first four for {hybrid['top4']:.3f} (its chunks"
-        " stemmed in Spanish, the question read in Spanish; the Portuguese regulation's figures are in its own"
-        " section above). What the reply shows is lower than retrieval allows because the on-topic floor was"
-        " fitted on Portuguese and English sets: held out, it keeps fewer of the Spanish answerable questions"
-        " than of the Portuguese (§The on-topic floor, the Spanish line), and the rest are refused"
-        " (low_confidence). A floor per language needs sets of that language to fit it on.",
+        f" stemmed in {language}, the question read in {language}; the Portuguese regulation's figures are in its"
+        f" own section above). The reply holds it for {shown:.3f}: the on-topic floor and the answer gate were"
+        " fitted on other sets, and held out the floor keeps fewer of these answerable questions than retrieval"
+        f" finds (§The on-topic floor, the {language} line); the rest are refused (low_confidence).",
     ]
 
 

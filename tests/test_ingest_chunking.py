@@ -287,3 +287,13 @@ def test_the_example_faq_is_an_entry_a_chunk() -> None:
     rows = [json.loads(x) for x in (path.parent.parent / "perguntas-faq-prefeitura.jsonl").read_text().splitlines()]
     assert len(named) == 26 and all(named) and {r["article"] for r in rows if "article" in r} == set(named)
     assert sum("article" in r for r in rows) == 78 and sum(r.get("kind") == "absent" for r in rows) == 12
+
+
+def test_the_english_regulation_is_an_article_a_chunk() -> None:
+    """The regulation written in English (examples/regulation-condominium, benchmarks/regulation.py
+    --set english): "Article N." cuts it as "Art. Nº" cuts the Portuguese one."""
+    path = Path(__file__).parent.parent / "examples" / "regulation-condominium" / "house-rules.md"
+    named = [c.metadata.get("article") for c in chunk_text(path.read_text("utf-8"), RULES["regulation"], count_tokens)]
+    rows = [json.loads(x) for x in (path.parent.parent / "questions-house-rules.jsonl").read_text().splitlines()]
+    assert named[0] is None and named[1:] == [f"Article {i}" for i in range(1, 26)]
+    assert {r["article"] for r in rows if "article" in r} <= set(named[1:])

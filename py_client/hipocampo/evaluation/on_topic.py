@@ -119,12 +119,19 @@ def _spanish() -> QuestionSet:
     )
 
 
+def _english() -> QuestionSet:
+    """examples/regulation-condominium (the regulation written in English, ingested as regulation)
+    with examples/questions-house-rules.jsonl (issue 59 §2)."""
+    return _paraphrase("english", "regulation-condominium/house-rules.md", "questions-house-rules.jsonl", "regulation")
+
+
 def load_sets(names: Sequence[str] = ("faquad", "quati", "scifact", "regulation", "contract")) -> list[QuestionSet]:
     """The question sets by name: FaQuAD (249 paragraphs, its first 300 questions by id), Quati
     (239 passages, 24 questions), SciFact (the relevant abstracts of its 300 test claims and 700
     others), the regulation (25 articles; 77 on-topic and 12 off-topic questions), the contract
     (22 clauses; 78 on-topic and 12 off-topic questions); and on request ``spanish``, the regulation
-    written in Spanish (25 articles; 77 on-topic and 12 off-topic questions in Spanish).
+    written in Spanish (25 articles; 77 on-topic and 12 off-topic questions in Spanish), and
+    ``english``, the same in English.
 
     Raises:
         FileNotFoundError: the shared datasets are missing.
@@ -136,6 +143,7 @@ def load_sets(names: Sequence[str] = ("faquad", "quati", "scifact", "regulation"
         "regulation": _regulation,
         "contract": _contract,
         "spanish": _spanish,
+        "english": _english,
     }
     return [loaders[n]() for n in names]
 
