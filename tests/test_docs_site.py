@@ -28,3 +28,22 @@ def test_every_heading_of_every_page_is_rendered(tmp_path: Path) -> None:
         html = tmp_path / ("index.html" if page.stem == "index" else f"{page.stem}/index.html")
         rendered = len(re.findall(r"<h[23][ >]", html.read_text("utf-8")))
         assert rendered >= _headings(page.read_text("utf-8")), page.name  # api.md, cli.md: generated ones too
+
+
+def test_the_benchmark_sections_do_not_nest() -> None:
+    """Each block a benchmark writes (between its begin and end markers) holds no other: a script
+    rewriting its block would otherwise delete the one inside (the languages section once sat
+    inside the language check's)."""
+    doc = (ROOT / "docs" / "BENCHMARKS.md").read_text("utf-8")
+    open_name: str | None = None
+    seen: set[str] = set()
+    for name, which in re.findall(r"<!-- (.+?):\s?(begin|end) -->", doc):
+        if which == "begin":
+            assert open_name is None, f"{name} begins inside {open_name}"
+            assert name not in seen, f"{name} twice"
+            open_name = name
+            seen.add(name)
+        else:
+            assert open_name == name, f"{name} ends while {open_name} is open"
+            open_name = None
+    assert open_name is None and len(seen) > 20
