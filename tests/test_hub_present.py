@@ -52,7 +52,8 @@ def test_the_kb_language_choice_is_the_schemas(db: Any) -> None:
     59 §2), each named in both of the hub's languages."""
     import re
 
-    from hipocampo.hub.i18n import KB_LANGUAGES, text
+    from hipocampo.constraints import TEXT_SEARCH_LANGUAGES as KB_LANGUAGES
+    from hipocampo.hub.i18n import text
 
     check = db.execute(
         "select pg_get_constraintdef(oid) as d from pg_constraint where conname = 'knowledge_bases_language_check'"

@@ -12,12 +12,28 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CONSTRAINTS", "in_words"]
+__all__ = ["CONSTRAINTS", "TEXT_SEARCH_LANGUAGES", "in_words"]
 
-_LANGUAGES = (
-    "portuguese, english, spanish, french, german, italian, dutch, danish, finnish, hungarian, norwegian, "
-    "russian, swedish, turkish, simple"
+# A knowledge base's or a document's text-search languages (knowledge_bases_language_check,
+# documents_language_check), Portuguese first: the CLI's help, the hub's form and the words below.
+TEXT_SEARCH_LANGUAGES = (
+    "portuguese",
+    "english",
+    "spanish",
+    "french",
+    "german",
+    "italian",
+    "dutch",
+    "danish",
+    "finnish",
+    "hungarian",
+    "norwegian",
+    "russian",
+    "swedish",
+    "turkish",
+    "simple",
 )
+_LANGUAGES = ", ".join(TEXT_SEARCH_LANGUAGES)
 _CATEGORIES = (
     "identity_profile, tenant_business, operating_model, goals_kpis, tools_integrations, people_contacts, projects,"
     " preference, pattern, style"

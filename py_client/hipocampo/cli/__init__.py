@@ -19,6 +19,7 @@ from rich.table import Table
 
 from .. import db
 from ..client import Hipocampo
+from ..constraints import TEXT_SEARCH_LANGUAGES
 from ..errors import HipocampoError, InvalidInputError, from_db_error
 from ..models import NotLanguageDocument
 from ..text import plain_text
@@ -226,8 +227,7 @@ def kb_create(
     language: Annotated[
         str,
         typer.Option(
-            help="Text-search language: portuguese, english, spanish, french, german, italian, dutch, danish, "
-            "finnish, hungarian, norwegian, russian, swedish, turkish or simple (documents in another language "
+            help=f"Text-search language: {', '.join(TEXT_SEARCH_LANGUAGES)} (documents in another language "
             "are detected and stemmed in theirs)."
         ),
     ] = "portuguese",

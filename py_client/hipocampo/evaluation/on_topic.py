@@ -29,6 +29,7 @@ from .datasets import load_beir
 
 __all__ = [
     "MIN_OFF_TOPIC_REFUSED",
+    "PARAPHRASE_SETS",
     "QuestionSet",
     "best_cosines",
     "fit_floor",
@@ -98,31 +99,15 @@ def _paraphrase(name: str, document: str, questions: str, source_type: str) -> Q
     )
 
 
-def _regulation() -> QuestionSet:
-    """examples/regulamento-condominio (ingested as regulation) with examples/perguntas-regulamento.jsonl."""
-    return _paraphrase(
-        "regulation", "regulamento-condominio/regulamento-interno.md", "perguntas-regulamento.jsonl", "regulation"
-    )
-
-
-def _contract() -> QuestionSet:
-    """examples/contrato-locacao (ingested without a source type: other, cut by clause) with
-    examples/perguntas-contrato.jsonl."""
-    return _paraphrase("contract", "contrato-locacao/contrato-de-locacao.txt", "perguntas-contrato.jsonl", "other")
-
-
-def _spanish() -> QuestionSet:
-    """examples/reglamento-condominio (the regulation written in Spanish, ingested as regulation)
-    with examples/preguntas-reglamento.jsonl (issue 59 §2)."""
-    return _paraphrase(
-        "spanish", "reglamento-condominio/reglamento-interno.md", "preguntas-reglamento.jsonl", "regulation"
-    )
-
-
-def _english() -> QuestionSet:
-    """examples/regulation-condominium (the regulation written in English, ingested as regulation)
-    with examples/questions-house-rules.jsonl (issue 59 §2)."""
-    return _paraphrase("english", "regulation-condominium/house-rules.md", "questions-house-rules.jsonl", "regulation")
+# The paraphrase sets (examples/): name -> (document, judged questions, the source type it is
+# ingested with; other: none given, cut by clause). The regulation is written in Portuguese,
+# Spanish and English (issue 59 §2).
+PARAPHRASE_SETS = {
+    "regulation": ("regulamento-condominio/regulamento-interno.md", "perguntas-regulamento.jsonl", "regulation"),
+    "contract": ("contrato-locacao/contrato-de-locacao.txt", "perguntas-contrato.jsonl", "other"),
+    "spanish": ("reglamento-condominio/reglamento-interno.md", "preguntas-reglamento.jsonl", "regulation"),
+    "english": ("regulation-condominium/house-rules.md", "questions-house-rules.jsonl", "regulation"),
+}
 
 
 def load_sets(names: Sequence[str] = ("faquad", "quati", "scifact", "regulation", "contract")) -> list[QuestionSet]:
@@ -136,16 +121,8 @@ def load_sets(names: Sequence[str] = ("faquad", "quati", "scifact", "regulation"
     Raises:
         FileNotFoundError: the shared datasets are missing.
     """
-    loaders = {
-        "faquad": lambda: _beir("faquad", 300),
-        "quati": lambda: _beir("quati"),
-        "scifact": lambda: _beir("scifact"),
-        "regulation": _regulation,
-        "contract": _contract,
-        "spanish": _spanish,
-        "english": _english,
-    }
-    return [loaders[n]() for n in names]
+    beir = {"faquad": 300, "quati": None, "scifact": None}  # FaQuAD: its first 300 questions
+    return [_beir(n, beir[n]) if n in beir else _paraphrase(n, *PARAPHRASE_SETS[n]) for n in names]
 
 
 def best_cosines(embedder: EmbeddingProvider, sets: Sequence[QuestionSet]) -> dict[str, dict[str, list[float]]]:

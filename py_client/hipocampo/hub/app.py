@@ -40,13 +40,14 @@ from starlette.datastructures import UploadFile
 from ..answers import Orchestrator
 from ..answers.cross_check import cross_check_gap
 from ..client import Actor, Hipocampo
+from ..constraints import TEXT_SEARCH_LANGUAGES
 from ..embeddings import EmbeddingProvider
 from ..errors import HipocampoError, InvalidInputError, NotFoundError, PermissionDeniedError
 from ..evaluation import MODES
 from ..evaluation.kb_eval import Judged, KbEvaluation, evaluate_kb, parse_judged, store_confirmed, stored_judged
 from ..ingest.pipeline import SOURCE_TYPES
 from .config_form import agent_fields, agent_overrides, form_fields, form_patch
-from .i18n import KB_LANGUAGES, code_label, pick_language, text
+from .i18n import code_label, pick_language, text
 from .present import AXIS_PX, Chart, bar_chart, highlight, shown_uri
 from .security import (
     CSRF_COOKIE,
@@ -356,12 +357,7 @@ def _kb_routes(router: APIRouter, hub: Hub) -> None:
     @router.get("/kbs")
     def kbs(request: Request) -> Response:
         who = hub.who(request)
-        return hub.render(
-            request,
-            "kbs.html",
-            {"kbs": who.client.list_kbs(), "model": _model(who), "kb_languages": KB_LANGUAGES},
-            who=who,
-        )
+        return hub.render(request, "kbs.html", _kbs_page(who), who=who)
 
     @router.post("/kbs")
     async def create_kb(request: Request) -> Response:
@@ -374,13 +370,7 @@ def _kb_routes(router: APIRouter, hub: Hub) -> None:
                 language=str(form.get("language") or "portuguese"),
             )
         except HipocampoError as exc:
-            ctx = {
-                "kbs": who.client.list_kbs(),
-                "model": _model(who),
-                "kb_languages": KB_LANGUAGES,
-                "error": hub.error_text(exc),
-            }
-            return hub.render(request, "kbs.html", ctx, 422, who)
+            return hub.render(request, "kbs.html", _kbs_page(who, hub.error_text(exc)), 422, who)
         return _redirect(f"/hub/kbs/{kb}?done=created")
 
     @router.get("/kbs/{kb_id}")
@@ -746,6 +736,13 @@ def _query_routes(router: APIRouter, hub: Hub) -> None:
         m = who.client.rpc("tenant_metrics", {"days": 30}) or {}
         words = hub.words(request)
         return hub.render(request, "metrics.html", {"m": m, "charts": _charts(m, words), "axis_px": AXIS_PX}, who=who)
+
+
+def _kbs_page(who: _Who, error: str | None = None) -> dict[str, Any]:
+    """The knowledge-base list's context: the user's knowledge bases, the active model, the text-search
+    languages a new one may have (constraints.TEXT_SEARCH_LANGUAGES) and an error, if any."""
+    ctx = {"kbs": who.client.list_kbs(), "model": _model(who), "kb_languages": TEXT_SEARCH_LANGUAGES}
+    return {**ctx, "error": error} if error else ctx
 
 
 def _playground(hub: Hub, who: _Who, request: Request, q: dict[str, str] | None = None) -> dict[str, Any]:

@@ -13,24 +13,6 @@ from ..models import REFUSAL_REASONS
 __all__ = ["LANGUAGES", "code_label", "pick_language", "text"]
 
 LANGUAGES = ("pt-BR", "en")
-# A knowledge base's text-search languages (knowledge_bases_language_check), Portuguese first.
-KB_LANGUAGES = (
-    "portuguese",
-    "english",
-    "spanish",
-    "french",
-    "german",
-    "italian",
-    "dutch",
-    "danish",
-    "finnish",
-    "hungarian",
-    "norwegian",
-    "russian",
-    "swedish",
-    "turkish",
-    "simple",
-)
 
 _PT: dict[str, str] = {
     "too_large": "O envio passa de 50 MB; envie menos arquivos por vez.",
