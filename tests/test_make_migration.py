@@ -88,6 +88,11 @@ def edited(tmp_path: Path) -> Path:
     start = text.index(head)
     setting = text.index("set jit = off\n", start)
     tenancy.write_text(text[:setting] + "set work_mem = '8MB'\n" + text[setting + len("set jit = off\n") :], "utf-8")
+    # A function's planner estimate alone (migra compares definitions without it either).
+    search = root / "schemas" / "05_hybrid_search.sql"
+    text = search.read_text("utf-8")
+    assert text.count("rows 8\n") == 1
+    search.write_text(text.replace("rows 8\n", "rows 12\n"), "utf-8")
     observability = root / "schemas" / "11_observability.sql"
     observability.write_text(
         observability.read_text("utf-8")
@@ -117,6 +122,9 @@ def test_a_schema_edit_becomes_a_migration_the_catalog_comparison_accepts(edited
     assert "security_invoker" in text
     member = "alter function hipocampo.add_member(tenant_id uuid, user_id uuid, role text)"
     assert f"{member} reset jit;" in text and f"{member} set work_mem = '8MB';" in text
+    words = "alter function hipocampo_private._question_words("
+    words += "language text, document_languages text[], query_text text)"
+    assert f"{words} rows 12;" in text
     # The extension once (not its functions, types), and "all" rather than each privilege: PostgreSQL
     # 15 has no maintain.
     assert "\n\ncreate extension if not exists fuzzystrmatch with schema extensions;\n" in text

@@ -5,7 +5,7 @@ columns (type, nullability, default, generated expression, identity), storage op
 flags; constraints; indexes (their full definition: method, opclass and parameters, e.g. HNSW
 ``vector_cosine_ops`` with m / ef_construction); policies (command, roles, USING and WITH CHECK
 expressions); functions (identity signature, result, language, body, volatility, strictness,
-security, parallel safety, proconfig such as ``search_path``, argument defaults); views (their
+security, parallel safety, proconfig such as ``search_path``, argument defaults, planner cost and rows); views (their
 query and options such as ``security_invoker``); triggers; privileges on schemas, tables, columns
 and functions (the extensions schema's functions too); default privileges; comments; text search
 configurations; extensions. Each item is one ``"kind name" -> text`` entry; ``diff(a, b)`` says what differs, readably.
@@ -71,7 +71,8 @@ QUERIES: dict[str, str] = {
                          'arguments ' || pg_get_function_arguments(p.oid), 'language ' || l.lanname,
                          'volatility ' || p.provolatile::text, 'strict ' || p.proisstrict::text,
                          'security definer ' || p.prosecdef::text, 'parallel ' || p.proparallel::text,
-                         'config ' || coalesce(array_to_string(p.proconfig, ','), ''), 'body', p.prosrc) as body
+                         'config ' || coalesce(array_to_string(p.proconfig, ','), ''),
+                         'cost ' || p.procost::text, 'rows ' || p.prorows::text, 'body', p.prosrc) as body
         from pg_proc as p join pg_namespace as n on n.oid = p.pronamespace
         join pg_language as l on l.oid = p.prolang
         where n.nspname = any(%(schemas)s)

@@ -104,6 +104,14 @@ from pg_proc as p join pg_namespace as n on n.oid = p.pronamespace
 where n.nspname = any(%(schemas)s)
 """
 
+# A function's planner estimates (``rows 8``, ``cost``): migra compares definitions without them.
+FUNCTION_ESTIMATES = """
+select format('%%I.%%I(%%s)', n.nspname, p.proname, pg_get_function_identity_arguments(p.oid)),
+       p.procost, p.prorows
+from pg_proc as p join pg_namespace as n on n.oid = p.pronamespace
+where n.nspname = any(%(schemas)s)
+"""
+
 # pg_identify_object's type → the word COMMENT ON takes.
 COMMENT_KIND = {"table column": "column", "view column": "column", "table constraint": "constraint"}
 
@@ -201,7 +209,7 @@ def _privilege_statements(have: set[tuple[Any, ...]], want: set[tuple[Any, ...]]
 
 def supplement(source: str, target: str) -> list[str]:
     """The statements migra leaves out, from the catalogs of ``source`` (after migra's DDL) and
-    ``target``: privileges, comments, view options."""
+    ``target``: privileges, comments, view options, functions' settings and planner estimates."""
     out = _privilege_statements(set(_rows(source, PRIVILEGES)), set(_rows(target, PRIVILEGES)))
     have = {(t, i): d for t, i, d in _rows(source, COMMENTS)}
     want = {(t, i): d for t, i, d in _rows(target, COMMENTS)}
@@ -218,7 +226,7 @@ def supplement(source: str, target: str) -> list[str]:
                 out.append(f"alter view {view} reset ({', '.join(sorted(dropped))});")
             if new:
                 out.append(f"alter view {view} set ({', '.join(sorted(new))});")
-    return out + _function_config_statements(source, target)
+    return out + _function_config_statements(source, target) + _function_estimate_statements(source, target)
 
 
 def _function_config_statements(source: str, target: str) -> list[str]:
@@ -237,6 +245,21 @@ def _function_config_statements(source: str, target: str) -> list[str]:
                 plain = re.fullmatch(r"[a-z_][a-z0-9_]*|\d+(?:\.\d+)?", value)
                 shown = value if plain else _literal(value.strip('"'))
                 out.append(f"alter function {function} set {name} = {shown};")
+    return out
+
+
+def _function_estimate_statements(source: str, target: str) -> list[str]:
+    """``alter function … cost / rows`` for each function both databases have whose planner
+    estimates differ (a new or replaced function is migra's, and pg_get_functiondef carries them)."""
+    have = {f: (cost, rows) for f, cost, rows in _rows(source, FUNCTION_ESTIMATES)}
+    out = []
+    for function, cost, rows in sorted(_rows(target, FUNCTION_ESTIMATES)):
+        if function not in have:
+            continue
+        if have[function][0] != cost:
+            out.append(f"alter function {function} cost {cost:g};")
+        if have[function][1] != rows and rows:
+            out.append(f"alter function {function} rows {rows:g};")
     return out
 
 

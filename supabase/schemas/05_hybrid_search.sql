@@ -546,6 +546,9 @@ returns table (lexeme text)
 language sql
 immutable
 security invoker
+-- A question's distinct words, a handful: the planner's default of 1,000 rows made it hash all of
+-- kb_term_stats (every tenant's terms) instead of probing its key (benchmarks/tenants.py).
+rows 8
 set search_path = ''
 as $$
     select distinct w.lexeme

@@ -587,3 +587,34 @@ def test_coverage_reads_the_question_in_the_chunks_own_language(
     assert coverage("vacinas", "Do the children need vaccines?") == 1.0  # children, need, vaccin: English stems
     assert coverage("prazo", "Qual o prazo de trancamento?") == 1.0
     assert coverage("prazo", "Qual o prazo de trancamento e de recurso?") == pytest.approx(2 / 3)  # recurs
+
+
+def test_the_lexical_leg_probes_the_term_statistics_by_key_beside_other_tenants(
+    db: psycopg.Connection[dict[str, Any]], world: World
+) -> None:
+    """With other tenants' terms in kb_term_stats, the lexical leg looks up the question's few
+    lexemes by the table's key. Told that _question_words returns 1,000 rows (the default), the
+    planner hashed the whole table instead: 200 ms a call for a member of one of 50 tenants
+    (benchmarks/tenants.py); the function declares ``rows 8``."""
+    db.execute("reset role")
+    db.execute("load 'auto_explain'")  # as the session's superuser, before acting as anyone
+    db.execute("set local auto_explain.log_min_duration = 0")
+    db.execute("set local auto_explain.log_nested_statements = on")
+    world.act("service_role")
+    db.execute(
+        "with k as (select gen_random_uuid() as kb_id from generate_series(1, 50)),"
+        " s as (insert into hipocampo_private.kb_text_stats (tenant_id, kb_id, embedding_model, chunk_count,"
+        " token_total) select %(t)s, kb_id, %(m)s, 2000, 400000 from k)"
+        " insert into hipocampo_private.kb_term_stats (tenant_id, kb_id, embedding_model, lexeme, doc_freq)"
+        " select %(t)s, k.kb_id, %(m)s, 'termo' || g, 1 from k cross join generate_series(1, 2000) as g",
+        {"t": world.tenant_b, "m": MODEL},
+    )
+    db.execute("analyze hipocampo_private.kb_term_stats, hipocampo_private.kb_text_stats")
+    plans: list[str] = []
+    db.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
+    db.execute("set local client_min_messages = log")
+    world.act("authenticated", world.member_a, world.tenant_a)
+    assert search(db, match_count=2)
+    lexical = [p for p in plans if "kb_term_stats" in p]
+    assert lexical, "the lexical leg's statement was not seen"
+    assert not [p for p in lexical if "Seq Scan on kb_term_stats" in p], lexical
