@@ -165,7 +165,15 @@ pytest-minilm: $(STAMP) $(DENO) $(PGTAP) $(CHROMIUM) $(TESSERACT) $(PICO)
 	grep -q '^model = "all-MiniLM-L6-v2"$$' $(MINILM_CONFIG) && \
 	HIPOCAMPO_CONFIG=$(CURDIR)/$(MINILM_CONFIG) HIPOCAMPO_TEST_MODEL=all-MiniLM-L6-v2 $(BIN)/python -m pytest -q --durations=15
 
-test: lint pytest pytest-minilm pytest-pg15 supabase-cli
+# The three pytest phases are independent (each its own server, data directory and config), so
+# they run TEST_JOBS at a time (2: this machine's cores; each phase keeps about one busy, the
+# test process or its server); their output is printed whole as each ends. TEST_JOBS=1 runs them
+# one after another.
+TEST_JOBS ?= 2
+
+test: lint
+	$(MAKE) -j$(TEST_JOBS) --output-sync=target pytest pytest-minilm pytest-pg15
+	$(MAKE) supabase-cli
 
 # The fast loop (issue 60 §6): lint and types, the SQL tests (tests/sql: RLS, the security matrix,
 # the RPCs, pgTAP) and the test files that touch what changed since the upstream branch (or HEAD),

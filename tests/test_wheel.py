@@ -14,6 +14,7 @@ no torch (issue 18 §1).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import site
@@ -32,11 +33,15 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(ROOT)],
-        check=True,
-        capture_output=True,
-    )
+    # setuptools writes build/ and the egg-info into the checkout: make test's phases run side by
+    # side, so one build at a time.
+    with (ROOT / ".wheel-build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run(
+            [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(ROOT)],
+            check=True,
+            capture_output=True,
+        )
     return next(out.glob("hipocampo-*.whl"))
 
 

@@ -35,7 +35,8 @@ class CachingEmbedder:
         self.hits = 0
         self.misses = 0
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), check_same_thread=False)
+        # Processes share the file (parallel test phases, benchmark steps): wait for a writer's lock.
+        self._db = sqlite3.connect(str(path), timeout=60, check_same_thread=False)
         self._db.execute("create table if not exists emb (k text primary key, v blob)")
         self._lock = threading.Lock()
 
