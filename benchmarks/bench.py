@@ -168,9 +168,11 @@ SUITES: dict[str, Suite] = {
         ),
     ),
     "scale": Suite(
-        "one knowledge base growing to 100,000 chunks; deleting a tenant; a tenant moved online; a streaming replica",
+        "one knowledge base growing to 100,000 chunks; a million chunks in 1,000 tenants beside the peers; "
+        "deleting a tenant; a tenant moved online; a streaming replica",
         (
             Step("scale.py", ()),
+            Step("tenants.py", ("--drop",), ab=False),
             Step("tenant_delete.py", ("--per-tenant", "20000", "--rounds", "2", "--timeout", "600")),
             Step("tenant_move.py", (), ab=False),
             Step("replica.py", (), ab=False),
