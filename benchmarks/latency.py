@@ -146,7 +146,8 @@ def run_queries(
 def set_exact_max(root: Hipocampo, scopes: list[tuple[Any, Any, Any]], value: int | None) -> None:
     with root.transaction() as cur:
         for tid, _, _ in scopes:
-            cfg = {} if value is None else {"retrieval": {"exact_scan_max_rows": value}}
+            # hnsw_visit_cost 0: the path asked for, even for a scope small beside the graph.
+            cfg = {} if value is None else {"retrieval": {"exact_scan_max_rows": value, "hnsw_visit_cost": 0}}
             cur.execute(
                 "update hipocampo_private.settings set config = %s::jsonb where tenant_id = %s", (json.dumps(cfg), tid)
             )

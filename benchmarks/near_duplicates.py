@@ -45,7 +45,7 @@ def main() -> None:
         for _round in range(2):
             for path, exact_max in (("exact", 10_000), ("hnsw", 1000)):
                 with client.transaction() as cur:
-                    patch = json.dumps({"exact_scan_max_rows": exact_max})
+                    patch = json.dumps({"exact_scan_max_rows": exact_max, "hnsw_visit_cost": 0})
                     cur.execute(
                         "select hipocampo.set_tenant_config('retrieval', %s::jsonb, tenant_id => %s)", (patch, tenant)
                     )

@@ -3,7 +3,7 @@
 ``snapshot(url)`` reads, for the schemas hipocampo and hipocampo_private: tables and their
 columns (type, nullability, default, generated expression, identity), storage options and RLS
 flags; constraints; indexes (their full definition: method, opclass and parameters, e.g. HNSW
-``vector_cosine_ops`` with m / ef_construction); policies (command, roles, USING and WITH CHECK
+``vector_cosine_ops`` with m / ef_construction); extended statistics; policies (command, roles, USING and WITH CHECK
 expressions); functions (identity signature, result, language, body, volatility, strictness,
 security, parallel safety, proconfig such as ``search_path``, argument defaults, planner cost and rows); views (their
 query and options such as ``security_invoker``); triggers; privileges on schemas, tables, columns
@@ -57,6 +57,11 @@ QUERIES: dict[str, str] = {
         select n.nspname || '.' || i.relname as name, pg_get_indexdef(i.oid) as body
         from pg_index as x join pg_class as i on i.oid = x.indexrelid
         join pg_namespace as n on n.oid = i.relnamespace
+        where n.nspname = any(%(schemas)s)
+    """,
+    "statistics": """
+        select n.nspname || '.' || s.stxname as name, pg_get_statisticsobjdef(s.oid) as body
+        from pg_statistic_ext as s join pg_namespace as n on n.oid = s.stxnamespace
         where n.nspname = any(%(schemas)s)
     """,
     "policy": """

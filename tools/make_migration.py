@@ -209,7 +209,8 @@ def _privilege_statements(have: set[tuple[Any, ...]], want: set[tuple[Any, ...]]
 
 def supplement(source: str, target: str) -> list[str]:
     """The statements migra leaves out, from the catalogs of ``source`` (after migra's DDL) and
-    ``target``: privileges, comments, view options, functions' settings and planner estimates."""
+    ``target``: privileges, comments, view options, functions' settings and planner estimates,
+    extended statistics."""
     out = _privilege_statements(set(_rows(source, PRIVILEGES)), set(_rows(target, PRIVILEGES)))
     have = {(t, i): d for t, i, d in _rows(source, COMMENTS)}
     want = {(t, i): d for t, i, d in _rows(target, COMMENTS)}
@@ -226,7 +227,8 @@ def supplement(source: str, target: str) -> list[str]:
                 out.append(f"alter view {view} reset ({', '.join(sorted(dropped))});")
             if new:
                 out.append(f"alter view {view} set ({', '.join(sorted(new))});")
-    return out + _function_config_statements(source, target) + _function_estimate_statements(source, target)
+    out += _function_config_statements(source, target) + _function_estimate_statements(source, target)
+    return out + _statistics_statements(source, target)
 
 
 def _function_config_statements(source: str, target: str) -> list[str]:
@@ -261,6 +263,22 @@ def _function_estimate_statements(source: str, target: str) -> list[str]:
         if have[function][1] != rows and rows:
             out.append(f"alter function {function} rows {rows:g};")
     return out
+
+
+STATISTICS = """
+select format('%%I.%%I', n.nspname, s.stxname), pg_get_statisticsobjdef(s.oid)
+from pg_statistic_ext as s join pg_namespace as n on n.oid = s.stxnamespace
+where n.nspname = any(%(schemas)s)
+"""
+
+
+def _statistics_statements(source: str, target: str) -> list[str]:
+    """``create statistics`` / ``drop statistics`` for the extended statistics objects that differ
+    (migra leaves them out)."""
+    have = dict(_rows(source, STATISTICS))
+    want = dict(_rows(target, STATISTICS))
+    out = [f"drop statistics if exists {name};" for name in sorted(have) if have[name] != want.get(name)]
+    return out + [f"{want[name]};" for name in sorted(want) if have.get(name) != want[name]]
 
 
 TEXT_SEARCH_CONFIGS = """

@@ -344,7 +344,7 @@ begin
         select 1 from unnest(array[
             'max_query_chars', 'match_count', 'min_similarity', 'fusion', 'dense_weight', 'lexical_weight',
             'rrf_k', 'rerank', 'mmr_lambda', 'dedupe_threshold', 'bm25_k1', 'bm25_b', 'freshness_half_life_days',
-            'exact_scan_max_rows', 'candidate_multiplier', 'min_candidates', 'hnsw_ef_search',
+            'exact_scan_max_rows', 'candidate_multiplier', 'min_candidates', 'hnsw_ef_search', 'hnsw_visit_cost',
             'trust_recency_similarity_weight', 'trust_recency_trust_weight', 'trust_recency_freshness_weight',
             'coverage_dense_boost', 'coverage_exponent'
         ]) as key
@@ -403,6 +403,43 @@ end;
 $$;
 
 /*
+_exact_scan_max(scope_rows bigint, model text, settings jsonb) -> bigint
+
+Purpose: the most chunks _dense_leg scans exactly for this scope: settings.exact_scan_max_rows,
+  or the scope's own size when it is small beside the model's HNSW graph. A filtered walk passes
+  the other tenants' nodes, visiting about candidates * (graph rows / scope rows) tuples, each
+  costing settings.hnsw_visit_cost rows of the exact scan (benchmarks/tenants.py: 8,300 chunks of
+  a million, 53 ms walked, 10 ms scanned), so the scope is scanned exactly when
+  scope_rows^2 <= hnsw_visit_cost * candidates * graph rows (pg_class.reltuples of the model's
+  partial index; -1 before its first analyze, and a cost of 0, never).
+Parameters: scope_rows - the scope's chunks; model - whose graph; settings from
+  _search_settings (exact_scan_max_rows, hnsw_visit_cost, candidates).
+Returns: the limit, in chunks.
+Errors: none.
+Example: select hipocampo_private._exact_scan_max(8300, 'multilingual-e5-small', settings);
+*/
+create or replace function hipocampo_private._exact_scan_max(scope_rows bigint, model text, settings jsonb)
+returns bigint
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select case when coalesce(
+        _exact_scan_max.scope_rows::double precision * _exact_scan_max.scope_rows
+        <= (_exact_scan_max.settings ->> 'hnsw_visit_cost')::double precision
+        * (_exact_scan_max.settings ->> 'candidates')::integer * (
+            select c.reltuples from pg_catalog.pg_class as c
+            where c.oid = pg_catalog.to_regclass(
+                'hipocampo_private.' || hipocampo_private._model_index_name('chunks', _exact_scan_max.model)
+            )
+        ), false)
+        then greatest(_exact_scan_max.scope_rows, (_exact_scan_max.settings ->> 'exact_scan_max_rows')::bigint)
+        else (_exact_scan_max.settings ->> 'exact_scan_max_rows')::bigint
+    end
+$$;
+
+/*
 _dense_leg(tenant uuid, scope uuid[], model text, dims integer, query_embedding vector,
   source_types text[], metadata_filter jsonb, settings jsonb, out ids bigint[],
   out sims double precision[])
@@ -417,9 +454,13 @@ Purpose: hybrid_search's dense leg: the chunks of the scope nearest to the query
   vectors from the covering index chunks_scope_vectors_idx, for a wider one (no entry in that
   index) by the dynamic statement without the cast, which reads the heap. The nearest
   candidates (HNSW) or 4 * candidates (exact) are filtered first; then 4 * candidates, then every
-  chunk of the scope, only while the filters leave too few.
+  chunk of the scope, only while the filters leave too few. A scope above exact_scan_max_rows
+  is still scanned exactly when it is small beside the model's graph (other tenants' chunks):
+  when scope_rows^2 <= hnsw_visit_cost * candidates * the graph's rows (pg_class.reltuples of the
+  model's index), the walk would visit more tuples than the scan reads rows.
 Parameters: scope, model, dims from _search_scope; settings from _search_settings (candidates,
-  min_similarity, exact_scan_max_rows, hnsw_ef_search); the others as hybrid_search's.
+  min_similarity, exact_scan_max_rows, hnsw_ef_search, hnsw_visit_cost); the others as
+  hybrid_search's.
 Returns: ids and sims (cosine similarity), at most settings.candidates, most similar first.
 Errors: none.
 Example: select * from hipocampo_private._dense_leg(tenant, array[kb], model, 384, '[…]', null, null, settings);
@@ -436,7 +477,7 @@ as $$
 declare
     n_cand integer := (settings ->> 'candidates')::integer;
     min_sim double precision := (settings ->> 'min_similarity')::double precision;
-    exact_max bigint := (settings ->> 'exact_scan_max_rows')::bigint;
+    exact_max bigint;
     scope_rows bigint;
     dense_sql text;
     lim integer;
@@ -444,6 +485,7 @@ declare
 begin
     select coalesce(sum(st.chunk_count), 0) into scope_rows from hipocampo_private.kb_text_stats as st
     where st.kb_id = any(scope) and st.embedding_model = model;
+    exact_max := hipocampo_private._exact_scan_max(scope_rows, model, settings);
     if scope_rows > exact_max or dims > 640 then
         if scope_rows > exact_max then
             perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
@@ -517,8 +559,7 @@ begin
             into ids, sims, above
             from ok;
         end if;
-        -- Again, with more rows, only when document filters dropped candidates we need: 4 * n_cand,
-        -- then the whole scope.
+        -- Again with more rows (4 * n_cand, then the whole scope) while the filters leave too few.
         exit when cardinality(ids) >= n_cand or lim > scope_rows or above <= cardinality(ids);
         lim := case when lim < n_cand * 4 then n_cand * 4 else scope_rows + 1 end;
     end loop;

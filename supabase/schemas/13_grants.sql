@@ -282,6 +282,9 @@ grant execute on function hipocampo_private._has_consent(tenant_id uuid, user_id
 grant execute on function hipocampo_private._coverage(
     tenant uuid, chunk_id bigint, query_text text, t_kb uuid[], t_lex text[], t_idf double precision[], settings jsonb
 ) to authenticated, service_role;
+grant execute on function hipocampo_private._exact_scan_max(
+    scope_rows bigint, model text, settings jsonb
+) to authenticated, service_role;
 grant execute on function hipocampo_private._question_words(
     language text, document_languages text[], query_text text
 ) to authenticated, service_role;

@@ -205,7 +205,7 @@ def test_answer_evidence_refuses_conflicts_and_answers_once_resolved(
     world.act("authenticated", world.admin_a, world.tenant_a)
     if exact_scan_max_rows is not None:
         # Retrieval and the near-duplicate lookup through the model's HNSW index (iterative scan).
-        patch = json.dumps({"exact_scan_max_rows": exact_scan_max_rows})
+        patch = json.dumps({"exact_scan_max_rows": exact_scan_max_rows, "hnsw_visit_cost": 0})
         one(db, "select hipocampo.set_tenant_config('retrieval', %s::jsonb) as v", (patch,))
     q = "Qual o prazo do pedido de reembolso de viagem internacional?"
     r = answer(db, q, kb)

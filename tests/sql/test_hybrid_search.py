@@ -100,7 +100,8 @@ def test_k_rows_under_a_selective_filter(db: psycopg.Connection[dict[str, Any]],
     world.act("service_role")
     db.execute(
         "update hipocampo_private.settings set config = %s::jsonb where tenant_id = %s",
-        (json.dumps({"retrieval": {"exact_scan_max_rows": exact_max}}), world.tenant_a),
+        # hnsw_visit_cost 0: the index even for a scope small beside the graph.
+        (json.dumps({"retrieval": {"exact_scan_max_rows": exact_max, "hnsw_visit_cost": 0}}), world.tenant_a),
     )
     noise = [f"Texto de ruído número {i} sobre outro assunto qualquer." for i in range(600)]
     for part in range(6):  # 600 rows: more than the first pass reads (4 * 80)
@@ -618,3 +619,35 @@ def test_the_lexical_leg_probes_the_term_statistics_by_key_beside_other_tenants(
     lexical = [p for p in plans if "kb_term_stats" in p]
     assert lexical, "the lexical leg's statement was not seen"
     assert not [p for p in lexical if "Seq Scan on kb_term_stats" in p], lexical
+
+
+@pytest.mark.parametrize(("visit_cost", "path"), [(4.5, "exact"), (0, "hnsw")])
+def test_a_scope_small_beside_the_graph_is_scanned_exactly(
+    db: psycopg.Connection[dict[str, Any]], world: World, visit_cost: float, path: str
+) -> None:
+    """A scope above exact_scan_max_rows whose rows are few beside the model's HNSW graph (other
+    tenants' chunks) is scanned exactly: scope rows² ≤ hnsw_visit_cost × candidates × graph rows
+    (a filtered walk visits about graph rows / scope rows tuples per candidate). With the cost at
+    0 the index is walked."""
+    world.act("service_role")
+    world.ingest(world.kb_b, "other", [f"Texto {i} de outro inquilino." for i in range(60)], seed=3)
+    db.execute("reset role")
+    db.execute("analyze hipocampo_private.chunks")  # the graph's reltuples
+    db.execute("load 'auto_explain'")
+    db.execute("set local auto_explain.log_min_duration = 0")
+    db.execute("set local auto_explain.log_nested_statements = on")
+    world.act("service_role")
+    patch = {"exact_scan_max_rows": 1, "hnsw_visit_cost": visit_cost}
+    db.execute(
+        "update hipocampo_private.settings set config = %s::jsonb where tenant_id = %s",
+        (json.dumps({"retrieval": patch}), world.tenant_a),
+    )
+    plans: list[str] = []
+    db.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
+    db.execute("set local client_min_messages = log")
+    world.act("authenticated", world.member_a, world.tenant_a)
+    assert search(db, match_count=2)
+    dense = [p for p in plans if "with nn as" in p and "document_id" in p]
+    assert dense, "the dense leg's statement was not seen"
+    walked = any("::extensions.vector(" in p for p in dense)
+    assert walked == (path == "hnsw"), dense
