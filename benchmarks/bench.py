@@ -152,6 +152,8 @@ SUITES: dict[str, Suite] = {
                     "SciFact beside 100,000 chunks of 50 other tenants (one run)",
                     "--beside",
                     "the 50 tenants of latency.py too (100,000 chunks, one HNSW graph for the model)",
+                    "--beside-chunks",
+                    "100000",
                 ),
             ),
             Step("kb_latency.py", ()),

@@ -215,12 +215,25 @@ def main() -> None:
     ap.add_argument("--section", default="search-peers", help="the BENCHMARKS.md section's marker name")
     ap.add_argument("--title", default="Hybrid search beside its peers (one run)")
     ap.add_argument("--beside", help="what else the database holds, said in the section")
+    ap.add_argument(
+        "--beside-chunks",
+        type=int,
+        default=0,
+        help="what --beside says must be there: skip (nothing written) unless the database holds at least this many "
+        "chunks of other tenants (latency.py's world, when the harness runs this step without it)",
+    )
     ap.add_argument("--model", help="an offline embedding model (default: config.toml's, the one a new database has)")
     args = ap.parse_args()
     url, embedder = with_model(args.model)
     rows: list[str] = []
     with Hipocampo(url) as root, psycopg.connect(url, autocommit=True) as conn:
-        _, claims = bench_member(root)
+        tid, claims = bench_member(root)
+        if args.beside_chunks:
+            row = conn.execute("select count(*) from hipocampo_private.chunks where tenant_id <> %s", (tid,)).fetchone()
+            if not row or row[0] < args.beside_chunks:
+                have = row[0] if row else 0
+                print(f"skipped: {have:,} chunks of other tenants, not the {args.beside_chunks:,} --beside says")
+                return
         try:
             for name in args.sets.split(","):
                 rows += run_set(root, conn, name, args, embedder, claims)
