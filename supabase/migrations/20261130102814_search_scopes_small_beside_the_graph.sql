@@ -208,3 +208,10 @@ revoke execute on function hipocampo_private._exact_scan_max(scope_rows bigint, 
 grant execute on function hipocampo_private._exact_scan_max(scope_rows bigint, model text, settings jsonb) to authenticated;
 grant execute on function hipocampo_private._exact_scan_max(scope_rows bigint, model text, settings jsonb) to service_role;
 create statistics hipocampo_private.chunks_scope_stats (dependencies) on tenant_id, kb_id from hipocampo_private.chunks;
+
+-- Written by hand (data, which the schema files do not hold): the global row gains
+-- retrieval.hnsw_visit_cost (hipocampo db migrate seeds it again from config.toml), so a database
+-- upgraded by `supabase db push` alone keeps searching (_search_settings requires the key).
+update hipocampo_private.settings
+set config = jsonb_set(config, '{retrieval}', (config -> 'retrieval') || '{"hnsw_visit_cost": 4.5}'::jsonb)
+where tenant_id is null and jsonb_typeof(config -> 'retrieval') = 'object' and config #> '{retrieval,hnsw_visit_cost}' is null;
