@@ -96,18 +96,11 @@ from pg_class as c join pg_namespace as n on n.oid = c.relnamespace
 where n.nspname = any(%(schemas)s) and c.relkind = 'v'
 """
 
-# A function's own settings (``set jit = off``): migra compares definitions without them.
-FUNCTION_CONFIG = """
+# A function's own settings (``set jit = off``) and planner estimates (``rows 8``, ``cost``): migra
+# compares definitions without them.
+FUNCTION_SETTINGS = """
 select format('%%I.%%I(%%s)', n.nspname, p.proname, pg_get_function_identity_arguments(p.oid)),
-       coalesce(p.proconfig, '{}')
-from pg_proc as p join pg_namespace as n on n.oid = p.pronamespace
-where n.nspname = any(%(schemas)s)
-"""
-
-# A function's planner estimates (``rows 8``, ``cost``): migra compares definitions without them.
-FUNCTION_ESTIMATES = """
-select format('%%I.%%I(%%s)', n.nspname, p.proname, pg_get_function_identity_arguments(p.oid)),
-       p.procost, p.prorows
+       coalesce(p.proconfig, '{}'), p.procost, p.prorows
 from pg_proc as p join pg_namespace as n on n.oid = p.pronamespace
 where n.nspname = any(%(schemas)s)
 """
@@ -227,40 +220,33 @@ def supplement(source: str, target: str) -> list[str]:
                 out.append(f"alter view {view} reset ({', '.join(sorted(dropped))});")
             if new:
                 out.append(f"alter view {view} set ({', '.join(sorted(new))});")
-    out += _function_config_statements(source, target) + _function_estimate_statements(source, target)
-    return out + _statistics_statements(source, target)
+    return out + _function_setting_statements(source, target) + _statistics_statements(source, target)
 
 
-def _function_config_statements(source: str, target: str) -> list[str]:
-    """``alter function … set`` / ``reset`` for each setting of a function both databases have
-    that differs (a new or replaced function is migra's)."""
-    have = {f: dict(c.split("=", 1) for c in config) for f, config in _rows(source, FUNCTION_CONFIG)}
+def _function_setting_statements(source: str, target: str) -> list[str]:
+    """``alter function … set`` / ``reset`` / ``cost`` / ``rows`` for each function both databases
+    have whose settings or planner estimates differ (a new or replaced function is migra's, and
+    pg_get_functiondef carries them)."""
+    have = {
+        f: (dict(c.split("=", 1) for c in config), cost, rows)
+        for f, config, cost, rows in _rows(source, FUNCTION_SETTINGS)
+    }
     out = []
-    for function, config in sorted(_rows(target, FUNCTION_CONFIG)):
+    for function, config, cost, rows in sorted(_rows(target, FUNCTION_SETTINGS)):
         if function not in have:
             continue
+        had, had_cost, had_rows = have[function]
         want = dict(c.split("=", 1) for c in config)
-        for name in sorted(set(have[function]) - set(want)):
+        for name in sorted(set(had) - set(want)):
             out.append(f"alter function {function} reset {name};")
         for name, value in sorted(want.items()):
-            if have[function].get(name) != value:
+            if had.get(name) != value:
                 plain = re.fullmatch(r"[a-z_][a-z0-9_]*|\d+(?:\.\d+)?", value)
                 shown = value if plain else _literal(value.strip('"'))
                 out.append(f"alter function {function} set {name} = {shown};")
-    return out
-
-
-def _function_estimate_statements(source: str, target: str) -> list[str]:
-    """``alter function … cost / rows`` for each function both databases have whose planner
-    estimates differ (a new or replaced function is migra's, and pg_get_functiondef carries them)."""
-    have = {f: (cost, rows) for f, cost, rows in _rows(source, FUNCTION_ESTIMATES)}
-    out = []
-    for function, cost, rows in sorted(_rows(target, FUNCTION_ESTIMATES)):
-        if function not in have:
-            continue
-        if have[function][0] != cost:
+        if had_cost != cost:
             out.append(f"alter function {function} cost {cost:g};")
-        if have[function][1] != rows and rows:
+        if had_rows != rows and rows:
             out.append(f"alter function {function} rows {rows:g};")
     return out
 

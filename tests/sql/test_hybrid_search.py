@@ -31,6 +31,23 @@ def search(
     ).fetchall()
 
 
+def explain_nested_statements(db: psycopg.Connection[dict[str, Any]]) -> None:
+    """auto_explain for the rest of the test's transaction, every statement and the ones inside
+    functions (loaded as the session's superuser: call it before acting as anyone)."""
+    db.execute("reset role")
+    db.execute("load 'auto_explain'")
+    db.execute("set local auto_explain.log_min_duration = 0")
+    db.execute("set local auto_explain.log_nested_statements = on")
+
+
+def logged_plans(db: psycopg.Connection[dict[str, Any]]) -> list[str]:
+    """The plans auto_explain logs from here on (sent to the client), in order."""
+    plans: list[str] = []
+    db.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
+    db.execute("set local client_min_messages = log")
+    return plans
+
+
 def test_returns_scores_and_citation_fields(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
     world.act("authenticated", world.member_a, world.tenant_a)
     rows = search(db, match_count=2)
@@ -597,10 +614,7 @@ def test_the_lexical_leg_probes_the_term_statistics_by_key_beside_other_tenants(
     lexemes by the table's key. Told that _question_words returns 1,000 rows (the default), the
     planner hashed the whole table instead: 200 ms a call for a member of one of 50 tenants
     (benchmarks/tenants.py); the function declares ``rows 8``."""
-    db.execute("reset role")
-    db.execute("load 'auto_explain'")  # as the session's superuser, before acting as anyone
-    db.execute("set local auto_explain.log_min_duration = 0")
-    db.execute("set local auto_explain.log_nested_statements = on")
+    explain_nested_statements(db)
     world.act("service_role")
     db.execute(
         "with k as (select gen_random_uuid() as kb_id from generate_series(1, 50)),"
@@ -611,9 +625,7 @@ def test_the_lexical_leg_probes_the_term_statistics_by_key_beside_other_tenants(
         {"t": world.tenant_b, "m": MODEL},
     )
     db.execute("analyze hipocampo_private.kb_term_stats, hipocampo_private.kb_text_stats")
-    plans: list[str] = []
-    db.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
-    db.execute("set local client_min_messages = log")
+    plans = logged_plans(db)
     world.act("authenticated", world.member_a, world.tenant_a)
     assert search(db, match_count=2)
     lexical = [p for p in plans if "kb_term_stats" in p]
@@ -633,18 +645,14 @@ def test_a_scope_small_beside_the_graph_is_scanned_exactly(
     world.ingest(world.kb_b, "other", [f"Texto {i} de outro inquilino." for i in range(60)], seed=3)
     db.execute("reset role")
     db.execute("analyze hipocampo_private.chunks")  # the graph's reltuples
-    db.execute("load 'auto_explain'")
-    db.execute("set local auto_explain.log_min_duration = 0")
-    db.execute("set local auto_explain.log_nested_statements = on")
+    explain_nested_statements(db)
     world.act("service_role")
     patch = {"exact_scan_max_rows": 1, "hnsw_visit_cost": visit_cost}
     db.execute(
         "update hipocampo_private.settings set config = %s::jsonb where tenant_id = %s",
         (json.dumps({"retrieval": patch}), world.tenant_a),
     )
-    plans: list[str] = []
-    db.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
-    db.execute("set local client_min_messages = log")
+    plans = logged_plans(db)
     world.act("authenticated", world.member_a, world.tenant_a)
     assert search(db, match_count=2)
     dense = [p for p in plans if "with nn as" in p and "document_id" in p]
