@@ -32,6 +32,7 @@ as $$
 declare
     q text := regexp_replace(coalesce(question, ''), '^\s+|\s+$', '', 'g');
     plain text;
+    words text;
     counts jsonb;
 begin
     if char_length(q) < min_chars or char_length(q) > max_chars
@@ -39,8 +40,20 @@ begin
         return 'invalid_question';
     end if;
     plain := lower(extensions.unaccent(q));
+    -- Each pattern below starts with one of these words (\y: between a word character, [[:alnum:]_],
+    -- and another): the screen, over the words with single spaces between, keeps a question that has
+    -- none from running (and compiling) them. PostgreSQL caches 32 compiled regular expressions a
+    -- session and one ask uses more, so each was compiled on every question (6 ms a call).
+    words := ' ' || regexp_replace(plain, '\W+', ' ', 'g') || ' ';
     -- (?n): "." does not cross a line, as in the patterns' first version (Python re).
-    if plain ~ any (array[
+    if words like any (array[
+        '% ignore %', '% disregard %', '% forget %', '% override %', '% ignora %', '% ignorar %', '% esqueca %',
+        '% esquecer %', '% desconsidere %', '% desconsiderar %', '% reveal %', '% show %', '% print %',
+        '% display %', '% repeat %', '% leak %', '% tell me %', '% revele %', '% revelar %', '% mostre %',
+        '% mostrar %', '% exiba %', '% imprima %', '% repita %', '% diga %', '% prompt d_ sistema %',
+        '% instrucoes d_ sistema %', '% jailbreak %', '% do anything now %', '% dan mode %', '% developer mode %',
+        '% modo %', '% act %', '% pretend %', '% finja %', '% aja %', '% you are now %', '% voce agora e %'
+    ]) and plain ~ any (array[
         '(?n)\y(ignore|disregard|forget|override)\y.{0,30}\y(previous|prior|above|earlier|all|your)\y.{0,20}'
         '\y(instructions?|rules|prompts?|directions)\y',
         '(?n)\y(ignore|ignora|esqueca|desconsidere|desconsiderar|ignorar|esquecer)\y.{0,30}\y(as |todas as |suas )?'
@@ -58,12 +71,14 @@ begin
     ]) then
         return 'prompt_injection';
     end if;
-    if q ~ any (array[
+    -- The same screen for secrets: a key's prefix, or a ':' / '=' after a secret's name.
+    if q like any (array['%sk-%', '%AKIA%', '%eyJ%', '%-----BEGIN %']) and q ~ any (array[
         '\ysk-[A-Za-z0-9_-]{16,}',
         '\yAKIA[0-9A-Z]{16}\y',
         '\yeyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.',
         '-----BEGIN [A-Z ]*PRIVATE KEY-----'
-    ]) or q ~* '\y(senha|password|passwd|api[_ -]?key|secret|token)\s*[:=]\s*\S{4,}' then
+    ]) or (strpos(q, ':') > 0 or strpos(q, '=') > 0)
+        and q ~* '\y(senha|password|passwd|api[_ -]?key|secret|token)\s*[:=]\s*\S{4,}' then
         return 'secret';
     end if;
     select s.counts into counts from hipocampo_private._pii_scrub(q) as s;
