@@ -1192,9 +1192,7 @@ begin
     end if;
     kbs := coalesce(b.kb_ids, case when kb_id is null then null else array[kb_id] end);
     -- Knowledge-base overrides apply when the call names one knowledge base.
-    cfg := coalesce(hipocampo.effective_config(
-        t, case when cardinality(kbs) = 1 then kbs[1] end
-    ) -> 'rag', '{}'::jsonb);
+    cfg := hipocampo_private._effective_section(t, case when cardinality(kbs) = 1 then kbs[1] end, 'rag');
     return hipocampo_private._require_config(
         cfg || coalesce(b.rag_overrides, '{}'::jsonb), 'rag', array[
             'enabled', 'provider', 'chat_model', 'azure_deployment', 'azure_api_version', 'api_key_secret',
@@ -1427,8 +1425,10 @@ Purpose: one section of effective_config for a tenant already resolved by the ca
   tuning for that model and then its row, by the knowledge base's tuning for that model and then
   its overrides (when kb_id is given and belongs to the tenant) - effective_config's precedence,
   without resolving the caller again nor merging the other sections, and with the calibration of the model searched rather than the active one (a
-  knowledge base searched by name with another model takes that model's thresholds). Granted to
-  nobody: for definer functions that have resolved the tenant (hybrid_search).
+  knowledge base searched by name with another model takes that model's thresholds). Security
+  invoker: RLS decides the rows it reads (another tenant's id reads the global row and the
+  calibration only). For the functions that have resolved the tenant (hybrid_search,
+  _effective_section).
 Parameters: tenant_id - the resolved tenant; kb_id - a knowledge base of it, or null; section -
   e.g. 'retrieval'; model - an embedding model's name.
 Returns: the section as a jsonb object ({} when no row has it).
@@ -1457,4 +1457,31 @@ as $$
             from hipocampo_private.knowledge_bases as k
             where k.id = _config_section.kb_id and k.tenant_id = _config_section.tenant_id
         ), '{}')
+$$;
+
+/*
+_effective_section(tenant_id uuid, kb_id uuid, section text) -> jsonb
+
+Purpose: one section of effective_config(tenant_id, kb_id), merged alone: _config_section with the
+  active embedding model, and the calibrated keys' bounds beside them (<key>_range, as
+  effective_config shows them). For a reader of one section (rag_config, answer_evidence's
+  dedupe threshold, _near_duplicates): effective_config merges every section (~1 ms a transaction,
+  an ask is several), this one ~0.1 ms.
+Parameters: tenant_id - the tenant the caller resolved (_resolve_tenant); kb_id - a knowledge base
+  of it, or null; section - e.g. 'rag'.
+Returns: the section as a jsonb object (its bounds only when no row has it).
+Errors: none.
+Example: select hipocampo_private._effective_section(t, kb, 'rag') ->> 'top_k';
+*/
+create or replace function hipocampo_private._effective_section(tenant_id uuid, kb_id uuid, section text)
+returns jsonb
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select hipocampo_private._config_section(
+        _effective_section.tenant_id, _effective_section.kb_id, _effective_section.section,
+        (select e.name from hipocampo_private.embedding_models as e where e.active)
+    ) || hipocampo_private._calibrated_bounds(_effective_section.section)
 $$;

@@ -995,7 +995,7 @@ declare
     c record;
     dims integer;
     scope_rows bigint;
-    exact_max bigint := (hipocampo.effective_config(_near_duplicates.tenant) -> 'retrieval'
+    exact_max bigint := (hipocampo_private._effective_section(_near_duplicates.tenant, null, 'retrieval')
                          ->> 'exact_scan_max_rows')::bigint;
     cast_to text;
 begin

@@ -475,7 +475,7 @@ begin
 
     candidates := hipocampo_private._evidence_candidates(
         answer_evidence.query_text, answer_evidence.query_embedding, kbs, (cfg ->> 'top_k')::integer, t,
-        (hipocampo.effective_config(t) -> 'retrieval' ->> 'dedupe_threshold')::double precision
+        (hipocampo_private._effective_section(t, null, 'retrieval') ->> 'dedupe_threshold')::double precision
     );
     support := hipocampo_private._candidate_support(
         candidates, answer_evidence.query_text, answer_evidence.query_embedding, cfg

@@ -315,6 +315,8 @@ grant execute on function hipocampo_private._calibrated_keys() to authenticated,
 grant execute on function hipocampo_private._calibrated_range(key text) to authenticated, service_role;
 grant execute on function hipocampo_private._calibrated_bounds(section text) to authenticated, service_role;
 grant execute on function hipocampo_private._merged_config(tenant_id uuid, kb_id uuid) to authenticated, service_role;
+grant execute on function hipocampo_private._config_section(tenant_id uuid, kb_id uuid, section text, model text) to authenticated, service_role;
+grant execute on function hipocampo_private._effective_section(tenant_id uuid, kb_id uuid, section text) to authenticated, service_role;
 grant execute on function hipocampo_private._tuned_keys() to authenticated, service_role;
 grant execute on function hipocampo_private._tuning_after(tuning jsonb, model text, section text, patch jsonb, tunable jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._calibration(model text, required boolean) to authenticated, service_role;

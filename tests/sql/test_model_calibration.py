@@ -140,7 +140,6 @@ def test_a_knowledge_bases_tuning_is_in_force_only_under_its_model(db: Conn, wor
     assert cfg["rag"]["min_confidence"] == load_config()["rag"]["min_confidence"]
     # hybrid_search reads the tuning of the model it searches (_config_section), not the active one's.
     section = "select hipocampo_private._config_section(%s, %s, 'retrieval', %s) -> 'dense_weight' as v"
-    db.execute("reset role")  # _config_section is granted to nobody: for definer functions
     for model, weight in ((MODEL, 1.7), (OTHER, other_calibration()["retrieval"]["dense_weight"])):
         row = db.execute(section, (world.tenant_a, world.kb_a, model)).fetchone()
         assert row is not None and row["v"] == weight
@@ -395,3 +394,37 @@ def test_readiness_reports_a_missing_calibration(db: Conn) -> None:
         f"config keys not seeded: calibration of {MODEL} (hipocampo db migrate seeds them from config.toml)",
         f"the active embedding model {MODEL} has no calibration (hipocampo calibrate --write)",
     ]
+
+
+def test_one_section_merged_alone_is_the_effective_configs(db: Conn, world: World) -> None:
+    """_effective_section (what rag_config, answer_evidence and _near_duplicates read: one section,
+    not the whole merge) gives effective_config's section, every layer in force: the model's
+    calibration, the tenant's tuning and row, the knowledge base's tuning and overrides, the
+    calibrated keys' bounds; under another active model, that model's."""
+    world.act("service_role")
+    db.execute("select hipocampo.register_embedding_model(%s, 'local', 384)", (OTHER,))
+    db.execute("select hipocampo.set_model_calibration(%s, %s::jsonb)", (OTHER, json.dumps(other_calibration())))
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    db.execute("select hipocampo.set_tenant_tuning(%s, 'rag', '{\"min_score\": 0.3}'::jsonb)", (MODEL,))
+    db.execute("select hipocampo.set_tenant_config('rag', '{\"top_k\": 6}'::jsonb)")
+    db.execute(
+        "select hipocampo.set_knowledge_base_tuning(%s, %s, 'retrieval', '{\"dense_weight\": 1.7}'::jsonb)",
+        (world.kb_a, MODEL),
+    )
+    db.execute("select hipocampo.set_knowledge_base_config(%s, 'rag', '{\"top_k\": 3}'::jsonb)", (world.kb_a,))
+    same = """select s.key, e.v -> s.key = hipocampo_private._effective_section(%s, %s, s.key) as same
+              from (select hipocampo.effective_config(null, %s) as v) as e, jsonb_object_keys(e.v) as s (key)"""
+    for active in (MODEL, OTHER):
+        world.act("service_role")
+        db.execute("select hipocampo.activate_embedding_model(%s)", (active,))
+        world.act("authenticated", world.admin_a, world.tenant_a)
+        for kb in (world.kb_a, None):
+            rows = db.execute(same, (world.tenant_a, kb, kb)).fetchall()
+            assert len(rows) > 5 and all(r["same"] for r in rows), (active, kb, rows)
+    rag = db.execute("select hipocampo.rag_config(%s) as v", (world.kb_a,)).fetchone()
+    assert rag is not None and (rag["v"]["top_k"], rag["v"]["min_score"]) == (3, load_config()["rag"]["min_score"])
+    world.act("service_role")
+    db.execute("select hipocampo.activate_embedding_model(%s)", (MODEL,))
+    world.act("authenticated", world.admin_a, world.tenant_a)
+    rag = db.execute("select hipocampo.rag_config(%s) as v", (world.kb_a,)).fetchone()
+    assert rag is not None and (rag["v"]["top_k"], rag["v"]["min_score"]) == (3, 0.3)
