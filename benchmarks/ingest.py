@@ -30,7 +30,8 @@ loading one tenant at a time as service_role through the RPCs the Python client 
 - end to end: ``--end-to-end`` SciFact abstracts not embedded before through
   ``hipocampo.ingest.ingest_documents`` (the pipeline `hipocampo ingest` runs: PII scrub,
   chunking, the offline model, the writer overlapping the next batch's embedding), beside the
-  embedder alone on the same texts.
+  embedder alone on the same texts; with each offline model, multilingual-e5-small (the default)
+  in a database of its own (``hipocampo_bench_ingest_e5``) where it is the active model.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hipocampo import Actor, Hipocampo, db
 from hipocampo.config import load_config, repo_root
-from hipocampo.embeddings import CachingEmbedder, EmbeddingProvider, LocalMiniLM, count_tokens
+from hipocampo.embeddings import CachingEmbedder, EmbeddingProvider, LocalE5, LocalMiniLM, count_tokens
+from hipocampo.embeddings.e5 import E5_MODEL
 from hipocampo.evaluation.datasets import load_beir
 from hipocampo.ingest import LoadedDocument, sha256
 from hipocampo.ingest.pipeline import DocumentInput, ingest_documents
@@ -61,12 +63,14 @@ from report import write_section
 
 BEGIN, END = "<!-- ingest:begin -->", "<!-- ingest:end -->"
 DBNAME = "hipocampo_bench_ingest"
+MODEL = "all-MiniLM-L6-v2"
 
 Item = tuple[dict[str, Any], list[dict[str, Any]]]
 
 
-def fresh_database(name: str = DBNAME) -> str:
-    """Drop and create the benchmark's database ``name``; migrate and seed it. Returns its URL."""
+def fresh_database(name: str = DBNAME, model: str = MODEL) -> str:
+    """Drop and create the benchmark's database ``name``; migrate and seed it, ``model`` its active
+    embedding model. Returns its URL."""
     url = db.ensure_database()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f'drop database if exists "{name}" with (force)')  # type: ignore[arg-type]
@@ -74,7 +78,7 @@ def fresh_database(name: str = DBNAME) -> str:
     bench = make_conninfo(url, dbname=name)
     db.apply_migrations(bench, shim=db.external_url() is None)
     with Hipocampo(bench) as root:
-        root.rpc("register_embedding_model", {"name": MODEL, "provider": "local", "dims": 384, "activate": True})
+        root.rpc("register_embedding_model", {"name": model, "provider": "local", "dims": 384, "activate": True})
     return bench
 
 
@@ -124,9 +128,6 @@ class Corpus:
             "embedding": vector,
         }
         return document, [chunk]
-
-
-MODEL = "all-MiniLM-L6-v2"
 
 
 def write_tenants(
@@ -196,6 +197,32 @@ def vacuum_analyze(url: str) -> None:
             conn.execute(f"vacuum analyze hipocampo_private.{t}")  # type: ignore[arg-type]
 
 
+def end_to_end(url: str, corpus: Corpus, n: int, model: EmbeddingProvider) -> tuple[str, str, int, float, str]:
+    """The last ``n`` SciFact abstracts through ``hipocampo.ingest.ingest_documents`` with
+    ``model`` (uncached; the database's active model), then the model alone on the same texts.
+    Returns the table's row: label, path, chunks written, seconds, note (the model's texts/s)."""
+    picks = corpus.ids[len(corpus.ids) - n :]
+    docs = [
+        DocumentInput(LoadedDocument(corpus.corpus[i][0] or i, corpus.corpus[i][1], f"e2e:{uuid.uuid4()}"), "other")
+        for i in picks
+    ]
+    model.embed_documents(["aquecimento"])  # load the model before timing
+    with Hipocampo(url) as root:
+        tid = root.create_tenant("End to end", "e2e")
+        client = root.as_actor(Actor.service(tid))
+        t0 = time.perf_counter()
+        summary = ingest_documents(client, "e2e", docs, model, count_tokens)
+        s = time.perf_counter() - t0
+    texts = [f"{d.doc.title}\n{d.doc.text}" for d in docs]
+    t0 = time.perf_counter()
+    for k in range(0, len(texts), 64):
+        model.embed_documents(texts[k : k + 64])
+    alone = time.perf_counter() - t0
+    label = f"end to end (pipeline + {model.model_name})"
+    note = f"(the model alone: {len(texts) / alone:.0f} texts/s)"
+    return label, "hipocampo.ingest.ingest_documents", summary.chunks_written, s, note
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tenants", type=int, default=50)
@@ -261,31 +288,13 @@ def main() -> None:
     row(f"incremental, {args.incremental} documents into each KB of {args.per_tenant:,}",
         "ingest_document (1 per call)", n, s)  # fmt: skip
 
-    # End to end: the pipeline with the offline model (uncached), and the model alone.
+    # End to end: the pipeline with each offline model (uncached), and the model alone; e5 (the
+    # default) in a fresh database of its own, where it is the active model.
     e2e_note = ""
     if args.end_to_end:
-        model = LocalMiniLM()
-        start = 5183 - args.end_to_end
-        picks = corpus.ids[start:]
-        docs = [
-            DocumentInput(LoadedDocument(corpus.corpus[i][0] or i, corpus.corpus[i][1], f"e2e:{uuid.uuid4()}"), "other")
-            for i in picks
-        ]
-        model.embed_documents(["aquecimento"])  # load the model before timing
-        with Hipocampo(url) as root:
-            tid = root.create_tenant("End to end", "e2e")
-            client = root.as_actor(Actor.service(tid))
-            t0 = time.perf_counter()
-            summary = ingest_documents(client, "e2e", docs, model, count_tokens)
-            s = time.perf_counter() - t0
-        texts = [f"{d.doc.title}\n{d.doc.text}" for d in docs]
-        t0 = time.perf_counter()
-        for k in range(0, len(texts), 64):
-            model.embed_documents(texts[k : k + 64])
-        alone = time.perf_counter() - t0
-        row("end to end (pipeline + all-MiniLM-L6-v2)", "hipocampo.ingest.ingest_documents",
-            summary.chunks_written, s, f"(the model alone: {len(texts) / alone:.0f} texts/s)")  # fmt: skip
-        e2e_note = f"{len(texts)} abstracts"
+        for model, e2e_url in ((LocalMiniLM(), url), (LocalE5(), fresh_database(DBNAME + "_e5", E5_MODEL))):
+            row(*end_to_end(e2e_url, corpus, args.end_to_end, model))
+        e2e_note = f"{args.end_to_end} abstracts"
 
     if args.write:
         cfg = load_config()["maintenance"]
