@@ -245,7 +245,8 @@ def _merged_cell(current: list[str], reference: list[str]) -> str:
     return f"{current[0]} / {reference[0]}"
 
 
-IN_TEXT = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w.])")
+# (a number may end a sentence: a period after it that no digit follows is not its own)
+IN_TEXT = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?!\w|\.\d)")
 
 
 def _merged_text(rows: list[str], n: int) -> str:

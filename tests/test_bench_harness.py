@@ -43,6 +43,9 @@ def test_an_ab_table_shows_each_number_as_current_over_the_reference_with_the_ra
     assert merged[2] == "| faquad | hipocampo | 3 / 2 (1.50×) |"
     prose = bench.ab_table(["ask p50 10.0 ms over 120 asks"] * 2, ["ask p50 5.0 ms over 120 asks"] * 2)
     assert prose == "ask p50 10 / 5 (2.00×) ms over 120 asks"
+    # A number that ends the sentence (the answers step's latency line).
+    ended = bench.ab_table(["ask p95 40.0; pack p95 9.0."] * 2, ["ask p95 50.0; pack p95 10.0."] * 2)
+    assert ended == "ask p95 40 / 50 (0.80×); pack p95 9 / 10 (0.90×)."
 
 
 def test_a_section_is_captured_under_the_harness_and_written_otherwise(
