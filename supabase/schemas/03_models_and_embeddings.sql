@@ -265,7 +265,8 @@ Purpose: the embedding model a search of these knowledge bases reads when the ca
   active, its rows being added by the backfill, rows_to_embed / set_row_embeddings), the most
   recently active model that has a row for every chunk of the scope: search keeps answering from
   it until the scope is complete, then moves, knowledge base by knowledge base. With one model
-  registered, that one (no scan).
+  registered, that one; a model no chunk of the scope lacks by kb_text_stats (the chunks' counts
+  per knowledge base and model), that one: no scan of the chunks either way.
 Parameters: tenant_id - the resolved tenant; kb_ids - the scope (null: all its knowledge bases).
 Returns: a model's name; null when no model is active.
 Errors: none.
@@ -298,6 +299,16 @@ begin
         where m.active or m.activated_at is not null
         order by m.active desc, m.activated_at desc, m.name
     loop
+        -- No chunk of the scope has another model (kb_text_stats counts the chunks per knowledge
+        -- base and model, kept by the chunks' triggers): nothing to probe. The usual case, one
+        -- model's chunks, in a database that has known two models (a scan of the scope before).
+        if not exists (
+            select 1 from hipocampo_private.kb_text_stats as st
+            where st.tenant_id = _search_model.tenant_id and st.kb_id = any(scope)
+              and st.embedding_model <> candidate and st.chunk_count > 0
+        ) then
+            return candidate;
+        end if;
         if not exists (
             select 1 from hipocampo_private.chunks as c
             where c.tenant_id = _search_model.tenant_id
