@@ -71,6 +71,14 @@ def quati_own(client: Hipocampo, ask: Any, embedder: Any, qt: Any, fq: Any) -> d
     }
 
 
+def outcomes(replies: list[Any]) -> str:
+    """``refused / passages / answered`` rates of ``replies`` (issue 61 §1's three outcomes)."""
+    n = max(len(replies), 1)
+    passages = sum(not a.refused and a.answer_source == "PASSAGES" for a in replies)
+    refused = sum(a.refused for a in replies)
+    return f"{refused / n:.3f} / {passages / n:.3f} / {(len(replies) - refused - passages) / n:.3f}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=int, default=0, help="FaQuAD questions (0 = all 900)")
@@ -107,7 +115,7 @@ def main() -> int:
             if a.refused:
                 reasons[a.reason or "?"] += 1
                 continue
-            answered += 1
+            answered += a.answer_source != "PASSAGES"
             gold = {f"faquad:{d}" for d in fq.qrels[qid]}
             answered_gold += any(s.source_uri in gold for s in a.sources)
             bad_numbers += bool(_numbers_absent_from_sources(client, a))
@@ -117,12 +125,10 @@ def main() -> int:
         quati_refused = sum(a.refused for a in quati) / len(quati)
         gone = [(qid, q) for qid, q in questions if not set(fq.qrels[qid]) & kept.keys()]
         removed = [ask(q, kb_held) for _, q in gone]
-        removed_refused = sum(a.refused for a in removed) / max(len(removed), 1)
         no_span = set(unanswerable(fq, kept, [qid for qid, _ in gone]))
         absent = [a for (qid, _), a in zip(gone, removed, strict=True) if qid in no_span]
-        absent_refused = sum(a.refused for a in absent) / max(len(absent), 1)
         for a in [*quati, *removed]:
-            if not a.refused:
+            if not a.refused and a.answer_source != "PASSAGES":
                 answered += 1
                 bad_numbers += bool(_numbers_absent_from_sources(client, a))
         # Conflicts.
@@ -147,15 +153,17 @@ def main() -> int:
         "",
         "| set | questions | result | target |",
         "|---|---|---|---|",
-        f"| FaQuAD answerable: answered with the gold paragraph cited | {len(questions)} | {ans_rate:.3f} | ≥ 0.90 |",
-        f"| Quati over the FaQuAD KB: refused | {len(quati)} | {quati_refused:.3f} | ≥ 0.95 |",
-        f"| FaQuAD, source document removed: refused | {len(removed)} | {removed_refused:.3f} | ≥ 0.95 |",
-        f"| … of which the answer span is in no remaining paragraph: refused | {len(absent)} |"
-        f" {absent_refused:.3f} | ≥ 0.95 |",
+        f"| FaQuAD answerable: the gold paragraph cited in the reply (an answer or passages) | {len(questions)} |"
+        f" {ans_rate:.3f} | ≥ 0.95 (§6) |",
+        f"| Quati over the FaQuAD KB (off-topic): refused | {len(quati)} | {quati_refused:.3f} | ≥ 0.95 |",
+        f"| FaQuAD, source document removed: refused / passages / answered | {len(removed)} | {outcomes(removed)} | |",
+        f"| … of which the answer span is in no remaining paragraph: refused / passages / answered | {len(absent)} |"
+        f" {outcomes(absent)} | answered 0 (§6: passages allowed) |",
         f"| answers with a number absent from their evidence | {answered} answers | {bad_numbers} | 0 |",
         f"| Quati over Quati's own passages (type other): answered, a passage graded ≥ 2 cited | {own['questions']} |"
         f" {own['answered']:.3f} | ≥ 0.85 (§4) |",
-        f"| FaQuAD over Quati's passages: refused | {own['off_topic']} | {own['off_topic_refused']:.3f} | ≥ 0.95 |",
+        f"| FaQuAD over Quati's passages (off-topic): refused | {own['off_topic']} | {own['off_topic_refused']:.3f} |"
+        " ≥ 0.95 |",
         "",
         (
             "Removed documents: every fifth of FaQuAD's 39 articles, with all their paragraphs. An earlier run removed"
