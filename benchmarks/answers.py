@@ -71,12 +71,17 @@ def quati_own(client: Hipocampo, ask: Any, embedder: Any, qt: Any, fq: Any) -> d
     }
 
 
+def is_answer(reply: Any) -> bool:
+    """Whether ``reply`` is an answer: neither a refusal nor passages (issue 61 §1's outcomes)."""
+    return not reply.refused and reply.answer_source != "PASSAGES"
+
+
 def outcomes(replies: list[Any]) -> str:
     """``refused / passages / answered`` rates of ``replies`` (issue 61 §1's three outcomes)."""
     n = max(len(replies), 1)
-    passages = sum(not a.refused and a.answer_source == "PASSAGES" for a in replies)
     refused = sum(a.refused for a in replies)
-    return f"{refused / n:.3f} / {passages / n:.3f} / {(len(replies) - refused - passages) / n:.3f}"
+    answers = sum(is_answer(a) for a in replies)
+    return f"{refused / n:.3f} / {(len(replies) - refused - answers) / n:.3f} / {answers / n:.3f}"
 
 
 def main() -> int:
@@ -115,7 +120,7 @@ def main() -> int:
             if a.refused:
                 reasons[a.reason or "?"] += 1
                 continue
-            answered += a.answer_source != "PASSAGES"
+            answered += is_answer(a)
             gold = {f"faquad:{d}" for d in fq.qrels[qid]}
             answered_gold += any(s.source_uri in gold for s in a.sources)
             bad_numbers += bool(_numbers_absent_from_sources(client, a))
@@ -128,7 +133,7 @@ def main() -> int:
         no_span = set(unanswerable(fq, kept, [qid for qid, _ in gone]))
         absent = [a for (qid, _), a in zip(gone, removed, strict=True) if qid in no_span]
         for a in [*quati, *removed]:
-            if not a.refused and a.answer_source != "PASSAGES":
+            if is_answer(a):
                 answered += 1
                 bad_numbers += bool(_numbers_absent_from_sources(client, a))
         # Conflicts.
