@@ -428,3 +428,18 @@ def test_one_section_merged_alone_is_the_effective_configs(db: Conn, world: Worl
     world.act("authenticated", world.admin_a, world.tenant_a)
     rag = db.execute("select hipocampo.rag_config(%s) as v", (world.kb_a,)).fetchone()
     assert rag is not None and (rag["v"]["top_k"], rag["v"]["min_score"]) == (3, 0.3)
+
+
+def test_one_section_of_another_tenant_reads_nothing_of_it(db: Conn, world: World) -> None:
+    """_effective_section and _config_section are granted to members and take a tenant id: they
+    run as the caller, so RLS keeps another tenant's row and knowledge base out (docs/SECURITY.md)."""
+    world.act("authenticated", world.admin_b, world.tenant_b)
+    db.execute("select hipocampo.set_tenant_config('rag', '{\"top_k\": 7}'::jsonb)")
+    db.execute("select hipocampo.set_knowledge_base_config(%s, 'rag', '{\"top_k\": 9}'::jsonb)", (world.kb_b,))
+    assert db.execute("select (hipocampo.rag_config(%s) ->> 'top_k')::int as v", (world.kb_b,)).fetchone() == {"v": 9}
+    world.act("authenticated", world.member_a, world.tenant_a)
+    for kb in (world.kb_b, None):
+        row = db.execute(
+            "select (hipocampo_private._effective_section(%s, %s, 'rag') ->> 'top_k')::int as v", (world.tenant_b, kb)
+        ).fetchone()
+        assert row == {"v": load_config()["rag"]["top_k"]}
