@@ -7,6 +7,7 @@ other connections."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -390,8 +391,16 @@ def test_rows_a_crashed_worker_held_are_taken_by_the_next(root: Hipocampo, datab
     _drain_others(root, embedder)
     _, _, ids = _unembedded_messages(root)
     crashed = psycopg.connect(database_url)  # claims the rows, then dies without committing
+    pid = crashed.info.backend_pid
     claimed = crashed.execute("select row_id from hipocampo.rows_to_embed('messages', 10)").fetchall()
     assert {int(r[0]) for r in claimed} >= set(ids)
     assert embed_missing_rows(root, embedder, kinds=("messages",)) == {"messages": 0}  # locked: skipped
     crashed.close()  # the process is gone: its transaction rolls back, its locks go
+    # (the server ends that backend after the socket closes, not before close() returns: under
+    # load the next claim could still find the rows locked; wait until the backend is gone)
+    with psycopg.connect(database_url, autocommit=True) as watch:
+        deadline = time.monotonic() + 30
+        while watch.execute("select 1 from pg_stat_activity where pid = %s", (pid,)).fetchone():
+            assert time.monotonic() < deadline, "the crashed worker's backend is still there after 30 s"
+            time.sleep(0.05)
     assert embed_missing_rows(root, embedder, kinds=("messages",))["messages"] >= 2
