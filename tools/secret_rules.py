@@ -75,21 +75,25 @@ def to_postgres(pattern: str) -> str:
     return bounded.replace("(?:(?<=\\W)|(?<=^))", "(?:^|\\W)")
 
 
-def rules() -> list[tuple[str, str, bool]]:
-    """``(plugin name, pattern, ignore case)`` for every denylist pattern of detect-secrets'
-    plugins but the ones left out, in the plugins' and their patterns' order, each as
-    PostgreSQL reads it (:func:`to_postgres`)."""
+def denylist() -> list[tuple[str, re.Pattern[str]]]:
+    """``(plugin name, Python pattern)`` for every denylist pattern of detect-secrets' plugins but
+    the ones left out, in the plugins' and their patterns' order."""
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
-    found: list[tuple[str, str, bool]] = []
+    found: list[tuple[str, re.Pattern[str]]] = []
     plugins: list[Any] = list(get_mapping_from_secret_type_to_class().values())
     for plugin in sorted(plugins, key=lambda p: str(p.__name__)):
         if plugin.__name__ in LEFT_OUT:
             continue
         patterns: list[re.Pattern[str]] = list(plugin().denylist)
-        for pattern in patterns:
-            found.append((plugin.__name__, to_postgres(pattern.pattern), bool(pattern.flags & re.IGNORECASE)))
+        found += [(plugin.__name__, pattern) for pattern in patterns]
     return found
+
+
+def rules() -> list[tuple[str, str, bool]]:
+    """``(plugin name, pattern, ignore case)`` for every pattern of :func:`denylist`, each as
+    PostgreSQL reads it (:func:`to_postgres`)."""
+    return [(name, to_postgres(p.pattern), bool(p.flags & re.IGNORECASE)) for name, p in denylist()]
 
 
 def sql_rows() -> str:

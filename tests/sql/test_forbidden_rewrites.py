@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from typing import Any
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from tools.secret_rules import rules
+from tools.secret_rules import denylist, rules, to_postgres
 
 from ..conftest import MODEL, World, unit_vector
 
@@ -182,3 +185,52 @@ def test_the_databases_token_rules_are_detect_secrets(db: Conn, world: World) ->
     assert [(r["name"], r["pattern"], r["ignore_case"]) for r in in_db] == rules()
     for r in in_db:  # every one compiles as PostgreSQL reads it
         db.execute("select '' ~ %s", (r["pattern"],))
+
+
+DENYLIST = denylist()
+
+# A match of each of hipocampo's own rules (_own_credential_rules), as the screen must let it through.
+OWN_MATCHES = [
+    "A senha do wifi da portaria é Portaria#2024",
+    "the wifi password is Tr0ub4dor&3",
+    "Código de acesso é 4455#",
+    "PIN = 1234",
+    "-----END EC PRIVATE KEY-----",
+    PEM_BODY + "\n",
+    SK_PROJ,
+    "token=AKCp8abcdefghij1 ",
+    "chave AP6xyz12345678 ",
+]
+
+
+@pytest.mark.parametrize("n", range(len(DENYLIST)), ids=[f"{i}-{name}" for i, (name, _) in enumerate(DENYLIST)])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_every_match_of_a_token_rule_is_found_past_the_screen(db: Conn, n: int, data: st.DataObject) -> None:
+    """_credential_found screens a text before its three large expressions (two small ones that
+    every rule's match satisfies); a text the rule matches, as PostgreSQL reads the rule, after the
+    PII normalizer, is found: the screen never hides a credential."""
+    name, pattern = DENYLIST[n]
+    text = data.draw(st.from_regex(pattern, alphabet=st.characters(codec="ascii", exclude_characters="\x00")))
+    row = db.execute(
+        "select case when %(folded)s then v[1] ~* %(p)s else v[1] ~ %(p)s end as matches,"
+        " hipocampo_private._credential_found(%(t)s, '{}') as found"
+        " from hipocampo_private._forbidden_views(%(t)s) as v",
+        {"t": text, "p": to_postgres(pattern.pattern), "folded": bool(pattern.flags & re.IGNORECASE)},
+    ).fetchone()
+    assert row is not None
+    if row["matches"]:
+        assert row["found"] is not None, (name, text)
+
+
+@pytest.mark.parametrize("text", OWN_MATCHES)
+def test_every_own_rules_match_is_found_past_the_screen(db: Conn, text: str) -> None:
+    row = db.execute(
+        "select exists (select 1 from hipocampo_private._own_credential_rules() as r"
+        " where case when r.ignore_case then v[1] ~* r.pattern else v[1] ~ r.pattern end) as matches,"
+        " hipocampo_private._credential_found(%(t)s, '{}') as found"
+        " from hipocampo_private._forbidden_views(%(t)s) as v",
+        {"t": text},
+    ).fetchone()
+    assert row is not None and row["matches"], text
+    assert row["found"] is not None, text
