@@ -22,10 +22,11 @@ declare
     folded text;
     hit record;
 begin
-    -- (three expressions first, compiled once per session: the case-sensitive rules without
-    -- lookaround, the ones with it, the case-insensitive ones; one expression of them all costs a
-    -- third more, and the rules one by one overflow PostgreSQL's cache of 32 compiled expressions)
-    -- (lookaround told by strpos, not by one more regular expression in the session's cache)
+    -- (after the screen, three expressions: the case-sensitive rules without lookaround, the ones
+    -- with it, the case-insensitive ones; one expression of them all costs a third more, and the
+    -- rules one by one overflow PostgreSQL's cache of 32 compiled expressions in a batch; the three
+    -- are compiled again whenever a session's other expressions have pushed them out of it.
+    -- Lookaround is told by strpos, not by one more expression in that cache)
     select '(' || string_agg(r.pattern, ')|(') filter (where not r.ignore_case and not r.around) || ')',
         '(' || string_agg(r.pattern, ')|(') filter (where not r.ignore_case and r.around) || ')',
         '(' || string_agg(r.pattern, ')|(') filter (where r.ignore_case) || ')'
