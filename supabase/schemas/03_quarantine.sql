@@ -385,11 +385,14 @@ Purpose: the forbidden-sources check for credentials, in the database whoever wr
   over each of the file's views (_forbidden_views: normalized, token-like pieces joined, base64
   decoded), then forbidden_sources.credential_patterns (case-insensitive POSIX regexes, the
   tenant's) over the normalized text; the first that matches, without the secret. A view is
-  first screened by two small expressions that every rule's match satisfies (a run of 20 token
-  characters, which each rule's token or value has, or the literal of a rule that needs fewer:
-  "://…@", "eyJ", "_authToken", "PRIVATE KEY", PuTTY's header, Artifactory's "AKC" / "AP" and a
-  hex digit, Slack's "xox" and hooks URL, a password word); a view that passes is tried with the
-  rules as three expressions (about 1.4 ms for a 1.5 KB text on these machines, ~30 ms to compile
+  first screened by small expressions one of which every rule's match satisfies: a run of 20
+  token characters holding a capital, a digit or one of
+  _+=\; a literal of the rules whose token can be shorter or all small letters ("://…@", "eyJ",
+  "_authToken", "PRIVATE KEY", PuTTY's header, Artifactory's "AKC" / "AP" and a digit, eight
+  digits and ":" (Telegram), a PEM line of small letters, Slack's "xox" and hooks URL, a password
+  word and a space); or a run of 20 and a word of the rules whose value follows a name (aws, pw,
+  key, pass, token, secret, softlayer, GitLab's and OpenAI's prefixes, Mailchimp's "-us" and a
+  digit). A view that passes is tried with the rules as three expressions (about 1.4 ms for a 1.5 KB text on these machines, ~30 ms to compile
   when they are not among the session's 32 cached expressions), and only one they match is read
   rule by rule. Most prose passes no screen, so ingestion compiles the large expressions only
   for texts with token-like runs (tests/sql/test_forbidden_rewrites.py: every rule's matches,
@@ -411,10 +414,17 @@ as $$
 declare
     views text[] := hipocampo_private._forbidden_views(content);
     how constant text[] := array['on line %s', 'written split or spaced', 'in base64'];
-    -- (every rule's match holds one of these: a run of 20 token characters, or a literal of the
-    -- rules whose token can be shorter; see the purpose above)
-    screen constant text := '[-A-Za-z0-9_+/=\\]{20}|://[^/@\s]*@|eyJ|_authToken|PRIVATE KEY|PuTTY-User-Key-File-2|AKC|AP[0-9A-F]';
-    screen_folded constant text := 'xox|hooks\.slack\.com|\m(senha|passw|pin|c[oó]digo de acesso)';
+    -- The screen (every rule's match satisfies one of its parts; see the purpose above): a run of
+    -- 20 token characters holding a capital, a digit or one of _+=\ ...
+    run_marked constant text := '(?<![-A-Za-z0-9_+/=\\])(?=[-A-Za-z0-9_+/=\\]{20})[-a-z/]*[A-Z0-9_+=\\]';
+    -- ... the literal of a rule whose token can be shorter or all small letters, "-" and "/" ...
+    literal constant text := '://[^/@\s]*@|eyJ|_authToken|PRIVATE KEY|PuTTY-User-Key-File-2|A(KC|P)[A-Za-z]*[0-9]'
+        || '|[0-9]{8}:|[a-z/]{64}';
+    literal_folded constant text := 'xox|hooks\.slack\.com|\m(senha|password|passwd|pin|c[oó]digo de acesso) ';
+    -- ... or any run of 20 with a word of the rules whose value follows a name (key, token, …)
+    run constant text := '[-A-Za-z0-9_+/=\\]{20}';
+    named_folded constant text := 'aws|pw|key|pass|token|secret|softlayer|gl(pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-'
+        || '|sk-(proj|svcacct|admin)-|-us[0-9]';
     plain text;
     around text;
     folded text;
@@ -436,7 +446,8 @@ begin
             union all select * from hipocampo_private._own_credential_rules()) as x
     ) as r;
     for v in 1 .. 3 loop
-        continue when views[v] = '' or not (views[v] ~ screen or views[v] ~* screen_folded)
+        continue when views[v] = '' or not (views[v] ~ run_marked or views[v] ~ literal
+                or views[v] ~* literal_folded or (views[v] ~ run and views[v] ~* named_folded))
             or not (views[v] ~ plain or views[v] ~ around or views[v] ~* folded);
         -- (Artifactory's prefix, AP and a hex digit, is read in the text as written only: joined
         -- pieces such as "APARTAMENTO 302" have its form)

@@ -1,5 +1,5 @@
 -- credential rules screened.
--- the credential check screens a view with two small expressions every rule's match satisfies before its three large ones, so prose does not compile them during ingestion
+-- the credential check screens a view with small expressions one of which every rule's match satisfies before its three large ones, so prose does not compile them during ingestion
 -- Written by `make migration` (migra + tools/make_migration.py) from supabase/schemas/.
 
 set check_function_bodies = off;
@@ -13,10 +13,17 @@ as $function$
 declare
     views text[] := hipocampo_private._forbidden_views(content);
     how constant text[] := array['on line %s', 'written split or spaced', 'in base64'];
-    -- (every rule's match holds one of these: a run of 20 token characters, or a literal of the
-    -- rules whose token can be shorter; see the purpose above)
-    screen constant text := '[-A-Za-z0-9_+/=\\]{20}|://[^/@\s]*@|eyJ|_authToken|PRIVATE KEY|PuTTY-User-Key-File-2|AKC|AP[0-9A-F]';
-    screen_folded constant text := 'xox|hooks\.slack\.com|\m(senha|passw|pin|c[oó]digo de acesso)';
+    -- The screen (every rule's match satisfies one of its parts; see the purpose above): a run of
+    -- 20 token characters holding a capital, a digit or one of _+=\ ...
+    run_marked constant text := '(?<![-A-Za-z0-9_+/=\\])(?=[-A-Za-z0-9_+/=\\]{20})[-a-z/]*[A-Z0-9_+=\\]';
+    -- ... the literal of a rule whose token can be shorter or all small letters, "-" and "/" ...
+    literal constant text := '://[^/@\s]*@|eyJ|_authToken|PRIVATE KEY|PuTTY-User-Key-File-2|A(KC|P)[A-Za-z]*[0-9]'
+        || '|[0-9]{8}:|[a-z/]{64}';
+    literal_folded constant text := 'xox|hooks\.slack\.com|\m(senha|password|passwd|pin|c[oó]digo de acesso) ';
+    -- ... or any run of 20 with a word of the rules whose value follows a name (key, token, …)
+    run constant text := '[-A-Za-z0-9_+/=\\]{20}';
+    named_folded constant text := 'aws|pw|key|pass|token|secret|softlayer|gl(pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-'
+        || '|sk-(proj|svcacct|admin)-|-us[0-9]';
     plain text;
     around text;
     folded text;
@@ -38,7 +45,8 @@ begin
             union all select * from hipocampo_private._own_credential_rules()) as x
     ) as r;
     for v in 1 .. 3 loop
-        continue when views[v] = '' or not (views[v] ~ screen or views[v] ~* screen_folded)
+        continue when views[v] = '' or not (views[v] ~ run_marked or views[v] ~ literal
+                or views[v] ~* literal_folded or (views[v] ~ run and views[v] ~* named_folded))
             or not (views[v] ~ plain or views[v] ~ around or views[v] ~* folded);
         -- (Artifactory's prefix, AP and a hex digit, is read in the text as written only: joined
         -- pieces such as "APARTAMENTO 302" have its form)
