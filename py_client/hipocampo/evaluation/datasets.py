@@ -16,12 +16,19 @@ from typing import Any
 
 from ..config import repo_root
 
-__all__ = ["BeirSet", "datasets_dir", "load_beir", "load_faquad_questions", "load_locomo", "locomo_turns"]
+__all__ = ["OWN_BEIR_SETS", "BeirSet", "datasets_dir", "load_beir", "load_faquad_questions", "load_locomo", "locomo_turns"]
 
 BEIR_SETS = {
     "faquad": ("faquad/beir_derived", "portuguese"),
     "quati": ("quati/beir_derived_human", "portuguese"),
     "scifact": ("scifact", "english"),
+}
+# Sets of our own making in the BEIR layout, shipped under examples/ (their README says how they
+# were written): ``web``, 40 English passages in the style of web pages on everyday subjects,
+# with 80 queries (for each passage a search engine's keywords and a question in the asker's
+# own words), the English web-passage set of issue 61 §3.
+OWN_BEIR_SETS = {
+    "web": ("web-passages-en", "english"),
 }
 
 
@@ -49,13 +56,18 @@ def _jsonl(path: Path) -> list[dict[str, object]]:
 
 
 def load_beir(name: str, split: str = "test") -> BeirSet:
-    """Load ``faquad``, ``quati`` or ``scifact``; only queries with qrels are kept.
+    """Load ``faquad``, ``quati`` or ``scifact`` (the shared datasets) or ``web`` (examples/,
+    :data:`OWN_BEIR_SETS`); only queries with qrels are kept.
 
     Raises:
         KeyError: unknown set. FileNotFoundError: the shared data is missing.
     """
-    rel, language = BEIR_SETS[name]
-    base = datasets_dir() / rel
+    if name in OWN_BEIR_SETS:
+        rel, language = OWN_BEIR_SETS[name]
+        base = repo_root() / "examples" / rel
+    else:
+        rel, language = BEIR_SETS[name]
+        base = datasets_dir() / rel
     corpus = {str(d["_id"]): (str(d.get("title") or ""), str(d["text"])) for d in _jsonl(base / "corpus.jsonl")}
     qrels: dict[str, dict[str, int]] = {}
     with (base / "qrels" / f"{split}.tsv").open(encoding="utf-8") as fh:
