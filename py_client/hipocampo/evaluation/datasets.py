@@ -16,7 +16,15 @@ from typing import Any
 
 from ..config import repo_root
 
-__all__ = ["OWN_BEIR_SETS", "BeirSet", "datasets_dir", "load_beir", "load_faquad_questions", "load_locomo", "locomo_turns"]
+__all__ = [
+    "OWN_BEIR_SETS",
+    "BeirSet",
+    "datasets_dir",
+    "load_beir",
+    "load_faquad_questions",
+    "load_locomo",
+    "locomo_turns",
+]
 
 BEIR_SETS = {
     "faquad": ("faquad/beir_derived", "portuguese"),
