@@ -137,6 +137,11 @@ SETS = {
 }
 
 
+def unit_of(hit: Any) -> str | None:
+    """The unit a search hit belongs to: its article or clause number, or a FAQ entry's question."""
+    return hit.metadata.get("article") or hit.metadata.get("question")
+
+
 def questions(path: Path = QUESTIONS) -> list[dict[str, Any]]:
     """The judged questions: ``article`` for the answerable ones, ``kind`` absent | off_topic for the others."""
     return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
@@ -232,7 +237,7 @@ def _recall(
         hits = client.search(
             q["question"], embedder.embed_query(q["question"]), kb_ids=[kb], match_count=4, min_similarity=-1, **weights
         )  # type: ignore[arg-type]
-        arts = [h.metadata.get("article") or h.metadata.get("question") for h in hits]
+        arts = [unit_of(h) for h in hits]
         first += arts[:1] == [q["article"]]
         four += q["article"] in arts
     return {"top1": first / len(answerable), "top4": four / len(answerable)}

@@ -222,9 +222,9 @@ SMALL_LETTER_TOKENS = [
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_every_match_of_a_token_rule_is_found_past_the_screen(db: Conn, n: int, data: st.DataObject) -> None:
-    """_credential_found screens a text before its three large expressions (two small ones that
-    every rule's match satisfies); a text the rule matches, as PostgreSQL reads the rule, after the
-    PII normalizer, is found: the screen never hides a credential."""
+    """_credential_found screens a text before its three large expressions (small ones, one of
+    which every rule's match satisfies); a text the rule matches, as PostgreSQL reads the rule,
+    after the PII normalizer, is found: the screen never hides a credential."""
     name, pattern = DENYLIST[n]
     text = data.draw(st.from_regex(pattern, alphabet=st.characters(codec="ascii", exclude_characters="\x00")))
     row = db.execute(
@@ -240,6 +240,8 @@ def test_every_match_of_a_token_rule_is_found_past_the_screen(db: Conn, n: int, 
 
 @pytest.mark.parametrize("text", OWN_MATCHES + SMALL_LETTER_TOKENS)
 def test_every_listed_match_is_found_past_the_screen(db: Conn, text: str) -> None:
+    """Matches hypothesis does not draw: hipocampo's own rules (written for PostgreSQL) and tokens
+    of small letters only, which the screen finds by a literal or the name before the value."""
     row = db.execute(
         "select exists (select 1 from (select * from hipocampo_private._secret_rules()"
         " union all select * from hipocampo_private._own_credential_rules()) as r"

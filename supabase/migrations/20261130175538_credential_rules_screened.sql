@@ -15,13 +15,14 @@ declare
     how constant text[] := array['on line %s', 'written split or spaced', 'in base64'];
     -- The screen (every rule's match satisfies one of its parts; see the purpose above): a run of
     -- 20 token characters holding a capital, a digit or one of _+=\ ...
-    run_marked constant text := '(?<![-A-Za-z0-9_+/=\\])(?=[-A-Za-z0-9_+/=\\]{20})[-a-z/]*[A-Z0-9_+=\\]';
+    token constant text := '[-A-Za-z0-9_+/=\\]';
+    run_marked constant text := '(?<!' || token || ')(?=' || token || '{20})[-a-z/]*[A-Z0-9_+=\\]';
     -- ... the literal of a rule whose token can be shorter or all small letters, "-" and "/" ...
     literal constant text := '://[^/@\s]*@|eyJ|_authToken|PRIVATE KEY|PuTTY-User-Key-File-2|A(KC|P)[A-Za-z]*[0-9]'
         || '|[0-9]{8}:|[a-z/]{64}';
     literal_folded constant text := 'xox|hooks\.slack\.com|\m(senha|password|passwd|pin|c[oó]digo de acesso) ';
     -- ... or any run of 20 with a word of the rules whose value follows a name (key, token, …)
-    run constant text := '[-A-Za-z0-9_+/=\\]{20}';
+    run constant text := token || '{20}';
     named_folded constant text := 'aws|pw|key|pass|token|secret|softlayer|gl(pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-'
         || '|sk-(proj|svcacct|admin)-|-us[0-9]';
     plain text;
