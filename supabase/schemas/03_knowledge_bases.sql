@@ -773,9 +773,11 @@ as $$
     with w as (
         -- Words as _plain_words reads them (lower case, unaccented, any script), numbers left out;
         -- rows, not an array: subscripting a long text array walks it (quadratic in the words).
+        -- (string functions, not regular expressions: a backend caches 32 compiled expressions and
+        -- ingestion's checks use more, so each one here would be compiled again per document)
         select x.word, x.n
-        from regexp_split_to_table(hipocampo_private._plain_words(content), ' ') with ordinality as x (word, n)
-        where x.word !~ '^[0-9]*$'
+        from string_to_table(hipocampo_private._plain_words(content), ' ') with ordinality as x (word, n)
+        where translate(x.word, '0123456789', '') <> ''
     ),
     counts as (
         -- n words; S2 and S3, the sums of each distinct word's count squared and cubed.

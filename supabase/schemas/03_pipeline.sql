@@ -109,7 +109,8 @@ begin
     where c.n is distinct from dims
        or coalesce(c.chunk ->> 'content', '') = ''
        or coalesce(c.chunk ->> 'content_hash', '') = ''
-       or coalesce(c.chunk ->> 'chunk_index', '') !~ '^\d{1,9}$'
+       or char_length(coalesce(c.chunk ->> 'chunk_index', '')) not between 1 and 9
+       or translate(c.chunk ->> 'chunk_index', '0123456789', '') <> ''
     limit 1;
     if found then
         if bad.n is distinct from dims then

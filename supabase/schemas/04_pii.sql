@@ -304,18 +304,30 @@ begin
     if s is null then
         return null;
     end if;
-    if s ~ '&#?[0-9A-Za-z]+;' then
+    -- (each regular expression behind a string test that must pass for it to match: a backend
+    -- caches 32 compiled expressions and ingestion's checks use more, so an expression a document
+    -- does not need would push out one it does, to be compiled again for the next document)
+    if strpos(s, '&') > 0 and strpos(s, ';') > 0 then
         s := hipocampo_private._pii_entities(s);
     end if;
-    s := hipocampo_private._pii_percent(s);
-    if s ~ '<!--' then
+    if strpos(s, '%') > 0 then
+        s := hipocampo_private._pii_percent(s);
+    end if;
+    if strpos(s, '<!--') > 0 then
         s := regexp_replace(s, '<!--.*?-->', '', 'g');
     end if;
-    if s ~ '[^\u0001-\u007f]' then
+    -- (outside ASCII: in UTF-8, the only encoding normalize() accepts, such a character takes
+    -- more than one byte)
+    if octet_length(s) > char_length(s) then
         -- (what Portuguese writes with compatibility characters and a text with PII keeps: the
         -- ordinals º ª, and ² ³ after a letter, as in m² and cm³, pass NFKC in private-use stand-ins)
-        s := regexp_replace(regexp_replace(translate(s, 'ºª', U&'\E000\E001'),
-            '(?<=[[:alpha:]])²', U&'\E002', 'g'), '(?<=[[:alpha:]])³', U&'\E003', 'g');
+        s := translate(s, 'ºª', U&'\E000\E001');
+        if strpos(s, '²') > 0 then
+            s := regexp_replace(s, '(?<=[[:alpha:]])²', U&'\E002', 'g');
+        end if;
+        if strpos(s, '³') > 0 then
+            s := regexp_replace(s, '(?<=[[:alpha:]])³', U&'\E003', 'g');
+        end if;
         s := translate(normalize(s, nfkc), U&'\E000\E001\E002\E003', 'ºª²³');
         s := regexp_replace(s, format_chars, '', 'g');
         s := regexp_replace(s, marks, '', 'g');
@@ -385,7 +397,7 @@ declare
     shape text := array_to_string(lengths, ',');
     between_groups text := coalesce(array_to_string(seps[i + 1:j], ''), '');
     one_per_line boolean := j > i and shape ~ '^1(,1)*$'
-        and (select bool_and(x ~ '\n') from unnest(seps[i + 1:j]) as x);
+        and (select bool_and(strpos(x, E'\n') > 0) from unnest(seps[i + 1:j]) as x);
     single_digits boolean := j > i and i = 1 and j = cardinality(groups) and shape ~ '^1(,1)*$';
     kind text;
 begin
@@ -471,7 +483,9 @@ begin
     parts := array[gaps[1]];
     for r in 1 .. cardinality(runs) loop
         run := runs[r];
-        if char_length(regexp_replace(run, '[^0-9]', '', 'g')) < 9 then
+        -- (its digits counted by translate, not a regular expression: a backend caches 32 compiled
+        -- expressions and ingestion's checks use more, so each one would be compiled per document)
+        if char_length(run) - char_length(translate(run, '0123456789', '')) < 9 then
             parts[r + 1] := run || gaps[r + 1];
             continue;
         end if;
@@ -490,7 +504,7 @@ begin
             best := null;
             kind := null;
             -- at most seven groups, or nineteen written one digit per line or as single digits
-            j := least(g, i + case when char_length(groups[i]) = 1 and (singles or seps[i + 1] ~ '\n') then 18 else 6 end);
+            j := least(g, i + case when char_length(groups[i]) = 1 and (singles or strpos(seps[i + 1], E'\n') > 0) then 18 else 6 end);
             while j >= i and best is null loop
                 if char_length(array_to_string(groups[i:j], '')) between 9 and 19 then
                     kind := hipocampo_private._pii_stretch_kind(groups, seps, i, j);
@@ -653,7 +667,7 @@ as $$
 declare
     -- (printable ASCII's bytes start each base64 quartet with I..Z or a..f)
     b64 constant text := '(?:[I-Za-f][0-9A-Za-z+/]{3}){3,30}(?:[I-Za-f][0-9A-Za-z+/]{1,2})?={0,2}';
-    hex constant text := '[0-9A-Fa-f]{18,120}';
+    hex_digits constant text := '0123456789ABCDEFabcdef';
     token text;
     bare text;
     bytes bytea;
@@ -669,10 +683,11 @@ begin
     -- (the whole runs of the alphabet first, cheaply; the rules on the few with a digit)
     for token in
         select distinct m[1] from regexp_matches(input, '([0-9A-Za-z+/]{12,}={0,2})', 'g') as m
-        where char_length(m[1]) <= 122 and (m[1] ~ ('^' || b64 || '$') or m[1] ~ ('^' || hex || '$'))
+        where char_length(m[1]) <= 122
+            and (m[1] ~ ('^' || b64 || '$') or (char_length(m[1]) between 18 and 120 and translate(m[1], hex_digits, '') = ''))
     loop
         bytes := null;
-        if token ~ '^[0-9A-Fa-f]+$' and char_length(token) % 2 = 0 and char_length(token) >= 18 then
+        if char_length(token) >= 18 and char_length(token) % 2 = 0 and translate(token, hex_digits, '') = '' then
             bytes := decode(token, 'hex');
         end if;
         if bytes is null or encode(bytes, 'hex') !~ '^([2-6][0-9a-f]|7[0-9a-e])+$' then
