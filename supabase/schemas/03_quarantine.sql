@@ -330,6 +330,66 @@ as $$
 $$;
 
 /*
+_credential_rule_literals() -> table (name text, literal text, folded boolean)
+
+Purpose: for each credential rule's name (_secret_rules, _own_credential_rules), strings one of
+  which every match of each of its rules contains: the rule's fixed prefix ("ghp_", "AKIA",
+  "glpat-"), or for a rule whose value follows a name, the words of that name ("key", "pass",
+  "token"); folded: the literal is lower case and looked for in the text with A-Z lowered (the
+  rule ignores case; a case-insensitive expression matches an ASCII letter only by its two
+  cases). _credential_found builds its expressions, for a text its screen lets through, from the
+  rules whose literal the text holds, so a text compiles the rules it could match, not all 48 (a
+  backend caches 32 compiled expressions; the three of all rules cost ~30 ms to compile).
+  tests/sql/test_forbidden_rewrites.py checks that every rule's name has literals and that
+  matches generated from each detect-secrets rule are still found.
+Returns: one row per literal.
+Errors: none (a pure function).
+Example: select literal from hipocampo_private._credential_rule_literals() where name = 'GitHubTokenDetector';
+*/
+create or replace function hipocampo_private._credential_rule_literals()
+returns table (name text, literal text, folded boolean)
+language sql
+immutable
+parallel safe
+security invoker
+set search_path = ''
+as $$
+    select r.name, l.literal, r.folded
+    from (values
+        ('AWSKeyDetector', array['A3T', 'ABIA', 'ACCA', 'AKIA', 'ASIA'], false),
+        ('AWSKeyDetector', array['aws'], true),
+        ('AzureStorageKeyDetector', array['AccountKey='], false),
+        ('BasicAuthDetector', array['://'], false),
+        ('CloudantDetector', array['key', 'pw', 'pass', 'token', 'cloudant'], true),
+        ('DiscordBotTokenDetector', array['.'], false),
+        ('GitHubTokenDetector', array['ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_'], false),
+        ('GitLabTokenDetector', array['glpat-', 'gldt-', 'glft-', 'glsoat-', 'glrt-', 'GR1348941', 'glcbt-',
+            'glimt-', 'glptt-', 'glagent-', 'gloas-'], false),
+        ('IbmCloudIamDetector', array['key', 'pw', 'pass', 'token'], true),
+        ('IbmCosHmacDetector', array['secret'], true),
+        ('JwtTokenDetector', array['eyJ'], false),
+        ('MailchimpDetector', array['-us'], false),
+        ('NpmDetector', array['/:_authToken='], false),
+        ('OpenAIDetector', array['T3BlbkFJ'], false),
+        ('PrivateKeyDetector', array['PRIVATE KEY', 'PuTTY-User-Key-File-2'], false),
+        ('PypiTokenDetector', array['pypi-AgE'], false),
+        ('SendGridDetector', array['SG.'], false),
+        ('SlackDetector', array['xox', 'hooks.slack.com/services/'], true),
+        ('SoftlayerDetector', array['key', 'pw', 'pass', 'token', 'softlayer'], true),
+        ('SquareOAuthDetector', array['sq0csp-'], false),
+        ('StripeDetector', array['k_live_'], false),
+        ('TelegramBotTokenDetector', array[':'], false),
+        ('TwilioKeyDetector', array['AC', 'SK'], false),
+        ('password in a sentence', array['senha', 'passw', 'pin', 'digo de acesso'], true),
+        ('private key END line', array['PRIVATE KEY'], false),
+        ('encoded key body (PEM lines)', array[E'\n'], false),
+        ('OpenAI project key', array['sk-proj-', 'sk-svcacct-', 'sk-admin-'], false),
+        ('Artifactory token', array['AKC', 'AP'], false)
+    ) as r (name, literals, folded)
+    cross join lateral unnest(r.literals) as l (literal)
+$$;
+
+/*
 _forbidden_views(content text) -> text[]
 
 Purpose: the texts the credential check reads a file as (issue 57 §6: rewritten secrets got
@@ -392,11 +452,14 @@ Purpose: the forbidden-sources check for credentials, in the database whoever wr
   digits and ":" (Telegram), a PEM line of small letters, Slack's "xox" and hooks URL, a password
   word and a space); or a run of 20 and a word of the rules whose value follows a name (aws, pw,
   key, pass, token, secret, softlayer, GitLab's and OpenAI's prefixes, Mailchimp's "-us" and a
-  digit). A view that passes is tried with the rules as three expressions (about 1.4 ms for a 1.5 KB text on these machines, ~30 ms to compile
-  when they are not among the session's 32 cached expressions), and only one they match is read
-  rule by rule. Most prose passes no screen, so ingestion compiles the large expressions only
-  for texts with token-like runs (tests/sql/test_forbidden_rewrites.py: every rule's matches,
-  generated from detect-secrets' own expressions, pass the screen).
+  digit). A view that passes is tried with the rules whose literal it holds
+  (_credential_rule_literals: a prefix such as "ghp_", or the words of the name before the value)
+  as three expressions, and only one they match is read rule by rule. Most prose passes no
+  screen, and a view that does compiles the few rules it could match, not all 48 (the three
+  expressions of all of them take ~30 ms to compile, and the session's cache of 32 compiled
+  expressions does not keep them through ingestion's other checks).
+  tests/sql/test_forbidden_rewrites.py: every rule's matches, generated from detect-secrets' own
+  expressions, are found past the screen and the literals.
 Parameters: content - the text as loaded; cfg - the forbidden_sources config section.
 Returns: the reason ("a credential (GitHubTokenDetector) on line 7", "a credential
   (AWSKeyDetector) written split or spaced", "… in base64", "a credential
@@ -429,27 +492,34 @@ declare
     plain text;
     around text;
     folded text;
+    lowered text;
     hit record;
 begin
-    -- (after the screen, three expressions: the case-sensitive rules without lookaround, the ones
-    -- with it, the case-insensitive ones; one expression of them all costs a third more, and the
-    -- rules one by one overflow PostgreSQL's cache of 32 compiled expressions in a batch; the three
-    -- are compiled again whenever a session's other expressions have pushed them out of it.
-    -- Lookaround is told by strpos, not by one more expression in that cache)
-    select '(' || string_agg(r.pattern, ')|(') filter (where not r.ignore_case and not r.around) || ')',
-        '(' || string_agg(r.pattern, ')|(') filter (where not r.ignore_case and r.around) || ')',
-        '(' || string_agg(r.pattern, ')|(') filter (where r.ignore_case) || ')'
-    into plain, around, folded
-    from (
-        select x.pattern, x.ignore_case,
-            strpos(x.pattern, '(?=') + strpos(x.pattern, '(?!') + strpos(x.pattern, '(?<') > 0 as around
-        from (select * from hipocampo_private._secret_rules()
-            union all select * from hipocampo_private._own_credential_rules()) as x
-    ) as r;
     for v in 1 .. 3 loop
         continue when views[v] = '' or not (views[v] ~ run_marked or views[v] ~ literal
-                or views[v] ~* literal_folded or (views[v] ~ run and views[v] ~* named_folded))
-            or not (views[v] ~ plain or views[v] ~ around or views[v] ~* folded);
+                or views[v] ~* literal_folded or (views[v] ~ run and views[v] ~* named_folded));
+        -- After the screen, the rules whose literal the view holds (_credential_rule_literals), as
+        -- three expressions: the case-sensitive ones without lookaround, the ones with it, the
+        -- case-insensitive ones (the rules one by one would overflow the session's cache of 32
+        -- compiled expressions in a batch; lookaround told by strpos, not by one more expression).
+        lowered := translate(views[v], 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz');
+        select '(' || string_agg(r.pattern, ')|(') filter (where not r.ignore_case and not r.around) || ')',
+            '(' || string_agg(r.pattern, ')|(') filter (where not r.ignore_case and r.around) || ')',
+            '(' || string_agg(r.pattern, ')|(') filter (where r.ignore_case) || ')'
+        into plain, around, folded
+        from (
+            select x.name, x.pattern, x.ignore_case,
+                strpos(x.pattern, '(?=') + strpos(x.pattern, '(?!') + strpos(x.pattern, '(?<') > 0 as around
+            from (select * from hipocampo_private._secret_rules()
+                union all select * from hipocampo_private._own_credential_rules()) as x
+        ) as r
+        where exists (
+            select 1 from hipocampo_private._credential_rule_literals() as l
+            where l.name = r.name
+                and strpos(case when l.folded then lowered else views[v] end, l.literal) > 0
+        );
+        continue when not (coalesce(views[v] ~ plain, false) or coalesce(views[v] ~ around, false)
+            or coalesce(views[v] ~* folded, false));
         -- (Artifactory's prefix, AP and a hex digit, is read in the text as written only: joined
         -- pieces such as "APARTAMENTO 302" have its form)
         select r.name, case when r.ignore_case then regexp_instr(views[v], r.pattern, 1, 1, 0, 'i')

@@ -392,6 +392,7 @@ grant execute on function hipocampo_private._quarantine(k hipocampo_private.know
 grant execute on function hipocampo_private._forbidden_views(content text) to authenticated, service_role;
 grant execute on function hipocampo_private._secret_rules() to authenticated, service_role;
 grant execute on function hipocampo_private._own_credential_rules() to authenticated, service_role;
+grant execute on function hipocampo_private._credential_rule_literals() to authenticated, service_role;
 grant execute on function hipocampo_private._document_states(k hipocampo_private.knowledge_bases, items jsonb, embedding_model text) to authenticated, service_role;
 grant execute on function hipocampo_private._replace_documents(items jsonb, state jsonb, embedding_model text) to authenticated, service_role;
 grant execute on function hipocampo_private._insert_documents(k hipocampo_private.knowledge_bases, items jsonb, state jsonb) to authenticated, service_role;

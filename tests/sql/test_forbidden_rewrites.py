@@ -187,6 +187,18 @@ def test_the_databases_token_rules_are_detect_secrets(db: Conn, world: World) ->
         db.execute("select '' ~ %s", (r["pattern"],))
 
 
+def test_every_credential_rule_has_literals(db: Conn) -> None:
+    """_credential_found tries, on a text its screen lets through, only the rules whose literal
+    the text holds: a rule without literals would never be tried, a literal of no rule is stale."""
+    rows = db.execute(
+        "select r.name, l.name as literal_of from (select name from hipocampo_private._secret_rules()"
+        " union select name from hipocampo_private._own_credential_rules()) as r"
+        " full join (select distinct name from hipocampo_private._credential_rule_literals()) as l"
+        " on l.name = r.name where r.name is null or l.name is null"
+    ).fetchall()
+    assert rows == []
+
+
 DENYLIST = denylist()
 
 # A match of each of hipocampo's own rules (_own_credential_rules), as the screen must let it through.
@@ -222,9 +234,10 @@ SMALL_LETTER_TOKENS = [
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_every_match_of_a_token_rule_is_found_past_the_screen(db: Conn, n: int, data: st.DataObject) -> None:
-    """_credential_found screens a text before its three large expressions (small ones, one of
-    which every rule's match satisfies); a text the rule matches, as PostgreSQL reads the rule,
-    after the PII normalizer, is found: the screen never hides a credential."""
+    """_credential_found screens a text (small expressions, one of which every rule's match
+    satisfies), then tries the rules whose literal it holds; a text the rule matches, as
+    PostgreSQL reads the rule, after the PII normalizer, is found: neither the screen nor the
+    literals hide a credential."""
     name, pattern = DENYLIST[n]
     text = data.draw(st.from_regex(pattern, alphabet=st.characters(codec="ascii", exclude_characters="\x00")))
     row = db.execute(
@@ -241,7 +254,8 @@ def test_every_match_of_a_token_rule_is_found_past_the_screen(db: Conn, n: int, 
 @pytest.mark.parametrize("text", OWN_MATCHES + SMALL_LETTER_TOKENS)
 def test_every_listed_match_is_found_past_the_screen(db: Conn, text: str) -> None:
     """Matches hypothesis does not draw: hipocampo's own rules (written for PostgreSQL) and tokens
-    of small letters only, which the screen finds by a literal or the name before the value."""
+    of small letters only, which the screen finds by a literal or the name before the value;
+    each past the rules' literals too."""
     row = db.execute(
         "select exists (select 1 from (select * from hipocampo_private._secret_rules()"
         " union all select * from hipocampo_private._own_credential_rules()) as r"
