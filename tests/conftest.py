@@ -52,6 +52,37 @@ DEFAULT_MODEL = str(_REPO_CONFIG["embedding"]["model"])
 MODEL = os.environ.get("HIPOCAMPO_TEST_MODEL", DEFAULT_MODEL)
 
 
+# Fixtures that embed text with the configured model: a test using one is not any_model.
+MODEL_FIXTURES = frozenset({"minilm", "embedder", "counting"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """What make test's phases leave to the default phase (issue 60 §6), so that no phase repeats
+    work whose outcome cannot differ from the default phase's: with MiniLM configured
+    (HIPOCAMPO_TEST_MODEL), the tests marked ``any_model``; on the other PostgreSQL version's
+    scratch server (HIPOCAMPO_TEST_SERVER_URL), the tests that never reach the suite's server
+    (no ``database_url`` among their fixtures: they start embedded servers of their own, or none).
+
+    Raises:
+        pytest.UsageError: a test marked ``any_model`` uses a fixture that embeds with the model.
+    """
+    wrong = [i.nodeid for i in items if i.get_closest_marker("any_model") and MODEL_FIXTURES & set(i.fixturenames)]
+    if wrong:
+        raise pytest.UsageError(f"marked any_model but embeds with the configured model: {wrong[:5]}")
+    left: list[pytest.Item] = []
+    if MODEL != DEFAULT_MODEL:
+        left = [i for i in items if i.get_closest_marker("any_model")]
+        why = f"any_model, with {MODEL} configured"
+    elif os.environ.get("HIPOCAMPO_TEST_SERVER_URL"):
+        left = [i for i in items if "database_url" not in i.fixturenames]
+        why = "never reach the scratch server"
+    if left:
+        gone = set(left)
+        config.hook.pytest_deselected(items=left)
+        items[:] = [i for i in items if i not in gone]
+        SUMMARY.append(f"{len(left)} tests left to the default phase ({why})")
+
+
 @pytest.fixture(scope="session")
 def database_url() -> Iterator[str]:
     """URL of a fresh embedded server (data dir under /tmp, deleted afterwards).

@@ -5,6 +5,7 @@ and benchmarks/calibrate_*.py (docs/BENCHMARKS.md, "Thresholds per embedding mod
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 import uuid
 from pathlib import Path
@@ -110,6 +111,13 @@ def test_calibrate_refuses_an_unknown_model() -> None:
     assert res.exit_code == 1 and "unknown local embedding model" in res.output
 
 
+def _cache_home(tmp_path: Path) -> str:
+    """The user cache calibrate keeps its passage vectors in: make test's, which its phases share
+    (HIPOCAMPO_TEST_CACHE_HOME: the PostgreSQL 15 phase embeds the same passages with the same
+    model as the default phase, issue 60 §6), or the test's own, empty."""
+    return os.environ.get("HIPOCAMPO_TEST_CACHE_HOME") or str(tmp_path / "cache")
+
+
 def _slice_datasets(target: Path, queries_per_set: int = 12, turns: int = 40) -> None:
     """A small copy of the shared datasets the calibration reads: the first questions of FaQuAD
     and Quati with their relevant passages, and each LoCoMo conversation cut to its first turns
@@ -161,7 +169,7 @@ def test_calibrate_write_makes_the_measured_values_the_models_calibration(
     user.write_text("# my settings\n[retrieval]\nmatch_count = 7  # more hits\n", "utf-8")
     monkeypatch.setenv("HIPOCAMPO_DATASETS", str(tmp_path / "datasets"))
     monkeypatch.setenv("HIPOCAMPO_CONFIG", str(user))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", _cache_home(tmp_path))
     try:
         res = CliRunner().invoke(app, ["calibrate", "--model", MODEL, "--write", "--json"])
         assert res.exit_code == 0, res.output
@@ -203,7 +211,7 @@ def test_calibrate_weights_chooses_the_fusion_weight_in_a_scratch_database(
     were carried over."""
     _slice_datasets(tmp_path / "datasets", queries_per_set=6, turns=20)
     monkeypatch.setenv("HIPOCAMPO_DATASETS", str(tmp_path / "datasets"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", _cache_home(tmp_path))
     with psycopg.connect(database_url) as conn:
         tenants = conn.execute("select count(*) from hipocampo_private.tenants").fetchone()
     res = CliRunner().invoke(app, ["calibrate", "--model", MODEL, "--weights", "--json"])

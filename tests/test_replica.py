@@ -19,6 +19,10 @@ from tools.replica_pair import ReplicaPair
 from .conftest import World
 from .reads import READS, RECORDED, act_on, reader
 
+# any_model: the reads, not the model, are the subject (make pytest-minilm leaves those tests to the
+# default phase; tests/conftest.py); serve's and the edge function's embed the question.
+any_model = pytest.mark.any_model
+
 Conn = psycopg.Connection[dict[str, Any]]
 # Volatile parts of an answer: timestamps the server stamps on reading (a session's expiry).
 VOLATILE = {"expires_at", "latency_ms"}
@@ -66,6 +70,7 @@ def _stable(value: Any) -> Any:
     return value
 
 
+@any_model
 def test_the_standby_is_a_hot_standby(pair: ReplicaPair, data: dict[str, Any]) -> None:
     with psycopg.connect(pair.standby_url) as conn:
         assert conn.execute("select pg_is_in_recovery()").fetchone() == (True,)
@@ -73,6 +78,7 @@ def test_the_standby_is_a_hot_standby(pair: ReplicaPair, data: dict[str, Any]) -
             conn.execute("select hipocampo.drain_read_queue()")
 
 
+@any_model
 @pytest.mark.parametrize("read", sorted(READS))
 def test_a_read_on_the_standby_gives_the_primary_s_rows_and_is_recorded_there(
     pair: ReplicaPair, data: dict[str, Any], read: str
@@ -94,6 +100,7 @@ def test_a_read_on_the_standby_gives_the_primary_s_rows_and_is_recorded_there(
     assert [(r["rpc"], r["caller"], r["caller_role"], r["tenant_id"]) for r in recorded] == want
 
 
+@any_model
 def test_rls_and_the_caller_model_hold_on_the_standby(pair: ReplicaPair, data: dict[str, Any]) -> None:
     world: World = data["world"]
     args = data["args"]
@@ -114,6 +121,7 @@ def test_rls_and_the_caller_model_hold_on_the_standby(pair: ReplicaPair, data: d
     "view",
     ["rag_search_stats", "read_stats", "memory_metrics", "memory_events_daily", "embedding_stats", "rag_answer_stats"],
 )
+@any_model
 def test_the_dashboard_views_read_the_same_on_the_standby(pair: ReplicaPair, data: dict[str, Any], view: str) -> None:
     world: World = data["world"]
     admin = ("authenticated", world.admin_a, world.tenant_a)
@@ -122,6 +130,7 @@ def test_the_dashboard_views_read_the_same_on_the_standby(pair: ReplicaPair, dat
     assert _read(pair.standby_url, admin, sql, {}) == _read(pair.primary_url, admin, sql, {})
 
 
+@any_model
 def test_standby_reads_reach_the_access_log_once_drained(pair: ReplicaPair, data: dict[str, Any]) -> None:
     world: World = data["world"]
     marker = f"prazo {uuid.uuid4().hex[:6]}"
@@ -150,6 +159,7 @@ def late_pair() -> Iterator[ReplicaPair]:
         servers.stop()
 
 
+@any_model
 def test_a_user_reads_their_own_write_from_a_late_replica(late_pair: ReplicaPair) -> None:
     from hipocampo.client import Actor, Hipocampo
 
@@ -179,6 +189,7 @@ def test_a_user_reads_their_own_write_from_a_late_replica(late_pair: ReplicaPair
         assert me.read_counts == {"replica": 2, "primary": 0, "primary_after_write": 1}
 
 
+@any_model
 def test_a_transaction_that_only_read_does_not_hold_back_the_next_read(late_pair: ReplicaPair) -> None:
     """Only a transaction that wrote (it has an xid) notes an LSN to wait for: one that read does not
     make the actor's next read wait for other users' writes to be replayed."""
@@ -196,6 +207,7 @@ def test_a_transaction_that_only_read_does_not_hold_back_the_next_read(late_pair
         assert me.read_counts == {"replica": 1, "primary": 0, "primary_after_write": 0}
 
 
+@any_model
 def test_db_status_shows_the_replica_lag(pair: ReplicaPair, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 

@@ -13,6 +13,10 @@ import pytest
 
 from hipocampo.text import plain_text
 
+# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
+# the default phase (tests/conftest.py).
+pytestmark = pytest.mark.any_model
+
 CASES = [
     ("# Regimento ## Capítulo II - Das multas Art. 11º", "Regimento Capítulo II - Das multas Art. 11º"),
     ("## Capítulo I\nArt. 1º", "Capítulo I\nArt. 1º"),

@@ -9,8 +9,13 @@ import uuid
 from typing import Any
 
 import psycopg
+import pytest
 
 from ..conftest import World
+
+# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
+# the default phase (tests/conftest.py).
+pytestmark = pytest.mark.any_model
 
 Conn = psycopg.Connection[dict[str, Any]]
 

@@ -15,6 +15,10 @@ import pytest
 
 from ..conftest import MODEL, World, unit_vector
 
+# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
+# the default phase (tests/conftest.py).
+pytestmark = pytest.mark.any_model
+
 Conn = psycopg.Connection[dict[str, Any]]
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "forbidden"

@@ -17,6 +17,10 @@ import pytest
 
 from hipocampo import db as hdb
 
+# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
+# the default phase (tests/conftest.py).
+pytestmark = pytest.mark.any_model
+
 Conn = psycopg.Connection[dict[str, Any]]
 JOBS = {
     "hipocampo-memory-maintenance": ("17 3 * * *", "select hipocampo.run_memory_maintenance()"),

@@ -25,6 +25,10 @@ from hipocampo.config import repo_root
 
 from ..conftest import SUMMARY
 
+# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
+# the default phase (tests/conftest.py).
+pytestmark = pytest.mark.any_model
+
 PGTAP = repo_root() / ".pgtap"
 TESTS = sorted((repo_root() / "supabase" / "tests" / "database").glob("*.test.sql"))
 

@@ -20,6 +20,10 @@ import pytest
 from ..conftest import MODEL, World, unit_vector
 from .test_conversations import add
 
+# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
+# the default phase (tests/conftest.py).
+pytestmark = pytest.mark.any_model
+
 Conn = psycopg.Connection[dict[str, Any]]
 
 # kind, the value as usually written (its digit groups split by "." "-" "/" or " ")
