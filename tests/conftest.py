@@ -56,6 +56,14 @@ MODEL = os.environ.get("HIPOCAMPO_TEST_MODEL", DEFAULT_MODEL)
 MODEL_FIXTURES = frozenset({"minilm", "embedder", "counting"})
 
 
+def _any_model(item: pytest.Item) -> bool:
+    """Whether the test is marked ``any_model``: its module's mark, unless the test itself says
+    ``@pytest.mark.any_model(False)`` (a test of such a module whose outcome is the model's, e.g.
+    a recall through the CLI)."""
+    mark = item.get_closest_marker("any_model")
+    return mark is not None and (not mark.args or bool(mark.args[0]))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """What make test's phases leave to the default phase (issue 60 §6), so that no phase repeats
     work whose outcome cannot differ from the default phase's: with MiniLM configured
@@ -66,12 +74,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     Raises:
         pytest.UsageError: a test marked ``any_model`` uses a fixture that embeds with the model.
     """
-    wrong = [i.nodeid for i in items if i.get_closest_marker("any_model") and MODEL_FIXTURES & set(i.fixturenames)]
+    wrong = [i.nodeid for i in items if _any_model(i) and MODEL_FIXTURES & set(i.fixturenames)]
     if wrong:
         raise pytest.UsageError(f"marked any_model but embeds with the configured model: {wrong[:5]}")
     left: list[pytest.Item] = []
     if MODEL != DEFAULT_MODEL:
-        left = [i for i in items if i.get_closest_marker("any_model")]
+        left = [i for i in items if _any_model(i)]
         why = f"any_model, with {MODEL} configured"
     elif os.environ.get("HIPOCAMPO_TEST_SERVER_URL"):
         left = [i for i in items if "database_url" not in i.fixturenames]

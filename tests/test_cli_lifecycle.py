@@ -244,6 +244,7 @@ def test_the_hubs_local_user_is_an_admin_of_the_tenant_named(database_url: str) 
         _dev_user(database_url, "s" * 48, "nao-existe-" + slug)
 
 
+@pytest.mark.any_model(False)  # the recall's hit is the configured model's
 def test_memory_commands_print_tables_and_take_emotion(database_url: str) -> None:
     slug = f"life-{uuid.uuid4().hex[:8]}"
     ok("tenant", "create", "Condomínio", "--slug", slug)
