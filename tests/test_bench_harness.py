@@ -16,8 +16,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench  # noqa: E402
 import report  # noqa: E402
 
-# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
-# the default phase (tests/conftest.py).
 pytestmark = pytest.mark.any_model
 
 

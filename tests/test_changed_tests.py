@@ -7,8 +7,6 @@ import pytest
 from tools.changed_tests import EDGE, SCHEMA
 from tools.changed_tests import tests_for as pick  # (not collected as a test)
 
-# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
-# the default phase (tests/conftest.py).
 pytestmark = pytest.mark.any_model
 
 

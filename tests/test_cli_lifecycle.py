@@ -24,8 +24,6 @@ from hipocampo.cli.memory import LOCAL_USER
 
 from .conftest import MODEL
 
-# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
-# the default phase (tests/conftest.py).
 pytestmark = pytest.mark.any_model
 
 runner = CliRunner()

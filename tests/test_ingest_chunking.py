@@ -19,8 +19,6 @@ from hipocampo.ingest.chunking import (
     split_sentences,
 )
 
-# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
-# the default phase (tests/conftest.py).
 pytestmark = pytest.mark.any_model
 
 RULES = {k: ChunkingRule.from_config(v) for k, v in load_config()["chunking"].items()}

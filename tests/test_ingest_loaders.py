@@ -11,8 +11,6 @@ import pytest
 from hipocampo.errors import LoaderError
 from hipocampo.ingest.loaders import load_path
 
-# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
-# the default phase (tests/conftest.py).
 pytestmark = pytest.mark.any_model
 
 TEXT = "Art. 1º O horário de silêncio vai das 22h às 8h."

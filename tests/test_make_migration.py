@@ -26,7 +26,6 @@ from tools import make_migration as mm
 from tools.catalog import diff, snapshot
 from tools.schema_build import SUPABASE, build_from_schemas
 
-# (any_model: make pytest-minilm leaves it to the default phase; tests/conftest.py)
 pytestmark = [pytest.mark.usefixtures("database_url"), pytest.mark.any_model]
 SQLFLUFF = str(SUPABASE.parent / ".sqlfluff")
 

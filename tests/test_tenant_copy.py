@@ -25,8 +25,6 @@ from hipocampo.db.tenant_copy import SIGNATURE, TenantCopyError, export_tenant, 
 from .conftest import World
 from .reads import READS, TIMELESS, act_on, reader
 
-# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
-# the default phase (tests/conftest.py).
 pytestmark = pytest.mark.any_model
 
 Conn = psycopg.Connection[dict[str, Any]]

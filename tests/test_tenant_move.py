@@ -26,8 +26,6 @@ from .conftest import World
 from .reads import READS, TIMELESS, reader
 from .test_tenant_copy import _act, _read
 
-# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
-# the default phase (tests/conftest.py).
 pytestmark = pytest.mark.any_model
 
 

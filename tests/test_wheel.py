@@ -27,8 +27,6 @@ from pathlib import Path
 
 import pytest
 
-# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
-# the default phase (tests/conftest.py).
 pytestmark = pytest.mark.any_model
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,8 +19,6 @@ from typing import Any
 import psycopg
 import pytest
 
-# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
-# the default phase (tests/conftest.py).
 pytestmark = pytest.mark.any_model
 
 SCHEMAS = ("hipocampo", "hipocampo_private")

@@ -22,8 +22,6 @@ from hipocampo import db as hdb
 from tools.catalog import diff, snapshot
 from tools.schema_build import build_from_schemas, schema_files
 
-# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
-# the default phase (tests/conftest.py).
 pytestmark = pytest.mark.any_model
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,8 +21,6 @@ from tools.secret_rules import denylist, rules, to_postgres
 
 from ..conftest import MODEL, World, unit_vector
 
-# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
-# the default phase (tests/conftest.py).
 pytestmark = pytest.mark.any_model
 
 Conn = psycopg.Connection[dict[str, Any]]

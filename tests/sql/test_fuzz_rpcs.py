@@ -29,8 +29,6 @@ from hypothesis import strategies as st
 
 from ..conftest import DIMS, MODEL, SUMMARY_AT_END, World, unit_vector, vec_text
 
-# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
-# the default phase (tests/conftest.py).
 pytestmark = pytest.mark.any_model
 
 Conn = psycopg.Connection[dict[str, Any]]

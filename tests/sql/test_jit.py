@@ -19,8 +19,6 @@ import pytest
 from ..conftest import World, unit_vector, vec_text
 from .test_conversations import Conn, add
 
-# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
-# the default phase (tests/conftest.py).
 pytestmark = pytest.mark.any_model
 
 

@@ -25,8 +25,6 @@ from hipocampo.config import repo_root
 
 from ..conftest import SUMMARY
 
-# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
-# the default phase (tests/conftest.py).
 pytestmark = pytest.mark.any_model
 
 PGTAP = repo_root() / ".pgtap"

@@ -11,8 +11,6 @@ import pytest
 from ..conftest import World
 from .memory_helpers import remember
 
-# Its outcome does not depend on the configured embedding model: make pytest-minilm leaves it to
-# the default phase (tests/conftest.py).
 pytestmark = pytest.mark.any_model
 
 Conn = psycopg.Connection[dict[str, Any]]
