@@ -346,7 +346,7 @@ begin
             'rrf_k', 'rerank', 'mmr_lambda', 'dedupe_threshold', 'bm25_k1', 'bm25_b', 'freshness_half_life_days',
             'exact_scan_max_rows', 'candidate_multiplier', 'min_candidates', 'hnsw_ef_search', 'hnsw_visit_cost',
             'trust_recency_similarity_weight', 'trust_recency_trust_weight', 'trust_recency_freshness_weight',
-            'coverage_dense_boost', 'coverage_exponent'
+            'coverage_dense_boost', 'coverage_exponent', 'lexical_postings_budget'
         ]) as key
         where r -> key is null or r -> key = 'null'::jsonb
     ) then
@@ -642,6 +642,81 @@ as $$
 $$;
 
 /*
+_bm25_complete(tenant uuid, t_kb uuid[], t_lex text[], t_idf double precision[],
+  t_avg double precision[], t_read boolean[], k1 double precision, b double precision,
+  partial_ids bigint[], partial_scores double precision[], depth integer, dense_ids bigint[],
+  out ids bigint[], out scores double precision[])
+
+Purpose: the bounded lexical leg's second step (issue 60 §2): the chunks that can rank (the best
+  `depth` by the terms read in full, and the dense leg's candidates) get the BM25 of the terms
+  not read (t_read false), looked up by key in kb_postings for those chunks only, added to their
+  partial score. A chunk outside them that holds only unread terms is not scored: the leg is then
+  approximate (docs/BENCHMARKS.md §The lexical leg's postings budget).
+Parameters: tenant; the term lists of _lexical_leg (knowledge base, lexeme, idf, average chunk
+  length in tokens, read in full or not); k1, b - BM25's; partial_ids / partial_scores - every
+  chunk holding a term read, best first, with its score over those terms; depth - how many of
+  them are completed (chunks); dense_ids - the dense leg's candidates (scored whatever their rank).
+Returns: ids and scores (BM25 over every term), best first (ties: lower id); chunks scoring 0
+  (a dense candidate holding no term) left out.
+Errors: none.
+Example: select * from hipocampo_private._bm25_complete(tenant, t_kb, t_lex, t_idf, t_avg, t_read, 1.2, 0.75,
+  p_ids, p_scores, 320, dense.ids);
+*/
+create or replace function hipocampo_private._bm25_complete(
+    tenant uuid, t_kb uuid[], t_lex text[], t_idf double precision[], t_avg double precision[], t_read boolean[],
+    k1 double precision, b double precision, partial_ids bigint[], partial_scores double precision[],
+    depth integer, dense_ids bigint[], out ids bigint[], out scores double precision[]
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    cand_ids bigint [];
+    cand_partial double precision [];
+begin
+    select coalesce(array_agg(u.id order by u.id), '{}'), coalesce(array_agg(u.partial order by u.id), '{}')
+    into cand_ids, cand_partial
+    from (
+        select x.id, coalesce(max(p.score), 0) as partial
+        from (
+            select unnest(partial_ids[1:depth]) as id
+            union
+            select unnest(dense_ids)
+        ) as x
+        left join unnest(partial_ids, partial_scores) as p (id, score) on p.id = x.id
+        group by x.id
+    ) as u;
+
+    select coalesce(array_agg(s.id order by s.score desc, s.id), '{}'),
+        coalesce(array_agg(s.score order by s.score desc, s.id), '{}')
+    into ids, scores
+    from (
+        select c.id, c.partial + coalesce(sum(p.part), 0) as score
+        from unnest(cand_ids, cand_partial) as c (id, partial)
+        left join (
+            -- Each unread term's postings of the candidates: one key probe per candidate (an
+            -- array of sorted ids) in the term's primary-key range.
+            select ps.chunk_id,
+                tm.idf * ps.tf * (k1 + 1) / (ps.tf + k1 * (1 - b + b * ps.chunk_length / tm.avg_len)) as part
+            from unnest(t_kb, t_lex, t_idf, t_avg, t_read) as tm (kb_id, lexeme, idf, avg_len, r)
+            cross join lateral (
+                select q.chunk_id, q.tf, q.chunk_length
+                from hipocampo_private.kb_postings as q
+                where q.tenant_id = tenant and q.kb_id = tm.kb_id and q.lexeme = tm.lexeme
+                  and q.chunk_id = any(cand_ids)
+                offset 0
+            ) as ps
+            where not tm.r
+        ) as p on p.chunk_id = c.id
+        group by c.id, c.partial
+    ) as s
+    where s.score > 0;
+end;
+$$;
+
+/*
 _lexical_leg(tenant uuid, scope uuid[], model text, query_text text, source_types text[],
   metadata_filter jsonb, settings jsonb, dense_ids bigint[], out ids bigint[],
   out scores double precision[], out dense_scores double precision[], out coverage double precision)
@@ -650,18 +725,24 @@ Purpose: hybrid_search's lexical leg: Okapi BM25 (k1 = settings.bm25_k1, b = set
   with OR semantics over the query's stemmed, unaccented lexemes (each knowledge base's
   language), read from the inverted index kb_postings: one primary-key range per term, then
   arithmetic; idf and the average length from the per-KB statistics (kb_term_stats,
-  kb_text_stats). The filters (model, status, expiry, source type, metadata) are checked on the
-  best 4 * settings.candidates first; every scored chunk only when they leave too few.
+  kb_text_stats). Bounded (issue 60 §2): the rarest terms' postings are read in full while they
+  sum to at most settings.lexical_postings_budget (the rarest term holding any always; 0: every
+  term), and the other terms are scored by key for the best 4 * settings.candidates by the terms
+  read and the dense candidates only (_bm25_complete): exact whenever the question's terms hold
+  at most the budget's postings, approximate above (a chunk holding only the common terms is not
+  scored). The filters (model, status, expiry, source type, metadata) are checked on the best
+  4 * settings.candidates first; every scored chunk only when they leave too few, and when even
+  those of a bounded read are too few, again over every posting of every term.
 Parameters: scope and model from _search_scope; settings from _search_settings; dense_ids, the
   dense leg's candidates (_dense_leg); the others as hybrid_search's.
 Returns: ids and scores (BM25), at most settings.candidates, best first, after the filters;
   dense_scores, the BM25 score of each of dense_ids in its order (0 for a chunk holding no query
-  term), which the fusion gives a dense-only candidate (only these leave the leg: handing _fuse
-  every scored chunk of a large knowledge base was a third of its time); coverage, the
-  idf-weighted share of the query's lexemes in the best scored chunk's language
-  (settings.question_stopwords left out; one the knowledge base lacks counts with the idf of
-  df 0) that the chunk holds, 0..1 (null when no chunk holds a query term; _coverage), which
-  _fuse weighs the dense leg by.
+  term; over every term, bounded or not), which the fusion gives a dense-only candidate (only
+  these leave the leg: handing _fuse every scored chunk of a large knowledge base was a third of
+  its time); coverage, the idf-weighted share of the query's lexemes in the best scored chunk's
+  language (settings.question_stopwords left out; one the knowledge base lacks counts with the
+  idf of df 0) that the chunk holds, 0..1 (null when no chunk holds a query term; _coverage),
+  which _fuse weighs the dense leg by.
 Errors: none.
 Example: select * from hipocampo_private._lexical_leg(tenant, array[kb], model, 'prazo', null, null, settings,
   dense.ids);
@@ -680,22 +761,29 @@ declare
     n_cand integer := (settings ->> 'candidates')::integer;
     k1 double precision := (settings ->> 'bm25_k1')::double precision;
     b double precision := (settings ->> 'bm25_b')::double precision;
+    budget bigint := (settings ->> 'lexical_postings_budget')::bigint;
     t_kb uuid [];
     t_lex text [];
     t_idf double precision [];
     t_avg double precision [];
-    scored_ids bigint [];  -- every chunk of the scope holding a query term, best first (unfiltered)
+    t_df bigint [];
+    t_read boolean [];  -- the term's postings are read in full
+    scored_ids bigint [];  -- the chunks scored, best first (unfiltered)
     scored_scores double precision [];
     lim integer;
 begin
-    -- One term list per knowledge base: every lexeme of the question with its BM25 idf (a lexeme
-    -- the knowledge base lacks at df 0: no postings to score, but part of the question's whole).
+    -- One term list per knowledge base, the rarest first: every lexeme of the question with its
+    -- BM25 idf (a lexeme the knowledge base lacks at df 0: no postings to score, but part of the
+    -- question's whole).
     select
-        coalesce(array_agg(q.kb_id), '{}'),
-        coalesce(array_agg(q.lexeme), '{}'),
-        coalesce(array_agg(ln(1 + (st.chunk_count - q.df + 0.5) / (q.df + 0.5))), '{}'),
-        coalesce(array_agg(st.token_total::double precision / greatest(st.chunk_count, 1)), '{}')
-    into t_kb, t_lex, t_idf, t_avg
+        coalesce(array_agg(q.kb_id order by q.df, q.kb_id, q.lexeme), '{}'),
+        coalesce(array_agg(q.lexeme order by q.df, q.kb_id, q.lexeme), '{}'),
+        coalesce(array_agg(ln(1 + (st.chunk_count - q.df + 0.5) / (q.df + 0.5)) order by q.df, q.kb_id, q.lexeme), '{}'),
+        coalesce(array_agg(
+            st.token_total::double precision / greatest(st.chunk_count, 1) order by q.df, q.kb_id, q.lexeme
+        ), '{}'),
+        coalesce(array_agg(q.df order by q.df, q.kb_id, q.lexeme), '{}')
+    into t_kb, t_lex, t_idf, t_avg, t_df
     from (
         select kb.id as kb_id, u.lexeme, coalesce(ts.doc_freq, 0) as df
         from hipocampo_private.knowledge_bases as kb
@@ -707,44 +795,66 @@ begin
     inner join hipocampo_private.kb_text_stats as st
         on st.kb_id = q.kb_id and st.embedding_model = model;
 
-    select
-        coalesce(array_agg(x.chunk_id order by x.score desc, x.chunk_id), '{}'),
-        coalesce(array_agg(x.score order by x.score desc, x.chunk_id), '{}')
-    into scored_ids, scored_scores
+    -- The terms read in full: the rarest while their postings sum to at most the budget, and the
+    -- first term holding any whatever its count.
+    select coalesce(array_agg(x.r order by x.o), '{}') into t_read
     from (
-        select p.chunk_id,
-            sum(tm.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.chunk_length / tm.avg_len))) as score
-        from unnest(t_kb, t_lex, t_idf, t_avg) as tm (kb_id, lexeme, idf, avg_len)
-        -- One primary-key range per term: "offset 0" keeps the planner from flattening the
-        -- lateral subquery into a join it may run as a scan of all the tenant's postings.
-        cross join lateral (
-            select ps.chunk_id, ps.tf, ps.chunk_length
-            from hipocampo_private.kb_postings as ps
-            where ps.tenant_id = tenant and ps.kb_id = tm.kb_id and ps.lexeme = tm.lexeme
-            offset 0
-        ) as p
-        group by p.chunk_id
+        select t.o, budget = 0
+            or coalesce(sum(t.df) over (order by t.o rows between unbounded preceding and 1 preceding), 0) = 0
+            or sum(t.df) over (order by t.o) <= budget as r
+        from unnest(t_df) with ordinality as t (df, o)
     ) as x;
-    coverage := hipocampo_private._coverage(tenant, scored_ids[1], query_text, t_kb, t_lex, t_idf, settings);
 
-    for pass in 1..2 loop
-        lim := case when pass = 1 then n_cand * 4 else cardinality(scored_ids) end;
-        select coalesce(array_agg(f.id order by f.ord), '{}'), coalesce(array_agg(f.score order by f.ord), '{}')
-        into ids, scores
+    loop
+        select
+            coalesce(array_agg(x.chunk_id order by x.score desc, x.chunk_id), '{}'),
+            coalesce(array_agg(x.score order by x.score desc, x.chunk_id), '{}')
+        into scored_ids, scored_scores
         from (
-            select u.id, u.score, u.ord
-            from unnest(scored_ids[1:lim], scored_scores[1:lim]) with ordinality as u (id, score, ord)
-            inner join hipocampo_private.chunks as c on c.id = u.id
-            inner join hipocampo_private.documents as d on d.id = c.document_id
-            where c.embedding_model = model
-              and (_lexical_leg.source_types is null or d.source_type = any(_lexical_leg.source_types))
-              and (_lexical_leg.metadata_filter is null or c.metadata @> _lexical_leg.metadata_filter)
-              and d.status = 'active'
-              and (c.expires_at is null or c.expires_at > now())
-            order by u.ord
-            limit n_cand
-        ) as f;
-        exit when cardinality(ids) >= n_cand or cardinality(scored_ids) <= n_cand * 4;
+            select p.chunk_id,
+                sum(tm.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.chunk_length / tm.avg_len))) as score
+            from unnest(t_kb, t_lex, t_idf, t_avg, t_read) as tm (kb_id, lexeme, idf, avg_len, r)
+            -- One primary-key range per term: "offset 0" keeps the planner from flattening the
+            -- lateral subquery into a join it may run as a scan of all the tenant's postings.
+            cross join lateral (
+                select ps.chunk_id, ps.tf, ps.chunk_length
+                from hipocampo_private.kb_postings as ps
+                where ps.tenant_id = tenant and ps.kb_id = tm.kb_id and ps.lexeme = tm.lexeme
+                offset 0
+            ) as p
+            where tm.r
+            group by p.chunk_id
+        ) as x;
+        if false = any(t_read) then
+            select c.ids, c.scores into scored_ids, scored_scores
+            from hipocampo_private._bm25_complete(
+                tenant, t_kb, t_lex, t_idf, t_avg, t_read, k1, b, scored_ids, scored_scores, n_cand * 4, dense_ids
+            ) as c;
+        end if;
+        coverage := hipocampo_private._coverage(tenant, scored_ids[1], query_text, t_kb, t_lex, t_idf, settings);
+
+        for pass in 1..2 loop
+            lim := case when pass = 1 then n_cand * 4 else cardinality(scored_ids) end;
+            select coalesce(array_agg(f.id order by f.ord), '{}'), coalesce(array_agg(f.score order by f.ord), '{}')
+            into ids, scores
+            from (
+                select u.id, u.score, u.ord
+                from unnest(scored_ids[1:lim], scored_scores[1:lim]) with ordinality as u (id, score, ord)
+                inner join hipocampo_private.chunks as c on c.id = u.id
+                inner join hipocampo_private.documents as d on d.id = c.document_id
+                where c.embedding_model = model
+                  and (_lexical_leg.source_types is null or d.source_type = any(_lexical_leg.source_types))
+                  and (_lexical_leg.metadata_filter is null or c.metadata @> _lexical_leg.metadata_filter)
+                  and d.status = 'active'
+                  and (c.expires_at is null or c.expires_at > now())
+                order by u.ord
+                limit n_cand
+            ) as f;
+            exit when cardinality(ids) >= n_cand or cardinality(scored_ids) <= n_cand * 4;
+        end loop;
+        exit when cardinality(ids) >= n_cand or true = all(t_read);
+        -- The filters left too few of a bounded read's chunks: every posting of every term.
+        t_read := array_fill(true, array[cardinality(t_read)]);
     end loop;
     select coalesce(array_agg(coalesce(sc.score, 0) order by dl.ord), '{}') into dense_scores
     from unnest(dense_ids) with ordinality as dl (id, ord)

@@ -250,17 +250,24 @@ def test_expired_rows_are_purged(db: psycopg.Connection[dict[str, Any]], world: 
     assert row is not None and (row["r"]["documents"], row["r"]["chunks"]) == (0, 2)
 
 
-def test_lexical_scores_are_okapi_bm25(db: psycopg.Connection[dict[str, Any]], world: World) -> None:
+@pytest.mark.parametrize("budget", [8000, 1])
+def test_lexical_scores_are_okapi_bm25(db: psycopg.Connection[dict[str, Any]], world: World, budget: int) -> None:
     """Every returned chunk's lexical_score is Okapi BM25 over the KB's postings and statistics,
     computed here independently: lexical hits, and dense hits outside the lexical leg's candidates
-    (scored in a second step) alike."""
+    (scored in a second step) alike, whether every term's postings are read or, beyond a
+    lexical_postings_budget of 1, the common terms' only by key."""
     world.act("service_role")
     # Candidates per leg = match_count (5). Eight chunks carry the query's term, longer and longer
     # (lower BM25); the three longest lie closest to the query vector, so the dense leg brings
     # them in from outside the lexical leg's five.
     db.execute(
         "update hipocampo_private.settings set config = %s::jsonb where tenant_id = %s",
-        (json.dumps({"retrieval": {"candidate_multiplier": 1, "min_candidates": 1}}), world.tenant_a),
+        (
+            json.dumps(
+                {"retrieval": {"candidate_multiplier": 1, "min_candidates": 1, "lexical_postings_budget": budget}}
+            ),
+            world.tenant_a,
+        ),
     )
     chunks = [
         {
@@ -313,7 +320,9 @@ def test_lexical_scores_are_okapi_bm25(db: psycopg.Connection[dict[str, Any]], w
     }
     world.act("authenticated", world.member_a, world.tenant_a)
     rows = search(db, "prazo de trancamento", emb=Q, match_count=5, dense_weight=10.0)
-    assert len(rows) == 5
+    # Within a budget of 1 the lexical candidates are the rare term's chunks and the dense leg's,
+    # three of which share one vector: the dedupe leaves four rows.
+    assert len(rows) == (5 if budget == 8000 else 4)
     fifth = sorted(expected.values(), reverse=True)[4]
     assert any(0 < expected[r["chunk_id"]] < fifth for r in rows)  # scored in the second step
     assert {r["chunk_id"]: r["lexical_score"] for r in rows} == pytest.approx(
@@ -659,3 +668,92 @@ def test_a_scope_small_beside_the_graph_is_scanned_exactly(
     assert dense, "the dense leg's statement was not seen"
     walked = any("::extensions.vector(" in p for p in dense)
     assert walked == (path == "hnsw"), dense
+
+
+def _budget_world(db: psycopg.Connection[dict[str, Any]], world: World, budget: int) -> dict[str, int]:
+    """kb_a gains a rare term (zircônio, in three long chunks, one of them also holding the common
+    term) beside a common one (quartzo, in four more chunks), a short chunk holding quartzo alone
+    five times (lexically the best), four penalty chunks holding quartzo and three
+    penalty chunks holding neither at the query vector (the dense leg's candidates); candidates
+    per leg = match_count. Returns the chunks' ids by their text."""
+    world.act("service_role")
+    db.execute(
+        "update hipocampo_private.settings set config = %s::jsonb where tenant_id = %s",
+        (
+            json.dumps(
+                {"retrieval": {"candidate_multiplier": 1, "min_candidates": 1, "lexical_postings_budget": budget}}
+            ),
+            world.tenant_a,
+        ),
+    )
+    long = " ".join(f"palavra{j}" for j in range(60))
+    texts = [f"O zircônio {i} aparece nesta rocha antiga e dura, {long}." for i in range(2)]
+    texts.append(f"O zircônio aparece ao lado do quartzo nesta rocha antiga e dura, {long}.")
+    texts += [f"Uma rocha {i} de quartzo entre muitas outras pedras da serra." for i in range(4)]
+    texts.append("Quartzo quartzo quartzo quartzo quartzo.")
+    world.ingest(world.kb_a, "rocks", texts, seed=11)
+    for items in (
+        [f"Multa {i} paga em quartzo lapidado." for i in range(4)],
+        [f"Texto neutro {i} sem as palavras procuradas." for i in range(3)],
+    ):
+        chunks = [
+            {
+                "chunk_index": i,
+                "content": t,
+                "content_hash": f"{t}-h",
+                "embedding": unit_vector(7) if t.startswith("Texto") else unit_vector(3000 + i),
+            }
+            for i, t in enumerate(items)
+        ]
+        doc = {"title": items[0], "source_uri": f"test://{items[0]}", "content_hash": items[0]}
+        doc["source_type"] = "penalty"
+        db.execute(
+            "select hipocampo.ingest_document(%s, %s::jsonb, %s::jsonb, %s)",
+            (world.kb_a, json.dumps(doc), json.dumps(chunks), MODEL),
+        )
+    return {
+        r["content"]: r["id"]
+        for r in db.execute("select id, content from hipocampo_private.chunks where kb_id = %s", (world.kb_a,))
+    }
+
+
+@pytest.mark.parametrize("budget", [0, 3])
+def test_the_lexical_leg_reads_common_terms_by_key_beyond_its_postings_budget(
+    db: psycopg.Connection[dict[str, Any]], world: World, budget: int
+) -> None:
+    """retrieval.lexical_postings_budget (issue 60 §2): the rare term's postings (3) are read in
+    full, the common term's (10) beyond a budget of 3 only by key for the chunks that can rank.
+    The chunk holding only the common term, lexically the best, is then not scored, and the chunk
+    holding both keeps its whole BM25 score; with 0 (every posting) the common-only chunk ranks."""
+    ids = _budget_world(db, world, budget)
+    both = next(i for t, i in ids.items() if "zircônio aparece ao lado do quartzo" in t)
+    world.act("authenticated", world.member_a, world.tenant_a)
+    rows = search(db, "zircônio quartzo", match_count=3, dense_weight=1e-6)
+    by_id = {r["chunk_id"]: r["lexical_score"] for r in rows}
+    assert both in by_id
+    assert (ids["Quartzo quartzo quartzo quartzo quartzo."] in by_id) == (budget == 0), rows
+    world.act("service_role")
+    db.execute(
+        "update hipocampo_private.settings set config = config #- '{retrieval,lexical_postings_budget}'"
+        " where tenant_id = %s",
+        (world.tenant_a,),
+    )
+    world.act("authenticated", world.member_a, world.tenant_a)
+    exact = {
+        r["chunk_id"]: r["lexical_score"] for r in search(db, "zircônio quartzo", match_count=3, dense_weight=1e-6)
+    }
+    assert by_id[both] == pytest.approx(exact[both])
+
+
+def test_a_bounded_lexical_leg_the_filters_leave_short_reads_every_posting(
+    db: psycopg.Connection[dict[str, Any]], world: World
+) -> None:
+    """Within the budget the candidates are the rare term's chunks and the dense leg's; when the
+    filters leave fewer than the candidates asked of them (source_types penalty: none of those
+    holds the rare term), the leg reads every term's postings again, so the penalty chunks holding
+    the common term score."""
+    _budget_world(db, world, 3)
+    world.act("authenticated", world.member_a, world.tenant_a)
+    rows = search(db, "zircônio quartzo", match_count=3, dense_weight=1e-6, source_types=["penalty"])
+    assert len(rows) == 3
+    assert all(r["content"].startswith("Multa") and r["lexical_score"] > 0 for r in rows), rows
