@@ -642,6 +642,66 @@ as $$
 $$;
 
 /*
+_lexical_terms(scope uuid[], model text, query_text text, budget bigint, out t_kb uuid[],
+  out t_lex text[], out t_idf double precision[], out t_avg double precision[],
+  out t_read boolean[])
+
+Purpose: the lexical leg's term list (issue 60 §2): every lexeme of the question in each
+  knowledge base of the scope (_question_words), the rarest first, with its BM25 idf (a lexeme
+  the knowledge base lacks at df 0: no postings to score, but part of the question's whole) and
+  the knowledge base's average chunk length; and which terms' postings are read in full: the
+  rarest while their postings sum to at most the budget, and the first term holding any whatever
+  its count (budget 0: every term).
+Parameters: scope, model - as _lexical_leg's; query_text - the question; budget - postings
+  (settings.lexical_postings_budget, 0..100,000,000).
+Returns: five aligned arrays, one element per (knowledge base, lexeme), empty for a question
+  without lexemes.
+Errors: none.
+Example: select * from hipocampo_private._lexical_terms(array[kb], 'multilingual-e5-small', 'prazo de recurso', 8000);
+*/
+create or replace function hipocampo_private._lexical_terms(
+    scope uuid[], model text, query_text text, budget bigint, out t_kb uuid[], out t_lex text[],
+    out t_idf double precision[], out t_avg double precision[], out t_read boolean[]
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+declare
+    t_df bigint [];
+begin
+    select
+        coalesce(array_agg(q.kb_id order by q.df, q.kb_id, q.lexeme), '{}'),
+        coalesce(array_agg(q.lexeme order by q.df, q.kb_id, q.lexeme), '{}'),
+        coalesce(array_agg(ln(1 + (st.chunk_count - q.df + 0.5) / (q.df + 0.5)) order by q.df, q.kb_id, q.lexeme), '{}'),
+        coalesce(array_agg(
+            st.token_total::double precision / greatest(st.chunk_count, 1) order by q.df, q.kb_id, q.lexeme
+        ), '{}'),
+        coalesce(array_agg(q.df order by q.df, q.kb_id, q.lexeme), '{}')
+    into t_kb, t_lex, t_idf, t_avg, t_df
+    from (
+        select kb.id as kb_id, u.lexeme, coalesce(ts.doc_freq, 0) as df
+        from hipocampo_private.knowledge_bases as kb
+        cross join lateral hipocampo_private._question_words(kb.language, kb.document_languages, query_text) as u
+        left join hipocampo_private.kb_term_stats as ts
+            on ts.kb_id = kb.id and ts.embedding_model = model and ts.lexeme = u.lexeme
+        where kb.id = any(scope)
+    ) as q
+    inner join hipocampo_private.kb_text_stats as st
+        on st.kb_id = q.kb_id and st.embedding_model = model;
+
+    select coalesce(array_agg(x.r order by x.o), '{}') into t_read
+    from (
+        select t.o, budget = 0
+            or coalesce(sum(t.df) over (order by t.o rows between unbounded preceding and 1 preceding), 0) = 0
+            or sum(t.df) over (order by t.o) <= budget as r
+        from unnest(t_df) with ordinality as t (df, o)
+    ) as x;
+end;
+$$;
+
+/*
 _bm25_complete(tenant uuid, t_kb uuid[], t_lex text[], t_idf double precision[],
   t_avg double precision[], t_read boolean[], k1 double precision, b double precision,
   partial_ids bigint[], partial_scores double precision[], depth integer, dense_ids bigint[],
@@ -727,7 +787,7 @@ Purpose: hybrid_search's lexical leg: Okapi BM25 (k1 = settings.bm25_k1, b = set
   arithmetic; idf and the average length from the per-KB statistics (kb_term_stats,
   kb_text_stats). Bounded (issue 60 §2): the rarest terms' postings are read in full while they
   sum to at most settings.lexical_postings_budget (the rarest term holding any always; 0: every
-  term), and the other terms are scored by key for the best 4 * settings.candidates by the terms
+  term; _lexical_terms), and the other terms are scored by key for the best 4 * settings.candidates by the terms
   read and the dense candidates only (_bm25_complete): exact whenever the question's terms hold
   at most the budget's postings, approximate above (a chunk holding only the common terms is not
   scored). The filters (model, status, expiry, source type, metadata) are checked on the best
@@ -761,49 +821,20 @@ declare
     n_cand integer := (settings ->> 'candidates')::integer;
     k1 double precision := (settings ->> 'bm25_k1')::double precision;
     b double precision := (settings ->> 'bm25_b')::double precision;
-    budget bigint := (settings ->> 'lexical_postings_budget')::bigint;
     t_kb uuid [];
     t_lex text [];
     t_idf double precision [];
     t_avg double precision [];
-    t_df bigint [];
     t_read boolean [];  -- the term's postings are read in full
     scored_ids bigint [];  -- the chunks scored, best first (unfiltered)
     scored_scores double precision [];
     lim integer;
 begin
-    -- One term list per knowledge base, the rarest first: every lexeme of the question with its
-    -- BM25 idf (a lexeme the knowledge base lacks at df 0: no postings to score, but part of the
-    -- question's whole).
-    select
-        coalesce(array_agg(q.kb_id order by q.df, q.kb_id, q.lexeme), '{}'),
-        coalesce(array_agg(q.lexeme order by q.df, q.kb_id, q.lexeme), '{}'),
-        coalesce(array_agg(ln(1 + (st.chunk_count - q.df + 0.5) / (q.df + 0.5)) order by q.df, q.kb_id, q.lexeme), '{}'),
-        coalesce(array_agg(
-            st.token_total::double precision / greatest(st.chunk_count, 1) order by q.df, q.kb_id, q.lexeme
-        ), '{}'),
-        coalesce(array_agg(q.df order by q.df, q.kb_id, q.lexeme), '{}')
-    into t_kb, t_lex, t_idf, t_avg, t_df
-    from (
-        select kb.id as kb_id, u.lexeme, coalesce(ts.doc_freq, 0) as df
-        from hipocampo_private.knowledge_bases as kb
-        cross join lateral hipocampo_private._question_words(kb.language, kb.document_languages, query_text) as u
-        left join hipocampo_private.kb_term_stats as ts
-            on ts.kb_id = kb.id and ts.embedding_model = model and ts.lexeme = u.lexeme
-        where kb.id = any(scope)
-    ) as q
-    inner join hipocampo_private.kb_text_stats as st
-        on st.kb_id = q.kb_id and st.embedding_model = model;
-
-    -- The terms read in full: the rarest while their postings sum to at most the budget, and the
-    -- first term holding any whatever its count.
-    select coalesce(array_agg(x.r order by x.o), '{}') into t_read
-    from (
-        select t.o, budget = 0
-            or coalesce(sum(t.df) over (order by t.o rows between unbounded preceding and 1 preceding), 0) = 0
-            or sum(t.df) over (order by t.o) <= budget as r
-        from unnest(t_df) with ordinality as t (df, o)
-    ) as x;
+    -- The question's terms, the rarest first, and which are read in full (_lexical_terms).
+    select tl.t_kb, tl.t_lex, tl.t_idf, tl.t_avg, tl.t_read into t_kb, t_lex, t_idf, t_avg, t_read
+    from hipocampo_private._lexical_terms(
+        scope, model, query_text, (settings ->> 'lexical_postings_budget')::bigint
+    ) as tl;
 
     loop
         select
