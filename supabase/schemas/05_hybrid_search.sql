@@ -101,7 +101,7 @@ Parameters:
   tenant_id        only for service_role; others use their JWT tenant.
 Returns: chunk_id, document_id, kb_id, chunk_index, content, metadata, title, source_uri,
   source_type, author, published_at, trust_score, dense_score (cosine similarity or null),
-  lexical_score (BM25 or null), fused_score, final_score, rank (1-based). A chunk of a document
+  lexical_score (BM25 over the question's lexemes but rag.question_stopwords, or null), fused_score, final_score, rank (1-based). A chunk of a document
   that does not read as language (word salad, OCR garbage: _reads_as_language, the rag config's
   rules) is still found, ranked after every chunk that reads as language.
 Errors:
@@ -642,25 +642,30 @@ as $$
 $$;
 
 /*
-_lexical_terms(scope uuid[], model text, query_text text, budget bigint, out t_kb uuid[],
-  out t_lex text[], out t_idf double precision[], out t_avg double precision[],
+_lexical_terms(scope uuid[], model text, query_text text, budget bigint, stopwords jsonb,
+  out t_kb uuid[], out t_lex text[], out t_idf double precision[], out t_avg double precision[],
   out t_read boolean[])
 
 Purpose: the lexical leg's term list (issue 60 §2): every lexeme of the question in each
-  knowledge base of the scope (_question_words), the rarest first, with its BM25 idf (a lexeme
+  knowledge base of the scope (_question_words) but the question stopwords (interrogatives and
+  auxiliaries such as "pode", "fazer", "qual": in a small knowledge base their idf is high and a
+  rule that happens to hold "fazer" outranked the one a resident asked about, issue 61 §3), the
+  rarest first, with its BM25 idf (a lexeme
   the knowledge base lacks at df 0: no postings to score, but part of the question's whole) and
   the knowledge base's average chunk length; and which terms' postings are read in full: the
   rarest while their postings sum to at most the budget, and the first term holding any whatever
   its count (budget 0: every term).
 Parameters: scope, model - as _lexical_leg's; query_text - the question; budget - postings
-  (settings.lexical_postings_budget, 0..100,000,000).
+  (settings.lexical_postings_budget, 0..100,000,000); stopwords - a json array of stems
+  (settings.question_stopwords, the rag section's; null: none).
 Returns: five aligned arrays, one element per (knowledge base, lexeme), empty for a question
   without lexemes.
 Errors: none.
-Example: select * from hipocampo_private._lexical_terms(array[kb], 'multilingual-e5-small', 'prazo de recurso', 8000);
+Example: select * from hipocampo_private._lexical_terms(array[kb], 'multilingual-e5-small', 'prazo de recurso', 8000,
+  '["qual"]');
 */
 create or replace function hipocampo_private._lexical_terms(
-    scope uuid[], model text, query_text text, budget bigint, out t_kb uuid[], out t_lex text[],
+    scope uuid[], model text, query_text text, budget bigint, stopwords jsonb, out t_kb uuid[], out t_lex text[],
     out t_idf double precision[], out t_avg double precision[], out t_read boolean[]
 )
 language plpgsql
@@ -686,7 +691,7 @@ begin
         cross join lateral hipocampo_private._question_words(kb.language, kb.document_languages, query_text) as u
         left join hipocampo_private.kb_term_stats as ts
             on ts.kb_id = kb.id and ts.embedding_model = model and ts.lexeme = u.lexeme
-        where kb.id = any(scope)
+        where kb.id = any(scope) and not coalesce(stopwords, '[]'::jsonb) ? u.lexeme
     ) as q
     inner join hipocampo_private.kb_text_stats as st
         on st.kb_id = q.kb_id and st.embedding_model = model;
@@ -783,7 +788,7 @@ _lexical_leg(tenant uuid, scope uuid[], model text, query_text text, source_type
 
 Purpose: hybrid_search's lexical leg: Okapi BM25 (k1 = settings.bm25_k1, b = settings.bm25_b)
   with OR semantics over the query's stemmed, unaccented lexemes (each knowledge base's
-  language), read from the inverted index kb_postings: one primary-key range per term, then
+  language) but the question stopwords (settings.question_stopwords), read from the inverted index kb_postings: one primary-key range per term, then
   arithmetic; idf and the average length from the per-KB statistics (kb_term_stats,
   kb_text_stats). Bounded (issue 60 §2): the rarest terms' postings are read in full while they
   sum to at most settings.lexical_postings_budget (the rarest term holding any always; 0: every
@@ -833,7 +838,7 @@ begin
     -- The question's terms, the rarest first, and which are read in full (_lexical_terms).
     select tl.t_kb, tl.t_lex, tl.t_idf, tl.t_avg, tl.t_read into t_kb, t_lex, t_idf, t_avg, t_read
     from hipocampo_private._lexical_terms(
-        scope, model, query_text, (settings ->> 'lexical_postings_budget')::bigint
+        scope, model, query_text, (settings ->> 'lexical_postings_budget')::bigint, settings -> 'question_stopwords'
     ) as tl;
 
     loop

@@ -576,6 +576,27 @@ def test_the_dense_leg_leans_on_questions_in_other_words(db: psycopg.Connection[
     assert order == {1.0: ["palavras", "sentido"], 12.0: ["sentido", "palavras"]}
 
 
+@pytest.mark.parametrize(("stopwords", "scored"), [(None, False), ([], True)])
+def test_the_lexical_leg_leaves_the_question_stopwords_out(
+    db: psycopg.Connection[dict[str, Any]], world: World, stopwords: list[str] | None, scored: bool
+) -> None:
+    """Issue 61 §3: rag.question_stopwords (interrogatives and auxiliaries, "faz" among the
+    defaults) are not searched by the lexical leg: "Posso fazer festa?" gives the one rule holding
+    "fazer" no BM25 score, which in a small knowledge base (a high idf) put it first; with the
+    tenant's list emptied it is scored again."""
+    world.act("service_role")
+    if stopwords is not None:
+        db.execute(
+            "update hipocampo_private.settings set config = %s::jsonb where tenant_id = %s",
+            (json.dumps({"rag": {"question_stopwords": stopwords}}), world.tenant_a),
+        )
+    world.ingest(world.kb_a, "garagem", ["Na garagem é proibido fazer reparos mecânicos nos veículos."], seed=5)
+    world.act("authenticated", world.member_a, world.tenant_a)
+    rows = search(db, "Posso fazer festa?", match_count=20, kb_ids=[world.kb_a], dense_weight=1e-6)
+    garage = [r for r in rows if r["content"].startswith("Na garagem")]
+    assert bool(garage and garage[0]["lexical_score"]) == scored, rows
+
+
 def test_coverage_reads_the_question_in_the_chunks_own_language(
     db: psycopg.Connection[dict[str, Any]], world: World
 ) -> None:
