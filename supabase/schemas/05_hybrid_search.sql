@@ -101,9 +101,10 @@ Parameters:
   tenant_id        only for service_role; others use their JWT tenant.
 Returns: chunk_id, document_id, kb_id, chunk_index, content, metadata, title, source_uri,
   source_type, author, published_at, trust_score, dense_score (cosine similarity or null),
-  lexical_score (BM25 over the question's lexemes but rag.question_stopwords, or null), fused_score, final_score, rank (1-based). A chunk of a document
-  that does not read as language (word salad, OCR garbage: _reads_as_language, the rag config's
-  rules) is still found, ranked after every chunk that reads as language.
+  lexical_score (BM25 over the question's lexemes but rag.question_stopwords, or null),
+  fused_score, final_score, rank (1-based). A chunk of a document that does not read as
+  language (word salad, OCR garbage: _reads_as_language, the rag config's rules) is still found,
+  ranked after every chunk that reads as language.
 Errors:
   42501 as _resolve_tenant;
   22023 "query_text must be 1..2000 characters" (empty, blank or too long);
@@ -650,11 +651,10 @@ Purpose: the lexical leg's term list (issue 60 §2): every lexeme of the questio
   knowledge base of the scope (_question_words) but the question stopwords (interrogatives and
   auxiliaries such as "pode", "fazer", "qual": in a small knowledge base their idf is high and a
   rule that happens to hold "fazer" outranked the one a resident asked about, issue 61 §3), the
-  rarest first, with its BM25 idf (a lexeme
-  the knowledge base lacks at df 0: no postings to score, but part of the question's whole) and
-  the knowledge base's average chunk length; and which terms' postings are read in full: the
-  rarest while their postings sum to at most the budget, and the first term holding any whatever
-  its count (budget 0: every term).
+  rarest first, with its BM25 idf (a lexeme the knowledge base lacks at df 0: no postings to
+  score, but part of the question's whole) and the knowledge base's average chunk length; and
+  which terms' postings are read in full: the rarest while their postings sum to at most the
+  budget, and the first term holding any whatever its count (budget 0: every term).
 Parameters: scope, model - as _lexical_leg's; query_text - the question; budget - postings
   (settings.lexical_postings_budget, 0..100,000,000); stopwords - a json array of stems
   (settings.question_stopwords, the rag section's; null: none).
@@ -788,12 +788,13 @@ _lexical_leg(tenant uuid, scope uuid[], model text, query_text text, source_type
 
 Purpose: hybrid_search's lexical leg: Okapi BM25 (k1 = settings.bm25_k1, b = settings.bm25_b)
   with OR semantics over the query's stemmed, unaccented lexemes (each knowledge base's
-  language) but the question stopwords (settings.question_stopwords), read from the inverted index kb_postings: one primary-key range per term, then
-  arithmetic; idf and the average length from the per-KB statistics (kb_term_stats,
-  kb_text_stats). Bounded (issue 60 §2): the rarest terms' postings are read in full while they
-  sum to at most settings.lexical_postings_budget (the rarest term holding any always; 0: every
-  term; _lexical_terms), and the other terms are scored by key for the best 4 * settings.candidates by the terms
-  read and the dense candidates only (_bm25_complete): exact whenever the question's terms hold
+  language) but the question stopwords (settings.question_stopwords), read from the inverted
+  index kb_postings: one primary-key range per term, then arithmetic; idf and the average length
+  from the per-KB statistics (kb_term_stats, kb_text_stats). Bounded (issue 60 §2): the rarest
+  terms' postings are read in full while they sum to at most settings.lexical_postings_budget
+  (the rarest term holding any always; 0: every term; _lexical_terms), and the other terms are
+  scored by key for the best 4 * settings.candidates by the terms read and the dense candidates
+  only (_bm25_complete): exact whenever the question's terms hold
   at most the budget's postings, approximate above (a chunk holding only the common terms is not
   scored). The filters (model, status, expiry, source type, metadata) are checked on the best
   4 * settings.candidates first; every scored chunk only when they leave too few, and when even
