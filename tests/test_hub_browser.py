@@ -131,6 +131,13 @@ def sign_in(pg: Any, hub: str, jwt_token: str) -> None:
     pg.wait_for_url(f"{hub}/kbs")
 
 
+def follow(pg: Any, selector: str) -> None:
+    """Click what navigates and wait until the new page has loaded: a click waits only for the
+    navigation to start, and a list read right after it can meet a page still being parsed."""
+    pg.click(selector)
+    pg.wait_for_load_state("load")
+
+
 def upload(pg: Any, files: list[Path], source_type: str = "regulation", trust: str = "0.9") -> dict[str, str]:
     """Upload ``files`` from a knowledge base's page and wait until the progress says finished;
     returns each file's state as the progress table shows it."""
@@ -327,7 +334,7 @@ def test_an_admin_evaluates_a_kb_with_judged_questions(
     page.goto(f"{hub}/kbs/{kb}")
     page.click("#evaluate-link")
     page.set_input_files("#questions", str(good))
-    page.click("#eval-form button")
+    follow(page, "#eval-form button")
     hybrid = page.locator("#eval-hybrid td").all_inner_texts()
     assert hybrid == ["1.000", "1.000", "2"], hybrid
     rates = page.inner_text("#eval-answer-rates")
@@ -374,7 +381,7 @@ def test_a_reply_marked_in_the_playground_becomes_a_judged_question(
     page.goto(f"{hub}/kbs/{kb}/evaluate")
     page.check("#eval-stored")
     page.uncheck("#eval-answers")
-    page.click("#eval-form button")
+    follow(page, "#eval-form button")
     assert page.locator("#eval-hybrid td").all_inner_texts()[2] == "1"
 
 
@@ -585,14 +592,14 @@ def test_documents_come_a_page_at_a_time(
     page.fill("#kb-name", "paginas")
     page.click("#create-kb button")
     upload(page, [world["files"] / n for n in ("salao.txt", "piscina.md", "aviso.txt")])
-    page.click("text=Voltar à base")
+    follow(page, "text=Voltar à base")
     first = page.locator("#doc-list tbody tr td.uri").all_inner_texts()
     assert len(first) == 2 and first == sorted(first)
-    page.click("#next-page")
+    follow(page, "#next-page")
     rest = page.locator("#doc-list tbody tr td.uri").all_inner_texts()
     assert len(rest) == 1 and rest[0] > first[-1]
     assert page.locator("#next-page").count() == 0
-    page.click("text=Primeira página")
+    follow(page, "text=Primeira página")
     assert page.locator("#doc-list tbody tr td.uri").all_inner_texts() == first
     doc = page.locator("#doc-list a").first.get_attribute("href").rsplit("/", 1)[1]
     page.goto(f"{hub}/kbs")
@@ -716,7 +723,7 @@ def test_the_embedding_queue_shows_dead_letters_and_requeues_them(
     cells = page.locator("#kind-memories td").all_inner_texts()
     assert page.inner_text("#kind-memories th") == "memórias" and cells[2] == "1"
     assert "HTTP 503 do provedor" in page.inner_text("#dead-letters")
-    page.click("#kind-memories button")
+    follow(page, "#kind-memories button")
     assert "1 linhas reenfileiradas." in page.inner_text("main")
     assert page.locator("#kind-memories td").all_inner_texts()[2] == "0"
     assert "Nenhuma linha parada." in page.inner_text("#dead-letters")
