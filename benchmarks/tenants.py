@@ -19,7 +19,10 @@ uses, migrated and seeded like ``hipocampo db migrate``; kept for the next run u
 - Chunks are written into the tables as the owner (the statement triggers keep the postings and
   statistics as ``ingest_documents`` does), the model's HNSW index dropped while loading and built
   after (parallel, 8 GB of maintenance_work_mem); its build time and the building backend's peak
-  memory (VmHWM) are reported, with the database's size on disk.
+  memory (VmHWM) are reported, with the database's size on disk. Then what the maintenance job
+  does: ``hipocampo.build_tenant_graphs()`` gives each tenant of at least
+  ``maintenance.tenant_graph_min_chunks`` chunks an HNSW graph of its own (its time, memory and
+  the graphs' size reported; a kept world gets the migrations and the graphs it lacks).
 - The peers' table (schema ``bench_peer``): the same rows, ids, texts and vectors, with a
   ``tenant_id`` column (b-tree indexed, as a multi-tenant user of either would index it) and
   ``metadata = {"tenant_id": …}``; a stored tsvector (GIN) and the two HNSW indexes their guides
@@ -185,6 +188,11 @@ COST_LABELS = {
     "peer_index_2_mib": "memory rose by (MiB)",
     "peer_index_3_s": "its HNSW vector_cosine_ops, LangChain's (s)",
     "peer_index_3_mib": "memory rose by (MiB)",
+    "tenant_graphs_s": "hipocampo's tenant graphs, build_tenant_graphs with the product's config (s)",
+    "tenant_graphs_mib": "memory rose by (MiB)",
+    "tenant_graphs_n": "tenant graphs built (tenants of maintenance.tenant_graph_min_chunks or more)",
+    "tenant_graphs_chunks": "chunks in them (each also in the model's graph)",
+    "tenant_graphs_mb": "their size on disk (MB)",
 }
 
 
@@ -239,8 +247,7 @@ def database(name: str) -> str:
         if not exists:
             conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
     target = psycopg.conninfo.make_conninfo(url, dbname=name)
-    if not exists:
-        apply_migrations(target, shim=True, seed=True)
+    apply_migrations(target, shim=True, seed=True)  # a kept world gets the migrations since
     return target
 
 
@@ -391,6 +398,36 @@ def load(
     return costs
 
 
+def tenant_graphs(conn: psycopg.Connection[Any]) -> None:
+    """What the maintenance job does next: ``build_tenant_graphs`` with the product's config (its
+    memory and workers), once per world; its time, peak memory and the graphs' count and size go
+    to ``bench_world_costs``."""
+    conn.execute("create table if not exists bench_world_costs (key text primary key, value double precision not null)")
+    if conn.execute("select 1 from bench_world_costs where key = 'tenant_graphs_s'").fetchone():
+        return
+    print("building the tenant graphs (hipocampo.build_tenant_graphs)", flush=True)
+    t0 = time.perf_counter()
+    with PeakMemory() as peak:
+        out = conn.execute("select hipocampo.build_tenant_graphs()").fetchone()[0]  # type: ignore[index]
+    costs = {
+        "tenant_graphs_s": time.perf_counter() - t0,
+        "tenant_graphs_mib": peak.peak,
+        "tenant_graphs_n": len(out["built"]),
+        "tenant_graphs_chunks": sum(b["chunks"] for b in out["built"]),
+        "tenant_graphs_mb": conn.execute(
+            "select coalesce(sum(pg_relation_size(c.oid)), 0) / 1048576 from pg_class as c"
+            " join pg_namespace as n on n.oid = c.relnamespace"
+            " where n.nspname = 'hipocampo_private' and c.relname ~ '^chunks_hnsw_'"
+        ).fetchone()[0],  # type: ignore[index]
+    }
+    print(f"  {costs}", flush=True)
+    for k, v in costs.items():
+        conn.execute(
+            "insert into bench_world_costs values (%s, %s) on conflict (key) do update set value = excluded.value",
+            (k, v),
+        )
+
+
 def calls(tenants: list[Tenant], per_band: int) -> list[tuple[str, Tenant, int]]:
     """(band, tenant, question index) for ``per_band`` questions per band, spread over its tenants."""
     out = []
@@ -471,6 +508,7 @@ def main() -> None:
             conn.execute("vacuum (analyze)")
         elif have != args.chunks:
             sys.exit(f"database {args.database} holds {have:,} chunks, not {args.chunks:,}: --drop it first")
+        tenant_graphs(conn)
         costs = dict(conn.execute("select key, value from bench_world_costs").fetchall())
         size_mb = conn.execute("select pg_database_size(current_database()) / 1048576").fetchone()[0]  # type: ignore[index]
         sizes = dict(

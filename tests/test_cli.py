@@ -119,7 +119,9 @@ def test_worker_runs_the_maintenance_jobs_once(database_url: str) -> None:
         "retention",
         "transient",
         "ingestion",
+        "tenant_graphs",
     }
+    assert set(out["tenant_graphs"]) == {"min_chunks", "built", "dropped"}
     assert set(out["retention"]) == {"documents", "chunks", "data_access_log", "answer_audit", "memory_events"}
     assert set(out["transient"]) == {"answer_cache", "rate_limit_buckets"}
 

@@ -172,6 +172,217 @@ comment on function hipocampo.build_model_index(text) is
 'Build the model''s missing HNSW indexes in one pass, with the maintenance config''s memory and workers.';
 
 /*
+_tenant_graph_name(model_name text, tenant uuid) -> text
+
+Purpose: the name of one tenant's own HNSW graph of one embedding model on chunks (issue 60 §2):
+  chunks_hnsw_<the first 12 hex digits of md5(model)>_<the tenant id's 32 hex digits>, 57
+  characters. One place for the name _exact_scan_max looks up and build_tenant_graphs creates and
+  drops.
+Parameters: model_name - the model; tenant - the tenant.
+Returns: the index name.
+Errors: none.
+Example: select hipocampo_private._tenant_graph_name('multilingual-e5-small', tenant);
+*/
+create or replace function hipocampo_private._tenant_graph_name(model_name text, tenant uuid)
+returns text
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select 'chunks_hnsw_' || pg_catalog.substr(pg_catalog.md5(model_name), 1, 12) || '_'
+        || pg_catalog.replace(tenant::text, '-', '')
+$$;
+
+/*
+_create_tenant_graph(model_name text, tenant uuid) -> text
+
+Purpose: create one tenant's own HNSW graph of a model on chunks, if missing: the model's graph
+  (typed cast, vector_cosine_ops, m=16, ef_construction=64) restricted to the tenant's chunks
+  (a partial index on embedding_model and tenant_id). The dense leg's statement names both
+  (parameters of a one-shot plan, so the predicate matches), and the planner takes the smaller
+  graph.
+Parameters: model_name - a registered model; tenant - a tenant.
+Returns: the index name.
+Errors: P0002 "unknown embedding model: …" when it is not registered.
+Example: select hipocampo_private._create_tenant_graph('multilingual-e5-small', tenant);
+*/
+-- definer because creating an index needs ownership of the table.
+create or replace function hipocampo_private._create_tenant_graph(model_name text, tenant uuid)
+returns text
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+    m hipocampo_private.embedding_models;
+    idx text := hipocampo_private._tenant_graph_name(model_name, tenant);
+begin
+    select * into m from hipocampo_private.embedding_models as e where e.name = model_name;
+    if not found then
+        raise exception 'unknown embedding model: %', model_name using errcode = 'P0002';
+    end if;
+    execute format(
+        'create index if not exists %I on hipocampo_private.chunks '
+        'using hnsw ((embedding::extensions.vector(%s)) extensions.vector_cosine_ops) '
+        'with (m = 16, ef_construction = 64) where embedding_model = %L and tenant_id = %L',
+        idx, m.dims, m.name, tenant
+    );
+    return idx;
+end;
+$$;
+
+/*
+_drop_tenant_graph(index_name text) -> boolean
+
+Purpose: drop one tenant graph of chunks (build_tenant_graphs, when its tenant shrank or left, or
+  its model was dropped). Only an index on chunks named as _tenant_graph_name names them.
+Parameters: index_name - the graph's name.
+Returns: true when it existed and was dropped.
+Errors: 22023 "not a tenant graph: …" for any other name.
+Example: select hipocampo_private._drop_tenant_graph('chunks_hnsw_…');
+*/
+-- definer because dropping an index needs ownership of the table.
+create or replace function hipocampo_private._drop_tenant_graph(index_name text)
+returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+    if index_name is null or index_name !~ '^chunks_hnsw_[0-9a-f]{12}_[0-9a-f]{32}$' then
+        raise exception 'not a tenant graph: %', index_name using errcode = '22023';
+    end if;
+    if not exists (
+        select 1 from pg_catalog.pg_index as i
+        where i.indexrelid = pg_catalog.to_regclass('hipocampo_private.' || index_name)
+          and i.indrelid = 'hipocampo_private.chunks'::regclass
+    ) then
+        return false;
+    end if;
+    execute format('drop index hipocampo_private.%I', index_name);
+    return true;
+end;
+$$;
+
+/*
+_tenant_model_chunks() -> table (tenant_id uuid, model text, chunks bigint)
+
+Purpose: how many chunks each tenant holds of each registered model (the sum of its knowledge
+  bases' kb_text_stats): what build_tenant_graphs compares with maintenance.tenant_graph_min_chunks.
+Parameters: none.
+Returns: one row per (tenant, model) with chunks.
+Errors: none (rows the caller cannot see are left out, RLS; service_role sees all).
+Example: select * from hipocampo_private._tenant_model_chunks() order by chunks desc;
+*/
+create or replace function hipocampo_private._tenant_model_chunks()
+returns table (tenant_id uuid, model text, chunks bigint)
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+    select st.tenant_id, st.embedding_model, sum(st.chunk_count)::bigint
+    from hipocampo_private.kb_text_stats as st
+    inner join hipocampo_private.embedding_models as m on m.name = st.embedding_model
+    inner join hipocampo_private.tenants as t on t.id = st.tenant_id
+    group by st.tenant_id, st.embedding_model
+$$;
+
+/*
+build_tenant_graphs() -> jsonb
+
+Purpose: an HNSW graph of its own for each tenant with many chunks of a model, and none for the
+  others (issue 60 §2). A tenant's filtered walk of the model's one graph passes the other
+  tenants' nodes (the smaller its share, the more), so a large tenant in a large database is
+  neither walked nor scanned fast (docs/SCALE.md); in a graph of its own, its walk visits only
+  its chunks. Builds a graph for every (tenant, model) holding at least
+  maintenance.tenant_graph_min_chunks chunks (kb_text_stats), largest first; drops a graph whose
+  tenant holds fewer than half of that (so a tenant near the bound is not rebuilt each run), is
+  gone, or whose model is no longer registered. _exact_scan_max measures a scope against its
+  tenant's graph when there is one, and the planner takes it. A graph repeats its chunks'
+  entries of the model's graph (disk, and writes to both). Run by the maintenance schedule
+  (hipocampo-tenant-graphs) or `hipocampo worker`; builds with the maintenance config's memory and
+  workers, as build_model_index, and writes to chunks wait while a graph builds.
+Parameters: none.
+Returns: {"min_chunks": n, "built": [{"tenant_id", "model", "chunks", "ms"}, …],
+  "dropped": ["<index name>", …]}.
+Errors: 42501 for any caller but service_role (grant); 55000 "maintenance config is incomplete:
+  tenant_graph_min_chunks, index_build_maintenance_work_mem_mb, index_build_parallel_workers"
+  when the global row lacks them (run `hipocampo db migrate`).
+Example: select hipocampo.build_tenant_graphs();
+*/
+create or replace function hipocampo.build_tenant_graphs()
+returns jsonb
+language plpgsql
+security invoker
+set search_path = ''
+set jit = off
+as $$
+declare
+    cfg jsonb := (
+        select s.config -> 'maintenance' from hipocampo_private.settings as s
+        where s.tenant_id is null
+    );
+    min_chunks bigint := (cfg ->> 'tenant_graph_min_chunks')::bigint;
+    keep text[];
+    built jsonb := '[]';
+    dropped jsonb := '[]';
+    g record;
+    t0 timestamptz;
+begin
+    if min_chunks is null or cfg ->> 'index_build_maintenance_work_mem_mb' is null
+        or cfg ->> 'index_build_parallel_workers' is null then
+        raise exception 'maintenance config is incomplete: tenant_graph_min_chunks, '
+            'index_build_maintenance_work_mem_mb, index_build_parallel_workers' using errcode = '55000';
+    end if;
+    perform pg_catalog.set_config(
+        'maintenance_work_mem', (cfg ->> 'index_build_maintenance_work_mem_mb') || 'MB', true
+    );
+    perform pg_catalog.set_config(
+        'max_parallel_maintenance_workers', cfg ->> 'index_build_parallel_workers', true
+    );
+    -- Step 1: drop the graphs no (tenant, model) of at least half the bound keeps.
+    keep := array(
+        select hipocampo_private._tenant_graph_name(z.model, z.tenant_id) from hipocampo_private._tenant_model_chunks() as z
+        where z.chunks * 2 >= min_chunks
+    );
+    for g in
+        select c.relname::text as name from pg_catalog.pg_index as i
+        inner join pg_catalog.pg_class as c on c.oid = i.indexrelid
+        where i.indrelid = 'hipocampo_private.chunks'::regclass
+          and c.relname ~ '^chunks_hnsw_[0-9a-f]{12}_[0-9a-f]{32}$' and c.relname <> all(keep)
+        order by c.relname
+    loop
+        perform hipocampo_private._drop_tenant_graph(g.name);
+        dropped := dropped || pg_catalog.to_jsonb(g.name);
+    end loop;
+    -- Step 2: build the missing graphs of the (tenant, model) pairs at or above the bound.
+    for g in
+        select z.tenant_id, z.model, z.chunks from hipocampo_private._tenant_model_chunks() as z
+        where z.chunks >= min_chunks
+          and pg_catalog.to_regclass(
+              'hipocampo_private.' || hipocampo_private._tenant_graph_name(z.model, z.tenant_id)
+          ) is null
+        order by z.chunks desc, z.tenant_id, z.model
+    loop
+        t0 := pg_catalog.clock_timestamp();
+        perform hipocampo_private._create_tenant_graph(g.model, g.tenant_id);
+        built := built || pg_catalog.jsonb_build_object(
+            'tenant_id', g.tenant_id, 'model', g.model, 'chunks', g.chunks,
+            'ms', pg_catalog.round(
+                (extract(epoch from pg_catalog.clock_timestamp() - t0) * 1000)::numeric, 1
+            )
+        );
+    end loop;
+    return pg_catalog.jsonb_build_object('min_chunks', min_chunks, 'built', built, 'dropped', dropped);
+end;
+$$;
+
+comment on function hipocampo.build_tenant_graphs() is
+'Give each tenant holding maintenance.tenant_graph_min_chunks chunks of a model an HNSW graph of its own; drop the ones no longer needed.';
+
+/*
 register_embedding_model(name text, provider text, dims integer, activate boolean default false) -> text
 
 Purpose: add an embedding model to the registry beside the existing ones and create its

@@ -404,22 +404,25 @@ end;
 $$;
 
 /*
-_exact_scan_max(scope_rows bigint, model text, settings jsonb) -> bigint
+_exact_scan_max(scope_rows bigint, model text, settings jsonb, tenant uuid) -> bigint
 
 Purpose: the most chunks _dense_leg scans exactly for this scope: settings.exact_scan_max_rows,
-  or the scope's own size when it is small beside the model's HNSW graph. A filtered walk passes
-  the other tenants' nodes, visiting about candidates * (graph rows / scope rows) tuples, each
-  costing settings.hnsw_visit_cost rows of the exact scan (benchmarks/tenants.py: 8,300 chunks of
-  a million, 53 ms walked, 10 ms scanned), so the scope is scanned exactly when
-  scope_rows^2 <= hnsw_visit_cost * candidates * graph rows (pg_class.reltuples of the model's
-  partial index; -1 before its first analyze, and a cost of 0, never).
+  or the scope's own size when it is small beside the HNSW graph it would walk. A filtered walk
+  passes the nodes of chunks outside the scope, visiting about candidates * (graph rows / scope
+  rows) tuples, each costing settings.hnsw_visit_cost rows of the exact scan
+  (benchmarks/tenants.py: 8,300 chunks of a million, 53 ms walked, 10 ms scanned), so the scope
+  is scanned exactly when scope_rows^2 <= hnsw_visit_cost * candidates * graph rows. The graph is
+  the tenant's own when build_tenant_graphs gave it one (_tenant_graph_name), else the model's
+  (pg_class.reltuples of the partial index; -1 before its first analyze, and a cost of 0, never).
 Parameters: scope_rows - the scope's chunks; model - whose graph; settings from
-  _search_settings (exact_scan_max_rows, hnsw_visit_cost, candidates).
+  _search_settings (exact_scan_max_rows, hnsw_visit_cost, candidates); tenant - the scope's.
 Returns: the limit, in chunks.
 Errors: none.
-Example: select hipocampo_private._exact_scan_max(8300, 'multilingual-e5-small', settings);
+Example: select hipocampo_private._exact_scan_max(8300, 'multilingual-e5-small', settings, tenant);
 */
-create or replace function hipocampo_private._exact_scan_max(scope_rows bigint, model text, settings jsonb)
+create or replace function hipocampo_private._exact_scan_max(
+    scope_rows bigint, model text, settings jsonb, tenant uuid
+)
 returns bigint
 language sql
 stable
@@ -429,10 +432,19 @@ as $$
     select case when coalesce(
         _exact_scan_max.scope_rows::double precision * _exact_scan_max.scope_rows
         <= (_exact_scan_max.settings ->> 'hnsw_visit_cost')::double precision
-        * (_exact_scan_max.settings ->> 'candidates')::integer * (
-            select c.reltuples from pg_catalog.pg_class as c
-            where c.oid = pg_catalog.to_regclass(
-                'hipocampo_private.' || hipocampo_private._model_index_name('chunks', _exact_scan_max.model)
+        * (_exact_scan_max.settings ->> 'candidates')::integer * coalesce(
+            (
+                select c.reltuples from pg_catalog.pg_class as c
+                where c.oid = pg_catalog.to_regclass(
+                    'hipocampo_private.'
+                    || hipocampo_private._tenant_graph_name(_exact_scan_max.model, _exact_scan_max.tenant)
+                ) and c.reltuples > 0
+            ),
+            (
+                select c.reltuples from pg_catalog.pg_class as c
+                where c.oid = pg_catalog.to_regclass(
+                    'hipocampo_private.' || hipocampo_private._model_index_name('chunks', _exact_scan_max.model)
+                )
             )
         ), false)
         then greatest(_exact_scan_max.scope_rows, (_exact_scan_max.settings ->> 'exact_scan_max_rows')::bigint)
@@ -486,7 +498,7 @@ declare
 begin
     select coalesce(sum(st.chunk_count), 0) into scope_rows from hipocampo_private.kb_text_stats as st
     where st.kb_id = any(scope) and st.embedding_model = model;
-    exact_max := hipocampo_private._exact_scan_max(scope_rows, model, settings);
+    exact_max := hipocampo_private._exact_scan_max(scope_rows, model, settings, tenant);
     if scope_rows > exact_max or dims > 640 then
         if scope_rows > exact_max then
             perform set_config('hnsw.iterative_scan', 'relaxed_order', true);

@@ -10,12 +10,13 @@ Purpose: (re)schedule hipocampo's periodic jobs with pg_cron, from the global [m
   hipocampo-session-purge (purge_sessions, maintenance.session_purge_cron),
   hipocampo-retention-purge (purge_expired, maintenance.retention_cron),
   hipocampo-transient-purge (purge_transient_state, maintenance.transient_purge_cron),
-  hipocampo-interrupted-ingestion (recover_ingestion_jobs, maintenance.ingestion_recovery_cron) and
-  hipocampo-read-queue (drain_read_queue, maintenance.read_queue_cron).
+  hipocampo-interrupted-ingestion (recover_ingestion_jobs, maintenance.ingestion_recovery_cron),
+  hipocampo-read-queue (drain_read_queue, maintenance.read_queue_cron) and
+  hipocampo-tenant-graphs (build_tenant_graphs, maintenance.tenant_graphs_cron).
   Idempotent: pg_cron replaces a job of the same name.
 Run as: the database owner (postgres, e.g. in the SQL editor once pg_cron is enabled); no API
   role is granted it, since scheduling needs pg_cron's privileges.
-Returns: {"<job name>": "<cron expression>", …} for the six jobs.
+Returns: {"<job name>": "<cron expression>", …} for the seven jobs.
 Errors: 55000 "pg_cron is not installed: …" (enable it, then call this again);
   55000 "maintenance config is incomplete: …" (seed it: hipocampo db migrate);
   pg_cron's own error on an invalid cron expression.
@@ -49,7 +50,9 @@ begin
         'hipocampo-interrupted-ingestion',
         jsonb_build_array(cfg ->> 'ingestion_recovery_cron', 'select hipocampo.recover_ingestion_jobs()'),
         'hipocampo-read-queue',
-        jsonb_build_array(cfg ->> 'read_queue_cron', 'select hipocampo.drain_read_queue()')
+        jsonb_build_array(cfg ->> 'read_queue_cron', 'select hipocampo.drain_read_queue()'),
+        'hipocampo-tenant-graphs',
+        jsonb_build_array(cfg ->> 'tenant_graphs_cron', 'select hipocampo.build_tenant_graphs()')
     );
     if exists (select 1 from jsonb_each(jobs) as j where j.value ->> 0 is null) then
         raise exception 'maintenance config is incomplete: seed it from config.toml (hipocampo db migrate)'

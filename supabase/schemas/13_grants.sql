@@ -105,6 +105,7 @@ grant execute on function hipocampo.add_pending_confirmation(session_id uuid, ac
 grant execute on function hipocampo.answer_evidence(query_text text, query_embedding extensions.vector, kb_ids uuid[], agent text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.answer_sources(answer text, evidence jsonb) to authenticated, service_role;
 grant execute on function hipocampo.build_model_index(embedding_model text) to service_role;
+grant execute on function hipocampo.build_tenant_graphs() to service_role;
 grant execute on function hipocampo.cache_get(question text, kb_ids uuid[], agent text, tenant_id uuid) to authenticated, service_role;
 grant execute on function hipocampo.cache_put(question text, kb_ids uuid[], answer jsonb, agent text, tenant_id uuid) to service_role;
 grant execute on function hipocampo.close_session(session_id uuid) to authenticated, service_role;
@@ -269,6 +270,10 @@ grant execute on function hipocampo_private._job_session_alive(job_id uuid) to a
 grant execute on function hipocampo_private._date_words(day date, config regconfig) to authenticated, service_role;
 grant execute on function hipocampo_private._drop_model_index(model_name text) to service_role;
 grant execute on function hipocampo_private._ensure_model_index(model_name text) to service_role;
+grant execute on function hipocampo_private._create_tenant_graph(model_name text, tenant uuid) to service_role;
+grant execute on function hipocampo_private._drop_tenant_graph(index_name text) to service_role;
+grant execute on function hipocampo_private._tenant_model_chunks() to service_role;
+grant execute on function hipocampo_private._tenant_graph_name(model_name text, tenant uuid) to service_role;
 grant execute on function hipocampo_private._hmac_sha256(key bytea, message bytea) to service_role;
 grant execute on function hipocampo_private._ingest_item(document jsonb, chunks jsonb, embedding_model text, dims integer) to authenticated, service_role;
 grant execute on function hipocampo_private._kb(kb_id uuid) to authenticated, service_role;
@@ -283,7 +288,7 @@ grant execute on function hipocampo_private._coverage(
     tenant uuid, chunk_id bigint, query_text text, t_kb uuid[], t_lex text[], t_idf double precision[], settings jsonb
 ) to authenticated, service_role;
 grant execute on function hipocampo_private._exact_scan_max(
-    scope_rows bigint, model text, settings jsonb
+    scope_rows bigint, model text, settings jsonb, tenant uuid
 ) to authenticated, service_role;
 grant execute on function hipocampo_private._question_words(
     language text, document_languages text[], query_text text

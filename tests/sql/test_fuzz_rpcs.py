@@ -1203,6 +1203,7 @@ SERVICE_SPECS: dict[str, Callable[[World], st.SearchStrategy[dict[str, Any]]]] =
     "drop_embedding_model": _texts(name=MODEL_NAME),
     "build_model_index": _texts(embedding_model=MODEL_NAME),
     "defer_model_index": _texts(embedding_model=MODEL_NAME),
+    "build_tenant_graphs": lambda world: st.just({}),
     "create_tenant": _create_tenant,
     "add_member": _add_member,
     "remove_member": _ids("tenant_id", "user_id", default="member_a"),

@@ -27,6 +27,7 @@ JOBS = {
     "hipocampo-transient-purge": ("*/30 * * * *", "select hipocampo.purge_transient_state()"),
     "hipocampo-interrupted-ingestion": ("*/5 * * * *", "select hipocampo.recover_ingestion_jobs()"),
     "hipocampo-read-queue": ("* * * * *", "select hipocampo.drain_read_queue()"),
+    "hipocampo-tenant-graphs": ("47 3 * * *", "select hipocampo.build_tenant_graphs()"),
 }
 
 
@@ -95,6 +96,7 @@ def test_rescheduling_follows_the_config_and_keeps_one_job_each(db: Conn) -> Non
         "hipocampo-transient-purge": "*/30 * * * *",
         "hipocampo-interrupted-ingestion": "*/5 * * * *",
         "hipocampo-read-queue": "* * * * *",
+        "hipocampo-tenant-graphs": "47 3 * * *",
     }
     assert _jobs(db) == {**JOBS, "hipocampo-memory-maintenance": ("0 4 * * 0", JOBS["hipocampo-memory-maintenance"][1])}
 

@@ -639,9 +639,10 @@ def worker(
     Every --drain-interval seconds: the read queue into the access log and the access counters
     (drain_read_queue). Every --interval seconds: memory decay/expiry, staging purge, expired
     sessions, expired documents and chunks, expired cached answers and idle rate-limit buckets,
-    ingestion jobs whose lease expired (what hipocampo.schedule_maintenance schedules with pg_cron
-    on Supabase). With --embed-missing each maintenance run also does what `hipocampo db
-    embed-missing` does (the configured embedding model). Each run prints one JSON line.
+    ingestion jobs whose lease expired, the large tenants' own HNSW graphs (what
+    hipocampo.schedule_maintenance schedules with pg_cron on Supabase). With --embed-missing each
+    maintenance run also does what `hipocampo db embed-missing` does (the configured embedding
+    model). Each run prints one JSON line.
     """
     import time
 
@@ -673,6 +674,8 @@ def _maintenance_run(client: Hipocampo, embedder: Any) -> dict[str, Any]:
         result["retention"] = client.rpc_in(cur, "purge_expired")
         result["transient"] = client.rpc_in(cur, "purge_transient_state")
         result["ingestion"] = client.rpc_in(cur, "recover_ingestion_jobs")
+    with client.transaction() as cur:
+        result["tenant_graphs"] = client.rpc_in(cur, "build_tenant_graphs")
     if embedder is not None:
         result["embedded"] = embed_missing_rows(client, embedder)
         result["message_tokens_stored"] = backfill_message_tokens(client, embedder)

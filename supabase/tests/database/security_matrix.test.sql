@@ -144,6 +144,9 @@ create temp table calls (object text primary key, call text not null);
 insert into calls values
 ('hipocampo.activate_embedding_model', 'select hipocampo.activate_embedding_model({model})'),
 ('hipocampo.build_model_index', 'select hipocampo.build_model_index({model})'),
+('hipocampo.build_tenant_graphs', 'select hipocampo.build_tenant_graphs()'),
+('hipocampo_private._create_tenant_graph', 'select hipocampo_private._create_tenant_graph({model}, {tenant_a})'),
+('hipocampo_private._drop_tenant_graph', 'select hipocampo_private._drop_tenant_graph(''chunks_hnsw_'' || repeat(''0'', 12) || ''_'' || repeat(''0'', 32))'),
 ('hipocampo.defer_model_index', 'select hipocampo.defer_model_index({model})'),
 ('hipocampo_private._drop_model_index', 'select hipocampo_private._drop_model_index({model})'),
 ('hipocampo.add_member', 'select hipocampo.add_member({tenant_a}, gen_random_uuid(), ''admin'')'),
@@ -462,6 +465,9 @@ create temp table expected (object text, op text, outcomes text, primary key (ob
 insert into expected values
 ('hipocampo.activate_embedding_model', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
 ('hipocampo.build_model_index', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
+('hipocampo.build_tenant_graphs', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
+('hipocampo_private._create_tenant_graph', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
+('hipocampo_private._drop_tenant_graph', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
 ('hipocampo.defer_model_index', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
 ('hipocampo_private._drop_model_index', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 none'),
 ('hipocampo.add_member', 'call', '42501 42501 42501 42501 42501 42501 42501 42501 write'),
@@ -841,6 +847,7 @@ insert into shared_expected values
 ('hipocampo.answer_evidence', 'shared'),
 ('hipocampo.answer_sources', 'none'),
 ('hipocampo.build_model_index', '42501'),
+('hipocampo.build_tenant_graphs', '42501'),
 ('hipocampo.cache_get', 'none'),
 ('hipocampo.cache_put', '42501'),
 ('hipocampo.chunks_without_sentences', '42501'),
@@ -972,6 +979,8 @@ insert into shared_expected values
 ('hipocampo_private._chunks_stats_after_insert', '42501'),
 ('hipocampo_private._refuse_moving_tenant', '42501'),
 ('hipocampo_private._drop_model_index', '42501'),
+('hipocampo_private._create_tenant_graph', '42501'),
+('hipocampo_private._drop_tenant_graph', '42501'),
 ('hipocampo_private._ensure_model_index', '42501'),
 ('hipocampo_private._invalidate_answer_cache', '42501'),
 -- written only by the read it records (issue 57 §4): never called directly
