@@ -817,11 +817,42 @@ as $$
 $$;
 
 /*
+_language_verdicts(measures jsonb[], rag jsonb) -> boolean[]
+
+Purpose: whether each document's text reads as language by the rag config's rules, for many
+  documents in one call (a search judges its ~50 candidates at once: a call of a function that
+  sets search_path costs a few microseconds): true for a text of fewer than rag.language_min_words
+  words (too short to judge) or never measured; else its word order (_text_measures, in standard
+  deviations) reaches rag.language_min_word_order. The one place of the rule (_reads_as_language
+  is this for one document).
+Parameters: measures - documents.text_measures, in any order; rag - a rag config (rag_config),
+  or any object holding language_min_words and language_min_word_order.
+Returns: the verdicts, in the order of measures (null for a null array).
+Errors: none.
+Example: select hipocampo_private._language_verdicts(array_agg(d.text_measures), hipocampo.rag_config()) from …;
+*/
+create or replace function hipocampo_private._language_verdicts(measures jsonb[], rag jsonb)
+returns boolean[]
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select case when measures is not null then array(
+        select m.v is null
+            or coalesce((m.v ->> 'words')::integer, 0) < (rag ->> 'language_min_words')::integer
+            or coalesce((m.v ->> 'word_order')::double precision, 0)
+            >= (rag ->> 'language_min_word_order')::double precision
+        from unnest(measures) with ordinality as m (v, n)
+        order by m.n
+    ) end
+$$;
+
+/*
 _reads_as_language(measures jsonb, rag jsonb) -> boolean
 
-Purpose: whether a document's text reads as language by the rag config's rules: true for a text
-  of fewer than rag.language_min_words words (too short to judge) or never measured; else its
-  word order (_text_measures, in standard deviations) reaches rag.language_min_word_order.
+Purpose: whether a document's text reads as language by the rag config's rules
+  (_language_verdicts, for one document).
 Parameters: measures - documents.text_measures; rag - a rag config (rag_config), or any object
   holding language_min_words and language_min_word_order.
 Returns: the verdict.
@@ -835,10 +866,7 @@ immutable
 security invoker
 set search_path = ''
 as $$
-    select measures is null
-        or coalesce((measures ->> 'words')::integer, 0) < (rag ->> 'language_min_words')::integer
-        or coalesce((measures ->> 'word_order')::double precision, 0)
-        >= (rag ->> 'language_min_word_order')::double precision
+    select (hipocampo_private._language_verdicts(array[measures], rag))[1]
 $$;
 
 /*

@@ -955,8 +955,8 @@ Purpose: hybrid_search's fusion and rerank over the union of both legs, each can
   settings.rerank 'trust_recency': the fused score scaled to 0..1 *
   trust_recency_similarity_weight + the document's trust * trust_recency_trust_weight +
   freshness (exp(-age in days / freshness_half_life_days)) * trust_recency_freshness_weight.
-  A candidate of a document that does not read as language (_reads_as_language with the rag
-  rules settings carries) is moved below every candidate that does, its final score just under
+  A candidate of a document that does not read as language (_language_verdicts with the rag
+  rules settings carries, one call for all) is moved below every candidate that does, its final score just under
   theirs (issue 61 §5). The dense weight is per query, _leaning_dense_weight of coverage
   (from _lexical_leg): the less of the question the best lexical hit holds, the more the dense
   leg counts (issue 61 §3). The vectors are not carried through these steps (copying ~70 of 1.5 kB through the sorts was
@@ -982,11 +982,9 @@ set search_path = ''
 as $$
 declare
     min_sim double precision := (settings ->> 'min_similarity')::double precision;
-    fuse text := settings ->> 'fusion';
     w_dense double precision := hipocampo_private._leaning_dense_weight(settings, coverage);  -- issue 61 §3
     w_lex double precision := (settings ->> 'lexical_weight')::double precision;
     rrf_k double precision := (settings ->> 'rrf_k')::double precision;
-    rr text := settings ->> 'rerank';
     w_sim double precision := (settings ->> 'trust_recency_similarity_weight')::double precision;
     w_trust double precision := (settings ->> 'trust_recency_trust_weight')::double precision;
     w_fresh double precision := (settings ->> 'trust_recency_freshness_weight')::double precision;
@@ -997,18 +995,22 @@ begin
         from unnest(dense_ids, dense_sims, dense_scores) as dl (id, sim, score)
         full outer join unnest(lexical_ids, lexical_scores) as ll (id, score) on ll.id = dl.id
     ),
-    cand as (
-        select lg.id, d.trust_score, d.published_at, c.created_at,
-            hipocampo_private._reads_as_language(d.text_measures, settings) as language,
+    found as (
+        select lg.id, d.trust_score, d.published_at, c.created_at, d.text_measures,
             case
                 when lg.sim is not null then lg.sim
                 when 1 - (c.embedding operator(extensions.<=>) query_embedding) >= min_sim
                     then 1 - (c.embedding operator(extensions.<=>) query_embedding)
             end as sim,
             lg.score
-        from legs as lg
-        inner join hipocampo_private.chunks as c on c.id = lg.id
+        from legs as lg inner join hipocampo_private.chunks as c on c.id = lg.id
         inner join hipocampo_private.documents as d on d.id = c.document_id
+    ),
+    cand as (  -- every candidate's language verdict in one call (_language_verdicts)
+        select fo.id, fo.trust_score, fo.published_at, fo.created_at, v.language, fo.sim, fo.score
+        from (select array_agg(f.id) as ids, array_agg(f.text_measures) as ms from found as f) as agg
+        cross join lateral unnest(agg.ids, hipocampo_private._language_verdicts(agg.ms, settings)) as v (id, language)
+        inner join found as fo on fo.id = v.id
     ),
     st as (
         select
@@ -1019,7 +1021,7 @@ begin
     ),
     by_fusion as (
         select cd.*,
-            case fuse
+            case settings ->> 'fusion'
                 when 'rrf' then
                     w_dense * coalesce(1.0 / (rrf_k + case when cd.sim is not null then
                         row_number() over (order by cd.sim desc nulls last, cd.id) end), 0)
@@ -1036,7 +1038,7 @@ begin
     ),
     ranked as (
         select fd.*,
-            case rr
+            case settings ->> 'rerank'
                 when 'trust_recency' then
                     coalesce(
                         (fd.fused - min(fd.fused) over ())

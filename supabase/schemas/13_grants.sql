@@ -245,6 +245,7 @@ grant execute on function hipocampo_private._evidence_verdict(n_candidates integ
 grant execute on function hipocampo_private._evidence_passages(scored jsonb, babble uuid[], cfg jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._search_model(tenant_id uuid, kb_ids uuid[]) to authenticated, service_role;
 grant execute on function hipocampo_private._reads_as_language(measures jsonb, rag jsonb) to authenticated, service_role;
+grant execute on function hipocampo_private._language_verdicts(measures jsonb[], rag jsonb) to authenticated, service_role;
 grant execute on function hipocampo_private._uuid_shape() to authenticated, service_role;
 grant execute on function hipocampo_private._caller(out kind text, out tenant_id uuid, out user_id uuid, out tenant_role text) to authenticated, service_role;
 grant execute on function hipocampo_private._check_config_patch(section text, patch jsonb) to authenticated, service_role;

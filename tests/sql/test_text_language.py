@@ -230,6 +230,30 @@ def test_word_salad_of_the_kbs_vocabulary_never_answers(db: Conn, world: World) 
     assert answer.startswith("Art. 23") or "15 dias" in answer
 
 
+def test_the_verdicts_of_many_documents_come_in_their_order(db: Conn) -> None:
+    """A search judges all its candidates in one call (_language_verdicts): the verdicts come in
+    the order of the measures, each the one _reads_as_language gives that document alone."""
+    rag = {"language_min_words": 10, "language_min_word_order": 1.0}
+    measures = [
+        None,
+        {"words": 5, "word_order": -3.0},
+        {"words": 50, "word_order": 0.2},
+        {"words": 50, "word_order": 2.0},
+        {"words": 50},
+    ]
+    as_json = [None if m is None else json.dumps(m) for m in measures]
+    verdicts = one(
+        db, "select hipocampo_private._language_verdicts(%s::jsonb[], %s::jsonb) as v", (as_json, json.dumps(rag))
+    )
+    assert verdicts == [True, True, False, True, False]
+    alone = [
+        one(db, "select hipocampo_private._reads_as_language(%s::jsonb, %s::jsonb) as v", (m, json.dumps(rag)))
+        for m in as_json
+    ]
+    assert alone == verdicts
+    assert one(db, "select hipocampo_private._language_verdicts(null, %s::jsonb) as v", (json.dumps(rag),)) is None
+
+
 def test_search_ranks_text_that_is_not_language_last(db: Conn, world: World) -> None:
     """Issue 61 §5: a salad nearer the question than the real article, in both legs, still comes
     after it; with the rule switched off (a knowledge base's language_min_word_order -100) it
