@@ -127,26 +127,23 @@ comment on function hipocampo.defer_model_index(text) is
 'Before a large first load: drop the model''s HNSW index on chunks (build_model_index builds it after).';
 
 /*
-build_model_index(embedding_model text) -> text
+_use_index_build_config() -> jsonb
 
-Purpose: build the model's HNSW indexes (chunks, memories, memory_staging) that are missing,
-  after defer_model_index and a bulk load: one pass over the rows with
-  maintenance.index_build_maintenance_work_mem_mb of memory (the graph is built in memory when
-  it fits) and maintenance.index_build_parallel_workers parallel workers (config rows, from
-  config.toml; set for this transaction only). Writes to the tables wait while it builds.
-Parameters: embedding_model - a registered model.
-Returns: the chunks index name.
-Errors: 42501 for any caller but service_role (grant); P0002 "unknown embedding model: …";
-  55000 "maintenance config is incomplete: index_build_maintenance_work_mem_mb,
-  index_build_parallel_workers" when the global row lacks them (run `hipocampo db migrate`).
-Example: select hipocampo.build_model_index('all-MiniLM-L6-v2');
+Purpose: for an index build in this transaction (build_model_index, build_tenant_graphs): set
+  maintenance_work_mem to maintenance.index_build_maintenance_work_mem_mb and
+  max_parallel_maintenance_workers to maintenance.index_build_parallel_workers, from the global
+  config row (config.toml's; for this transaction only).
+Parameters: none.
+Returns: the global row's maintenance section.
+Errors: 55000 "maintenance config is incomplete: index_build_maintenance_work_mem_mb,
+  index_build_parallel_workers" when the row lacks them (run `hipocampo db migrate`).
+Example: select hipocampo_private._use_index_build_config();
 */
-create or replace function hipocampo.build_model_index(embedding_model text)
-returns text
+create or replace function hipocampo_private._use_index_build_config()
+returns jsonb
 language plpgsql
 security invoker
 set search_path = ''
-set jit = off
 as $$
 declare
     cfg jsonb := (
@@ -164,6 +161,35 @@ begin
     perform pg_catalog.set_config(
         'max_parallel_maintenance_workers', cfg ->> 'index_build_parallel_workers', true
     );
+    return cfg;
+end;
+$$;
+
+/*
+build_model_index(embedding_model text) -> text
+
+Purpose: build the model's HNSW indexes (chunks, memories, memory_staging) that are missing,
+  after defer_model_index and a bulk load: one pass over the rows with
+  maintenance.index_build_maintenance_work_mem_mb of memory (the graph is built in memory when
+  it fits) and maintenance.index_build_parallel_workers parallel workers (config rows, from
+  config.toml; set for this transaction only). Writes to the tables wait while it builds.
+Parameters: embedding_model - a registered model.
+Returns: the chunks index name.
+Errors: 42501 for any caller but service_role (grant); P0002 "unknown embedding model: …";
+  55000 "maintenance config is incomplete: index_build_maintenance_work_mem_mb,
+  index_build_parallel_workers" when the global row lacks them (run `hipocampo db migrate`:
+  _use_index_build_config).
+Example: select hipocampo.build_model_index('all-MiniLM-L6-v2');
+*/
+create or replace function hipocampo.build_model_index(embedding_model text)
+returns text
+language plpgsql
+security invoker
+set search_path = ''
+set jit = off
+as $$
+begin
+    perform hipocampo_private._use_index_build_config();
     return hipocampo_private._ensure_model_index(build_model_index.embedding_model);
 end;
 $$;
@@ -308,8 +334,8 @@ Parameters: none.
 Returns: {"min_chunks": n, "built": [{"tenant_id", "model", "chunks", "ms"}, …],
   "dropped": ["<index name>", …]}.
 Errors: 42501 for any caller but service_role (grant); 55000 "maintenance config is incomplete:
-  tenant_graph_min_chunks, index_build_maintenance_work_mem_mb, index_build_parallel_workers"
-  when the global row lacks them (run `hipocampo db migrate`).
+  tenant_graph_min_chunks" when the global row lacks it (run `hipocampo db migrate`), and as
+  _use_index_build_config.
 Example: select hipocampo.build_tenant_graphs();
 */
 create or replace function hipocampo.build_tenant_graphs()
@@ -320,28 +346,16 @@ set search_path = ''
 set jit = off
 as $$
 declare
-    cfg jsonb := (
-        select s.config -> 'maintenance' from hipocampo_private.settings as s
-        where s.tenant_id is null
-    );
-    min_chunks bigint := (cfg ->> 'tenant_graph_min_chunks')::bigint;
+    min_chunks bigint := (hipocampo_private._use_index_build_config() ->> 'tenant_graph_min_chunks')::bigint;
     keep text[];
     built jsonb := '[]';
     dropped jsonb := '[]';
     g record;
     t0 timestamptz;
 begin
-    if min_chunks is null or cfg ->> 'index_build_maintenance_work_mem_mb' is null
-        or cfg ->> 'index_build_parallel_workers' is null then
-        raise exception 'maintenance config is incomplete: tenant_graph_min_chunks, '
-            'index_build_maintenance_work_mem_mb, index_build_parallel_workers' using errcode = '55000';
+    if min_chunks is null then
+        raise exception 'maintenance config is incomplete: tenant_graph_min_chunks' using errcode = '55000';
     end if;
-    perform pg_catalog.set_config(
-        'maintenance_work_mem', (cfg ->> 'index_build_maintenance_work_mem_mb') || 'MB', true
-    );
-    perform pg_catalog.set_config(
-        'max_parallel_maintenance_workers', cfg ->> 'index_build_parallel_workers', true
-    );
     -- Step 1: drop the graphs no (tenant, model) of at least half the bound keeps.
     keep := array(
         select hipocampo_private._tenant_graph_name(z.model, z.tenant_id) from hipocampo_private._tenant_model_chunks() as z
