@@ -417,7 +417,7 @@ def tenant_graphs(conn: psycopg.Connection[Any]) -> None:
         "tenant_graphs_mb": conn.execute(
             "select coalesce(sum(pg_relation_size(c.oid)), 0) / 1048576 from pg_class as c"
             " join pg_namespace as n on n.oid = c.relnamespace"
-            " where n.nspname = 'hipocampo_private' and c.relname ~ '^chunks_hnsw_'"
+            " where n.nspname = 'hipocampo_private' and hipocampo_private._is_tenant_graph_name(c.relname)"
         ).fetchone()[0],  # type: ignore[index]
     }
     print(f"  {costs}", flush=True)

@@ -28,11 +28,42 @@ as $$
 $$;
 
 /*
+_model_graph_ddl(index_name text, tbl text, dims integer, model_name text, tenant uuid) -> text
+
+Purpose: the statement that creates one HNSW graph of an embedding model, if missing: on
+  hipocampo_private.<tbl>, over embedding::vector(dims), opclass vector_cosine_ops (retrieval
+  orders by the cosine-distance operator <=>), m=16, ef_construction=64, partial on the model,
+  and on the tenant when one is given (a tenant graph, build_tenant_graphs). The one place of the
+  graphs' parameters (_ensure_model_index, _create_tenant_graph).
+Parameters: index_name; tbl - chunks, memories or memory_staging; dims - the model's, 1..2000;
+  model_name; tenant - null for the model's graph of every tenant.
+Returns: the statement.
+Errors: none.
+Example: select hipocampo_private._model_graph_ddl('chunks_embedding_hnsw_…', 'chunks', 384,
+  'multilingual-e5-small', null);
+*/
+create or replace function hipocampo_private._model_graph_ddl(
+    index_name text, tbl text, dims integer, model_name text, tenant uuid
+)
+returns text
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select pg_catalog.format(
+        'create index if not exists %I on hipocampo_private.%I '
+        'using hnsw ((embedding::extensions.vector(%s)) extensions.vector_cosine_ops) '
+        'with (m = 16, ef_construction = 64) where embedding_model = %L',
+        index_name, tbl, dims, model_name
+    ) || case when tenant is not null then pg_catalog.format(' and tenant_id = %L', tenant) else '' end
+$$;
+
+/*
 _ensure_model_index(model_name text) -> text
 
 Purpose: create the partial HNSW indexes of one embedding model on chunks, memories and
-  memory_staging, if missing. HNSW m=16, ef_construction=64; opclass vector_cosine_ops because
-  retrieval orders by the cosine-distance operator <=>.
+  memory_staging, if missing (_model_graph_ddl: HNSW m=16, ef_construction=64, vector_cosine_ops).
 Parameters: model_name - a registered model.
 Returns: the chunks index name.
 Errors: P0002 "unknown embedding model" when it is not registered.
@@ -56,12 +87,7 @@ begin
     end if;
     foreach tbl in array array['chunks', 'memories', 'memory_staging'] loop
         idx := hipocampo_private._model_index_name(tbl, m.name);
-        execute format(
-            'create index if not exists %I on hipocampo_private.%I '
-            'using hnsw ((embedding::extensions.vector(%s)) extensions.vector_cosine_ops) '
-            'with (m = 16, ef_construction = 64) where embedding_model = %L',
-            idx, tbl, m.dims, m.name
-        );
+        execute hipocampo_private._model_graph_ddl(idx, tbl, m.dims, m.name, null);
     end loop;
     return hipocampo_private._model_index_name('chunks', m.name);
 end;
@@ -221,11 +247,32 @@ as $$
 $$;
 
 /*
+_is_tenant_graph_name(index_name text) -> boolean
+
+Purpose: whether a name is one _tenant_graph_name gives (chunks_hnsw_, 12 hex digits, _, 32 hex
+  digits): how build_tenant_graphs finds the tenant graphs on chunks and _drop_tenant_graph
+  refuses any other index.
+Parameters: index_name - an index's name (null: false).
+Returns: the verdict.
+Errors: none.
+Example: select hipocampo_private._is_tenant_graph_name('chunks_embedding_hnsw_005d4258d321'); -- false
+*/
+create or replace function hipocampo_private._is_tenant_graph_name(index_name text)
+returns boolean
+language sql
+immutable
+security invoker
+set search_path = ''
+as $$
+    select coalesce(index_name ~ '^chunks_hnsw_[0-9a-f]{12}_[0-9a-f]{32}$', false)
+$$;
+
+/*
 _create_tenant_graph(model_name text, tenant uuid) -> text
 
 Purpose: create one tenant's own HNSW graph of a model on chunks, if missing: the model's graph
-  (typed cast, vector_cosine_ops, m=16, ef_construction=64) restricted to the tenant's chunks
-  (a partial index on embedding_model and tenant_id). The dense leg's statement names both
+  (_model_graph_ddl) restricted to the tenant's chunks (a partial index on embedding_model and
+  tenant_id). The dense leg's statement names both
   (parameters of a one-shot plan, so the predicate matches), and the planner takes the smaller
   graph.
 Parameters: model_name - a registered model; tenant - a tenant.
@@ -248,12 +295,7 @@ begin
     if not found then
         raise exception 'unknown embedding model: %', model_name using errcode = 'P0002';
     end if;
-    execute format(
-        'create index if not exists %I on hipocampo_private.chunks '
-        'using hnsw ((embedding::extensions.vector(%s)) extensions.vector_cosine_ops) '
-        'with (m = 16, ef_construction = 64) where embedding_model = %L and tenant_id = %L',
-        idx, m.dims, m.name, tenant
-    );
+    execute hipocampo_private._model_graph_ddl(idx, 'chunks', m.dims, m.name, tenant);
     return idx;
 end;
 $$;
@@ -276,7 +318,7 @@ security definer
 set search_path = ''
 as $$
 begin
-    if index_name is null or index_name !~ '^chunks_hnsw_[0-9a-f]{12}_[0-9a-f]{32}$' then
+    if not hipocampo_private._is_tenant_graph_name(index_name) then
         raise exception 'not a tenant graph: %', index_name using errcode = '22023';
     end if;
     if not exists (
@@ -367,7 +409,7 @@ begin
         select c.relname::text as name from pg_catalog.pg_index as i
         inner join pg_catalog.pg_class as c on c.oid = i.indexrelid
         where i.indrelid = 'hipocampo_private.chunks'::regclass
-          and c.relname ~ '^chunks_hnsw_[0-9a-f]{12}_[0-9a-f]{32}$' and c.relname <> all(keep)
+          and hipocampo_private._is_tenant_graph_name(c.relname) and c.relname <> all(keep)
         order by c.relname
     loop
         perform hipocampo_private._drop_tenant_graph(g.name);

@@ -956,8 +956,8 @@ Purpose: hybrid_search's fusion and rerank over the union of both legs, each can
   trust_recency_similarity_weight + the document's trust * trust_recency_trust_weight +
   freshness (exp(-age in days / freshness_half_life_days)) * trust_recency_freshness_weight.
   A candidate of a document that does not read as language (_language_verdicts with the rag
-  rules settings carries, one call for all) is moved below every candidate that does, its final score just under
-  theirs (issue 61 §5). The dense weight is per query, _leaning_dense_weight of coverage
+  rules settings carries, one call for all) is moved below every candidate that does, its final
+  score just under theirs (issue 61 §5). The dense weight is per query, _leaning_dense_weight of coverage
   (from _lexical_leg): the less of the question the best lexical hit holds, the more the dense
   leg counts (issue 61 §3). The vectors are not carried through these steps (copying ~70 of 1.5 kB through the sorts was
   half of a 250-passage search): _mmr_pick reads them.

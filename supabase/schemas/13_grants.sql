@@ -275,6 +275,7 @@ grant execute on function hipocampo_private._create_tenant_graph(model_name text
 grant execute on function hipocampo_private._drop_tenant_graph(index_name text) to service_role;
 grant execute on function hipocampo_private._tenant_model_chunks() to service_role;
 grant execute on function hipocampo_private._use_index_build_config() to service_role;
+grant execute on function hipocampo_private._is_tenant_graph_name(index_name text) to service_role;
 grant execute on function hipocampo_private._tenant_graph_name(model_name text, tenant uuid) to service_role;
 grant execute on function hipocampo_private._hmac_sha256(key bytea, message bytea) to service_role;
 grant execute on function hipocampo_private._ingest_item(document jsonb, chunks jsonb, embedding_model text, dims integer) to authenticated, service_role;
