@@ -719,6 +719,78 @@ end;
 $$;
 
 /*
+_bm25_read(tenant uuid, t_kb uuid[], t_lex text[], t_idf double precision[], t_avg double precision[],
+  t_read boolean[], k1 double precision, b double precision, keep integer, dense_ids bigint[],
+  out ids bigint[], out scores double precision[])
+
+Purpose: the lexical leg's first read (issue 60 §2): the BM25 of every chunk holding a term read
+  in full (t_read true), one primary-key range of kb_postings per term, then arithmetic; of those
+  chunks only the best `keep` and the dense leg's candidates leave, so the thousands a common
+  term holds in a large knowledge base are not sorted (at 50,000 chunks, sorting them twice and
+  looking the dense candidates up among them was 3 of the leg's 8 ms, benchmarks/tenants.py).
+  The best `keep` are chosen among the chunks that are not dense candidates once the candidates
+  are set apart (their number bounds how many of the best they can be), so the result holds
+  exactly the best `keep` of all and every dense candidate holding a term.
+Parameters: tenant; the term lists of _lexical_leg (knowledge base, lexeme, idf, average chunk
+  length in tokens, read in full or not); k1, b - BM25's; keep - how many of the best are kept
+  (chunks; null: every one); dense_ids - the dense leg's candidates.
+Returns: ids and scores (BM25 over the terms read), best first (ties: lower id): the best `keep`
+  of all, then the dense candidates outside them that hold a term read.
+Errors: none.
+Example: select * from hipocampo_private._bm25_read(tenant, t_kb, t_lex, t_idf, t_avg, t_read, 1.2, 0.75, 320,
+  dense.ids);
+*/
+create or replace function hipocampo_private._bm25_read(
+    tenant uuid, t_kb uuid[], t_lex text[], t_idf double precision[], t_avg double precision[], t_read boolean[],
+    k1 double precision, b double precision, keep integer, dense_ids bigint[], out ids bigint[],
+    out scores double precision[]
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+begin
+    select coalesce(array_agg(x.chunk_id order by x.score desc, x.chunk_id), '{}'),
+        coalesce(array_agg(x.score order by x.score desc, x.chunk_id), '{}')
+    into ids, scores
+    from (
+        select s.chunk_id, s.score, s.dense, row_number() over (order by s.score desc, s.chunk_id) as rn
+        from (
+            select g.chunk_id, g.score, g.dense
+            from (
+                -- The dense candidates join the postings as rows of their own (score 0), marked, so
+                -- one hash aggregate scores and marks every chunk (a join to them was planned as a
+                -- nested loop over every scored chunk).
+                select p.chunk_id, sum(p.part) as score, bool_or(p.dense) as dense
+                from (
+                    select ps.chunk_id, false as dense,
+                        tm.idf * ps.tf * (k1 + 1) / (ps.tf + k1 * (1 - b + b * ps.chunk_length / tm.avg_len)) as part
+                    from unnest(t_kb, t_lex, t_idf, t_avg, t_read) as tm (kb_id, lexeme, idf, avg_len, r)
+                    -- "offset 0" keeps the planner from flattening the lateral subquery into a join
+                    -- it may run as a scan of all the tenant's postings.
+                    cross join lateral (
+                        select q.chunk_id, q.tf, q.chunk_length
+                        from hipocampo_private.kb_postings as q
+                        where q.tenant_id = tenant and q.kb_id = tm.kb_id and q.lexeme = tm.lexeme
+                        offset 0
+                    ) as ps
+                    where tm.r
+                    union all
+                    select d.id, true, 0 from unnest(dense_ids) as d (id)
+                ) as p
+                group by p.chunk_id
+                having not bool_and(p.dense)
+            ) as g
+            order by g.dense desc, g.score desc, g.chunk_id
+            limit keep + cardinality(dense_ids)
+        ) as s
+    ) as x
+    where x.dense or x.rn <= coalesce(keep, x.rn);
+end;
+$$;
+
+/*
 _bm25_complete(tenant uuid, t_kb uuid[], t_lex text[], t_idf double precision[],
   t_avg double precision[], t_read boolean[], k1 double precision, b double precision,
   partial_ids bigint[], partial_scores double precision[], depth integer, dense_ids bigint[],
@@ -802,15 +874,16 @@ Purpose: hybrid_search's lexical leg: Okapi BM25 (k1 = settings.bm25_k1, b = set
   with OR semantics over the query's stemmed, unaccented lexemes (each knowledge base's
   language) but the question stopwords (settings.question_stopwords), read from the inverted
   index kb_postings: one primary-key range per term, then arithmetic; idf and the average length
-  from the per-KB statistics (kb_term_stats, kb_text_stats). Bounded (issue 60 §2): the rarest
-  terms' postings are read in full while they sum to at most settings.lexical_postings_budget
-  (the rarest term holding any always; 0: every term; _lexical_terms), and the other terms are
-  scored by key for the best 4 * settings.candidates by the terms read and the dense candidates
-  only (_bm25_complete): exact whenever the question's terms hold
-  at most the budget's postings, approximate above (a chunk holding only the common terms is not
-  scored). The filters (model, status, expiry, source type, metadata) are checked on the best
-  4 * settings.candidates first; every scored chunk only when they leave too few, and when even
-  those of a bounded read are too few, again over every posting of every term.
+  from the per-KB statistics (kb_term_stats, kb_text_stats); of the chunks scored, the best
+  4 * settings.candidates and the dense candidates are kept (_bm25_read). Bounded (issue 60 §2):
+  the rarest terms' postings are read in full while they sum to at most
+  settings.lexical_postings_budget (the rarest term holding any always; 0: every term;
+  _lexical_terms), and the other terms are scored by key for the chunks kept only
+  (_bm25_complete): exact whenever the question's terms hold at most the budget's postings,
+  approximate above (a chunk holding only the common terms is not scored). The filters (model,
+  status, expiry, source type, metadata) are checked on the best 4 * settings.candidates; when
+  they leave too few, every chunk holding a term is scored, over every posting of every term, and
+  checked in order (with a source or metadata filter, every scored chunk is kept from the start).
 Parameters: scope and model from _search_scope; settings from _search_settings; dense_ids, the
   dense leg's candidates (_dense_leg); the others as hybrid_search's.
 Returns: ids and scores (BM25), at most settings.candidates, best first, after the filters;
@@ -846,7 +919,9 @@ declare
     t_read boolean [];  -- the term's postings are read in full
     scored_ids bigint [];  -- the chunks scored, best first (unfiltered)
     scored_scores double precision [];
-    lim integer;
+    -- How many of the best scored chunks the filters see first (null: every one); with a source or
+    -- metadata filter, likely to leave few, every one from the start.
+    keep integer := case when source_types is null and metadata_filter is null then n_cand * 4 end;
 begin
     -- The question's terms, the rarest first, and which are read in full (_lexical_terms).
     select tl.t_kb, tl.t_lex, tl.t_idf, tl.t_avg, tl.t_read into t_kb, t_lex, t_idf, t_avg, t_read
@@ -855,56 +930,39 @@ begin
     ) as tl;
 
     loop
-        select
-            coalesce(array_agg(x.chunk_id order by x.score desc, x.chunk_id), '{}'),
-            coalesce(array_agg(x.score order by x.score desc, x.chunk_id), '{}')
-        into scored_ids, scored_scores
-        from (
-            select p.chunk_id,
-                sum(tm.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.chunk_length / tm.avg_len))) as score
-            from unnest(t_kb, t_lex, t_idf, t_avg, t_read) as tm (kb_id, lexeme, idf, avg_len, r)
-            -- One primary-key range per term: "offset 0" keeps the planner from flattening the
-            -- lateral subquery into a join it may run as a scan of all the tenant's postings.
-            cross join lateral (
-                select ps.chunk_id, ps.tf, ps.chunk_length
-                from hipocampo_private.kb_postings as ps
-                where ps.tenant_id = tenant and ps.kb_id = tm.kb_id and ps.lexeme = tm.lexeme
-                offset 0
-            ) as p
-            where tm.r
-            group by p.chunk_id
-        ) as x;
+        select r.ids, r.scores into scored_ids, scored_scores
+        from hipocampo_private._bm25_read(tenant, t_kb, t_lex, t_idf, t_avg, t_read, k1, b, keep, dense_ids) as r;
         if false = any(t_read) then
             select c.ids, c.scores into scored_ids, scored_scores
             from hipocampo_private._bm25_complete(
                 tenant, t_kb, t_lex, t_idf, t_avg, t_read, k1, b, scored_ids, scored_scores, n_cand * 4, dense_ids
             ) as c;
         end if;
-        coverage := hipocampo_private._coverage(tenant, scored_ids[1], query_text, t_kb, t_lex, t_idf, settings);
 
-        for pass in 1..2 loop
-            lim := case when pass = 1 then n_cand * 4 else cardinality(scored_ids) end;
-            select coalesce(array_agg(f.id order by f.ord), '{}'), coalesce(array_agg(f.score order by f.ord), '{}')
-            into ids, scores
-            from (
-                select u.id, u.score, u.ord
-                from unnest(scored_ids[1:lim], scored_scores[1:lim]) with ordinality as u (id, score, ord)
-                inner join hipocampo_private.chunks as c on c.id = u.id
-                inner join hipocampo_private.documents as d on d.id = c.document_id
-                where c.embedding_model = model
-                  and (_lexical_leg.source_types is null or d.source_type = any(_lexical_leg.source_types))
-                  and (_lexical_leg.metadata_filter is null or c.metadata @> _lexical_leg.metadata_filter)
-                  and d.status = 'active'
-                  and (c.expires_at is null or c.expires_at > now())
-                order by u.ord
-                limit n_cand
-            ) as f;
-            exit when cardinality(ids) >= n_cand or cardinality(scored_ids) <= n_cand * 4;
-        end loop;
-        exit when cardinality(ids) >= n_cand or true = all(t_read);
-        -- The filters left too few of a bounded read's chunks: every posting of every term.
+        select coalesce(array_agg(f.id order by f.ord), '{}'), coalesce(array_agg(f.score order by f.ord), '{}')
+        into ids, scores
+        from (
+            select u.id, u.score, u.ord
+            from unnest(
+                scored_ids[1:coalesce(keep, cardinality(scored_ids))], scored_scores[1:coalesce(keep, cardinality(scored_ids))]
+            ) with ordinality as u (id, score, ord)
+            inner join hipocampo_private.chunks as c on c.id = u.id
+            inner join hipocampo_private.documents as d on d.id = c.document_id
+            where c.embedding_model = model
+              and (_lexical_leg.source_types is null or d.source_type = any(_lexical_leg.source_types))
+              and (_lexical_leg.metadata_filter is null or c.metadata @> _lexical_leg.metadata_filter)
+              and d.status = 'active'
+              and (c.expires_at is null or c.expires_at > now())
+            order by u.ord
+            limit n_cand
+        ) as f;
+        exit when cardinality(ids) >= n_cand
+            or true = all(t_read) and (keep is null or cardinality(scored_ids) < keep);
+        -- The filters left too few of the best: every chunk holding a term, every term read in full.
+        keep := null;
         t_read := array_fill(true, array[cardinality(t_read)]);
     end loop;
+    coverage := hipocampo_private._coverage(tenant, scored_ids[1], query_text, t_kb, t_lex, t_idf, settings);
     select coalesce(array_agg(coalesce(sc.score, 0) order by dl.ord), '{}') into dense_scores
     from unnest(dense_ids) with ordinality as dl (id, ord)
     left join unnest(scored_ids, scored_scores) as sc (id, score) on sc.id = dl.id;

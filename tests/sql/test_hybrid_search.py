@@ -770,6 +770,32 @@ def test_the_lexical_leg_reads_common_terms_by_key_beyond_its_postings_budget(
     assert by_id[both] == pytest.approx(exact[both])
 
 
+@pytest.mark.parametrize("keep", [1, 2, 5])
+def test_the_lexical_leg_keeps_the_best_scored_chunks_and_the_dense_candidates(
+    db: psycopg.Connection[dict[str, Any]], world: World, keep: int
+) -> None:
+    """_bm25_read (issue 60 §2) hands on the best `keep` chunks of all and every dense candidate
+    holding a term read, best first, with the scores the whole list gives them: the same as taking
+    them from every chunk scored and sorted; a dense candidate holding no term is not among them."""
+    ids = _budget_world(db, world, 0)
+    db.execute("reset role")  # the private step, called as hybrid_search's definer calls it
+    terms = "select t.* from hipocampo_private._lexical_terms(array[%s]::uuid[], %s, 'zircônio quartzo', 0, null) as t"
+    t = db.execute(terms, (world.kb_a, MODEL)).fetchone()
+    read = (
+        "select r.ids, r.scores from hipocampo_private._bm25_read(%s, %s, %s, %s, %s, %s, 1.2, 0.75, %s,"
+        " %s::bigint[]) as r"
+    )
+    args = (world.tenant_a, t["t_kb"], t["t_lex"], t["t_idf"], t["t_avg"], t["t_read"])
+    every = db.execute(read, (*args, None, [])).fetchone()
+    assert len(every["ids"]) == 12  # every chunk holding zircônio or quartzo
+    neutral = next(i for c, i in ids.items() if c.startswith("Texto neutro"))
+    dense = [every["ids"][-1], neutral, every["ids"][0], every["ids"][6]]
+    got = db.execute(read, (*args, keep, dense)).fetchone()
+    wanted = [i for n, i in enumerate(every["ids"]) if n < keep or i in dense]
+    assert got["ids"] == wanted
+    assert got["scores"] == [every["scores"][every["ids"].index(i)] for i in wanted]
+
+
 def test_a_bounded_lexical_leg_the_filters_leave_short_reads_every_posting(
     db: psycopg.Connection[dict[str, Any]], world: World
 ) -> None:
