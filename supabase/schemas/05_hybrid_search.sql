@@ -205,19 +205,18 @@ begin
 
     -- The picked candidates, in pick order, as rows (a plan that does not depend on the arrays'
     -- contents: subscripts in a join condition kept it from being cached); a pick of a document
-    -- that does not read as language after every one that does, whatever MMR's diversity chose.
+    -- that does not read as language (the fusion's verdict) after every one that does, whatever
+    -- MMR's diversity chose.
     return query
     select c.id, c.document_id, c.kb_id, c.chunk_index, c.content, c.metadata,
         d.title, d.source_uri, d.source_type, d.author, d.published_at, d.trust_score,
         o.sim, o.score, o.fused, o.final,
-        (row_number() over (
-            order by hipocampo_private._reads_as_language(d.text_measures, p) desc, o.ord
-        ))::integer
+        (row_number() over (order by o.language desc, o.ord))::integer
     from unnest(
         array(select f.ids[x] from unnest(picked) as x), array(select f.sims[x] from unnest(picked) as x),
         array(select f.scores[x] from unnest(picked) as x), array(select f.fused[x] from unnest(picked) as x),
-        array(select f.final[x] from unnest(picked) as x)
-    ) with ordinality as o (id, sim, score, fused, final, ord)
+        array(select f.final[x] from unnest(picked) as x), array(select f.languages[x] from unnest(picked) as x)
+    ) with ordinality as o (id, sim, score, fused, final, language, ord)
     inner join hipocampo_private.chunks as c on c.id = o.id
     inner join hipocampo_private.documents as d on d.id = c.document_id
     order by 17;
@@ -1027,7 +1026,8 @@ $$;
 _fuse(query_embedding vector, settings jsonb, dense_ids bigint[], dense_sims double precision[],
   dense_scores double precision[], lexical_ids bigint[], lexical_scores double precision[],
   coverage double precision, out ids bigint[], out sims double precision[],
-  out scores double precision[], out fused double precision[], out final double precision[])
+  out scores double precision[], out fused double precision[], out final double precision[],
+  out languages boolean[])
 
 Purpose: hybrid_search's fusion and rerank over the union of both legs, each candidate chunk
   read once. Every candidate gets both signals, so the fusion compares like with like: the BM25
@@ -1049,7 +1049,9 @@ Purpose: hybrid_search's fusion and rerank over the union of both legs, each can
 Parameters: settings from _search_settings; the legs' arrays (dense_scores aligned with
   dense_ids) and coverage from _dense_leg and _lexical_leg.
 Returns: the candidates ranked by final score (ties: newer published_at, newer chunk, lower id):
-  ids, sims (cosine or null), scores (BM25), fused, final; null arrays when there is none.
+  ids, sims (cosine or null), scores (BM25), fused, final, languages (whether the candidate's
+  document reads as language, which hybrid_search ranks its rows by); null arrays when there is
+  none.
 Errors: none.
 Example: select * from hipocampo_private._fuse('[…]', settings, d.ids, d.sims, l.dense_scores, l.ids,
   l.scores, l.coverage);
@@ -1058,7 +1060,7 @@ create or replace function hipocampo_private._fuse(
     query_embedding extensions.vector, settings jsonb, dense_ids bigint[], dense_sims double precision[],
     dense_scores double precision[], lexical_ids bigint[], lexical_scores double precision[], coverage double precision,
     out ids bigint[], out sims double precision[], out scores double precision[],
-    out fused double precision[], out final double precision[]
+    out fused double precision[], out final double precision[], out languages boolean[]
 )
 language plpgsql
 stable
@@ -1082,8 +1084,7 @@ begin
     ),
     found as (
         select lg.id, d.trust_score, d.published_at, c.created_at, d.text_measures,
-            case
-                when lg.sim is not null then lg.sim
+            case when lg.sim is not null then lg.sim
                 when 1 - (c.embedding operator(extensions.<=>) query_embedding) >= min_sim
                     then 1 - (c.embedding operator(extensions.<=>) query_embedding)
             end as sim,
@@ -1138,7 +1139,7 @@ begin
         from by_fusion as fd
     ),
     placed as (  -- not language: moved just under every chunk that is, in its own order
-        select rk.id, rk.sim, rk.score, rk.fused, rk.published_at, rk.created_at, case
+        select rk.id, rk.sim, rk.score, rk.fused, rk.published_at, rk.created_at, rk.language, case
             when rk.language or min(rk.final) filter (where rk.language) over () is null then rk.final
             else min(rk.final) filter (where rk.language) over () - 1e-6
                 - (max(rk.final) filter (where not rk.language) over () - rk.final) end as final
@@ -1149,8 +1150,9 @@ begin
         array_agg(x.sim order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
         array_agg(x.score order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
         array_agg(x.fused order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
-        array_agg(x.final order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id)
-    into ids, sims, scores, fused, final
+        array_agg(x.final order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id),
+        array_agg(x.language order by x.final desc, x.published_at desc nulls last, x.created_at desc, x.id)
+    into ids, sims, scores, fused, final, languages
     from placed as x;
 end;
 $$;
