@@ -826,9 +826,10 @@ Purpose: the bounded lexical leg's second step (issue 60 §2): the chunks that c
   partial score. A chunk outside them that holds only unread terms is not scored: the leg is then
   approximate (docs/BENCHMARKS.md §The lexical leg's postings budget).
 Parameters: tenant; the term lists of _lexical_leg (knowledge base, lexeme, idf, average chunk
-  length in tokens, read in full or not); k1, b - BM25's; partial_ids / partial_scores - every
-  chunk holding a term read, best first, with its score over those terms; depth - how many of
-  them are completed (chunks); dense_ids - the dense leg's candidates (scored whatever their rank).
+  length in tokens, read in full or not); k1, b - BM25's; partial_ids / partial_scores - the
+  chunks holding a term read that _bm25_read kept (the best, then the dense candidates among
+  them), best first, with their scores over those terms; depth - how many of the best are
+  completed (chunks); dense_ids - the dense leg's candidates (scored whatever their rank).
 Returns: ids and scores (BM25 over every term), best first (ties: lower id); chunks scoring 0
   (a dense candidate holding no term) left out.
 Errors: none.
