@@ -177,7 +177,7 @@ as $$
 declare
     started timestamptz := clock_timestamp();
     t uuid := hipocampo_private._resolve_tenant(hybrid_search.tenant_id);
-    s record;      -- what is searched (_search_scope): model, dims, scope
+    s record;      -- what is searched (_search_scope): model, dims, scope, scope_rows
     p jsonb;       -- the parameters (_search_settings): arguments over the config rows
     dense record;  -- the dense leg: ids, sims
     lex record;    -- the lexical leg: ids, scores, the dense candidates' BM25 scores (dense_scores), coverage
@@ -193,10 +193,12 @@ begin
         hybrid_search.rerank, hybrid_search.mmr_lambda
     );
     dense := hipocampo_private._dense_leg(
-        t, s.scope, s.model, s.dims, query_embedding, hybrid_search.source_types, hybrid_search.metadata_filter, p
+        t, s.scope, s.model, s.dims, s.scope_rows, query_embedding, hybrid_search.source_types,
+        hybrid_search.metadata_filter, p
     );
     lex := hipocampo_private._lexical_leg(
-        t, s.scope, s.model, query_text, hybrid_search.source_types, hybrid_search.metadata_filter, p, dense.ids
+        t, s.scope, s.model, s.scope_rows, query_text, hybrid_search.source_types, hybrid_search.metadata_filter, p,
+        dense.ids
     );
     f := hipocampo_private._fuse(
         query_embedding, p, dense.ids, dense.sims, lex.dense_scores, lex.ids, lex.scores, lex.coverage
@@ -233,7 +235,7 @@ $$;
 
 /*
 _search_scope(tenant uuid, query_text text, query_embedding vector, kb_ids uuid[],
-  embedding_model text, out model text, out dims integer, out scope uuid[])
+  embedding_model text, out model text, out dims integer, out scope uuid[], out scope_rows bigint)
 
 Purpose: hybrid_search's first step: check the query and resolve what it searches, the embedding
   model (the argument, else _search_model's: the active one, or during a switch the previous one
@@ -241,7 +243,8 @@ Purpose: hybrid_search's first step: check the query and resolve what it searche
 Parameters: tenant (hybrid_search's, from _resolve_tenant); the others as hybrid_search's of the
   same names (kb_ids null = all of the tenant's).
 Returns: model (its name), dims (its dimensions), scope (knowledge base ids; '{}' when the tenant
-  has none).
+  has none), scope_rows (the scope's chunks of the model, from kb_text_stats: how the dense leg
+  chooses its scan and how much the lexical leg sorts).
 Errors: 22023 "query_text must be 1..2000 characters (got an empty query)";
   22023 "query_embedding is required"; P0002 "unknown embedding model: …";
   22000 "query_embedding has n dimensions; model m expects d";
@@ -251,7 +254,7 @@ Example: select * from hipocampo_private._search_scope(tenant, 'prazo', '[…]',
 */
 create or replace function hipocampo_private._search_scope(
     tenant uuid, query_text text, query_embedding extensions.vector, kb_ids uuid[], embedding_model text,
-    out model text, out dims integer, out scope uuid[]
+    out model text, out dims integer, out scope uuid[], out scope_rows bigint
 )
 language plpgsql
 stable
@@ -292,6 +295,8 @@ begin
              where x <> all(coalesce(scope, '{}'))) using errcode = 'P0002';
     end if;
     scope := coalesce(scope, '{}');
+    select coalesce(sum(st.chunk_count), 0) into scope_rows from hipocampo_private.kb_text_stats as st
+    where st.kb_id = any(scope) and st.embedding_model = model;
 end;
 $$;
 
@@ -452,9 +457,9 @@ as $$
 $$;
 
 /*
-_dense_leg(tenant uuid, scope uuid[], model text, dims integer, query_embedding vector,
-  source_types text[], metadata_filter jsonb, settings jsonb, out ids bigint[],
-  out sims double precision[])
+_dense_leg(tenant uuid, scope uuid[], model text, dims integer, scope_rows bigint,
+  query_embedding vector, source_types text[], metadata_filter jsonb, settings jsonb,
+  out ids bigint[], out sims double precision[])
 
 Purpose: hybrid_search's dense leg: the chunks of the scope nearest to the query vector whose
   cosine similarity is at least settings.min_similarity, after the chunk and document filters.
@@ -470,15 +475,15 @@ Purpose: hybrid_search's dense leg: the chunks of the scope nearest to the query
   is still scanned exactly when it is small beside the model's graph (other tenants' chunks):
   when scope_rows^2 <= hnsw_visit_cost * candidates * the graph's rows (pg_class.reltuples of the
   model's index), the walk would visit more tuples than the scan reads rows.
-Parameters: scope, model, dims from _search_scope; settings from _search_settings (candidates,
+Parameters: scope, model, dims, scope_rows from _search_scope; settings from _search_settings (candidates,
   min_similarity, exact_scan_max_rows, hnsw_ef_search, hnsw_visit_cost); the others as
   hybrid_search's.
 Returns: ids and sims (cosine similarity), at most settings.candidates, most similar first.
 Errors: none.
-Example: select * from hipocampo_private._dense_leg(tenant, array[kb], model, 384, '[…]', null, null, settings);
+Example: select * from hipocampo_private._dense_leg(tenant, array[kb], model, 384, 5183, '[…]', null, null, settings);
 */
 create or replace function hipocampo_private._dense_leg(
-    tenant uuid, scope uuid[], model text, dims integer, query_embedding extensions.vector,
+    tenant uuid, scope uuid[], model text, dims integer, scope_rows bigint, query_embedding extensions.vector,
     source_types text[], metadata_filter jsonb, settings jsonb,
     out ids bigint[], out sims double precision[]
 )
@@ -490,13 +495,10 @@ declare
     n_cand integer := (settings ->> 'candidates')::integer;
     min_sim double precision := (settings ->> 'min_similarity')::double precision;
     exact_max bigint;
-    scope_rows bigint;
     dense_sql text;
     lim integer;
     above bigint;
 begin
-    select coalesce(sum(st.chunk_count), 0) into scope_rows from hipocampo_private.kb_text_stats as st
-    where st.kb_id = any(scope) and st.embedding_model = model;
     exact_max := hipocampo_private._exact_scan_max(scope_rows, model, settings, tenant);
     if scope_rows > exact_max or dims > 640 then
         if scope_rows > exact_max then
@@ -656,7 +658,7 @@ $$;
 /*
 _lexical_terms(scope uuid[], model text, query_text text, budget bigint, stopwords jsonb,
   out t_kb uuid[], out t_lex text[], out t_idf double precision[], out t_avg double precision[],
-  out t_read boolean[], out chunks bigint)
+  out t_read boolean[])
 
 Purpose: the lexical leg's term list (issue 60 §2): every lexeme of the question in each
   knowledge base of the scope (_question_words) but the question stopwords (interrogatives and
@@ -670,14 +672,14 @@ Parameters: scope, model - as _lexical_leg's; query_text - the question; budget 
   (settings.lexical_postings_budget, 0..100,000,000); stopwords - a json array of stems
   (settings.question_stopwords, the rag section's; null: none).
 Returns: five aligned arrays, one element per (knowledge base, lexeme), empty for a question
-  without lexemes; chunks, the scope's chunks of the model (kb_text_stats).
+  without lexemes.
 Errors: none.
 Example: select * from hipocampo_private._lexical_terms(array[kb], 'multilingual-e5-small', 'prazo de recurso', 8000,
   '["qual"]');
 */
 create or replace function hipocampo_private._lexical_terms(
     scope uuid[], model text, query_text text, budget bigint, stopwords jsonb, out t_kb uuid[], out t_lex text[],
-    out t_idf double precision[], out t_avg double precision[], out t_read boolean[], out chunks bigint
+    out t_idf double precision[], out t_avg double precision[], out t_read boolean[]
 )
 language plpgsql
 stable
@@ -706,10 +708,6 @@ begin
     ) as q
     inner join hipocampo_private.kb_text_stats as st
         on st.kb_id = q.kb_id and st.embedding_model = model;
-
-    select coalesce(sum(st.chunk_count), 0) into chunks
-    from hipocampo_private.kb_text_stats as st
-    where st.kb_id = any(scope) and st.embedding_model = model;
 
     select coalesce(array_agg(x.r order by x.o), '{}') into t_read
     from (
@@ -891,8 +889,8 @@ end;
 $$;
 
 /*
-_lexical_leg(tenant uuid, scope uuid[], model text, query_text text, source_types text[],
-  metadata_filter jsonb, settings jsonb, dense_ids bigint[], out ids bigint[],
+_lexical_leg(tenant uuid, scope uuid[], model text, scope_rows bigint, query_text text,
+  source_types text[], metadata_filter jsonb, settings jsonb, dense_ids bigint[], out ids bigint[],
   out scores double precision[], out dense_scores double precision[], out coverage double precision)
 
 Purpose: hybrid_search's lexical leg: Okapi BM25 (k1 = settings.bm25_k1, b = settings.bm25_b)
@@ -909,7 +907,7 @@ Purpose: hybrid_search's lexical leg: Okapi BM25 (k1 = settings.bm25_k1, b = set
   status, expiry, source type, metadata) are checked on the best 4 * settings.candidates; when
   they leave too few, every chunk holding a term is scored, over every posting of every term, and
   checked in order (with a source or metadata filter, every scored chunk is kept from the start).
-Parameters: scope and model from _search_scope; settings from _search_settings; dense_ids, the
+Parameters: scope, model and scope_rows from _search_scope; settings from _search_settings; dense_ids, the
   dense leg's candidates (_dense_leg); the others as hybrid_search's.
 Returns: ids and scores (BM25), at most settings.candidates, best first, after the filters;
   dense_scores, the BM25 score of each of dense_ids in its order (0 for a chunk holding no query
@@ -920,12 +918,12 @@ Returns: ids and scores (BM25), at most settings.candidates, best first, after t
   idf of df 0) that the chunk holds, 0..1 (null when no chunk holds a query term; _coverage),
   which _fuse weighs the dense leg by.
 Errors: none.
-Example: select * from hipocampo_private._lexical_leg(tenant, array[kb], model, 'prazo', null, null, settings,
+Example: select * from hipocampo_private._lexical_leg(tenant, array[kb], model, 249, 'prazo', null, null, settings,
   dense.ids);
 */
 create or replace function hipocampo_private._lexical_leg(
-    tenant uuid, scope uuid[], model text, query_text text, source_types text[], metadata_filter jsonb,
-    settings jsonb, dense_ids bigint[], out ids bigint[], out scores double precision[],
+    tenant uuid, scope uuid[], model text, scope_rows bigint, query_text text, source_types text[],
+    metadata_filter jsonb, settings jsonb, dense_ids bigint[], out ids bigint[], out scores double precision[],
     out dense_scores double precision[], out coverage double precision
 )
 language plpgsql
@@ -944,17 +942,18 @@ declare
     t_read boolean [];  -- the term's postings are read in full
     scored_ids bigint [];  -- the chunks scored, best first (unfiltered)
     scored_scores double precision [];
-    keep integer;  -- how many of the best scored chunks the filters see first (null: every one)
-    chunks bigint;  -- the scope's
+    -- How many of the best scored chunks the filters see first (null: every one): every one when
+    -- the scope holds no more (one sort), or with a source or metadata filter (likely to leave few
+    -- of the best).
+    keep integer := case
+        when source_types is null and metadata_filter is null and scope_rows > n_cand * 4 then n_cand * 4
+    end;
 begin
     -- The question's terms, the rarest first, and which are read in full (_lexical_terms).
-    select tl.t_kb, tl.t_lex, tl.t_idf, tl.t_avg, tl.t_read, tl.chunks into t_kb, t_lex, t_idf, t_avg, t_read, chunks
+    select tl.t_kb, tl.t_lex, tl.t_idf, tl.t_avg, tl.t_read into t_kb, t_lex, t_idf, t_avg, t_read
     from hipocampo_private._lexical_terms(
         scope, model, query_text, (settings ->> 'lexical_postings_budget')::bigint, settings -> 'question_stopwords'
     ) as tl;
-    -- Every one when the scope holds no more (one sort), or with a source or metadata filter
-    -- (likely to leave few of the best).
-    keep := case when source_types is null and metadata_filter is null and chunks > n_cand * 4 then n_cand * 4 end;
 
     loop
         select r.ids, r.scores into scored_ids, scored_scores
