@@ -454,17 +454,21 @@ def run(conn: psycopg.Connection[Any], plan: list[tuple[str, Tenant, int]], ques
         q, v = questions[qi % len(questions)]
         return {"q": q, "v": v, "kb": t.kb, "tenant": t.id, "filter": json.dumps({"tenant_id": str(t.id)})}
 
+    def call(method: str, t: Tenant, qi: int) -> tuple[list[Any], float]:
+        """One call as the tenant's member: its rows' ids and its time (ms)."""
+        with as_member(conn, t.claims) as cur:
+            t0 = time.perf_counter()
+            cur.execute(CALLS[method], params(t, qi))  # type: ignore[arg-type]
+            got = [r[0] for r in cur.fetchall()]
+            return got, (time.perf_counter() - t0) * 1000
+
     # Round 0 reads every call's pages into memory and judges the rows (recall, short results);
     # rounds 1..rounds are timed.
     for n_round in range(rounds + 1):
         order = methods[n_round % len(methods) :] + methods[: n_round % len(methods)]
         for method in order:
             for name, t, qi in plan:
-                with as_member(conn, t.claims) as cur:
-                    t0 = time.perf_counter()
-                    cur.execute(CALLS[method], params(t, qi))  # type: ignore[arg-type]
-                    got = [r[0] for r in cur.fetchall()]
-                    took = (time.perf_counter() - t0) * 1000
+                got, took = call(method, t, qi)
                 if n_round:
                     times.setdefault((name, method), []).append(took)
                     continue
@@ -478,11 +482,7 @@ def run(conn: psycopg.Connection[Any], plan: list[tuple[str, Tenant, int]], ques
     for method in methods:
         for timed in (False, True):
             for name, t, qi in plan:
-                with as_member(conn, t.claims) as cur:
-                    t0 = time.perf_counter()
-                    cur.execute(CALLS[method], params(t, qi))  # type: ignore[arg-type]
-                    cur.fetchall()
-                    took = (time.perf_counter() - t0) * 1000
+                _, took = call(method, t, qi)
                 if timed:
                     alone.setdefault((name, method), []).append(took)
     lines = []
